@@ -1,0 +1,600 @@
+"""Layer 3: chat-completion chunks to stream events and a result, sans-IO.
+
+Theory of operation
+-------------------
+:class:`ChatAccumulator` takes chunks one at a time, either as already-decoded
+mappings (:meth:`~ChatAccumulator.feed_chunk`, e.g. ``chunk.model_dump()`` from
+the official SDK) or as server-sent events (:meth:`~ChatAccumulator.feed_event`,
+which checks ``[DONE]`` before JSON and recognises error payloads).  State is
+kept per choice ``index`` and, inside a choice, per tool call.  Fields that
+identify something (id, name, type, role, model) are assigned once; fields that
+stream (content, refusal, reasoning, arguments) are concatenated exactly.
+
+The stream has one terminal event.  ``[DONE]``, an error payload, a chunk we
+cannot interpret, or :meth:`~ChatAccumulator.end` produce it; anything fed
+after it is ignored.  The status is derived, never asserted by the server:
+``failed`` when an error arrived, ``complete`` when every choice that started
+has a finish_reason, ``incomplete`` otherwise -- a missing ``[DONE]`` alone
+does not make a finished stream incomplete, and a ``[DONE]`` does not make an
+unfinished one complete.
+
+Nothing fed to the accumulator raises because of what the *server* sent:
+invalid input ends the stream as ``failed`` with a typed error, and everything
+received before it stays in :attr:`~ChatAccumulator.result`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ._errors import ChunkwiseError, InvalidChunk, StreamError
+from ._events import (
+    AnomalyDetected,
+    ChoiceFinished,
+    ContentDelta,
+    Event,
+    ReasoningDelta,
+    RefusalDelta,
+    StreamCompleted,
+    StreamErrorReceived,
+    StreamFailed,
+    StreamIncomplete,
+    ToolCallArgumentsDelta,
+    ToolCallCompleted,
+    ToolCallStarted,
+    UsageReported,
+)
+from ._results import Anomaly, ChatResult, ChoiceResult, IncompleteReason, Status, ToolCall
+from ._sse import ServerSentEvent
+from ._tools import ToolSchemas, complete_tool_call
+
+__all__ = ["ChatAccumulator"]
+
+_DONE = "[DONE]"
+# How much of an offending event's data an error keeps.
+_ERROR_DATA_LIMIT = 2000
+
+
+class _ToolCallState:
+    __slots__ = ("args", "completed", "finished", "id", "index", "name", "snapshot", "type")
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.id: str | None = None
+        self.type: str | None = None
+        self.name: str | None = None
+        self.args: list[str] = []
+        self.finished = False
+        self.completed = False
+        self.snapshot: ToolCall | None = None  # set once completed
+
+    def arguments(self) -> str:
+        if len(self.args) > 1:
+            self.args[:] = ["".join(self.args)]
+        return self.args[0] if self.args else ""
+
+    def to_result(self) -> ToolCall:
+        if self.snapshot is not None:
+            return self.snapshot
+        return ToolCall(
+            index=self.index,
+            id=self.id,
+            type=self.type,
+            name=self.name,
+            arguments=self.arguments(),
+            finished=self.finished,
+        )
+
+
+class _ChoiceState:
+    __slots__ = (
+        "by_index",
+        "content",
+        "finish_reason",
+        "finished",
+        "index",
+        "logprobs",
+        "reasoning",
+        "refusal",
+        "role",
+        "tools",
+    )
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.role: str | None = None
+        self.content: list[str] = []
+        self.refusal: list[str] | None = None
+        self.reasoning: list[str] | None = None
+        self.tools: list[_ToolCallState] = []
+        self.by_index: dict[int, _ToolCallState] = {}
+        self.finish_reason: str | None = None
+        self.finished = False
+        self.logprobs: dict[str, Any] | None = None
+
+    def to_result(self) -> ChoiceResult:
+        return ChoiceResult(
+            index=self.index,
+            role=self.role,
+            content=_joined(self.content),
+            refusal=None if self.refusal is None else _joined(self.refusal),
+            reasoning=None if self.reasoning is None else _joined(self.reasoning),
+            tool_calls=tuple(t.to_result() for t in self.tools),
+            finish_reason=self.finish_reason,
+            logprobs=self.logprobs,
+        )
+
+
+def _joined(parts: list[str]) -> str:
+    # Join once and keep the joined string, so repeated snapshots stay cheap.
+    if len(parts) > 1:
+        parts[:] = ["".join(parts)]
+    return parts[0] if parts else ""
+
+
+class ChatAccumulator:
+    """Accumulate chat-completion chunks into events and a :class:`ChatResult`.
+
+    Args:
+        tools: The request's ``tools`` list.  When given, each completed tool
+            call's arguments are validated against the matching function's
+            JSON schema (needs the ``jsonschema`` extra).
+    """
+
+    def __init__(self, *, tools: Iterable[Mapping[str, Any]] | None = None) -> None:
+        self._schemas = ToolSchemas(tools) if tools is not None else None
+        self._choices: dict[int, _ChoiceState] = {}
+        self._id: str | None = None
+        self._model: str | None = None
+        self._created: int | None = None
+        self._fingerprint: str | None = None
+        self._usage: Mapping[str, Any] | None = None
+        self._error: ChunkwiseError | None = None
+        self._anomalies: list[Anomaly] = []
+        self._status: Status = "streaming"
+        self._reason: IncompleteReason | None = None
+        self._done = False
+        self._ended = False
+        self._ignored_after_end = 0
+        self._cache: ChatResult | None = None
+
+    # -- public API --------------------------------------------------------
+
+    @property
+    def result(self) -> ChatResult:
+        """A snapshot of everything received so far."""
+        if self._cache is None:
+            self._cache = ChatResult(
+                id=self._id,
+                model=self._model,
+                created=self._created,
+                system_fingerprint=self._fingerprint,
+                choices=tuple(self._choices[i].to_result() for i in sorted(self._choices)),
+                usage=self._usage,
+                error=self._error,
+                status=self._status,
+                reason=self._reason,
+                done_received=self._done,
+                anomalies=tuple(self._anomalies),
+            )
+        return self._cache
+
+    @property
+    def finished(self) -> bool:
+        """True once the terminal event was produced."""
+        return self._ended
+
+    def feed_event(self, event: ServerSentEvent) -> list[Event]:
+        """Interpret one server-sent event: ``[DONE]``, an error, or a JSON chunk."""
+        if self._ended:
+            return self._ignore()
+        data = event.data
+        if event.event == "error":
+            return self._error_payload(_parse_error_data(data))
+        if data == _DONE:
+            self._done = True
+            return self._finish()
+        if not data:
+            return []  # an empty keep-alive event carries nothing
+        try:
+            chunk = json.loads(data)
+        except ValueError as exc:
+            return self.fail(
+                InvalidChunk(f"event data is not valid JSON: {exc}", data[:_ERROR_DATA_LIMIT])
+            )
+        if type(chunk) is not dict:
+            return self.fail(
+                InvalidChunk(
+                    f"event data is JSON {type(chunk).__name__}, not an object",
+                    data[:_ERROR_DATA_LIMIT],
+                )
+            )
+        return self._chunk(chunk, data)
+
+    def feed_chunk(self, chunk: Mapping[str, Any]) -> list[Event]:
+        """Accumulate one decoded ``chat.completion.chunk`` (any mapping)."""
+        if self._ended:
+            return self._ignore()
+        if not isinstance(chunk, Mapping):
+            return self.fail(InvalidChunk(f"a chunk must be a mapping, not {type(chunk).__name__}"))
+        return self._chunk(chunk, None)
+
+    def end(self) -> list[Event]:
+        """The stream is over: produce the terminal event (unless already produced).
+
+        Tool calls still open are completed with ``finished=False``.
+        """
+        if self._ended:
+            return []
+        return self._finish()
+
+    def abort(self, reason: IncompleteReason) -> list[Event]:
+        """End the stream early for a reason outside the data (transport layer).
+
+        A stream whose choices all finished still ends ``complete``.
+        """
+        if self._ended:
+            return []
+        return self._finish(reason)
+
+    def note_anomaly(self, anomaly: Anomaly) -> list[Event]:
+        """Record an anomaly seen outside the chunks (e.g. by the SSE layer)."""
+        events: list[Event] = []
+        self._anomaly(events, anomaly.kind, anomaly.detail, anomaly.choice_index)
+        return events
+
+    def fail(self, error: ChunkwiseError) -> list[Event]:
+        """End the stream as ``failed`` with ``error`` (e.g. a protocol error)."""
+        if self._ended:
+            return self._ignore()
+        self._error = error
+        return self._finish()
+
+    # -- chunks --------------------------------------------------------------
+
+    def _chunk(self, chunk: Mapping[str, Any], data: str | None) -> list[Event]:
+        events: list[Event] = []
+        error = chunk.get("error")
+        if error is not None or chunk.get("object") == "error":
+            return self._error_payload(_stream_error(error if error is not None else chunk))
+        if self._id is None or self._model is None:
+            self._metadata(chunk)
+        choices = chunk.get("choices")
+        if choices:
+            if type(choices) is not list:
+                return self.fail(
+                    InvalidChunk(
+                        f"'choices' is {type(choices).__name__}, not a list",
+                        (data or repr(chunk))[:_ERROR_DATA_LIMIT],
+                    )
+                )
+            for choice in choices:
+                failure = self._choice(choice, events)
+                if failure is not None:
+                    events.extend(self.fail(failure))
+                    return events
+        elif choices is not None and type(choices) is not list:
+            return self.fail(InvalidChunk(f"'choices' is {choices!r}, not a list"))
+        usage = chunk.get("usage")
+        if usage is None:
+            extra = chunk.get("x_groq")
+            if type(extra) is dict:
+                usage = extra.get("usage")
+        if usage is not None:
+            if isinstance(usage, Mapping):
+                self._usage = usage
+                self._cache = None
+                events.append(UsageReported(usage=usage))
+            else:
+                self._anomaly(events, "invalid usage", repr(usage)[:200])
+        return events
+
+    def _metadata(self, chunk: Mapping[str, Any]) -> None:
+        # Assigned once: later chunks repeat these, they never extend them.
+        value = chunk.get("id")
+        if self._id is None and isinstance(value, str) and value:
+            self._id = value
+        value = chunk.get("model")
+        if self._model is None and isinstance(value, str) and value:
+            self._model = value
+        value = chunk.get("created")
+        if self._created is None and type(value) is int:
+            self._created = value
+        value = chunk.get("system_fingerprint")
+        if self._fingerprint is None and isinstance(value, str) and value:
+            self._fingerprint = value
+        self._cache = None
+
+    def _choice(self, choice: Any, events: list[Event]) -> InvalidChunk | None:
+        if type(choice) is not dict:
+            return InvalidChunk(f"a choice is {type(choice).__name__}, not an object")
+        index = choice.get("index", 0)
+        if type(index) is not int or index < 0:
+            return InvalidChunk(f"choice index {index!r} is not a non-negative integer")
+        delta = choice.get("delta")
+        finish_reason = choice.get("finish_reason")
+        state = self._choices.get(index)
+        if delta is None:
+            # Content-filter annotations and the like: no new completion.
+            if state is None or finish_reason is None:
+                return None
+        elif type(delta) is not dict:
+            return InvalidChunk(f"delta of choice {index} is {type(delta).__name__}")
+        if state is None:
+            state = self._choices[index] = _ChoiceState(index)
+        self._cache = None
+        if delta:
+            self._delta(state, delta, events)
+        logprobs = choice.get("logprobs")
+        if logprobs is not None:
+            _merge_logprobs(state, logprobs)
+        if finish_reason is not None:
+            self._finish_reason(state, finish_reason, events)
+        return None
+
+    def _delta(self, state: _ChoiceState, delta: dict[str, Any], events: list[Event]) -> None:
+        index = state.index
+        role = delta.get("role")
+        if role and state.role is None and isinstance(role, str):
+            state.role = role
+        text = delta.get("content")
+        if text:
+            if type(text) is not str:
+                self._anomaly(events, "non-string content", repr(text)[:200], index)
+            elif state.finished:
+                self._anomaly(events, "content after finish", text, index)
+            else:
+                state.content.append(text)
+                events.append(ContentDelta(choice_index=index, text=text))
+        text = delta.get("refusal")
+        if text:
+            if type(text) is not str:
+                self._anomaly(events, "non-string refusal", repr(text)[:200], index)
+            elif state.finished:
+                self._anomaly(events, "refusal after finish", text, index)
+            else:
+                if state.refusal is None:
+                    state.refusal = []
+                state.refusal.append(text)
+                events.append(RefusalDelta(choice_index=index, text=text))
+        text = delta.get("reasoning_content") or delta.get("reasoning")
+        if text:
+            if type(text) is not str:
+                self._anomaly(events, "non-string reasoning", repr(text)[:200], index)
+            elif state.finished:
+                self._anomaly(events, "reasoning after finish", text, index)
+            else:
+                if state.reasoning is None:
+                    state.reasoning = []
+                state.reasoning.append(text)
+                events.append(ReasoningDelta(choice_index=index, text=text))
+        tool_calls = delta.get("tool_calls")
+        if tool_calls:
+            if type(tool_calls) is not list:
+                self._anomaly(events, "invalid tool_calls", repr(tool_calls)[:200], index)
+            elif state.finished:
+                self._anomaly(events, "tool call after finish", repr(tool_calls), index)
+            else:
+                for tool_delta in tool_calls:
+                    if type(tool_delta) is dict:
+                        self._tool_delta(state, tool_delta, events)
+                    else:
+                        self._anomaly(events, "invalid tool call", repr(tool_delta)[:200], index)
+
+    def _tool_delta(self, state: _ChoiceState, delta: dict[str, Any], events: list[Event]) -> None:
+        index = delta.get("index")
+        call_id = delta.get("id")
+        if not isinstance(call_id, str) or not call_id:
+            call_id = None
+        call = self._find_call(state, index if type(index) is int else None, call_id)
+        if call is None:
+            tool_index = index if type(index) is int else len(state.tools)
+            if tool_index in state.by_index:
+                # An explicit index reused with another id: keep both calls.
+                tool_index = max(state.by_index) + 1
+                self._anomaly(events, "tool index reused", f"index {index}", state.index)
+            call = _ToolCallState(tool_index)
+            state.tools.append(call)
+            state.by_index[tool_index] = call
+            started = True
+        else:
+            started = False
+        if call_id is not None and call.id is None:
+            call.id = call_id
+        kind = delta.get("type")
+        if isinstance(kind, str) and kind and call.type is None:
+            call.type = kind
+        function = delta.get("function")
+        fragment = None
+        if type(function) is dict:
+            name = function.get("name")
+            if isinstance(name, str) and name and call.name is None:
+                call.name = name
+            fragment = function.get("arguments")
+        if started:
+            events.append(
+                ToolCallStarted(
+                    choice_index=state.index, tool_index=call.index, id=call.id, name=call.name
+                )
+            )
+        if fragment and isinstance(fragment, str):
+            call.args.append(fragment)
+            events.append(
+                ToolCallArgumentsDelta(
+                    choice_index=state.index, tool_index=call.index, fragment=fragment
+                )
+            )
+
+    @staticmethod
+    def _find_call(
+        state: _ChoiceState, index: int | None, call_id: str | None
+    ) -> _ToolCallState | None:
+        if index is not None:
+            call = state.by_index.get(index)
+            if call is None or call_id is None or call.id is None or call.id == call_id:
+                return call
+            # Same index, another id: a new call (some servers reuse index 0).
+            for other in state.tools:
+                if other.id == call_id:
+                    return other
+            return None
+        # No index: a new id opens a new call, a repeated id is the same
+        # call, and a delta without id continues the last call.
+        if call_id is None:
+            return state.tools[-1] if state.tools else None
+        for other in reversed(state.tools):
+            if other.id == call_id:
+                return other
+        return None
+
+    def _finish_reason(self, state: _ChoiceState, reason: Any, events: list[Event]) -> None:
+        if not isinstance(reason, str):
+            self._anomaly(events, "invalid finish_reason", repr(reason)[:200], state.index)
+            return
+        if state.finished:
+            if reason and reason != state.finish_reason:
+                self._anomaly(
+                    events,
+                    "second finish_reason",
+                    f"{reason!r} after {state.finish_reason!r}",
+                    state.index,
+                )
+            return
+        if not reason:
+            # Some servers send "" on every chunk: keep it as sent, but it
+            # does not finish the choice.
+            if state.finish_reason is None:
+                state.finish_reason = reason
+            return
+        state.finish_reason = reason
+        state.finished = True
+        self._complete_tools(state, True, events)
+        events.append(ChoiceFinished(choice_index=state.index, finish_reason=reason))
+
+    def _complete_tools(self, state: _ChoiceState, finished: bool, events: list[Event]) -> None:
+        for call in state.tools:
+            if call.completed:
+                continue
+            call.finished = finished
+            call.completed = True
+            call.snapshot = complete_tool_call(
+                index=call.index,
+                id=call.id,
+                type=call.type,
+                name=call.name,
+                arguments=call.arguments(),
+                finished=finished,
+                schemas=self._schemas,
+            )
+            events.append(
+                ToolCallCompleted(
+                    choice_index=state.index, tool_index=call.index, call=call.snapshot
+                )
+            )
+
+    # -- errors, anomalies and the end ------------------------------------
+
+    def _error_payload(self, error: StreamError) -> list[Event]:
+        self._error = error
+        events: list[Event] = [StreamErrorReceived(error=error)]
+        events.extend(self._finish())
+        return events
+
+    def _anomaly(
+        self, events: list[Event], kind: str, detail: str, choice_index: int | None = None
+    ) -> None:
+        anomaly = Anomaly(kind=kind, detail=detail, choice_index=choice_index)
+        self._anomalies.append(anomaly)
+        self._cache = None
+        events.append(AnomalyDetected(anomaly=anomaly))
+
+    def _ignore(self) -> list[Event]:
+        self._ignored_after_end += 1
+        if self._ignored_after_end == 1:
+            kind = "data after [DONE]" if self._done else "data after end"
+            anomaly = Anomaly(kind=kind, detail="events after the terminal event are ignored")
+            self._anomalies.append(anomaly)
+            self._cache = None
+        return []
+
+    def _finish(self, reason: IncompleteReason | None = None) -> list[Event]:
+        events: list[Event] = []
+        for index in sorted(self._choices):
+            self._complete_tools(self._choices[index], False, events)
+        self._ended = True
+        self._cache = None
+        if self._error is None:
+            for index in sorted(self._choices):
+                if self._choices[index].finish_reason == "error":
+                    self._error = StreamError(f'choice {index} finished with finish_reason "error"')
+                    break
+        if self._error is not None:
+            self._status = "failed"
+            events.append(StreamFailed(result=self.result, error=self._error))
+            return events
+        if not self._choices:
+            self._status = "incomplete"
+            self._reason = reason or IncompleteReason.EMPTY_STREAM
+        elif all(state.finished for state in self._choices.values()):
+            self._status = "complete"
+            events.append(StreamCompleted(result=self.result))
+            return events
+        else:
+            self._status = "incomplete"
+            self._reason = reason or IncompleteReason.UNFINISHED
+        events.append(StreamIncomplete(result=self.result, reason=self._reason))
+        return events
+
+
+def _merge_logprobs(state: _ChoiceState, logprobs: Any) -> None:
+    if type(logprobs) is not dict:
+        return
+    if state.logprobs is None:
+        state.logprobs = {}
+    for key, value in logprobs.items():
+        if type(value) is list:
+            current = state.logprobs.get(key)
+            if type(current) is list:
+                current.extend(value)
+            else:
+                state.logprobs[key] = list(value)
+        elif value is not None or key not in state.logprobs:
+            state.logprobs[key] = value
+
+
+def _parse_error_data(data: str) -> StreamError:
+    try:
+        payload = json.loads(data)
+    except ValueError:
+        return StreamError(data or "the server sent an error event without data")
+    if isinstance(payload, dict):
+        inner = payload.get("error")
+        return _stream_error(inner if inner is not None else payload)
+    return _stream_error(payload)
+
+
+def _stream_error(error: Any) -> StreamError:
+    """Build a :class:`StreamError` from any error shape servers send."""
+    if isinstance(error, Mapping):
+        message = error.get("message")
+        if message is None:
+            message = error.get("detail", error.get("msg"))
+        if not isinstance(message, str):
+            message = json.dumps(message) if message is not None else json.dumps(dict(error))
+        code = error.get("code")
+        if not isinstance(code, (str, int)) or isinstance(code, bool):
+            code = None
+        kind = error.get("type")
+        param = error.get("param")
+        return StreamError(
+            message,
+            type=kind if isinstance(kind, str) else None,
+            code=code,
+            param=param if isinstance(param, str) else None,
+            body=dict(error),
+        )
+    if isinstance(error, str):
+        return StreamError(error)
+    return StreamError(json.dumps(error))

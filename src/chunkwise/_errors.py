@@ -1,0 +1,148 @@
+"""The exception hierarchy.
+
+Modelled on h11: a :class:`ProtocolError` is either *local* (the caller used an
+object wrongly) or *remote* (the peer sent something we cannot accept).  Errors
+that describe a stream are also stored in results, so they compare by value:
+two parses of the same bytes, however split, give equal results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = [
+    "ChunkwiseError",
+    "EventTooLarge",
+    "HTTPStatusError",
+    "InvalidChunk",
+    "LocalProtocolError",
+    "ProtocolError",
+    "RemoteProtocolError",
+    "StreamError",
+    "ToolArgumentsError",
+    "TransportError",
+]
+
+
+class ChunkwiseError(Exception):
+    """Base class of every exception chunkwise raises on purpose."""
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        assert isinstance(other, ChunkwiseError)
+        return self.args == other.args and _fields(self) == _fields(other)
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.args))
+
+
+def _fields(exc: BaseException) -> dict[str, Any]:
+    # __notes__ and friends are bookkeeping, not part of the error's value.
+    return {k: v for k, v in vars(exc).items() if not k.startswith("_")}
+
+
+class ProtocolError(ChunkwiseError):
+    """Something broke the rules of HTTP, SSE or the chat-completions stream."""
+
+
+class LocalProtocolError(ProtocolError):
+    """The caller did something illegal, e.g. ``feed()`` after ``end()``."""
+
+
+class RemoteProtocolError(ProtocolError):
+    """The peer sent something we cannot accept."""
+
+
+class EventTooLarge(RemoteProtocolError):
+    """One server-sent event grew past ``max_event_size`` characters.
+
+    Raised before the event is fully buffered, so memory stays bounded.
+    """
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"server-sent event exceeds max_event_size ({size} > {limit} characters)")
+        self.size = size
+        self.limit = limit
+
+
+class InvalidChunk(RemoteProtocolError):
+    """An event's data is not a chat-completion chunk we can interpret.
+
+    ``data`` holds (the start of) the offending text, so nothing is lost.
+    """
+
+    def __init__(self, message: str, data: str = "") -> None:
+        super().__init__(message)
+        self.data = data
+
+
+class StreamError(ChunkwiseError):
+    """An error reported *by the server* inside the stream.
+
+    ``message`` is always a string (an object-valued message is kept as JSON
+    text); ``code`` is kept as sent, int or string; ``body`` is the payload.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        type: str | None = None,
+        code: str | int | None = None,
+        param: str | None = None,
+        body: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.type = type
+        self.code = code
+        self.param = param
+        self.body = body
+
+    def __repr__(self) -> str:
+        return f"StreamError({self.message!r}, type={self.type!r}, code={self.code!r})"
+
+
+class ToolArgumentsError(ChunkwiseError):
+    """A tool call's arguments are not valid JSON, or fail the tool's schema.
+
+    ``raw`` is the concatenated argument text exactly as received.
+    """
+
+    def __init__(self, message: str, *, raw: str, tool_name: str | None = None) -> None:
+        super().__init__(message)
+        self.raw = raw
+        self.tool_name = tool_name
+
+
+class TransportError(ChunkwiseError):
+    """The connection failed: connect, TLS, or the socket broke mid-response."""
+
+
+class HTTPStatusError(ChunkwiseError):
+    """The server answered with a non-2xx status.
+
+    ``error`` is the parsed OpenAI-shaped error when the body had one.
+    The API key never appears here.
+    """
+
+    def __init__(
+        self,
+        status_code: int,
+        *,
+        reason: str = "",
+        error: StreamError | None = None,
+        body: bytes = b"",
+        request_id: str | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        detail = error.message if error is not None else reason
+        super().__init__(f"HTTP {status_code}: {detail}" if detail else f"HTTP {status_code}")
+        self.status_code = status_code
+        self.reason = reason
+        self.error = error
+        self.body = body
+        self.request_id = request_id
+        self.retry_after = retry_after

@@ -1,0 +1,105 @@
+"""Layers 1-3 together: bytes of a chat-completion SSE body in, stream events out."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ._accumulator import ChatAccumulator
+from ._errors import EventTooLarge, LocalProtocolError
+from ._events import Event
+from ._results import Anomaly, ChatResult, IncompleteReason
+from ._sse import DEFAULT_MAX_EVENT_SIZE, SSEDecoder
+
+__all__ = ["ChatStreamParser"]
+
+
+class ChatStreamParser:
+    """Sans-IO parser of a streamed chat completion: ``feed()`` bytes, get events.
+
+    Combines an :class:`~chunkwise.SSEDecoder` (with llama.cpp's legacy
+    ``error:`` field enabled) and a :class:`~chunkwise.ChatAccumulator`.
+    Whatever the server sends, ``feed()`` and ``end()`` do not raise: a stream
+    that cannot be interpreted ends with :class:`~chunkwise.StreamFailed`, and
+    :attr:`result` keeps everything received before.
+
+    Args:
+        tools: The request's ``tools``, to validate tool-call arguments.
+        max_event_size: Passed to the :class:`~chunkwise.SSEDecoder`.
+    """
+
+    def __init__(
+        self,
+        *,
+        tools: Iterable[Mapping[str, Any]] | None = None,
+        max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+    ) -> None:
+        self._decoder = SSEDecoder(max_event_size=max_event_size, legacy_error_field=True)
+        self._accumulator = ChatAccumulator(tools=tools)
+        self._ended = False
+
+    @property
+    def result(self) -> ChatResult:
+        """A snapshot of everything received so far; final after the terminal event."""
+        return self._accumulator.result
+
+    @property
+    def finished(self) -> bool:
+        """True once the terminal event was produced."""
+        return self._accumulator.finished
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[Event]:
+        """Parse the next bytes of the body; return the events they complete."""
+        if self._ended:
+            raise LocalProtocolError("feed() called after end()")
+        if self._accumulator.finished:
+            # After [DONE] or a failure nothing more is interpreted.
+            return []
+        try:
+            sse_events = self._decoder.feed(data)
+        except EventTooLarge as exc:
+            return self._accumulator.fail(exc)
+        if not sse_events:
+            return []
+        feed_event = self._accumulator.feed_event
+        if len(sse_events) == 1:
+            return feed_event(sse_events[0])
+        events: list[Event] = []
+        for sse in sse_events:
+            events += feed_event(sse)
+        return events
+
+    def end(self, reason: IncompleteReason | None = None) -> list[Event]:
+        """The body is over; return the remaining events, ending with the terminal one.
+
+        ``reason`` tells why the transport stopped early (e.g.
+        :attr:`IncompleteReason.CONNECTION_LOST`); it is used only when the
+        stream turns out incomplete.
+        """
+        if self._ended:
+            return []
+        self._ended = True
+        accumulator = self._accumulator
+        if accumulator.finished:
+            return []
+        events = self._end_decoder()
+        if accumulator.finished:
+            return events
+        if reason is None:
+            events += accumulator.end()
+        else:
+            events += accumulator.abort(reason)
+        return events
+
+    def _end_decoder(self) -> list[Event]:
+        events: list[Event] = []
+        for sse in self._decoder.end():
+            events += self._accumulator.feed_event(sse)
+        if self._decoder.unterminated:
+            events += self._accumulator.note_anomaly(
+                Anomaly(
+                    kind="unterminated event",
+                    detail="the body ended inside an event, which was discarded",
+                )
+            )
+        return events

@@ -1,0 +1,174 @@
+"""Results: immutable snapshots of what a stream has delivered so far."""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import attrs
+
+from ._errors import ChunkwiseError, StreamError, ToolArgumentsError
+
+__all__ = [
+    "Anomaly",
+    "ChatResult",
+    "ChoiceResult",
+    "IncompleteReason",
+    "Status",
+    "ToolCall",
+]
+
+Status = Literal["streaming", "complete", "incomplete", "failed"]
+
+
+class IncompleteReason(str, enum.Enum):
+    """Why a stream ended ``incomplete``."""
+
+    #: The stream ended before every choice received a finish_reason.
+    UNFINISHED = "unfinished"
+    #: No chunk carried a choice (e.g. ``data: [DONE]`` alone).
+    EMPTY_STREAM = "empty stream"
+    #: The connection closed or broke before the stream was over.
+    CONNECTION_LOST = "connection lost"
+    #: No bytes arrived for longer than the idle timeout.
+    IDLE_TIMEOUT = "idle timeout"
+    #: The caller cancelled the stream.
+    CANCELLED = "cancelled"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@attrs.frozen(kw_only=True)
+class Anomaly:
+    """A recoverable break of the stream's rules, recorded rather than hidden.
+
+    ``kind`` is a short stable tag (e.g. ``"content after finish"``),
+    ``detail`` says what was received, ``choice_index`` where it applies.
+    """
+
+    kind: str
+    detail: str
+    choice_index: int | None = None
+
+
+_UNSET: Any = object()
+
+
+@attrs.frozen(kw_only=True)
+class ToolCall:
+    """One tool call of one choice.
+
+    Attributes:
+        index: The call's ``index`` as sent, or its position when the server
+            sent none.
+        id: The call id, assigned once (``None`` when none was sent).
+        type: Usually ``"function"``.
+        name: The function name, assigned once.
+        arguments: The argument fragments concatenated exactly.
+        finished: True when the call was closed by its choice's
+            ``finish_reason``; False while streaming or when the stream ended
+            first.
+        completed: True once :class:`~chunkwise.ToolCallCompleted` was sent.
+        error: Why the arguments cannot be used (invalid JSON, or the
+            tool's schema rejects them), once completed.
+        validated: True when arguments were checked against a schema and
+            passed, None when no schema was checked.
+    """
+
+    index: int
+    id: str | None = None
+    type: str | None = None
+    name: str | None = None
+    arguments: str = ""
+    finished: bool = False
+    completed: bool = False
+    error: ToolArgumentsError | None = None
+    validated: bool | None = None
+    _parsed: Any = attrs.field(default=_UNSET, alias="parsed", repr=False, eq=False)
+
+    def parse_arguments(self) -> Any:
+        """Return the arguments as parsed JSON, or raise :class:`~chunkwise.ToolArgumentsError`.
+
+        The raw text stays in :attr:`arguments` either way.
+        """
+        if self.error is not None:
+            raise self.error
+        if self._parsed is not _UNSET:
+            return self._parsed
+        try:
+            return json.loads(self.arguments)
+        except ValueError as exc:
+            raise ToolArgumentsError(
+                f"arguments of tool call {self.name!r} are not valid JSON: {exc}",
+                raw=self.arguments,
+                tool_name=self.name,
+            ) from None
+
+
+@attrs.frozen(kw_only=True)
+class ChoiceResult:
+    """What one choice delivered.
+
+    ``content`` is ``""`` when no text arrived; ``refusal`` and ``reasoning``
+    are ``None`` when none arrived.  ``finish_reason`` is the raw string sent,
+    or ``None`` while the choice is unfinished.
+    """
+
+    index: int
+    role: str | None = None
+    content: str = ""
+    refusal: str | None = None
+    reasoning: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    finish_reason: str | None = None
+    logprobs: Mapping[str, Any] | None = None
+
+    @property
+    def finished(self) -> bool:
+        """True once a non-empty finish_reason arrived."""
+        return bool(self.finish_reason)
+
+
+@attrs.frozen(kw_only=True)
+class ChatResult:
+    """A snapshot of a chat-completion stream, readable at any time.
+
+    ``status`` is ``"streaming"`` until the terminal event, then
+    ``"complete"`` (no error and every choice finished), ``"failed"``
+    (``error`` says why) or ``"incomplete"`` (``reason`` says why).
+    """
+
+    id: str | None = None
+    model: str | None = None
+    created: int | None = None
+    system_fingerprint: str | None = None
+    choices: tuple[ChoiceResult, ...] = ()
+    usage: Mapping[str, Any] | None = None
+    error: ChunkwiseError | None = None
+    status: Status = "streaming"
+    reason: IncompleteReason | None = None
+    done_received: bool = False
+    anomalies: tuple[Anomaly, ...] = ()
+
+    def choice(self, index: int = 0) -> ChoiceResult:
+        """The choice with this ``index`` (raises :class:`KeyError` if absent)."""
+        for choice in self.choices:
+            if choice.index == index:
+                return choice
+        raise KeyError(index)
+
+    @property
+    def content(self) -> str:
+        """Choice 0's content, the common single-choice case (``""`` if absent)."""
+        for choice in self.choices:
+            if choice.index == 0:
+                return choice.content
+        return ""
+
+    @property
+    def server_error(self) -> StreamError | None:
+        """The error the server reported, if that is why the stream failed."""
+        return self.error if isinstance(self.error, StreamError) else None

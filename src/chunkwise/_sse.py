@@ -1,0 +1,293 @@
+"""Layers 1 and 2: bytes to text to server-sent events, sans-IO.
+
+Theory of operation
+-------------------
+:class:`SSEDecoder` follows the WHATWG HTML "Server-sent events" interpretation
+rules.  Bytes go through one incremental UTF-8 decoder per stream (invalid
+sequences become U+FFFD, as the spec requires), so a character split across
+reads is decoded once its last byte arrives.  The text is cut into lines on
+LF, CRLF or CR.  A CR is a complete line ending on its own, so the line before
+it is processed at once; if the next read then starts with LF, that LF belongs
+to the same line ending and is skipped (``_skip_lf``).
+
+Only the unfinished last line is buffered, as a list of pieces with a running
+length, so feeding one large event in tiny reads never rescans or recopies what
+is already buffered: cost stays linear in the input.  A partial line is
+classified as soon as its field name is known: comments and unknown fields are
+dropped piece by piece instead of being buffered, so they cannot grow memory.
+Everything that is buffered for the current event counts against
+``max_event_size``.
+"""
+
+from __future__ import annotations
+
+import codecs
+from typing import Final
+
+import attrs
+
+from ._errors import EventTooLarge, LocalProtocolError
+
+__all__ = ["DEFAULT_MAX_EVENT_SIZE", "SSEDecoder", "ServerSentEvent"]
+
+#: Default limit for one event, in characters of decoded text (data lines,
+#: other kept fields and the unfinished line).  Large enough for a whole
+#: non-streamed completion sent as one event; small enough to bound memory.
+DEFAULT_MAX_EVENT_SIZE: Final = 16 * 1024 * 1024
+
+_BOM: Final = "\ufeff"
+# The longest field name we keep; a partial line longer than this without a
+# colon can only be an unknown field.
+_LONGEST_FIELD: Final = 5
+
+# States of the unfinished line.
+_KEEP: Final = 0  # buffer it (known field, or not yet classified)
+_DROP: Final = 1  # comment or unknown field: discard until the line ends
+
+
+@attrs.frozen(kw_only=True)
+class ServerSentEvent:
+    """One dispatched server-sent event.
+
+    Attributes:
+        event: The event type, ``"message"`` when the server gave none.
+        data: The data lines joined with ``"\\n"``.
+        id: The last event ID in effect at dispatch (``""`` when none).
+        retry: The ``retry`` value given in this event's block, if valid.
+    """
+
+    event: str = "message"
+    data: str = ""
+    id: str = ""
+    retry: int | None = None
+
+
+class SSEDecoder:
+    """Incremental, sans-IO decoder from bytes to :class:`ServerSentEvent`.
+
+    Args:
+        max_event_size: Upper bound, in characters, on what one event may
+            buffer.  Exceeding it raises :class:`~chunkwise.EventTooLarge`
+            before the excess is stored.
+        legacy_error_field: Also accept llama.cpp's legacy ``error:`` field
+            lines: a block with ``error:`` lines and no ``data:`` lines is
+            dispatched as an event of type ``"error"``.  Off by default,
+            because WHATWG says unknown fields are ignored.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+        legacy_error_field: bool = False,
+    ) -> None:
+        if max_event_size < 1:
+            raise ValueError("max_event_size must be positive")
+        self.max_event_size = max_event_size
+        self.legacy_error_field = legacy_error_field
+        self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._started = False  # a first character was seen (BOM handling)
+        self._skip_lf = False  # the previous text ended with CR
+        self._ended = False
+        self._unterminated = False
+        # The unfinished line.
+        self._pieces: list[str] = []
+        self._line_len = 0
+        self._line_state = _KEEP
+        self._classified = False  # the unfinished line's field name is known
+        # The event being built.
+        self._data: list[str] = []
+        self._errors: list[str] = []
+        self._event_type = ""
+        self._retry_in_block: int | None = None
+        self._has_fields = False  # any non-comment line since the last dispatch
+        self._event_size = 0  # characters kept for the current event
+        self.last_event_id = ""
+        self.retry: int | None = None
+
+    @property
+    def unterminated(self) -> bool:
+        """True when :meth:`end` discarded an event that was never terminated.
+
+        That is a partial line or fields not followed by a blank line; a
+        trailing comment does not count.
+        """
+        return self._unterminated
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[ServerSentEvent]:
+        """Decode the next bytes of the stream and return the events they complete."""
+        if self._ended:
+            raise LocalProtocolError("feed() called after end()")
+        text = self._utf8.decode(data)
+        if not text:
+            return []
+        return self._feed_text(text)
+
+    def end(self) -> list[ServerSentEvent]:
+        """Signal end of stream.
+
+        Flushes the UTF-8 decoder.  Per WHATWG, an event not terminated by a
+        blank line is discarded; :attr:`unterminated` then says so.
+        """
+        if self._ended:
+            return []
+        events = self._feed_text(self._utf8.decode(b"", final=True))
+        self._ended = True
+        if (self._line_len and self._line_state == _KEEP) or self._has_fields:
+            self._unterminated = True
+        self._pieces.clear()
+        self._reset_event()
+        return events
+
+    # -- internals -------------------------------------------------------
+
+    def _feed_text(self, text: str) -> list[ServerSentEvent]:
+        if not self._started and text:
+            self._started = True
+            if text[0] == _BOM:
+                text = text[1:]
+        if self._skip_lf and text:
+            self._skip_lf = False
+            if text[0] == "\n":
+                text = text[1:]
+        if not text:
+            return []
+        events: list[ServerSentEvent] = []
+        if "\r" in text:
+            lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+            # A CR at the very end may be the first half of a CRLF.
+            self._skip_lf = text[-1] == "\r"
+        else:
+            lines = text.split("\n")
+        last = lines.pop()  # unfinished (possibly empty) tail
+        if lines:
+            if self._line_state == _DROP:
+                lines[0] = ":"  # the tail of a dropped line: ignore it too
+            elif self._pieces:
+                lines[0] = self._take_line(lines[0])
+            self._line_state = _KEEP
+            self._classified = False
+            for line in lines:
+                if line:
+                    self._process_line(line)
+                elif self._has_fields:
+                    self._dispatch(events)
+        if last:
+            self._add_partial(last)
+        return events
+
+    def _take_line(self, tail: str) -> str:
+        self._pieces.append(tail)
+        line = "".join(self._pieces)
+        self._pieces.clear()
+        # The complete line is counted again by _process_line if it is kept.
+        self._event_size -= self._line_len
+        self._line_len = 0
+        return line
+
+    def _add_partial(self, piece: str) -> None:
+        if self._line_state == _DROP:
+            return
+        self._pieces.append(piece)
+        self._line_len += len(piece)
+        self._event_size += len(piece)
+        if not self._classified:
+            self._classify_partial()
+        if self._event_size > self.max_event_size:
+            self._raise_too_large()
+
+    def _classify_partial(self) -> None:
+        # Only the first few characters of the unfinished line decide whether
+        # it is worth keeping, and while undecided the line is that short.
+        head = "".join(self._pieces) if len(self._pieces) > 1 else self._pieces[0]
+        colon = head.find(":", 0, _LONGEST_FIELD + 1)
+        if colon < 0 and len(head) <= _LONGEST_FIELD:
+            return  # could still become a known field
+        name = head[:colon] if colon >= 0 else head
+        if self._is_kept_field(name):
+            self._classified = True
+            return
+        # A comment or an unknown field: drop it, now and until its line ends.
+        self._event_size -= self._line_len
+        self._line_state = _DROP
+        self._pieces.clear()
+        self._line_len = 0
+
+    def _is_kept_field(self, name: str) -> bool:
+        return name in ("data", "event", "id", "retry") or (
+            self.legacy_error_field and name == "error"
+        )
+
+    def _raise_too_large(self) -> None:
+        size = self._event_size
+        self._ended = True
+        self._pieces.clear()
+        self._reset_event()
+        raise EventTooLarge(size, self.max_event_size)
+
+    def _process_line(self, line: str) -> None:
+        if line[0] == ":":
+            return
+        colon = line.find(":")
+        if colon < 0:
+            name, value = line, ""
+        else:
+            name = line[:colon]
+            value = line[colon + 1 :]
+            if value[:1] == " ":
+                value = value[1:]
+        if name == "data":
+            self._has_fields = True
+            self._keep(value)
+            self._data.append(value)
+        elif name == "event":
+            self._has_fields = True
+            self._keep(value)
+            self._event_type = value
+        elif name == "id":
+            self._has_fields = True
+            if "\0" not in value:
+                self.last_event_id = value
+        elif name == "retry":
+            self._has_fields = True
+            if value.isascii() and value.isdigit():
+                self.retry = self._retry_in_block = int(value)
+        elif name == "error" and self.legacy_error_field:
+            self._has_fields = True
+            self._keep(value)
+            self._errors.append(value)
+        # Unknown fields are ignored.
+
+    def _keep(self, value: str) -> None:
+        self._event_size += len(value) + 1
+        if self._event_size > self.max_event_size:
+            self._raise_too_large()
+
+    def _dispatch(self, events: list[ServerSentEvent]) -> None:
+        if self._data:
+            events.append(
+                ServerSentEvent(
+                    event=self._event_type or "message",
+                    data="\n".join(self._data),
+                    id=self.last_event_id,
+                    retry=self._retry_in_block,
+                )
+            )
+        elif self._errors:
+            events.append(
+                ServerSentEvent(
+                    event="error",
+                    data="\n".join(self._errors),
+                    id=self.last_event_id,
+                    retry=self._retry_in_block,
+                )
+            )
+        self._reset_event()
+
+    def _reset_event(self) -> None:
+        self._data = []
+        self._errors = []
+        self._event_type = ""
+        self._retry_in_block = None
+        self._has_fields = False
+        self._event_size = self._line_len if self._line_state == _KEEP else 0
