@@ -10,6 +10,7 @@ can be compared with it.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 
@@ -59,15 +60,10 @@ def parse(
     )
 
 
-def events_of(data: bytes, *, legacy_error_field: bool = False) -> list[ServerSentEvent]:
-    """The events of ``data`` given in one read, ``end()`` included."""
-    return list(parse([data], legacy_error_field=legacy_error_field).events)
-
-
 def split_at(data: bytes, cuts: Iterable[int]) -> list[bytes]:
     """Split ``data`` at the given offsets (any order, duplicates give empty reads)."""
     points = [0, *sorted(cuts), len(data)]
-    return [data[a:b] for a, b in zip(points, points[1:])]
+    return [data[a:b] for a, b in itertools.pairwise(points)]
 
 
 def byte_reads(data: bytes) -> list[bytes]:
@@ -84,14 +80,10 @@ def ev(
 
 @attrs.frozen(kw_only=True)
 class ReferenceOutcome:
-    """What the naive reference parser says.
-
-    ``unterminated`` is ``None`` where the rule in the design leaves it open
-    (only ``event``/``id``/``retry``/unknown-field lines pending at the end).
-    """
+    """What the naive reference parser says."""
 
     events: tuple[ServerSentEvent, ...]
-    unterminated: bool | None
+    unterminated: bool
     last_event_id: str
     retry: int | None
 
@@ -153,22 +145,20 @@ def reference_parse(data: bytes, *, legacy_error_field: bool = False) -> Referen
         elif name == "error" and legacy_error_field:
             error_lines.append(value)
 
-    unterminated: bool | None
-    if (partial and not partial.startswith(":")) or data_lines:
-        unterminated = True
-    elif not pending_fields:
-        unterminated = False
-    else:
-        unterminated = None
+    # A partial line or any field line (known or not) not yet followed by a
+    # blank line is discarded: "unterminated".  Comments never count.
+    partial_is_field = bool(partial) and not partial.startswith(":")
     return ReferenceOutcome(
         events=tuple(events),
-        unterminated=unterminated,
+        unterminated=pending_fields or partial_is_field,
         last_event_id=last_event_id,
         retry=retry,
     )
 
 
-def as_buffers(reads: Sequence[bytes], kinds: Sequence[int]) -> list[bytes | bytearray | memoryview]:
+def as_buffers(
+    reads: Sequence[bytes], kinds: Sequence[int]
+) -> list[bytes | bytearray | memoryview]:
     """Turn each read into bytes, a bytearray or a memoryview (cycling through ``kinds``)."""
     out: list[bytes | bytearray | memoryview] = []
     for i, read in enumerate(reads):

@@ -1,20 +1,29 @@
 """chunkwise: OpenAI-style chat completion streams, parsed correctly at every chunk boundary.
 
-Layers 1-3 (bytes to SSE events to chat events) are sans-IO and import no trio.
+Layers 1-3 (bytes to SSE events to chat events) are sans-IO: they do no I/O and
+need no trio.  Layers 4-5 (HTTP over trio, fan-out to subscribers) build on them.
 """
 
 from ._accumulator import ChatAccumulator
+from ._endpoint import DEFAULT_BASE_URL, Endpoint, Timeouts
 from ._errors import (
     ChunkwiseError,
+    ConnectionLost,
+    ConnectTimeout,
     EventTooLarge,
     HTTPStatusError,
+    IdleTimeout,
+    IncompleteBody,
     InvalidChunk,
+    InvalidEndpoint,
     LocalProtocolError,
     ProtocolError,
     RemoteProtocolError,
     StreamError,
     ToolArgumentsError,
     TransportError,
+    UnexpectedContentEncoding,
+    UnexpectedContentType,
 )
 from ._events import (
     AnomalyDetected,
@@ -38,29 +47,41 @@ from ._events import (
     ToolCallStarted,
     UsageReported,
 )
+from ._fanout import DEFAULT_BUFFER_SIZE, Family
 from ._parser import ChatStreamParser
 from ._results import Anomaly, ChatResult, ChoiceResult, IncompleteReason, Status, ToolCall
 from ._sse import DEFAULT_MAX_EVENT_SIZE, ServerSentEvent, SSEDecoder
+from ._stream import ChatStream, complete_chat, open_chat_stream
 from ._version import __version__
 
 __all__ = [
+    "DEFAULT_BASE_URL",
+    "DEFAULT_BUFFER_SIZE",
     "DEFAULT_MAX_EVENT_SIZE",
     "Anomaly",
     "AnomalyDetected",
     "ChatAccumulator",
     "ChatResult",
+    "ChatStream",
     "ChatStreamParser",
     "ChoiceEvent",
     "ChoiceFinished",
     "ChoiceResult",
     "ChunkwiseError",
+    "ConnectTimeout",
+    "ConnectionLost",
     "ContentDelta",
+    "Endpoint",
     "Event",
     "EventTooLarge",
     "EventsDropped",
+    "Family",
     "HTTPStatusError",
+    "IdleTimeout",
+    "IncompleteBody",
     "IncompleteReason",
     "InvalidChunk",
+    "InvalidEndpoint",
     "LifecycleEvent",
     "LocalProtocolError",
     "ProtocolError",
@@ -77,6 +98,7 @@ __all__ = [
     "StreamFailed",
     "StreamIncomplete",
     "TerminalEvent",
+    "Timeouts",
     "ToolArgumentsError",
     "ToolCall",
     "ToolCallArgumentsDelta",
@@ -84,6 +106,10 @@ __all__ = [
     "ToolCallEvent",
     "ToolCallStarted",
     "TransportError",
+    "UnexpectedContentEncoding",
+    "UnexpectedContentType",
     "UsageReported",
     "__version__",
+    "complete_chat",
+    "open_chat_stream",
 ]

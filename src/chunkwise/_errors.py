@@ -61,9 +61,10 @@ class EventTooLarge(RemoteProtocolError):
     Raised before the event is fully buffered, so memory stays bounded.
     """
 
-    def __init__(self, size: int, limit: int) -> None:
-        super().__init__(f"server-sent event exceeds max_event_size ({size} > {limit} characters)")
-        self.size = size
+    def __init__(self, limit: int) -> None:
+        # No size: it depends on where the reads happened to end, and the
+        # error must be the same however the bytes were split.
+        super().__init__(f"a server-sent event exceeds max_event_size ({limit} characters)")
         self.limit = limit
 
 
@@ -146,3 +147,100 @@ class HTTPStatusError(ChunkwiseError):
         self.body = body
         self.request_id = request_id
         self.retry_after = retry_after
+
+
+# --- Endpoint configuration and transport (layer 4) ----------------------------------------
+#
+# Every message below is built from the host, port, status and sizes only: never from a
+# header value, so the API key cannot leak into an exception, a log line or a traceback.
+
+__all__ += [
+    "ConnectTimeout",
+    "ConnectionLost",
+    "IdleTimeout",
+    "IncompleteBody",
+    "InvalidEndpoint",
+    "UnexpectedContentEncoding",
+    "UnexpectedContentType",
+]
+
+
+class InvalidEndpoint(ChunkwiseError, ValueError):
+    """An :class:`~chunkwise.Endpoint` was given a URL, key or header it cannot use.
+
+    Raised when the endpoint is built, before anything is sent.  The message names
+    the problem (and the header name), never the key or a header value.
+    """
+
+
+class ConnectTimeout(TransportError):
+    """Connecting (TCP and, for ``https``, the TLS handshake) took longer than allowed."""
+
+    def __init__(self, host: str, port: int, timeout: float) -> None:
+        super().__init__(f"timed out after {timeout:g} s connecting to {host}:{port}")
+        self.host = host
+        self.port = port
+        self.timeout = timeout
+
+
+class IdleTimeout(TransportError):
+    """The connection made no progress for longer than allowed.
+
+    No response bytes arrived (or the request could not be sent) for ``timeout``
+    seconds.  It is an idle timeout, not a limit on the whole response.
+    """
+
+    def __init__(self, host: str, port: int, timeout: float) -> None:
+        super().__init__(f"no progress from {host}:{port} for {timeout:g} s")
+        self.host = host
+        self.port = port
+        self.timeout = timeout
+
+
+class ConnectionLost(TransportError):
+    """The peer closed or reset the connection before the response was complete."""
+
+
+class IncompleteBody(ConnectionLost):
+    """The connection ended inside a ``Content-Length`` or chunked response body.
+
+    Raised only after every body byte that did arrive has been delivered.
+    ``received`` counts those bytes; ``expected`` is the declared length, or
+    ``None`` for a chunked (or close-delimited, when reset) body.
+    """
+
+    def __init__(self, message: str, *, received: int, expected: int | None) -> None:
+        super().__init__(message)
+        self.received = received
+        self.expected = expected
+
+
+class UnexpectedContentType(RemoteProtocolError):
+    """A successful response is not ``text/event-stream``.
+
+    ``content_type`` is the header as sent (``None`` when absent) and
+    ``body_start`` the first bytes of the body, which often explain why
+    (a JSON completion from a server that ignored ``stream``, an HTML error page).
+    """
+
+    def __init__(
+        self, *, status_code: int, content_type: str | None, body_start: bytes = b""
+    ) -> None:
+        super().__init__(
+            f"expected a text/event-stream response, got HTTP {status_code} "
+            f"with content-type {content_type!r}"
+        )
+        self.status_code = status_code
+        self.content_type = content_type
+        self.body_start = body_start
+
+
+class UnexpectedContentEncoding(RemoteProtocolError):
+    """The response body is compressed although chunkwise asked for ``identity``."""
+
+    def __init__(self, content_encoding: str) -> None:
+        super().__init__(
+            f"response uses Content-Encoding {content_encoding!r}, "
+            "but the request sent Accept-Encoding: identity"
+        )
+        self.content_encoding = content_encoding

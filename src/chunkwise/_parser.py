@@ -52,22 +52,28 @@ class ChatStreamParser:
         """Parse the next bytes of the body; return the events they complete."""
         if self._ended:
             raise LocalProtocolError("feed() called after end()")
-        if self._accumulator.finished:
-            # After [DONE] or a failure nothing more is interpreted.
-            return []
+        decoder = self._decoder
+        if decoder.error is not None:
+            return []  # the stream already failed; it is over
         try:
-            sse_events = self._decoder.feed(data)
+            sse_events = decoder.feed(data)
         except EventTooLarge as exc:
             return self._accumulator.fail(exc)
-        if not sse_events:
-            return []
+        # After the terminal event the accumulator ignores events but notes
+        # that they came, whichever read they arrived in.
         feed_event = self._accumulator.feed_event
-        if len(sse_events) == 1:
+        if len(sse_events) == 1 and decoder.error is None:
             return feed_event(sse_events[0])
         events: list[Event] = []
         for sse in sse_events:
             events += feed_event(sse)
+        if decoder.error is not None:
+            events += self._accumulator.fail(decoder.error)
         return events
+
+    def note_anomaly(self, anomaly: Anomaly) -> list[Event]:
+        """Record an anomaly seen outside the body (e.g. by the transport)."""
+        return self._accumulator.note_anomaly(anomaly)
 
     def end(self, reason: IncompleteReason | None = None) -> list[Event]:
         """The body is over; return the remaining events, ending with the terminal one.
@@ -80,7 +86,7 @@ class ChatStreamParser:
             return []
         self._ended = True
         accumulator = self._accumulator
-        if accumulator.finished:
+        if accumulator.finished or self._decoder.error is not None:
             return []
         events = self._end_decoder()
         if accumulator.finished:

@@ -42,7 +42,8 @@ _LONGEST_FIELD: Final = 5
 
 # States of the unfinished line.
 _KEEP: Final = 0  # buffer it (known field, or not yet classified)
-_DROP: Final = 1  # comment or unknown field: discard until the line ends
+_DROP_COMMENT: Final = 1  # a comment: discard until the line ends
+_DROP_FIELD: Final = 2  # an unknown field: the same, but it is part of an event
 
 
 @attrs.frozen(kw_only=True)
@@ -89,21 +90,32 @@ class SSEDecoder:
         self._started = False  # a first character was seen (BOM handling)
         self._skip_lf = False  # the previous text ended with CR
         self._ended = False
+        self._error: EventTooLarge | None = None
         self._unterminated = False
         # The unfinished line.
         self._pieces: list[str] = []
         self._line_len = 0
         self._line_state = _KEEP
-        self._classified = False  # the unfinished line's field name is known
+        self._value_start = -1  # where the unfinished line's value starts, once known
         # The event being built.
         self._data: list[str] = []
         self._errors: list[str] = []
         self._event_type = ""
         self._retry_in_block: int | None = None
-        self._has_fields = False  # any non-comment line since the last dispatch
+        self._has_fields = False  # any field line since the last dispatch
         self._event_size = 0  # characters kept for the current event
         self.last_event_id = ""
         self.retry: int | None = None
+
+    @property
+    def error(self) -> EventTooLarge | None:
+        """The error that stopped the decoder, if any.
+
+        When one read completes some events and then overflows
+        ``max_event_size``, :meth:`feed` returns those events first and sets
+        this; the next call raises it.
+        """
+        return self._error
 
     @property
     def unterminated(self) -> bool:
@@ -116,6 +128,8 @@ class SSEDecoder:
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[ServerSentEvent]:
         """Decode the next bytes of the stream and return the events they complete."""
+        if self._error is not None:
+            raise self._error
         if self._ended:
             raise LocalProtocolError("feed() called after end()")
         text = self._utf8.decode(data)
@@ -129,11 +143,13 @@ class SSEDecoder:
         Flushes the UTF-8 decoder.  Per WHATWG, an event not terminated by a
         blank line is discarded; :attr:`unterminated` then says so.
         """
+        if self._error is not None:
+            raise self._error
         if self._ended:
             return []
         events = self._feed_text(self._utf8.decode(b"", final=True))
         self._ended = True
-        if (self._line_len and self._line_state == _KEEP) or self._has_fields:
+        if self._has_fields or self._line_len or self._line_state == _DROP_FIELD:
             self._unterminated = True
         self._pieces.clear()
         self._reset_event()
@@ -160,13 +176,26 @@ class SSEDecoder:
         else:
             lines = text.split("\n")
         last = lines.pop()  # unfinished (possibly empty) tail
+        try:
+            self._process_lines(lines, last, events)
+        except EventTooLarge as exc:
+            self._error = exc
+            if not events:
+                raise
+            # Deliver the events completed before the oversized one; the
+            # next call raises.
+        return events
+
+    def _process_lines(self, lines: list[str], last: str, events: list[ServerSentEvent]) -> None:
         if lines:
-            if self._line_state == _DROP:
-                lines[0] = ":"  # the tail of a dropped line: ignore it too
+            if self._line_state != _KEEP:
+                # The tail of a dropped line: ignore it too.
+                self._has_fields |= self._line_state == _DROP_FIELD
+                lines[0] = ":"
             elif self._pieces:
                 lines[0] = self._take_line(lines[0])
             self._line_state = _KEEP
-            self._classified = False
+            self._value_start = -1
             for line in lines:
                 if line:
                     self._process_line(line)
@@ -174,26 +203,27 @@ class SSEDecoder:
                     self._dispatch(events)
         if last:
             self._add_partial(last)
-        return events
 
     def _take_line(self, tail: str) -> str:
         self._pieces.append(tail)
         line = "".join(self._pieces)
         self._pieces.clear()
-        # The complete line is counted again by _process_line if it is kept.
-        self._event_size -= self._line_len
         self._line_len = 0
         return line
 
     def _add_partial(self, piece: str) -> None:
-        if self._line_state == _DROP:
+        if self._line_state != _KEEP:
             return
         self._pieces.append(piece)
         self._line_len += len(piece)
-        self._event_size += len(piece)
-        if not self._classified:
+        if self._value_start < 0:
             self._classify_partial()
-        if self._event_size > self.max_event_size:
+            if self._value_start < 0:
+                return
+        # Count the value received so far, never more than the complete line
+        # will count: so whether an event is too large does not depend on how
+        # the bytes were split.
+        if self._event_size + self._line_len - self._value_start > self.max_event_size:
             self._raise_too_large()
 
     def _classify_partial(self) -> None:
@@ -204,12 +234,12 @@ class SSEDecoder:
         if colon < 0 and len(head) <= _LONGEST_FIELD:
             return  # could still become a known field
         name = head[:colon] if colon >= 0 else head
-        if self._is_kept_field(name):
-            self._classified = True
+        if colon >= 0 and self._is_kept_field(name):
+            # The optional space is not known yet: assume it, to undercount.
+            self._value_start = colon + 2
             return
         # A comment or an unknown field: drop it, now and until its line ends.
-        self._event_size -= self._line_len
-        self._line_state = _DROP
+        self._line_state = _DROP_COMMENT if colon == 0 else _DROP_FIELD
         self._pieces.clear()
         self._line_len = 0
 
@@ -219,11 +249,10 @@ class SSEDecoder:
         )
 
     def _raise_too_large(self) -> None:
-        size = self._event_size
-        self._ended = True
         self._pieces.clear()
+        self._line_len = 0
         self._reset_event()
-        raise EventTooLarge(size, self.max_event_size)
+        raise EventTooLarge(self.max_event_size)
 
     def _process_line(self, line: str) -> None:
         if line[0] == ":":
@@ -246,17 +275,21 @@ class SSEDecoder:
             self._event_type = value
         elif name == "id":
             self._has_fields = True
+            self._keep(value)
             if "\0" not in value:
                 self.last_event_id = value
         elif name == "retry":
             self._has_fields = True
+            self._keep(value)
             if value.isascii() and value.isdigit():
                 self.retry = self._retry_in_block = int(value)
         elif name == "error" and self.legacy_error_field:
             self._has_fields = True
             self._keep(value)
             self._errors.append(value)
-        # Unknown fields are ignored.
+        else:
+            # Unknown fields are ignored, but they still belong to an event.
+            self._has_fields = True
 
     def _keep(self, value: str) -> None:
         self._event_size += len(value) + 1
@@ -290,4 +323,4 @@ class SSEDecoder:
         self._event_type = ""
         self._retry_in_block = None
         self._has_fields = False
-        self._event_size = self._line_len if self._line_state == _KEEP else 0
+        self._event_size = 0

@@ -1,0 +1,197 @@
+"""Hypothesis: for realistic generated streams, any split into reads gives the same
+events and result as one read, and the result is the stream that was generated."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import chunkwise
+from _streams import parse, splits
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+text = st.text(
+    alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)),
+    min_size=1,
+    max_size=12,
+)
+
+
+@st.composite
+def streams(draw: st.DrawFn) -> tuple[bytes, dict[int, dict[str, Any]]]:
+    """An SSE body and the per-choice reconstruction it must give."""
+    n = draw(st.integers(1, 3))
+    eol = draw(st.sampled_from(["\n", "\r\n", "\r"]))
+    plan: list[tuple[int, dict[str, Any]]] = []
+    expected: dict[int, dict[str, Any]] = {}
+    for index in range(n):
+        pieces = draw(st.lists(text, max_size=6))
+        calls = draw(st.lists(st.lists(text, min_size=1, max_size=4), max_size=2))
+        expected[index] = {
+            "content": "".join(pieces),
+            "calls": [(f"call_{index}_{i}", "".join(args)) for i, args in enumerate(calls)],
+        }
+        plan.append((index, {"role": "assistant", "content": ""}))
+        plan += [(index, {"content": p}) for p in pieces]
+        for i, args in enumerate(calls):
+            head = {"index": i, "id": f"call_{index}_{i}", "type": "function"}
+            plan.append(
+                (index, {"tool_calls": [{**head, "function": {"name": "f", "arguments": ""}}]})
+            )
+            plan += [
+                (index, {"tool_calls": [{"index": i, "function": {"arguments": a}}]}) for a in args
+            ]
+    # Interleave the choices, keeping each choice's own order.
+    order = draw(st.permutations(range(len(plan))))
+    queues: dict[int, list[dict[str, Any]]] = {i: [] for i in range(n)}
+    for index, delta in plan:
+        queues[index].append(delta)
+    sequence = [plan[i][0] for i in order]
+    lines: list[str] = []
+    for index in sequence:
+        delta = queues[index].pop(0)
+        body = {"id": "x", "choices": [{"index": index, "delta": delta, "finish_reason": None}]}
+        space = draw(st.sampled_from(["", " "]))
+        if draw(st.integers(0, 5)) == 0:
+            lines.append(": keep-alive" + eol)
+        lines.append(f"data:{space}{json.dumps(body, ensure_ascii=draw(st.booleans()))}{eol}{eol}")
+    for index in range(n):
+        finish = {"index": index, "delta": {}, "finish_reason": "stop"}
+        lines.append(f"data: {json.dumps({'choices': [finish]})}{eol}{eol}")
+    usage = {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
+    lines.append(f"data: {json.dumps({'choices': [], 'usage': usage})}{eol}{eol}")
+    lines.append(f"data: [DONE]{eol}{eol}")
+    prefix = "\ufeff" if draw(st.booleans()) else ""
+    return (prefix + "".join(lines)).encode(), expected
+
+
+@SETTINGS
+@given(stream=streams(), data=st.data())
+def test_any_split_gives_the_events_and_result_of_one_read(
+    stream: tuple[bytes, dict[int, dict[str, Any]]], data: st.DataObject
+) -> None:
+    body, _ = stream
+    cuts = data.draw(st.lists(st.integers(1, max(1, len(body) - 1)), max_size=40))
+    assert parse(splits(body, cuts)) == parse([body])
+
+
+@SETTINGS
+@given(stream=streams())
+def test_generated_stream_reconstructs_exactly(
+    stream: tuple[bytes, dict[int, dict[str, Any]]],
+) -> None:
+    body, expected = stream
+    events, result = parse([body])
+    assert result.status == "complete"
+    assert not result.anomalies
+    assert result.usage == {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
+    for index, want in expected.items():
+        got = result.choice(index)
+        assert got.content == want["content"]
+        assert [(c.id, c.arguments) for c in got.tool_calls] == want["calls"]
+    for index, want in expected.items():
+        deltas = [
+            e.text
+            for e in events
+            if isinstance(e, chunkwise.ContentDelta) and e.choice_index == index
+        ]
+        assert "".join(deltas) == want["content"]
+
+
+@SETTINGS
+@given(stream=streams(), size=st.integers(1, 16))
+def test_fixed_size_reads_match_one_read(
+    stream: tuple[bytes, dict[int, dict[str, Any]]], size: int
+) -> None:
+    body, _ = stream
+    reads = [body[i : i + size] for i in range(0, len(body), size)]
+    assert parse(reads) == parse([body])
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | text,
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(st.sampled_from(["a", "index", "delta", "content"]), children, max_size=3)
+    ),
+    max_leaves=8,
+)
+delta_values = st.fixed_dictionaries(
+    {},
+    optional={
+        "role": json_values,
+        "content": json_values,
+        "refusal": json_values,
+        "reasoning": json_values,
+        "reasoning_content": json_values,
+        "tool_calls": st.lists(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "index": st.none() | st.integers(-1, 3) | text,
+                    "id": st.none() | st.sampled_from(["", "a", "b"]),
+                    "type": json_values,
+                    "function": st.fixed_dictionaries(
+                        {}, optional={"name": json_values, "arguments": json_values}
+                    )
+                    | json_values,
+                },
+            )
+            | json_values,
+            max_size=3,
+        )
+        | json_values,
+    },
+)
+chunk_values = st.fixed_dictionaries(
+    {},
+    optional={
+        "id": json_values,
+        "model": json_values,
+        "created": json_values,
+        "usage": json_values,
+        "error": st.none() | json_values,
+        "choices": st.lists(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "index": st.integers(0, 2) | json_values,
+                    "delta": delta_values | json_values,
+                    "finish_reason": st.none()
+                    | st.sampled_from(["stop", "", "length"])
+                    | json_values,
+                    "logprobs": json_values,
+                },
+            )
+            | json_values,
+            max_size=3,
+        )
+        | json_values,
+    },
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(chunks=st.lists(chunk_values, max_size=6))
+def test_arbitrary_json_shaped_chunks_never_raise(chunks: list[dict[str, Any]]) -> None:
+    acc = chunkwise.ChatAccumulator()
+    events: list[chunkwise.Event] = []
+    for c in chunks:
+        events += acc.feed_chunk(c)
+        snapshot = acc.result  # readable at any time
+        assert snapshot.status in ("streaming", "failed", "complete", "incomplete")
+    events += acc.end()
+    terminals = [
+        e
+        for e in events
+        if isinstance(
+            e, (chunkwise.StreamCompleted, chunkwise.StreamIncomplete, chunkwise.StreamFailed)
+        )
+    ]
+    assert len(terminals) == 1 and events[-1] is terminals[0]
+    if acc.result.status == "failed":
+        assert isinstance(acc.result.error, chunkwise.ChunkwiseError)

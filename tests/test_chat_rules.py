@@ -1,0 +1,761 @@
+"""The rules of the chat layer (DESIGN.md "Rules of the chat layer"), one test each."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import chunkwise
+from _streams import accumulate, choice, chunk, parse, sse, terminal, tool
+from chunkwise import (
+    AnomalyDetected,
+    ChoiceFinished,
+    ContentDelta,
+    IncompleteReason,
+    ReasoningDelta,
+    RefusalDelta,
+    StreamCompleted,
+    StreamErrorReceived,
+    StreamFailed,
+    StreamIncomplete,
+    ToolCallArgumentsDelta,
+    ToolCallCompleted,
+    ToolCallStarted,
+    UsageReported,
+)
+
+# -- content and choices ---------------------------------------------------------
+
+
+def test_content_is_appended_exactly_without_trimming_or_separators() -> None:
+    pieces = [" Hello", ",", "  world ", "\n", "", "!\t"]
+    chunks = [chunk(choice(content=p)) for p in pieces]
+    chunks.append(chunk(choice(finish_reason="stop")))
+    events, result = accumulate(chunks)
+    assert result.choice(0).content == " Hello,  world \n!\t"
+    assert [e.text for e in events if isinstance(e, ContentDelta)] == [p for p in pieces if p]
+
+
+def test_role_only_null_and_empty_deltas_emit_nothing() -> None:
+    events, _ = accumulate(
+        [
+            chunk(choice(role="assistant")),
+            chunk(choice(role="assistant", content="")),
+            chunk(choice(content=None)),
+            chunk(choice()),
+        ]
+    )
+    assert [type(e) for e in events] == [StreamIncomplete]
+
+
+def test_role_is_assigned_once_never_concatenated() -> None:
+    _, result = accumulate(
+        [chunk(choice(role="assistant", content="a")), chunk(choice(role="assistant", content="b"))]
+    )
+    assert result.choice(0).role == "assistant"
+
+
+def test_stream_may_start_with_choice_index_one() -> None:
+    _, result = accumulate([chunk(choice(1, content="x")), chunk(choice(1, finish_reason="stop"))])
+    assert [c.index for c in result.choices] == [1]
+    assert result.status == "complete"
+    with pytest.raises(KeyError):
+        result.choice(0)
+
+
+def test_interleaved_choices_are_kept_apart_and_sorted_by_index() -> None:
+    events, result = accumulate(
+        [
+            chunk(choice(2, content="c1")),
+            chunk(choice(0, content="a1"), choice(1, content="b1")),
+            chunk(choice(1, content="b2")),
+            chunk(choice(0, content="a2"), choice(2, content="c2")),
+            chunk(choice(0, finish_reason="stop")),
+            chunk(choice(1, finish_reason="length"), choice(2, finish_reason="stop")),
+        ]
+    )
+    assert [(c.index, c.content, c.finish_reason) for c in result.choices] == [
+        (0, "a1a2", "stop"),
+        (1, "b1b2", "length"),
+        (2, "c1c2", "stop"),
+    ]
+    assert isinstance(terminal(events), StreamCompleted)
+
+
+def test_content_that_is_not_a_string_is_recorded_not_appended() -> None:
+    events, result = accumulate([chunk(choice(content=[{"type": "text", "text": "x"}]))])
+    assert result.choice(0).content == ""
+    assert [a.kind for a in result.anomalies] == ["non-string content"]
+    assert any(isinstance(e, AnomalyDetected) for e in events)
+
+
+def test_refusal_and_reasoning_fields_stream_separately() -> None:
+    events, result = accumulate(
+        [
+            chunk(choice(reasoning_content="think ")),
+            chunk(choice(reasoning="more")),
+            chunk(choice(refusal="I can't")),
+            chunk(choice(content="ok", finish_reason="stop")),
+        ]
+    )
+    c = result.choice(0)
+    assert (c.reasoning, c.refusal, c.content) == ("think more", "I can't", "ok")
+    kinds = [type(e) for e in events]
+    assert kinds[:4] == [ReasoningDelta, ReasoningDelta, RefusalDelta, ContentDelta]
+
+
+def test_reasoning_content_and_reasoning_in_one_delta_are_not_doubled() -> None:
+    _, result = accumulate([chunk(choice(reasoning_content="x", reasoning="x"))])
+    assert result.choice(0).reasoning == "x"
+
+
+def test_choice_without_delta_is_ignored_and_starts_no_completion() -> None:
+    annotation = {"index": 1, "finish_reason": None, "content_filter_results": {"hate": {}}}
+    _, result = accumulate(
+        [chunk(annotation), chunk(choice(0, content="hi", finish_reason="stop"))]
+    )
+    assert [c.index for c in result.choices] == [0]
+    assert result.status == "complete"
+
+
+def test_empty_choices_chunk_carries_usage_not_a_completion() -> None:
+    usage = {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
+    events, result = accumulate(
+        [
+            chunk(choice(content="x", finish_reason="stop")),
+            chunk(usage=usage, prompt_filter_results=[{"prompt_index": 0}]),
+        ]
+    )
+    assert len(result.choices) == 1
+    assert result.usage == usage
+    assert UsageReported(usage=usage) in events
+
+
+# -- finish reasons ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "reason",
+    ["stop", "length", "tool_calls", "content_filter", "eos", "stop_sequence", "function_call"],
+)
+def test_finish_reason_is_kept_as_sent(reason: str) -> None:
+    events, result = accumulate([chunk(choice(content="x", finish_reason=reason))])
+    assert result.choice(0).finish_reason == reason
+    assert ChoiceFinished(choice_index=0, finish_reason=reason) in events
+    assert result.status == "complete"
+
+
+def test_finish_reason_is_never_cleared_by_a_later_null() -> None:
+    _, result = accumulate(
+        [
+            chunk(choice(content="x", finish_reason="length")),
+            chunk(choice(finish_reason=None)),
+        ]
+    )
+    assert result.choice(0).finish_reason == "length"
+
+
+def test_empty_string_finish_reason_is_kept_but_does_not_finish() -> None:
+    _, result = accumulate([chunk(choice(content="x", finish_reason=""))])
+    assert result.choice(0).finish_reason == ""
+    assert not result.choice(0).finished
+    assert result.status == "incomplete"
+
+
+def test_finish_reason_error_fails_the_stream() -> None:
+    events, result = accumulate([chunk(choice(content="partial", finish_reason="error"))])
+    assert result.status == "failed"
+    assert result.choice(0).content == "partial"
+    assert isinstance(terminal(events), StreamFailed)
+
+
+def test_content_after_finish_is_an_anomaly_not_merged() -> None:
+    events, result = accumulate(
+        [
+            chunk(choice(content="done", finish_reason="stop")),
+            chunk(choice(content=" extra")),
+        ]
+    )
+    assert result.choice(0).content == "done"
+    (anomaly,) = result.anomalies
+    assert (anomaly.kind, anomaly.detail, anomaly.choice_index) == (
+        "content after finish",
+        " extra",
+        0,
+    )
+    assert AnomalyDetected(anomaly=anomaly) in events
+    assert result.status == "complete"
+
+
+def test_second_different_finish_reason_is_an_anomaly_first_kept() -> None:
+    _, result = accumulate(
+        [chunk(choice(content="x", finish_reason="stop")), chunk(choice(finish_reason="length"))]
+    )
+    assert result.choice(0).finish_reason == "stop"
+    assert [a.kind for a in result.anomalies] == ["second finish_reason"]
+
+
+# -- status and the terminal event --------------------------------------------
+
+
+def test_done_after_finished_choices_is_complete() -> None:
+    events, result = parse([sse(chunk(choice(content="x", finish_reason="stop")))])
+    assert result.status == "complete" and result.done_received
+    assert isinstance(terminal(events), StreamCompleted)
+
+
+def test_missing_done_with_finished_choices_is_still_complete() -> None:
+    events, result = parse([sse(chunk(choice(content="x", finish_reason="stop")), done=False)])
+    assert result.status == "complete"
+    assert not result.done_received
+    assert isinstance(terminal(events), StreamCompleted)
+
+
+def test_done_without_finish_reason_is_incomplete_not_success() -> None:
+    events, result = parse([sse(chunk(choice(content="partial")))])
+    assert result.status == "incomplete"
+    assert result.reason is IncompleteReason.UNFINISHED
+    assert result.choice(0).content == "partial"
+    last = terminal(events)
+    assert isinstance(last, StreamIncomplete) and last.reason is IncompleteReason.UNFINISHED
+
+
+def test_zero_chunks_then_done_is_a_typed_empty_stream() -> None:
+    events, result = parse([b"data: [DONE]\n\n"])
+    assert result.status == "incomplete"
+    assert result.reason is IncompleteReason.EMPTY_STREAM
+    assert result.done_received
+    assert events == [StreamIncomplete(result=result, reason=IncompleteReason.EMPTY_STREAM)]
+
+
+def test_nothing_at_all_is_an_empty_stream() -> None:
+    events, result = parse([])
+    assert result.reason is IncompleteReason.EMPTY_STREAM
+    assert len(events) == 1
+
+
+def test_events_after_done_are_ignored() -> None:
+    body = sse(chunk(choice(content="x", finish_reason="stop"))) + sse(
+        chunk(choice(content="late")), done=False
+    )
+    events, result = parse([body])
+    assert result.choice(0).content == "x"
+    assert isinstance(events[-1], StreamCompleted)
+    assert [a.kind for a in result.anomalies] == ["data after [DONE]"]
+
+
+@pytest.mark.parametrize("line", [b"data: [DONE]\n\n", b"data:[DONE]\n\n"])
+def test_done_matches_with_or_without_the_space(line: bytes) -> None:
+    _, result = parse([sse(chunk(choice(content="x", finish_reason="stop")), done=False) + line])
+    assert result.done_received
+
+
+@pytest.mark.parametrize("data", [b"data:  [DONE]\n\n", b"data: [DONE] \n\n", b"data: [done]\n\n"])
+def test_done_is_an_exact_match(data: bytes) -> None:
+    _, result = parse([data])
+    assert not result.done_received
+    assert result.status == "failed"
+    assert isinstance(result.error, chunkwise.InvalidChunk)
+
+
+def test_exactly_one_terminal_event_even_when_end_is_called_twice() -> None:
+    parser = chunkwise.ChatStreamParser()
+    events = parser.feed(sse(chunk(choice(content="x", finish_reason="stop"))))
+    events += parser.end()
+    events += parser.end()
+    terminal(events)
+    with pytest.raises(chunkwise.LocalProtocolError):
+        parser.feed(b"data: {}\n\n")
+
+
+def test_result_is_readable_mid_stream_and_says_streaming() -> None:
+    parser = chunkwise.ChatStreamParser()
+    parser.feed(sse(chunk(choice(content="hel")), done=False))
+    assert parser.result.status == "streaming"
+    assert parser.result.content == "hel"
+    parser.feed(sse(chunk(choice(content="lo")), done=False))
+    assert parser.result.content == "hello"
+
+
+# -- usage ---------------------------------------------------------------------------
+
+
+def test_last_non_null_usage_wins_and_null_never_erases_it() -> None:
+    u1 = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+    u2 = {"prompt_tokens": 1, "completion_tokens": 5, "total_tokens": 6, "cost": 0.1}
+    _, result = accumulate(
+        [
+            chunk(choice(content="a"), usage=u1),
+            chunk(choice(content="b", finish_reason="stop"), usage=u2),
+            {**chunk(), "usage": None},
+        ]
+    )
+    assert result.usage == u2
+
+
+def test_usage_on_the_last_content_chunk_is_taken() -> None:
+    usage = {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}
+    _, result = accumulate([chunk(choice(content="a", finish_reason="stop"), usage=usage)])
+    assert result.usage == usage
+
+
+def test_usage_under_x_groq_is_taken() -> None:
+    usage = {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}
+    _, result = accumulate(
+        [chunk(choice(content="a", finish_reason="stop"), x_groq={"id": "r", "usage": usage})]
+    )
+    assert result.usage == usage
+
+
+def test_usage_extra_keys_are_kept() -> None:
+    usage = {
+        "prompt_tokens": 3,
+        "completion_tokens": 4,
+        "total_tokens": 7,
+        "cost": 1e-5,
+        "completion_tokens_details": {"reasoning_tokens": 2},
+    }
+    _, result = accumulate([chunk(usage=usage)])
+    assert result.usage == usage
+
+
+# -- errors ------------------------------------------------------------------------------
+
+
+def test_error_payload_with_string_message_fails_and_keeps_content() -> None:
+    body = sse(
+        chunk(choice(content="partial ")),
+        {"error": {"message": "overloaded", "type": "server_error", "code": 503}},
+        done=False,
+    )
+    events, result = parse([body])
+    assert result.status == "failed"
+    assert result.choice(0).content == "partial "
+    error = result.server_error
+    assert error is not None
+    assert (error.message, error.type, error.code) == ("overloaded", "server_error", 503)
+    assert StreamErrorReceived(error=error) in events
+    last = terminal(events)
+    assert isinstance(last, StreamFailed) and last.error == error
+
+
+def test_error_message_that_is_an_object_is_kept_as_json_text() -> None:
+    body = sse({"error": {"message": {"detail": "bad"}, "code": "rate_limit"}}, done=False)
+    _, result = parse([body])
+    assert result.server_error is not None
+    assert json.loads(result.server_error.message) == {"detail": "bad"}
+    assert result.server_error.code == "rate_limit"
+
+
+def test_error_as_a_plain_string() -> None:
+    _, result = parse([sse({"error": "upstream timed out"}, done=False)])
+    assert result.server_error is not None
+    assert result.server_error.message == "upstream timed out"
+
+
+def test_sse_event_type_error_is_an_error_payload() -> None:
+    body = b'event: error\ndata: {"message": "boom", "code": 500}\n\n'
+    _, result = parse([sse(chunk(choice(content="a")), done=False) + body])
+    assert result.status == "failed"
+    assert result.server_error is not None
+    assert (result.server_error.message, result.server_error.code) == ("boom", 500)
+    assert result.choice(0).content == "a"
+
+
+def test_sse_event_type_error_with_non_json_data() -> None:
+    _, result = parse([b"event: error\ndata: something broke\n\n"])
+    assert result.server_error is not None
+    assert result.server_error.message == "something broke"
+
+
+def test_legacy_error_field_line_is_an_error_payload() -> None:
+    body = b'error: {"code": 500, "message": "llama crashed", "type": "server_error"}\n\n'
+    _, result = parse([sse(chunk(choice(content="a")), done=False) + body])
+    assert result.status == "failed"
+    assert result.server_error is not None
+    assert result.server_error.message == "llama crashed"
+
+
+def test_object_error_body_is_an_error_payload() -> None:
+    body = sse({"object": "error", "message": "model not found", "type": "NotFoundError"})
+    _, result = parse([body])
+    assert result.server_error is not None
+    assert result.server_error.message == "model not found"
+    assert result.server_error.type == "NotFoundError"
+
+
+def test_done_after_an_error_does_not_make_it_complete() -> None:
+    body = sse({"error": {"message": "x"}}, done=True)
+    events, result = parse([body])
+    assert result.status == "failed"
+    terminal(events)
+
+
+# -- tool calls ------------------------------------------------------------------------
+
+
+def test_tool_call_fragments_are_concatenated_and_parsed_when_the_choice_finishes() -> None:
+    events, result = accumulate(
+        [
+            chunk(choice(tool_calls=[tool(0, id="call_1", name="get", arguments="")])),
+            chunk(choice(tool_calls=[tool(0, arguments='{"ci')])),
+            chunk(choice(tool_calls=[tool(0, arguments='ty": "Paris"}')])),
+            chunk(choice(finish_reason="tool_calls")),
+        ]
+    )
+    (call,) = result.choice(0).tool_calls
+    assert (call.id, call.name, call.type, call.arguments) == (
+        "call_1",
+        "get",
+        "function",
+        '{"city": "Paris"}',
+    )
+    assert call.parse_arguments() == {"city": "Paris"}
+    assert [type(e) for e in events] == [
+        ToolCallStarted,
+        ToolCallArgumentsDelta,
+        ToolCallArgumentsDelta,
+        ToolCallCompleted,
+        ChoiceFinished,
+        StreamCompleted,
+    ]
+
+
+def test_arguments_are_appended_even_when_the_first_fragment_is_complete_json() -> None:
+    _, result = accumulate(
+        [
+            chunk(choice(tool_calls=[tool(0, id="c", name="f", arguments="{}")])),
+            chunk(choice(tool_calls=[tool(0, arguments="{}")])),
+            chunk(choice(finish_reason="tool_calls")),
+        ]
+    )
+    (call,) = result.choice(0).tool_calls
+    assert call.arguments == "{}{}"
+    assert isinstance(call.error, chunkwise.ToolArgumentsError)
+
+
+def test_whole_call_in_one_delta_and_several_calls_in_one_delta() -> None:
+    _, result = accumulate(
+        [
+            chunk(
+                choice(
+                    tool_calls=[
+                        tool(0, id="a", name="f", arguments='{"x": 1}'),
+                        tool(1, id="b", name="g", arguments='{"y": 2}'),
+                    ]
+                )
+            ),
+            chunk(choice(finish_reason="tool_calls")),
+        ]
+    )
+    calls = result.choice(0).tool_calls
+    assert [(c.id, c.name, c.parse_arguments()) for c in calls] == [
+        ("a", "f", {"x": 1}),
+        ("b", "g", {"y": 2}),
+    ]
+
+
+def test_null_index_new_id_opens_a_new_call_and_no_id_continues_the_last() -> None:
+    _, result = accumulate(
+        [
+            chunk(choice(tool_calls=[tool(None, id="a", name="f", arguments='{"x"')])),
+            chunk(choice(tool_calls=[tool(None, arguments=": 1}")])),
+            chunk(choice(tool_calls=[tool(None, id="b", name="g", arguments="{}")])),
+            chunk(choice(finish_reason="tool_calls")),
+        ]
+    )
+    calls = result.choice(0).tool_calls
+    assert [(c.index, c.id, c.name, c.arguments) for c in calls] == [
+        (0, "a", "f", '{"x": 1}'),
+        (1, "b", "g", "{}"),
+    ]
+
+
+def test_repeated_identical_id_is_the_same_call_not_concatenated() -> None:
+    _, result = accumulate(
+        [
+            chunk(choice(tool_calls=[tool(None, id="call_x", name="f", arguments='{"a":')])),
+            chunk(choice(tool_calls=[tool(None, id="call_x", arguments="1}")])),
+            chunk(choice(finish_reason="tool_calls")),
+        ]
+    )
+    (call,) = result.choice(0).tool_calls
+    assert call.id == "call_x"
+    assert call.parse_arguments() == {"a": 1}
+
+
+def test_repeated_identical_id_with_index_is_the_same_call() -> None:
+    _, result = accumulate(
+        [
+            chunk(choice(tool_calls=[tool(0, id="call_x", name="f", arguments='{"a":')])),
+            chunk(choice(tool_calls=[tool(0, id="call_x", name="f", arguments="1}")])),
+            chunk(choice(finish_reason="tool_calls")),
+        ]
+    )
+    (call,) = result.choice(0).tool_calls
+    assert (call.id, call.name, call.arguments) == ("call_x", "f", '{"a":1}')
+
+
+def test_empty_string_id_means_no_id() -> None:
+    _, result = accumulate(
+        [
+            chunk(choice(tool_calls=[tool(None, id="a", name="f", arguments="{")])),
+            chunk(choice(tool_calls=[tool(None, id="", arguments="}")])),
+            chunk(choice(finish_reason="tool_calls")),
+        ]
+    )
+    (call,) = result.choice(0).tool_calls
+    assert (call.id, call.arguments) == ("a", "{}")
+
+
+def test_name_is_set_once_and_null_or_empty_never_overwrite() -> None:
+    first = tool(0, id="a", name="lookup", arguments="")
+    again = {"index": 0, "function": {"name": "", "arguments": "{}"}}
+    null = {"index": 0, "function": {"name": None, "arguments": None}}
+    _, result = accumulate(
+        [chunk(choice(tool_calls=[first])), chunk(choice(tool_calls=[again, null]))]
+    )
+    assert result.choice(0).tool_calls[0].name == "lookup"
+
+
+def test_same_index_with_a_different_id_is_a_new_call() -> None:
+    _, result = accumulate(
+        [
+            chunk(choice(tool_calls=[tool(0, id="a", name="f", arguments="{}")])),
+            chunk(choice(tool_calls=[tool(0, id="b", name="g", arguments="[]")])),
+            chunk(choice(finish_reason="tool_calls")),
+        ]
+    )
+    calls = result.choice(0).tool_calls
+    assert [(c.id, c.arguments) for c in calls] == [("a", "{}"), ("b", "[]")]
+    assert [a.kind for a in result.anomalies] == ["tool index reused"]
+
+
+def test_parallel_tool_calls_in_two_choices_are_separate() -> None:
+    _, result = accumulate(
+        [
+            chunk(
+                choice(0, tool_calls=[tool(0, id="a", name="f", arguments="{")]),
+                choice(1, tool_calls=[tool(0, id="b", name="f", arguments="[")]),
+            ),
+            chunk(choice(0, tool_calls=[tool(0, arguments="}")])),
+            chunk(choice(1, tool_calls=[tool(0, arguments="]")])),
+            chunk(choice(0, finish_reason="tool_calls"), choice(1, finish_reason="tool_calls")),
+        ]
+    )
+    assert result.choice(0).tool_calls[0].parse_arguments() == {}
+    assert result.choice(1).tool_calls[0].parse_arguments() == []
+
+
+def test_tool_call_completed_once_even_if_finish_arrives_twice() -> None:
+    events, _ = accumulate(
+        [
+            chunk(choice(tool_calls=[tool(0, id="a", name="f", arguments="{}")])),
+            chunk(choice(finish_reason="tool_calls")),
+            chunk(choice(finish_reason="tool_calls")),
+        ]
+    )
+    assert sum(isinstance(e, ToolCallCompleted) for e in events) == 1
+
+
+def test_unfinished_tool_call_is_completed_at_end_of_stream_and_marked() -> None:
+    events, result = parse(
+        [
+            sse(
+                chunk(choice(tool_calls=[tool(0, id="a", name="f", arguments='{"x": 1')])),
+                done=False,
+            )
+        ]
+    )
+    (call,) = result.choice(0).tool_calls
+    assert call.completed and not call.finished
+    assert call.arguments == '{"x": 1'
+    assert isinstance(call.error, chunkwise.ToolArgumentsError)
+    assert "ended before the call finished" in str(call.error)
+    assert result.status == "incomplete"
+    completed = [e for e in events if isinstance(e, ToolCallCompleted)]
+    assert len(completed) == 1
+    assert events.index(completed[0]) < len(events) - 1
+
+
+def test_invalid_tool_arguments_give_a_typed_error_keeping_raw_text() -> None:
+    _, result = accumulate(
+        [
+            chunk(choice(tool_calls=[tool(0, id="a", name="f", arguments="{not json")])),
+            chunk(choice(finish_reason="tool_calls")),
+        ]
+    )
+    (call,) = result.choice(0).tool_calls
+    with pytest.raises(chunkwise.ToolArgumentsError) as info:
+        call.parse_arguments()
+    assert info.value.raw == "{not json"
+    assert info.value.tool_name == "f"
+    assert call.arguments == "{not json"
+
+
+def test_tool_call_snapshot_mid_stream_parses_on_demand() -> None:
+    acc = chunkwise.ChatAccumulator()
+    acc.feed_chunk(chunk(choice(tool_calls=[tool(0, id="a", name="f", arguments="[1]")])))
+    (call,) = acc.result.choice(0).tool_calls
+    assert not call.completed
+    assert call.parse_arguments() == [1]
+
+
+# -- bad input ----------------------------------------------------------------------------
+
+
+def test_invalid_json_fails_with_typed_error_and_keeps_what_came_before() -> None:
+    body = sse(chunk(choice(content="kept")), done=False) + b"data: {not json\n\n"
+    events, result = parse([body])
+    assert result.status == "failed"
+    assert isinstance(result.error, chunkwise.InvalidChunk)
+    assert result.error.data == "{not json"
+    assert result.choice(0).content == "kept"
+    assert isinstance(terminal(events), StreamFailed)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"data: 42\n\n", "JSON int, not an object"),
+        (b'data: "text"\n\n', "JSON str, not an object"),
+        (b"data: [1, 2]\n\n", "JSON list, not an object"),
+        (b'data: {"choices": {"0": {}}}\n\n', "'choices' is dict, not a list"),
+        (b'data: {"choices": [42]}\n\n', "a choice is int, not an object"),
+        (b'data: {"choices": [{"index": "0", "delta": {}}]}\n\n', "choice index '0'"),
+        (b'data: {"choices": [{"index": 0, "delta": "x"}]}\n\n', "delta of choice 0 is str"),
+    ],
+)
+def test_ill_shaped_chunks_fail_with_invalid_chunk(data: bytes, message: str) -> None:
+    prefix = sse(chunk(choice(content="kept")), done=False)
+    events, result = parse([prefix + data])
+    assert isinstance(result.error, chunkwise.InvalidChunk)
+    assert isinstance(result.error, chunkwise.RemoteProtocolError)
+    assert message in str(result.error)
+    assert result.choice(0).content == "kept"
+    assert isinstance(terminal(events), StreamFailed)
+
+
+def test_invalid_utf8_is_replaced_never_raised() -> None:
+    body = b'data: {"choices": [{"index": 0, "delta": {"content": "a\xff\xfeb"}}]}\n\n'
+    _, result = parse([body])
+    assert result.choice(0).content == "a\ufffd\ufffdb"
+
+
+def test_oversized_event_fails_with_event_too_large_keeping_earlier_output() -> None:
+    head = sse(chunk(choice(content="kept")), done=False)
+    huge = b"data: " + b"x" * 5000
+    parser = chunkwise.ChatStreamParser(max_event_size=1000)
+    events = parser.feed(head)
+    for i in range(0, len(huge), 100):
+        events += parser.feed(huge[i : i + 100])
+    events += parser.end()
+    assert isinstance(parser.result.error, chunkwise.EventTooLarge)
+    assert parser.result.content == "kept"
+    assert isinstance(terminal(events), StreamFailed)
+
+
+def test_feed_chunk_rejects_a_non_mapping_as_failure() -> None:
+    acc = chunkwise.ChatAccumulator()
+    events = acc.feed_chunk([1, 2])  # type: ignore[arg-type]
+    assert isinstance(acc.result.error, chunkwise.InvalidChunk)
+    assert isinstance(events[-1], StreamFailed)
+
+
+def test_unterminated_final_event_is_discarded_and_recorded() -> None:
+    body = sse(chunk(choice(content="a", finish_reason="stop")), done=False)
+    tail = b'data: {"choices": [{"index": 0, "delta": {"content": "lost"}}]}'
+    _, result = parse([body + tail])
+    assert result.content == "a"
+    assert [a.kind for a in result.anomalies] == ["unterminated event"]
+
+
+# -- schema validation --------------------------------------------------------------------
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+                "additionalProperties": False,
+            },
+        },
+    }
+]
+
+
+def _call_with(arguments: str, name: str = "get_weather") -> chunkwise.ToolCall:
+    _, result = accumulate(
+        [
+            chunk(choice(tool_calls=[tool(0, id="a", name=name, arguments=arguments)])),
+            chunk(choice(finish_reason="tool_calls")),
+        ],
+        tools=TOOLS,
+    )
+    return result.choice(0).tool_calls[0]
+
+
+def test_arguments_matching_the_schema_are_validated() -> None:
+    call = _call_with('{"city": "Paris"}')
+    assert call.validated is True
+    assert call.error is None
+    assert call.parse_arguments() == {"city": "Paris"}
+
+
+def test_arguments_failing_the_schema_give_a_typed_error() -> None:
+    call = _call_with('{"town": "Paris"}')
+    assert call.validated is False
+    assert isinstance(call.error, chunkwise.ToolArgumentsError)
+    assert "schema" in str(call.error)
+    assert call.arguments == '{"town": "Paris"}'
+    with pytest.raises(chunkwise.ToolArgumentsError):
+        call.parse_arguments()
+
+
+def test_call_to_a_tool_not_in_the_request_is_an_error() -> None:
+    call = _call_with("{}", name="delete_everything")
+    assert isinstance(call.error, chunkwise.ToolArgumentsError)
+    assert "not among the request's tools" in str(call.error)
+
+
+def test_without_tools_no_schema_is_checked() -> None:
+    _, result = accumulate(
+        [
+            chunk(choice(tool_calls=[tool(0, id="a", name="x", arguments='{"any": 1}')])),
+            chunk(choice(finish_reason="tool_calls")),
+        ]
+    )
+    assert result.choice(0).tool_calls[0].validated is None
+
+
+def test_parser_passes_tools_to_validation() -> None:
+    body = sse(
+        chunk(choice(tool_calls=[tool(0, id="a", name="get_weather", arguments='{"city": 1}')])),
+        chunk(choice(finish_reason="tool_calls")),
+    )
+    _, result = parse([body], tools=TOOLS)
+    assert result.choice(0).tool_calls[0].validated is False
+
+
+# -- metadata ----------------------------------------------------------------------------
+
+
+def test_metadata_is_assigned_from_the_first_chunk_that_has_it() -> None:
+    _, result = accumulate(
+        [
+            {"choices": [], "id": "", "model": None},
+            chunk(choice(content="x"), id="chatcmpl-9", model="m1", system_fingerprint="fp"),
+            chunk(choice(content="y"), id="other", model="m2"),
+        ]
+    )
+    assert (result.id, result.model, result.created, result.system_fingerprint) == (
+        "chatcmpl-9",
+        "m1",
+        1700000000,
+        "fp",
+    )

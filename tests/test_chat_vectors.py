@@ -1,0 +1,136 @@
+"""Provider vectors and recorded OpenAI streams, however the bytes are split."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+import chunkwise
+from _streams import RECORDINGS, every_size, load_vectors, parse, splits, terminal
+
+VECTORS = load_vectors()
+
+
+def reconstruction(result: chunkwise.ChatResult) -> dict[str, Any]:
+    """The shape of a vector's ``expected`` section."""
+    out: dict[str, Any] = {
+        "choices": {
+            str(c.index): {
+                "content": c.content or None,
+                "reasoning": c.reasoning,
+                "tool_calls": [
+                    {"id": t.id, "name": t.name, "arguments": t.arguments} for t in c.tool_calls
+                ],
+                "finish_reason": c.finish_reason,
+            }
+            for c in result.choices
+        },
+        "usage": None
+        if result.usage is None
+        else {k: result.usage[k] for k in ("prompt_tokens", "completion_tokens", "total_tokens")},
+        "complete": result.status == "complete",
+    }
+    error = result.server_error
+    out["error"] = (
+        None
+        if error is None
+        else {"message": error.message, "type": error.type, "code": error.code}
+    )
+    return out
+
+
+def expected_of(vector: dict[str, Any]) -> dict[str, Any]:
+    expected = dict(vector["expected"])
+    expected.setdefault("error", None)
+    return expected
+
+
+@pytest.mark.parametrize("vector", VECTORS, ids=[v["name"] for v in VECTORS])
+def test_provider_vector_reconstructs_expected_result(vector: dict[str, Any]) -> None:
+    events, result = parse([vector["raw"].encode()])
+    assert reconstruction(result) == expected_of(vector)
+    terminal(events)
+
+
+@pytest.mark.parametrize("vector", VECTORS, ids=[v["name"] for v in VECTORS])
+def test_provider_vector_is_split_invariant_at_every_offset(vector: dict[str, Any]) -> None:
+    data = vector["raw"].encode()
+    whole_events, whole = parse([data])
+    for cut in range(1, len(data)):
+        events, result = parse(splits(data, [cut]))
+        assert result == whole, cut
+        assert events == whole_events, cut
+    events, result = parse(every_size(data, 1))
+    assert (events, result) == (whole_events, whole)
+
+
+@pytest.mark.parametrize("path", RECORDINGS, ids=[p.stem for p in RECORDINGS])
+def test_openai_recording_completes_identically_for_any_read_size(path: Any) -> None:
+    data = path.read_bytes()
+    whole_events, whole = parse([data])
+    assert whole.status == "complete"
+    assert whole.done_received
+    assert whole.usage is not None
+    assert not whole.anomalies
+    assert isinstance(terminal(whole_events), chunkwise.StreamCompleted)
+    rng = random.Random(path.stem)
+    for size in (1, 2, 3, 7, 64, 1000):
+        assert parse(every_size(data, size)) == (whole_events, whole), size
+    for _ in range(20):
+        cuts = rng.sample(range(1, len(data)), k=min(30, len(data) - 1))
+        assert parse(splits(data, cuts)) == (whole_events, whole)
+
+
+def test_recording_with_three_choices_keeps_each_choice_apart() -> None:
+    (path,) = [p for p in RECORDINGS if p.stem == "a491adda08c3"]
+    _, result = parse([path.read_bytes()])
+    assert [c.index for c in result.choices] == [0, 1, 2]
+    for c in result.choices:
+        assert c.content.startswith('{"city":"San Francisco"')
+        assert c.finish_reason == "stop"
+    assert len({c.content for c in result.choices}) == 3
+
+
+def test_recording_finish_reason_length_is_not_stop() -> None:
+    (path,) = [p for p in RECORDINGS if p.stem == "4cc50a6135d2"]
+    _, result = parse([path.read_bytes()])
+    assert result.choice(0).finish_reason == "length"
+    assert result.status == "complete"
+
+
+def test_recording_refusal_is_kept_apart_from_content() -> None:
+    (path,) = [p for p in RECORDINGS if p.stem == "173417d55340"]
+    _, result = parse([path.read_bytes()])
+    assert result.choice(0).content == ""
+    assert result.choice(0).refusal is not None
+    assert result.choice(0).refusal.startswith("I'm sorry")
+
+
+def test_recording_logprobs_are_accumulated() -> None:
+    with_logprobs = []
+    for path in RECORDINGS:
+        _, result = parse([path.read_bytes()])
+        lp = result.choices[0].logprobs
+        if lp is not None and (lp.get("content") or lp.get("refusal")):
+            with_logprobs.append(path.stem)
+            tokens = lp.get("content") or lp.get("refusal")
+            text = result.choices[0].content or result.choices[0].refusal
+            assert "".join(t["token"] for t in tokens) == text
+    assert len(with_logprobs) == 2
+
+
+def test_recording_parallel_tool_calls_parse_into_two_calls() -> None:
+    (path,) = [p for p in RECORDINGS if p.stem == "f82268f2fefd"]
+    events, result = parse([path.read_bytes()])
+    calls = result.choice(0).tool_calls
+    assert [c.index for c in calls] == [0, 1]
+    assert len({c.id for c in calls}) == 2
+    for call in calls:
+        assert call.finished and call.completed and call.error is None
+        assert isinstance(call.parse_arguments(), dict)
+    completed = [e for e in events if isinstance(e, chunkwise.ToolCallCompleted)]
+    assert [e.tool_index for e in completed] == [0, 1]
+    finished = [e for e in events if isinstance(e, chunkwise.ChoiceFinished)]
+    assert events.index(completed[-1]) < events.index(finished[0])

@@ -1,0 +1,411 @@
+"""open_chat_stream over trio.testing memory streams: fan-out, backpressure,
+cancellation and timeouts with a fake server and a MockClock."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+import chunkwise
+from _streams import choice, chunk, sse, tool
+from chunkwise import (
+    ContentDelta,
+    EventsDropped,
+    IncompleteReason,
+    ResponseStarted,
+    StreamCompleted,
+    StreamIncomplete,
+    ToolCallCompleted,
+)
+
+ENDPOINT = chunkwise.Endpoint(base_url="http://127.0.0.1:9/v1", api_key="sk-test-secret")
+REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+
+BODY = sse(
+    chunk(choice(role="assistant", content="")),
+    chunk(choice(content="Hello")),
+    chunk(choice(content=", wörld")),
+    chunk(choice(tool_calls=[tool(0, id="call_1", name="f", arguments='{"a": 1}')])),
+    chunk(choice(finish_reason="tool_calls")),
+    {
+        **chunk(),
+        "choices": [],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3},
+    },
+)
+N_EVENTS_BODY = 8  # content x2, tool started/args/completed, finished, usage, terminal
+
+
+# Every test takes autojump_clock: virtual time, so delays and timeouts cost
+# nothing and nothing depends on the machine's load.
+
+
+def head(framing: str = "close", length: int | None = None) -> bytes:
+    lines = ["HTTP/1.1 200 OK", "Content-Type: text/event-stream"]
+    if framing == "chunked":
+        lines.append("Transfer-Encoding: chunked")
+    elif framing == "length":
+        lines.append(f"Content-Length: {length}")
+    else:
+        lines.append("Connection: close")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+async def read_request(stream: trio.abc.Stream) -> bytes:
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += await stream.receive_some()
+    head_bytes, _, body = data.partition(b"\r\n\r\n")
+    length = int(
+        next(
+            line.split(b":")[1]
+            for line in head_bytes.split(b"\r\n")
+            if line.lower().startswith(b"content-length")
+        )
+    )
+    while len(body) < length:
+        body += await stream.receive_some()
+    return body
+
+
+class FakeServer:
+    """Writes a raw response in pieces, with optional pauses; records EOF from the client."""
+
+    def __init__(
+        self,
+        pieces: Sequence[bytes],
+        *,
+        delay: float = 0.0,
+        close: bool = True,
+        hang: bool = False,
+    ) -> None:
+        self.pieces = pieces
+        self.delay = delay
+        self.close = close
+        self.hang = hang
+        self.request: dict[str, Any] | None = None
+        self.client_closed = trio.Event()
+
+    async def run(self, stream: trio.abc.Stream) -> None:
+        self.request = json.loads(await read_request(stream))
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._watch_for_eof, stream)
+            try:
+                for piece in self.pieces:
+                    await stream.send_all(piece)
+                    if self.delay:
+                        await trio.sleep(self.delay)
+                if self.hang:
+                    await trio.sleep_forever()
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass
+            if self.close:
+                await stream.send_stream.aclose()  # type: ignore[attr-defined]
+
+    async def _watch_for_eof(self, stream: trio.abc.Stream) -> None:
+        try:
+            while await stream.receive_some():
+                pass
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        self.client_closed.set()
+
+
+def pieces_of(body: bytes, size: int) -> list[bytes]:
+    return [body[i : i + size] for i in range(0, len(body), size)]
+
+
+async def test_subscribers_each_receive_every_event_and_then_end_of_channel(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    client, server_stream = trio.testing.memory_stream_pair()
+    server = FakeServer([head(), *pieces_of(BODY, 7)])
+    received: dict[str, list[chunkwise.Event]] = {"all": [], "choice": [], "tool": [], "life": []}
+
+    async def consume(name: str, channel: trio.MemoryReceiveChannel[chunkwise.Event]) -> None:
+        async with channel:
+            async for event in channel:
+                received[name].append(event)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server.run, server_stream)
+        async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+            stream.start_soon(consume, "all", stream.subscribe())
+            stream.start_soon(consume, "choice", stream.subscribe("choice"))
+            stream.start_soon(consume, "tool", stream.subscribe("tool_call"))
+            stream.start_soon(consume, "life", stream.subscribe("lifecycle"))
+            result = await stream.result()
+        assert server.client_closed.is_set()
+    assert result.status == "complete"
+    assert result.content == "Hello, wörld"
+    assert server.request is not None and server.request["stream"] is True
+    everything = received["all"]
+    assert isinstance(everything[0], ResponseStarted)
+    assert isinstance(everything[-1], StreamCompleted)
+    assert len(everything) == 1 + N_EVENTS_BODY
+    for name in ("choice", "tool", "life"):
+        assert received[name][-1] == everything[-1]
+    assert [e for e in received["choice"] if isinstance(e, ContentDelta)] == [
+        e for e in everything if isinstance(e, ContentDelta)
+    ]
+    assert [type(e) for e in received["tool"]][-2:] == [ToolCallCompleted, StreamCompleted]
+
+
+async def test_async_for_single_consumer_and_result(autojump_clock: trio.testing.MockClock) -> None:
+    client, server_stream = trio.testing.memory_stream_pair()
+    server = FakeServer([head(), BODY])
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server.run, server_stream)
+        async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+            events = [event async for event in stream]
+            result = await stream.result()
+    assert isinstance(events[-1], StreamCompleted)
+    assert events[-1].result == result
+
+
+async def test_server_close_before_finish_is_incomplete_with_partial_text(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    client, server_stream = trio.testing.memory_stream_pair()
+    cut = BODY.index("wörld".encode())
+    server = FakeServer([head(), BODY[:cut]])
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server.run, server_stream)
+        async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+            events = [event async for event in stream]
+    result = stream.snapshot
+    assert result.status == "incomplete"
+    assert result.content == "Hello"
+    assert isinstance(events[-1], StreamIncomplete)
+
+
+async def test_truncated_chunked_body_is_connection_lost_and_keeps_output(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    client, server_stream = trio.testing.memory_stream_pair()
+    part = BODY[: BODY.index(b"tool_calls")]
+    chunked = f"{len(part) + 100:x}\r\n".encode() + part  # promises more than it sends
+    server = FakeServer([head("chunked"), chunked])
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server.run, server_stream)
+        async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+            result = await stream.result()
+    assert result.status == "incomplete"
+    assert result.reason is IncompleteReason.CONNECTION_LOST
+    assert result.content == "Hello, wörld"
+    assert any(a.kind == "transport error" for a in result.anomalies)
+
+
+async def test_idle_timeout_ends_stream_incomplete_with_partial_output(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    endpoint = chunkwise.Endpoint(
+        base_url="http://127.0.0.1:9/v1", timeouts=chunkwise.Timeouts(idle=5.0)
+    )
+    client, server_stream = trio.testing.memory_stream_pair()
+    part = BODY[: BODY.index(b"tool_calls")]
+    server = FakeServer([head(), part], hang=True)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server.run, server_stream)
+        start = trio.current_time()
+        async with chunkwise.open_chat_stream(endpoint, REQUEST, transport=client) as stream:
+            result = await stream.result()
+        assert trio.current_time() - start == pytest.approx(5.0, abs=0.5)
+        nursery.cancel_scope.cancel()
+    assert result.status == "incomplete"
+    assert result.reason is IncompleteReason.IDLE_TIMEOUT
+    assert result.content == "Hello, wörld"
+
+
+async def test_consumer_exception_cancels_stream_and_propagates_alone(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    client, server_stream = trio.testing.memory_stream_pair()
+    server = FakeServer([head(), *pieces_of(BODY, 10)], delay=0.1, hang=True)
+
+    async def bad_consumer(channel: trio.MemoryReceiveChannel[chunkwise.Event]) -> None:
+        async for event in channel:
+            if isinstance(event, ContentDelta):
+                raise KeyError("consumer bug")
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server.run, server_stream)
+        with pytest.raises(KeyError, match="consumer bug"):
+            async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+                stream.start_soon(bad_consumer, stream.subscribe())
+                await trio.sleep_forever()
+        with trio.fail_after(1):
+            await server.client_closed.wait()
+        nursery.cancel_scope.cancel()
+
+
+async def test_exception_in_block_propagates_alone_and_closes_socket(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    client, server_stream = trio.testing.memory_stream_pair()
+    server = FakeServer([head(), *pieces_of(BODY, 10)], delay=0.1, hang=True)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server.run, server_stream)
+        with pytest.raises(ValueError, match="user error"):
+            async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+                async for event in stream:
+                    if isinstance(event, ContentDelta):
+                        raise ValueError("user error")
+        with trio.fail_after(1):
+            await server.client_closed.wait()
+        nursery.cancel_scope.cancel()
+
+
+async def test_leaving_the_block_early_cancels_and_result_says_cancelled(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    client, server_stream = trio.testing.memory_stream_pair()
+    server = FakeServer([head(), *pieces_of(BODY, 10)], delay=0.1, hang=True)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server.run, server_stream)
+        async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+            channel = stream.subscribe()
+            async for event in channel:
+                if isinstance(event, ContentDelta):
+                    break
+        assert stream.snapshot.status == "incomplete"
+        assert stream.snapshot.reason is IncompleteReason.CANCELLED
+        with trio.fail_after(1):
+            await server.client_closed.wait()
+        nursery.cancel_scope.cancel()
+
+
+async def test_stream_cancel_delivers_terminal_event_to_subscribers(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    client, server_stream = trio.testing.memory_stream_pair()
+    server = FakeServer([head(), *pieces_of(BODY, 10)], delay=0.1, hang=True)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server.run, server_stream)
+        async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+            events = []
+            async for event in stream:
+                events.append(event)
+                if isinstance(event, ContentDelta):
+                    stream.cancel()
+        assert isinstance(events[-1], StreamIncomplete)
+        assert events[-1].reason is IncompleteReason.CANCELLED
+        nursery.cancel_scope.cancel()
+
+
+async def test_outer_deadline_mid_body_closes_socket_before_exit(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    client, server_stream = trio.testing.memory_stream_pair()
+    server = FakeServer([head(), BODY[:50]], hang=True)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server.run, server_stream)
+        with trio.move_on_after(3) as scope:
+            async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+                await stream.result()
+        assert scope.cancelled_caught
+        with trio.fail_after(1):
+            await server.client_closed.wait()
+        nursery.cancel_scope.cancel()
+
+
+async def test_slow_lossless_subscriber_applies_backpressure_without_loss(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    client, server_stream = trio.testing.memory_stream_pair()
+    many = sse(
+        *[chunk(choice(content=str(i))) for i in range(50)], chunk(choice(finish_reason="stop"))
+    )
+    server = FakeServer([head(), many])
+    slow: list[chunkwise.Event] = []
+
+    async def slow_consumer(channel: trio.MemoryReceiveChannel[chunkwise.Event]) -> None:
+        async for event in channel:
+            slow.append(event)
+            await trio.sleep(0.01)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server.run, server_stream)
+        async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+            stream.start_soon(slow_consumer, stream.subscribe(buffer_size=2))
+            fast = [event async for event in stream]
+    assert slow == fast
+    assert len([e for e in slow if isinstance(e, ContentDelta)]) == 50
+
+
+async def test_lossy_subscriber_reports_drops_and_still_gets_terminal(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    client, server_stream = trio.testing.memory_stream_pair()
+    many = sse(
+        *[chunk(choice(content=str(i))) for i in range(50)], chunk(choice(finish_reason="stop"))
+    )
+    server = FakeServer([head(), many])
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server.run, server_stream)
+        async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+            lossy = stream.subscribe(buffer_size=3, lossy=True)
+            fast = [event async for event in stream]
+        got = [event async for event in lossy]
+    dropped = sum(e.count for e in got if isinstance(e, EventsDropped))
+    assert dropped > 0
+    assert len(got) - sum(isinstance(e, EventsDropped) for e in got) + dropped == len(fast)
+    assert got[-1] == fast[-1]
+
+
+async def test_subscriber_closing_its_channel_does_not_disturb_others(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    client, server_stream = trio.testing.memory_stream_pair()
+    server = FakeServer([head(), *pieces_of(BODY, 5)])
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server.run, server_stream)
+        async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+            quitter = stream.subscribe(buffer_size=0)
+            stays = stream.subscribe()
+
+            async def quit_early() -> None:
+                async with quitter:
+                    await quitter.receive()
+
+            stream.start_soon(quit_early)
+            events = [event async for event in stays]
+    assert isinstance(events[-1], StreamCompleted)
+
+
+async def test_late_subscriber_after_end_gets_terminal_then_end_of_channel(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    client, server_stream = trio.testing.memory_stream_pair()
+    server = FakeServer([head(), BODY])
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server.run, server_stream)
+        async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+            await stream.result()
+            late = stream.subscribe()
+            assert [type(e) async for e in late] == [StreamCompleted]
+
+
+async def test_complete_chat_and_http_error_before_block(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    client, server_stream = trio.testing.memory_stream_pair()
+    error = json.dumps({"error": {"message": "no such model", "type": "invalid_request_error"}})
+    response = (
+        "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(error)}\r\nx-request-id: req_1\r\n\r\n{error}"
+    ).encode()
+    server = FakeServer([response])
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server.run, server_stream)
+        with pytest.raises(chunkwise.HTTPStatusError) as info:
+            async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client):
+                pytest.fail("the block must not run")  # pragma: no cover
+    assert info.value.status_code == 404
+    assert info.value.error is not None and info.value.error.message == "no such model"
+    assert "sk-test-secret" not in str(info.value)
