@@ -188,10 +188,12 @@ class ChatAccumulator:
 
     def feed_event(self, event: ServerSentEvent) -> list[Event]:
         """Interpret one server-sent event: ``[DONE]``, an error, or a JSON chunk."""
+        return self._feed_data(event.event, event.data)
+
+    def _feed_data(self, kind: str, data: str) -> list[Event]:
         if self._ended:
             return self._ignore()
-        data = event.data
-        if event.event == "error":
+        if kind == "error":
             return self._error_payload(_parse_error_data(data))
         if data == _DONE:
             self._done = True
@@ -199,7 +201,7 @@ class ChatAccumulator:
         if not data:
             return []  # an empty keep-alive event carries nothing
         try:
-            chunk = json.loads(data)
+            chunk = _loads(data)
         except ValueError as exc:
             return self.fail(
                 InvalidChunk(f"event data is not valid JSON: {exc}", data[:_ERROR_DATA_LIMIT])
@@ -336,6 +338,14 @@ class ChatAccumulator:
 
     def _delta(self, state: _ChoiceState, delta: dict[str, Any], events: list[Event]) -> None:
         index = state.index
+        if len(delta) == 1 and not state.finished:
+            # The hot path: a delta carrying only text.
+            text = delta.get("content")
+            if type(text) is str:
+                if text:
+                    state.content.append(text)
+                    events.append(ContentDelta(choice_index=index, text=text))
+                return
         role = delta.get("role")
         if role and state.role is None and isinstance(role, str):
             state.role = role
@@ -546,6 +556,27 @@ class ChatAccumulator:
             self._reason = reason or IncompleteReason.UNFINISHED
         events.append(StreamIncomplete(result=self.result, reason=self._reason))
         return events
+
+
+_scan_once = json.JSONDecoder().scan_once
+_JSON_SPACE = " \t\n\r"
+
+
+def _loads(data: str) -> Any:
+    """``json.loads`` minus its wrappers, for the per-chunk hot path.
+
+    Anything unusual (surrounding whitespace, an error) goes through
+    ``json.loads`` itself, so results and error messages are the same.
+    """
+    if data[0] not in _JSON_SPACE:
+        try:
+            value, end = _scan_once(data, 0)
+        except StopIteration:
+            pass
+        else:
+            if end == len(data):
+                return value
+    return json.loads(data)
 
 
 def _merge_logprobs(state: _ChoiceState, logprobs: Any) -> None:

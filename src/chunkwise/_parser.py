@@ -35,6 +35,7 @@ class ChatStreamParser:
         max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
     ) -> None:
         self._decoder = SSEDecoder(max_event_size=max_event_size, legacy_error_field=True)
+        self._decoder._pairs = True  # (event type, data) pairs; see SSEDecoder
         self._accumulator = ChatAccumulator(tools=tools)
         self._ended = False
 
@@ -61,12 +62,12 @@ class ChatStreamParser:
             return self._accumulator.fail(exc)
         # After the terminal event the accumulator ignores events but notes
         # that they came, whichever read they arrived in.
-        feed_event = self._accumulator.feed_event
+        feed = self._accumulator._feed_data
         if len(sse_events) == 1 and decoder.error is None:
-            return feed_event(sse_events[0])
+            return feed(*sse_events[0])
         events: list[Event] = []
-        for sse in sse_events:
-            events += feed_event(sse)
+        for kind, text in sse_events:
+            events += feed(kind, text)
         if decoder.error is not None:
             events += self._accumulator.fail(decoder.error)
         return events
@@ -99,8 +100,8 @@ class ChatStreamParser:
 
     def _end_decoder(self) -> list[Event]:
         events: list[Event] = []
-        for sse in self._decoder.end():
-            events += self._accumulator.feed_event(sse)
+        for kind, text in self._decoder.end():
+            events += self._accumulator._feed_data(kind, text)
         if self._decoder.unterminated:
             events += self._accumulator.note_anomaly(
                 Anomaly(

@@ -21,8 +21,8 @@ Everything that is buffered for the current event counts against
 
 from __future__ import annotations
 
-import codecs
-from typing import Final
+from codecs import utf_8_decode as _utf8_decode
+from typing import Any, Final
 
 import attrs
 
@@ -86,11 +86,14 @@ class SSEDecoder:
             raise ValueError("max_event_size must be positive")
         self.max_event_size = max_event_size
         self.legacy_error_field = legacy_error_field
-        self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._utf8_tail = b""  # bytes of an incomplete UTF-8 sequence
         self._started = False  # a first character was seen (BOM handling)
         self._skip_lf = False  # the previous text ended with CR
         self._ended = False
         self._error: EventTooLarge | None = None
+        # Set by ChatStreamParser, which needs only (event type, data): it
+        # saves building a ServerSentEvent per chunk on the hot path.
+        self._pairs = False
         self._unterminated = False
         # The unfinished line.
         self._pieces: list[str] = []
@@ -132,7 +135,13 @@ class SSEDecoder:
             raise self._error
         if self._ended:
             raise LocalProtocolError("feed() called after end()")
-        text = self._utf8.decode(data)
+        if self._utf8_tail:
+            data = self._utf8_tail + data
+            self._utf8_tail = b""
+        text, used = _utf8_decode(data, "replace", False)
+        if used != len(data):
+            # A character split across reads: keep its first bytes.
+            self._utf8_tail = bytes(data[used:])
         if not text:
             return []
         return self._feed_text(text)
@@ -147,7 +156,8 @@ class SSEDecoder:
             raise self._error
         if self._ended:
             return []
-        events = self._feed_text(self._utf8.decode(b"", final=True))
+        events = self._feed_text(_utf8_decode(self._utf8_tail, "replace", True)[0])
+        self._utf8_tail = b""
         self._ended = True
         if self._has_fields or self._line_len or self._line_state == _DROP_FIELD:
             self._unterminated = True
@@ -157,7 +167,7 @@ class SSEDecoder:
 
     # -- internals -------------------------------------------------------
 
-    def _feed_text(self, text: str) -> list[ServerSentEvent]:
+    def _feed_text(self, text: str) -> list[Any]:
         if not self._started and text:
             self._started = True
             if text[0] == _BOM:
@@ -168,7 +178,7 @@ class SSEDecoder:
                 text = text[1:]
         if not text:
             return []
-        events: list[ServerSentEvent] = []
+        events: list[Any] = []
         if "\r" in text:
             lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
             # A CR at the very end may be the first half of a CRLF.
@@ -177,7 +187,10 @@ class SSEDecoder:
             lines = text.split("\n")
         last = lines.pop()  # unfinished (possibly empty) tail
         try:
-            self._process_lines(lines, last, events)
+            if lines:
+                self._process_lines(lines, events)
+            if last:
+                self._add_partial(last)
         except EventTooLarge as exc:
             self._error = exc
             if not events:
@@ -186,23 +199,39 @@ class SSEDecoder:
             # next call raises.
         return events
 
-    def _process_lines(self, lines: list[str], last: str, events: list[ServerSentEvent]) -> None:
-        if lines:
-            if self._line_state != _KEEP:
-                # The tail of a dropped line: ignore it too.
-                self._has_fields |= self._line_state == _DROP_FIELD
-                lines[0] = ":"
-            elif self._pieces:
-                lines[0] = self._take_line(lines[0])
-            self._line_state = _KEEP
-            self._value_start = -1
-            for line in lines:
-                if line:
-                    self._process_line(line)
-                elif self._has_fields:
-                    self._dispatch(events)
-        if last:
-            self._add_partial(last)
+    def _process_lines(self, lines: list[str], events: list[Any]) -> None:
+        if self._line_state != _KEEP:
+            # The tail of a dropped line: ignore it too.
+            self._has_fields |= self._line_state == _DROP_FIELD
+            lines[0] = ":"
+        elif self._pieces:
+            lines[0] = self._take_line(lines[0])
+        self._line_state = _KEEP
+        self._value_start = -1
+        data = self._data
+        for line in lines:
+            if line[:5] == "data:":
+                # The hot path: one data line of a chat chunk.
+                value = line[6:] if line[5:6] == " " else line[5:]
+                self._has_fields = True
+                self._event_size += len(value) + 1
+                if self._event_size > self.max_event_size:
+                    self._raise_too_large()
+                data.append(value)
+            elif line:
+                self._process_line(line)
+            elif not self._has_fields:
+                continue
+            elif data and self._pairs and not self._event_type and not self._errors:
+                # The hot path again: a plain data event for the chat layer.
+                events.append(("message", data[0] if len(data) == 1 else "\n".join(data)))
+                self._data = data = []
+                self._has_fields = False
+                self._event_size = 0
+                self._retry_in_block = None
+            else:
+                self._dispatch(events)
+                data = self._data
 
     def _take_line(self, tail: str) -> str:
         self._pieces.append(tail)
@@ -296,23 +325,22 @@ class SSEDecoder:
         if self._event_size > self.max_event_size:
             self._raise_too_large()
 
-    def _dispatch(self, events: list[ServerSentEvent]) -> None:
+    def _dispatch(self, events: list[Any]) -> None:
         if self._data:
-            events.append(
-                ServerSentEvent(
-                    event=self._event_type or "message",
-                    data="\n".join(self._data),
-                    id=self.last_event_id,
-                    retry=self._retry_in_block,
-                )
-            )
+            kind = self._event_type or "message"
+            data = self._data[0] if len(self._data) == 1 else "\n".join(self._data)
         elif self._errors:
+            kind = "error"
+            data = "\n".join(self._errors)
+        else:
+            self._reset_event()
+            return
+        if self._pairs:
+            events.append((kind, data))
+        else:
             events.append(
                 ServerSentEvent(
-                    event="error",
-                    data="\n".join(self._errors),
-                    id=self.last_event_id,
-                    retry=self._retry_in_block,
+                    event=kind, data=data, id=self.last_event_id, retry=self._retry_in_block
                 )
             )
         self._reset_event()

@@ -1,0 +1,459 @@
+"""Parse throughput: chunkwise against the official ``openai`` SDK and a json.loads floor.
+
+Run from the repository root::
+
+    .venv/bin/python bench/parse.py            # full run (two to three minutes on 2 cores)
+    .venv/bin/python bench/parse.py --quick    # smaller sizes, a smoke run
+
+Every contender gets the same bytes, split into the same reads, in one process.
+Times are the best of ``--repeat`` rounds, each round running every contender
+once (``time.perf_counter``, a ``gc.collect()`` before each run, the garbage
+collector left on during it).
+
+Contenders
+----------
+chunkwise
+    :class:`chunkwise.ChatStreamParser`: ``feed()`` every read, ``end()``, and
+    look at every event returned (a ``type(ev) is ContentDelta`` dispatch).
+sdk-accumulate
+    What ``client.chat.completions.stream()`` does with a body: the SDK's
+    ``openai._streaming.SSEDecoder.iter_bytes`` over the reads, then for each
+    event what ``openai._streaming.Stream.__stream__`` does (stop at
+    ``[DONE]``, ``sse.json()``, the ``error`` check, and
+    ``construct_type(type_=ChatCompletionChunk, value=data)``, which is what
+    ``_process_response_data`` does without strict validation), then
+    ``ChatCompletionStream``'s ``object`` filter and
+    ``ChatCompletionStreamState.handle_chunk(chunk)``, consuming its events,
+    and ``get_final_completion()`` at the end.
+sdk-decode (information only)
+    The same without ``ChatCompletionStreamState``: just iterating the
+    ``ChatCompletionChunk`` objects, as ``client.chat.completions.create(stream=True)`` does.
+floor
+    ``json.loads`` of every JSON payload string, pre-extracted: no bytes, no
+    SSE, no accumulation.  Nothing that reads this stream can be faster in pure
+    Python with the standard library.
+
+Inputs
+------
+(1) ``--chunks`` content chunks (default 100,000) of realistic
+    ``chat.completion.chunk`` JSON, about 220 bytes an event with a few words of
+    content each (some multibyte), plus a finish chunk, a usage chunk and
+    ``[DONE]``, grouped into 64 KiB reads (cut anywhere, also inside events and
+    inside UTF-8 characters);
+(2) the same stream with one event per read;
+(3) one ``data:`` line of about 8 MiB (a chunk whose content is an 8 MiB
+    string), fed in 1 KiB reads and in 64 KiB reads (chunkwise only): the ratio
+    of the two times shows that cost is linear in the input, however it is split.
+
+The SDK is timed on the whole stream too, unless the verification run (one SDK
+run over input 1, before timing) takes longer than ``--sdk-budget`` seconds
+(default 60): then, or with ``--sdk-limit N``, the SDK contenders run on the
+first chunks of the same stream and their times are scaled to the whole stream
+by events per second.  The SDK's accumulate path gets slower per chunk as the
+stream grows (every chunk re-serialises the message so far), so such scaling
+understates its cost; the output says when it was used.
+
+Targets are reported, not asserted: chunkwise at least 25x faster than the SDK's
+accumulate path, at most 2x the floor, and the 8 MiB line in 1 KiB reads within
+2x of the same line in 64 KiB reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import random
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import openai
+from openai._models import construct_type
+from openai._streaming import SSEDecoder
+from openai._utils import is_mapping
+from openai.lib.streaming.chat import ChatCompletionStreamState
+from openai.types.chat import ChatCompletionChunk
+
+import chunkwise
+
+KIB = 1024
+MIB = 1024 * KIB
+
+# Words of a fake reply; a few are multibyte in UTF-8 (2, 3 and 4 bytes).
+_WORDS = [
+    "the",
+    "of",
+    "and",
+    "to",
+    "a",
+    "in",
+    "is",
+    "that",
+    "it",
+    "for",
+    "you",
+    "on",
+    "with",
+    "as",
+    "are",
+    "this",
+    "be",
+    "was",
+    "have",
+    "not",
+    "stream",
+    "token",
+    "chunk",
+    "parse",
+    "reply",
+    "model",
+    "answer",
+    "question",
+    "value",
+    "result",
+    "café",
+    "naïve",
+    "über",
+    "façade",
+    "東京",
+    "データ",
+    "🙂",
+]
+
+_BASE = {
+    "id": "chatcmpl-B9mZpQ4vT1sXyL2kR7nHcW3eJ0aFd",
+    "object": "chat.completion.chunk",
+    "created": 1764633600,
+    "model": "gpt-4o-2024-08-06",
+}
+
+
+def _event(chunk: dict[str, Any]) -> bytes:
+    text = json.dumps(chunk, ensure_ascii=False, separators=(",", ":"))
+    return b"data: " + text.encode("utf-8") + b"\n\n"
+
+
+def _chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish_reason}
+    return {**_BASE, "choices": [choice]}
+
+
+def make_stream(n_chunks: int, *, seed: int = 2026) -> tuple[list[bytes], list[str], str]:
+    """Return (events as bytes, JSON payloads as str, the expected content).
+
+    The first ``k`` content chunks are the same for every ``n_chunks >= k``, so
+    a smaller stream is a prefix of a larger one (plus the same tail).
+    """
+    rnd = random.Random(seed)
+    events = [_event(_chunk({"role": "assistant", "content": "", "refusal": None}))]
+    parts: list[str] = []
+    for _ in range(n_chunks):
+        text = " " + " ".join(rnd.choice(_WORDS) for _ in range(rnd.randint(1, 4)))
+        parts.append(text)
+        events.append(_event(_chunk({"content": text})))
+    events.append(_event(_chunk({}, "stop")))
+    usage = {"prompt_tokens": 17, "completion_tokens": n_chunks, "total_tokens": n_chunks + 17}
+    events.append(_event({**_BASE, "choices": [], "usage": usage}))
+    events.append(b"data: [DONE]\n\n")
+    payloads = [e[6:-2].decode("utf-8") for e in events[:-1]]
+    return events, payloads, "".join(parts)
+
+
+def make_big_event(size: int) -> tuple[bytes, str]:
+    """One ``data:`` line whose chunk carries a ``size``-byte content string."""
+    unit = "0123456789 abcdefghij café 東京 🙂 " * 8  # mixed widths, cut anywhere
+    raw = unit.encode("utf-8")
+    content = (raw * (size // len(raw) + 1))[:size].decode("utf-8", "ignore")
+    body = _event(_chunk({"role": "assistant", "content": content}))
+    body += _event(_chunk({}, "stop")) + b"data: [DONE]\n\n"
+    return body, content
+
+
+def split_reads(data: bytes, size: int) -> list[bytes]:
+    return [data[i : i + size] for i in range(0, len(data), size)]
+
+
+# -- contenders ---------------------------------------------------------------
+
+
+def run_chunkwise(reads: Sequence[bytes]) -> str:
+    content_delta = chunkwise.ContentDelta
+    parser = chunkwise.ChatStreamParser()
+    feed = parser.feed
+    deltas = 0
+    for read in reads:
+        for ev in feed(read):
+            if type(ev) is content_delta:
+                deltas += 1
+    for ev in parser.end():
+        if type(ev) is content_delta:
+            deltas += 1
+    result = parser.result
+    if result.status != "complete":
+        raise AssertionError(f"chunkwise: stream ended {result.status}: {result.error}")
+    return result.content
+
+
+def _sdk_chunks(reads: Sequence[bytes]) -> Any:
+    # openai._streaming.Stream.__stream__ for a chat completion, minus the
+    # httpx response plumbing: same decoder, same checks, same construction.
+    for sse in SSEDecoder().iter_bytes(iter(reads)):
+        if sse.data.startswith("[DONE]"):
+            break
+        data = sse.json()
+        if is_mapping(data) and data.get("error"):
+            raise AssertionError(f"SDK: error payload {data['error']!r}")
+        yield construct_type(type_=ChatCompletionChunk, value=data)
+
+
+def run_sdk_accumulate(reads: Sequence[bytes]) -> str:
+    state: ChatCompletionStreamState[Any] = ChatCompletionStreamState()
+    handle = state.handle_chunk
+    for chunk in _sdk_chunks(reads):
+        # ChatCompletionStream.__stream__: filter, accumulate, yield events.
+        if chunk.object != "chat.completion.chunk":
+            continue
+        for _ in handle(chunk):
+            pass
+    content = state.get_final_completion().choices[0].message.content
+    return content or ""
+
+
+def run_sdk_decode(reads: Sequence[bytes]) -> str:
+    parts = []
+    for chunk in _sdk_chunks(reads):
+        for choice in chunk.choices:
+            if choice.delta.content:
+                parts.append(choice.delta.content)
+    return "".join(parts)
+
+
+def run_floor(payloads: Sequence[str]) -> None:
+    loads = json.loads
+    for payload in payloads:
+        loads(payload)
+
+
+Job = tuple[Callable[[Any], Any], Any, Any]  # (function, argument, expected result or None)
+
+
+def best_of_interleaved(repeat: int, jobs: dict[str, Job]) -> dict[str, float]:
+    """Best time of each job over ``repeat`` rounds; each round runs every job once.
+
+    Interleaving spreads a noisy neighbour's load over all contenders instead
+    of one.  A job's result is checked on every run when it has an expected value.
+    """
+    best = dict.fromkeys(jobs, float("inf"))
+    for _ in range(repeat):
+        for name, (fn, arg, expected) in jobs.items():
+            gc.collect()
+            start = time.perf_counter()
+            got = fn(arg)
+            best[name] = min(best[name], time.perf_counter() - start)
+            if expected is not None and got != expected:
+                raise AssertionError(f"{name}: wrong content")
+    return best
+
+
+# -- report -------------------------------------------------------------------
+
+
+class Table:
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, str, str, str, str, str]] = []
+
+    def add(
+        self,
+        label: str,
+        contender: str,
+        seconds: float,
+        nbytes: int,
+        events: int | None,
+        baseline: float,
+    ) -> None:
+        self.rows.append(
+            (
+                label,
+                contender,
+                f"{seconds:.4f}",
+                f"{nbytes / seconds / 1e6:.1f}",
+                f"{events / seconds:,.0f}" if events else "-",
+                f"{seconds / baseline:.2f}x",
+            )
+        )
+
+    def print(self) -> None:
+        head = ("input", "contender", "seconds", "MB/s", "events/s", "vs chunkwise")
+        widths = [max(len(r[i]) for r in [head, *self.rows]) for i in range(len(head))]
+        for n, row in enumerate([head, *self.rows]):
+            cells = [
+                c.ljust(w) if i < 2 else c.rjust(w)
+                for i, (c, w) in enumerate(zip(row, widths, strict=True))
+            ]
+            print("  ".join(cells))
+            if n == 0:
+                print("  ".join("-" * w for w in widths))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeat", type=int, default=3, help="best of N runs (default 3)")
+    ap.add_argument("--quick", action="store_true", help="small sizes, one run: a smoke test")
+    ap.add_argument("--chunks", type=int, help="content chunks in inputs 1-2 (default 100000)")
+    ap.add_argument("--big-mib", type=int, help="size of the one-line event in MiB (default 8)")
+    ap.add_argument(
+        "--sdk-limit",
+        type=int,
+        help="time the SDK on the first N chunks only and scale by events/s "
+        "(default: the whole stream, unless one SDK run exceeds --sdk-budget)",
+    )
+    ap.add_argument(
+        "--sdk-budget",
+        type=float,
+        default=60.0,
+        help="seconds one SDK run may take before the SDK is timed on a prefix (default 60)",
+    )
+    args = ap.parse_args(argv)
+    repeat = 1 if args.quick and args.repeat == 3 else args.repeat
+    n_chunks = args.chunks or (5_000 if args.quick else 100_000)
+    big = (args.big_mib or (1 if args.quick else 8)) * MIB
+
+    print(f"chunkwise {chunkwise.__version__}, openai {openai.__version__}")
+    print(
+        f"Python {platform.python_version()} ({platform.python_implementation()}), "
+        f"{platform.platform()}, {os.cpu_count()} CPUs"
+    )
+    print(f"best of {repeat}, interleaved; MB = 10^6 bytes; events = SSE events in the stream")
+    print()
+
+    events, payloads, expected = make_stream(n_chunks)
+    data = b"".join(events)
+    grouped = split_reads(data, 64 * KIB)
+    n_events = len(events)
+    print(
+        f"input (1): {n_chunks:,} content chunks, {n_events:,} events, {len(data):,} bytes "
+        f"({len(data) / n_events:.0f} bytes/event), {len(grouped):,} reads of 64 KiB"
+    )
+    print(f"input (2): the same, {n_events:,} reads of one event each")
+    body, big_content = make_big_event(big)
+    small_reads, large_reads = split_reads(body, KIB), split_reads(body, 64 * KIB)
+    print(
+        f"input (3): one data: line of {len(body):,} bytes, {len(small_reads):,} reads of 1 KiB "
+        f"or {len(large_reads):,} reads of 64 KiB"
+    )
+
+    # -- verify before timing -------------------------------------------------
+    for name, reads in (("(1)", grouped), ("(2)", events)):
+        if run_chunkwise(reads) != expected:
+            print(f"FAIL: chunkwise content differs from the generator's on input {name}")
+            return 1
+    for reads in (small_reads, large_reads):
+        if run_chunkwise(reads) != big_content:
+            print("FAIL: chunkwise content differs from the generator's on input (3)")
+            return 1
+    start = time.perf_counter()
+    sdk_content = run_sdk_accumulate(grouped)
+    t_first_sdk = time.perf_counter() - start
+    if sdk_content != expected:
+        print("FAIL: the SDK's accumulate path and chunkwise differ on input (1)")
+        return 1
+    print(
+        "verified: chunkwise and the SDK's accumulate path reconstruct the same content on "
+        f"input (1) (that SDK run took {t_first_sdk:.1f} s)"
+    )
+
+    sdk_limit = n_chunks
+    if args.sdk_limit is not None and 0 < args.sdk_limit < n_chunks:
+        sdk_limit = args.sdk_limit
+    elif t_first_sdk > args.sdk_budget:
+        sdk_limit = max(1, n_chunks // 5)
+    scaled = sdk_limit < n_chunks
+    if scaled:
+        sdk_events, _, sdk_expected = make_stream(sdk_limit)
+        sdk_grouped = split_reads(b"".join(sdk_events), 64 * KIB)
+        why = "as asked" if args.sdk_limit else f"one run took more than {args.sdk_budget:.0f} s"
+        print(
+            f"SDK contenders: timed on the first {sdk_limit:,} chunks ({why}) and scaled to "
+            f"{n_chunks:,} by events/s"
+        )
+    else:
+        sdk_events, sdk_expected, sdk_grouped = events, expected, grouped
+    print()
+
+    # -- time ------------------------------------------------------------------
+    jobs: dict[str, Job] = {
+        "cw1": (run_chunkwise, grouped, expected),
+        "cw2": (run_chunkwise, events, expected),
+        "floor": (run_floor, payloads, None),
+        "sdk1": (run_sdk_accumulate, sdk_grouped, sdk_expected),
+        "sdk2": (run_sdk_accumulate, sdk_events, sdk_expected),
+        "dec1": (run_sdk_decode, sdk_grouped, sdk_expected),
+        "big64k": (run_chunkwise, large_reads, big_content),
+        "big1k": (run_chunkwise, small_reads, big_content),
+    }
+    half_events: list[bytes] = []
+    if scaled:
+        half_events = make_stream(sdk_limit // 2)[0]
+        jobs["sdk-half"] = (run_sdk_accumulate, split_reads(b"".join(half_events), 64 * KIB), None)
+    t = best_of_interleaved(repeat, jobs)
+    scale = n_events / len(sdk_events)
+    star = "*" if scaled else ""
+    table = Table()
+    for n, label in ((1, "(1) 64 KiB reads"), (2, "(2) one event/read")):
+        t_cw = t[f"cw{n}"]
+        table.add(label, "chunkwise", t_cw, len(data), n_events, t_cw)
+        table.add(label, "sdk-accumulate" + star, t[f"sdk{n}"] * scale, len(data), n_events, t_cw)
+        if n == 1 and scaled:
+            table.add(label, "sdk-accumulate, whole, 1 run", t_first_sdk, len(data), n_events, t_cw)
+        if n == 1:
+            table.add(
+                label, "sdk-decode (info)" + star, t["dec1"] * scale, len(data), n_events, t_cw
+            )
+        table.add(label, "floor json.loads", t["floor"], len(data), n_events, t_cw)
+    mib = big // MIB
+    t_large, t_small = t["big64k"], t["big1k"]
+    table.add(f"(3) {mib} MiB line, 64 KiB reads", "chunkwise", t_large, len(body), 3, t_large)
+    table.add(f"(3) {mib} MiB line, 1 KiB reads", "chunkwise", t_small, len(body), 3, t_large)
+    table.print()
+    print()
+    print(
+        "sdk-accumulate: the SDK's Stream decoding + ChatCompletionStreamState.handle_chunk; "
+        "sdk-decode: the same without the state (iterating ChatCompletionChunk objects only)."
+    )
+    if scaled:
+        print(f"* timed on the first {sdk_limit:,} chunks and scaled by events/s.")
+        per_half = t["sdk-half"] / len(half_events) * 1e6
+        per_full = t["sdk1"] / len(sdk_events) * 1e6
+        print(
+            f"  sdk-accumulate costs {per_half:.1f} us/event over {sdk_limit // 2:,} chunks and "
+            f"{per_full:.1f} us/event over {sdk_limit:,} chunks; where that grows, the scaled "
+            "figure understates the SDK's time on the whole stream."
+        )
+
+    # -- targets -------------------------------------------------------------------
+    print()
+    print("targets (reported, not asserted):")
+    checks = [
+        (f"chunkwise >= 25x faster than sdk-accumulate, input ({n})", ratio, ratio >= 25)
+        for n in (1, 2)
+        for ratio in [t[f"sdk{n}"] * scale / t[f"cw{n}"]]
+    ]
+    checks += [
+        (f"chunkwise <= 2x the json.loads floor, input ({n})", ratio, ratio <= 2)
+        for n in (1, 2)
+        for ratio in [t[f"cw{n}"] / t["floor"]]
+    ]
+    ratio = t["big1k"] / t["big64k"]
+    checks.append((f"{mib} MiB line: 1 KiB reads <= 2x 64 KiB reads", ratio, ratio <= 2))
+    width = max(len(c[0]) for c in checks)
+    for text, ratio, ok in checks:
+        print(f"  {text.ljust(width)}  {ratio:6.2f}x  {'PASS' if ok else 'MISS'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
