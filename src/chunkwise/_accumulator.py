@@ -26,7 +26,7 @@ received before it stays in :attr:`~ChatAccumulator.result`.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ._errors import ChunkwiseError, InvalidChunk, StreamError
@@ -558,7 +558,7 @@ class ChatAccumulator:
         return events
 
 
-_scan_once = json.JSONDecoder().scan_once
+_scan_once: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 _JSON_SPACE = " \t\n\r"
 
 

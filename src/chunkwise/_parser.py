@@ -57,7 +57,7 @@ class ChatStreamParser:
         if decoder.error is not None:
             return []  # the stream already failed; it is over
         try:
-            sse_events = decoder.feed(data)
+            sse_events = decoder._feed(data)
         except EventTooLarge as exc:
             return self._accumulator.fail(exc)
         # After the terminal event the accumulator ignores events but notes
@@ -100,7 +100,8 @@ class ChatStreamParser:
 
     def _end_decoder(self) -> list[Event]:
         events: list[Event] = []
-        for kind, text in self._decoder.end():
+        remaining: list[Any] = self._decoder.end()  # pairs, see __init__
+        for kind, text in remaining:
             events += self._accumulator._feed_data(kind, text)
         if self._decoder.unterminated:
             events += self._accumulator.note_anomaly(

@@ -131,6 +131,10 @@ class SSEDecoder:
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[ServerSentEvent]:
         """Decode the next bytes of the stream and return the events they complete."""
+        return self._feed(data)
+
+    def _feed(self, data: bytes | bytearray | memoryview) -> list[Any]:
+        # ServerSentEvents, or (event type, data) pairs when _pairs is set.
         if self._error is not None:
             raise self._error
         if self._ended:
