@@ -48,6 +48,7 @@ from ._events import (
     UsageReported,
 )
 from ._fanout import DEFAULT_BUFFER_SIZE, Family
+from ._http import Headers
 from ._parser import ChatStreamParser
 from ._results import Anomaly, ChatResult, ChoiceResult, IncompleteReason, Status, ToolCall
 from ._sse import DEFAULT_MAX_EVENT_SIZE, ServerSentEvent, SSEDecoder
@@ -77,6 +78,7 @@ __all__ = [
     "EventsDropped",
     "Family",
     "HTTPStatusError",
+    "Headers",
     "IdleTimeout",
     "IncompleteBody",
     "IncompleteReason",

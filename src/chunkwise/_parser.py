@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ._accumulator import ChatAccumulator
-from ._errors import EventTooLarge, LocalProtocolError
+from ._errors import ChunkwiseError, EventTooLarge, LocalProtocolError
 from ._events import Event
 from ._results import Anomaly, ChatResult, IncompleteReason
 from ._sse import DEFAULT_MAX_EVENT_SIZE, SSEDecoder
@@ -71,6 +71,14 @@ class ChatStreamParser:
         if decoder.error is not None:
             events += self._accumulator.fail(decoder.error)
         return events
+
+    def fail(self, error: ChunkwiseError) -> list[Event]:
+        """End the stream as ``failed`` with ``error``, e.g. a broken body framing.
+
+        Everything received before stays in :attr:`result`.
+        """
+        self._ended = True
+        return self._accumulator.fail(error)
 
     def note_anomaly(self, anomaly: Anomaly) -> list[Event]:
         """Record an anomaly seen outside the body (e.g. by the transport)."""

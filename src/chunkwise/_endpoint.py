@@ -1,0 +1,316 @@
+"""Where to send a chat-completions request, and with which credentials.
+
+An :class:`Endpoint` is plain configuration: no sockets, no trio.  Everything that
+could make a request fail before a byte is sent is checked when it is built, so a
+bad URL or a header value carrying ``\\r\\n`` raises :class:`InvalidEndpoint` at
+construction, not somewhere inside a nursery later.
+
+The base URL is used as given, with ``/chat/completions`` appended, because
+OpenAI-compatible servers disagree on the prefix (``/v1``, ``/api/v1``,
+``/v1beta/openai``).  A trailing slash is dropped so both spellings give the same
+request target.
+
+The API key is the one secret.  It is excluded from the attrs-generated repr,
+shown as ``api_key=<set>``; exception messages name the offending header but
+never quote a header value or the key.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import os
+import re
+import ssl
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+import attrs
+
+from ._errors import InvalidEndpoint
+
+__all__ = ["DEFAULT_BASE_URL", "Endpoint", "Timeouts"]
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+_COMPLETIONS_PATH = "/chat/completions"
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+# RFC 9110 token characters: the only ones allowed in a header name.
+_TOKEN_RE = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+# C0 controls except HTAB, and DEL.  CR, LF and NUL are the injection risk; the
+# others are refused too because no server accepts them and h11 would quote the
+# whole value (possibly the key) in its error message.
+_FORBIDDEN_IN_VALUE_RE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+_HOST_RE = re.compile(r"[A-Za-z0-9._~%!$&'()*+,;=-]+")
+
+# Headers that describe the connection or the message framing, which the HTTP layer
+# owns.  Letting a caller set them would desynchronise h11 from the bytes on the wire
+# (Content-Length, Transfer-Encoding), or ask for a compressed body the stream parser
+# cannot read (Accept-Encoding).
+_MANAGED_HEADERS = frozenset(
+    {"host", "content-length", "transfer-encoding", "connection", "accept-encoding"}
+)
+
+
+def _check_timeout(name: str, value: float | None) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidEndpoint(f"{name} timeout must be a number of seconds or None")
+    if math.isnan(value) or value <= 0:
+        raise InvalidEndpoint(f"{name} timeout must be positive, got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class Timeouts:
+    """Transport time limits, in seconds; ``None`` disables one.
+
+    ``connect`` bounds the TCP connection plus, for ``https``, the TLS handshake
+    (:class:`~chunkwise.ConnectTimeout`).  ``idle`` bounds each wait for progress
+    once connected: sending the request, the response head, and every read of the
+    body (:class:`~chunkwise.IdleTimeout`).  It is reset by every byte received,
+    so a long stream never times out while tokens keep arriving.
+
+    The ``idle`` default is generous on purpose: reasoning models can stay silent
+    for minutes before their first token, and the OpenAI SDK allows 600 s.  For a
+    limit on the whole request, wrap it in your own :func:`trio.fail_after`.
+    """
+
+    connect: float | None = 10.0
+    idle: float | None = 600.0
+
+    def __attrs_post_init__(self) -> None:
+        _check_timeout("connect", self.connect)
+        _check_timeout("idle", self.idle)
+
+
+@attrs.frozen
+class _URLParts:
+    scheme: str
+    host: str
+    port: int
+    path: str
+    explicit_port: bool
+
+
+def _parse_base_url(url: str) -> _URLParts:
+    """Split and check a base URL; every refusal says what is wrong."""
+    if not isinstance(url, str):
+        raise InvalidEndpoint(f"base URL must be a str, not {type(url).__name__}")
+    try:
+        url.encode("ascii")
+    except UnicodeEncodeError:
+        raise InvalidEndpoint(
+            f"base URL {url!r} contains non-ASCII characters "
+            "(use punycode for the host and percent-encoding for the path)"
+        ) from None
+    if re.search(r"[\x00-\x20\x7f]", url):
+        raise InvalidEndpoint(f"base URL {url!r} contains whitespace or control characters")
+    if "://" not in url:
+        raise InvalidEndpoint(
+            f"base URL {url!r} has no scheme (expected e.g. 'https://api.openai.com/v1')"
+        )
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # e.g. an unbalanced or invalid [IPv6] host
+        raise InvalidEndpoint(f"base URL {url!r} is malformed: {exc}") from None
+    if "@" in parts.netloc:
+        # Don't quote the URL: the userinfo may be a password.
+        raise InvalidEndpoint(
+            "base URL contains credentials (user:password@); pass the key as api_key instead"
+        )
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS:
+        raise InvalidEndpoint(f"base URL {url!r} has scheme {scheme!r}; use http or https")
+    if "?" in url or "#" in url:
+        raise InvalidEndpoint(
+            f"base URL {url!r} has a query or fragment; chunkwise appends "
+            f"{_COMPLETIONS_PATH!r} to the path, so the base URL must end with its path"
+        )
+    host = parts.hostname
+    if not host:
+        raise InvalidEndpoint(f"base URL {url!r} has no host")
+    if parts.netloc.startswith("["):
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            raise InvalidEndpoint(f"base URL {url!r} has an invalid IPv6 address") from None
+    elif not _HOST_RE.fullmatch(host):
+        raise InvalidEndpoint(f"base URL {url!r} has an invalid host {host!r}")
+    try:
+        port = parts.port
+    except ValueError:
+        port = 0
+    if port == 0:
+        raise InvalidEndpoint(f"base URL {url!r} has an invalid port (expected 1-65535)")
+    return _URLParts(
+        scheme=scheme,
+        host=host,
+        port=port if port is not None else _DEFAULT_PORTS[scheme],
+        path=parts.path.rstrip("/"),
+        explicit_port=port is not None and port != _DEFAULT_PORTS[scheme],
+    )
+
+
+def _check_header_value(value: object, what: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidEndpoint(f"{what} must be a str, not {type(value).__name__}")
+    if _FORBIDDEN_IN_VALUE_RE.search(value):
+        # The value itself is never quoted: it may be a credential.
+        raise InvalidEndpoint(
+            f"{what} contains CR, LF, NUL or another control character; refusing to send it"
+        )
+    return value
+
+
+def _convert_api_key(key: str | None) -> str | None:
+    if key is None:
+        return None
+    _check_header_value(key, "api_key")
+    if key != key.strip(" \t"):
+        raise InvalidEndpoint("api_key has leading or trailing whitespace")
+    if not key.isascii():
+        raise InvalidEndpoint("api_key contains non-ASCII characters")
+    return key or None
+
+
+def _convert_headers(
+    headers: Mapping[str, str] | Iterable[tuple[str, str]],
+) -> tuple[tuple[str, str], ...]:
+    items: Iterable[Any] = headers.items() if isinstance(headers, Mapping) else headers
+    result: list[tuple[str, str]] = []
+    for item in items:
+        try:
+            name, value = item
+        except (TypeError, ValueError):
+            raise InvalidEndpoint("headers must be a mapping or (name, value) pairs") from None
+        if not isinstance(name, str) or not _TOKEN_RE.fullmatch(name):
+            raise InvalidEndpoint(f"invalid header name {name!r}")
+        if name.lower() in _MANAGED_HEADERS:
+            raise InvalidEndpoint(f"header {name!r} is set by chunkwise and cannot be overridden")
+        # Optional whitespace around a value is not part of it (RFC 9110 5.5), and h11
+        # refuses to send it.
+        result.append((name, _check_header_value(value, f"header {name!r}").strip(" \t")))
+    return tuple(result)
+
+
+def _check_ssl_context(_: Any, __: Any, value: Any) -> None:
+    if value is not None and not isinstance(value, ssl.SSLContext):
+        raise InvalidEndpoint("ssl_context must be an ssl.SSLContext or None")
+
+
+def _check_timeouts(_: Any, __: Any, value: Any) -> None:
+    if not isinstance(value, Timeouts):
+        raise InvalidEndpoint("timeouts must be a chunkwise.Timeouts")
+
+
+@attrs.frozen(repr=False)
+class Endpoint:
+    """An OpenAI-compatible server: base URL, API key, extra headers.
+
+    Args:
+        base_url: e.g. ``"https://api.openai.com/v1"``; requests go to
+            ``base_url + "/chat/completions"``.  Must be ``http`` or ``https``,
+            with a host and no query, fragment or credentials.
+        api_key: sent as ``Authorization: Bearer <key>``; ``None`` or ``""``
+            sends no ``Authorization`` header (local servers).
+        headers: extra request headers, a mapping or ``(name, value)`` pairs.
+            They replace chunkwise's defaults of the same name (``User-Agent``,
+            ``Accept``, ``Content-Type``, ``Authorization``); the framing headers
+            (``Host``, ``Content-Length``, ``Transfer-Encoding``, ``Connection``,
+            ``Accept-Encoding``) cannot be set.
+        ssl_context: for ``https``; defaults to :func:`ssl.create_default_context`
+            (certificate and host name verification on).
+        timeouts: see :class:`Timeouts`.
+
+    Raises:
+        InvalidEndpoint: a :class:`ValueError` naming what is wrong.
+    """
+
+    base_url: str
+    api_key: str | None = attrs.field(
+        default=None, kw_only=True, repr=False, converter=_convert_api_key
+    )
+    headers: tuple[tuple[str, str], ...] = attrs.field(
+        default=(), kw_only=True, converter=_convert_headers
+    )
+    ssl_context: ssl.SSLContext | None = attrs.field(
+        default=None, kw_only=True, validator=_check_ssl_context
+    )
+    timeouts: Timeouts = attrs.field(factory=Timeouts, kw_only=True, validator=_check_timeouts)
+    _parts: _URLParts = attrs.field(init=False, repr=False, eq=False)
+
+    def __attrs_post_init__(self) -> None:
+        # Parse the URL as given, so error messages quote what the caller wrote, then
+        # store it without the trailing slash: both spellings are the same endpoint.
+        object.__setattr__(self, "_parts", _parse_base_url(self.base_url))
+        object.__setattr__(self, "base_url", self.base_url.rstrip("/"))
+
+    @classmethod
+    def from_env(
+        cls,
+        environ: Mapping[str, str] | None = None,
+        *,
+        headers: Mapping[str, str] | Iterable[tuple[str, str]] = (),
+        ssl_context: ssl.SSLContext | None = None,
+        timeouts: Timeouts | None = None,
+    ) -> Endpoint:
+        """Build an endpoint from ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY``.
+
+        ``environ`` defaults to :data:`os.environ`.  An unset or empty
+        ``OPENAI_BASE_URL`` means :data:`DEFAULT_BASE_URL`.  Whitespace around
+        the key (a trailing newline from ``$(cat keyfile)``) is removed; anything
+        else unusual in it raises :class:`InvalidEndpoint`.
+        """
+        env = os.environ if environ is None else environ
+        key = env.get("OPENAI_API_KEY", "").strip() or None
+        return cls(
+            env.get("OPENAI_BASE_URL", "").strip() or DEFAULT_BASE_URL,
+            api_key=key,
+            headers=headers,
+            ssl_context=ssl_context,
+            timeouts=timeouts if timeouts is not None else Timeouts(),
+        )
+
+    @property
+    def url(self) -> str:
+        """The full URL requests are sent to."""
+        return self.base_url + _COMPLETIONS_PATH
+
+    @property
+    def scheme(self) -> str:
+        """``"http"`` or ``"https"`` (lower case)."""
+        return self._parts.scheme
+
+    @property
+    def host(self) -> str:
+        """Host name or IP address to connect to (IPv6 without brackets)."""
+        return self._parts.host
+
+    @property
+    def port(self) -> int:
+        """TCP port; the scheme's default when the URL has none."""
+        return self._parts.port
+
+    @property
+    def target(self) -> str:
+        """Request target: the base URL's path plus ``/chat/completions``."""
+        return self._parts.path + _COMPLETIONS_PATH
+
+    @property
+    def host_header(self) -> str:
+        """Value of the ``Host`` header: the port only when it is not the default."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}" if self._parts.explicit_port else host
+
+    def __repr__(self) -> str:
+        key = "<set>" if self.api_key is not None else "None"
+        # Header values may be credentials too (e.g. an ``api-key`` header): names only.
+        names = tuple(name for name, _ in self.headers)
+        ctx = ", ssl_context=<custom>" if self.ssl_context is not None else ""
+        return (
+            f"Endpoint({self.base_url!r}, api_key={key}, headers={names!r}{ctx}, "
+            f"timeouts={self.timeouts!r})"
+        )
