@@ -223,19 +223,13 @@ class ChatAccumulator:
             return self.fail(InvalidChunk(f"a chunk must be a mapping, not {type(chunk).__name__}"))
         return self._chunk(chunk, None)
 
-    def end(self) -> list[Event]:
+    def end(self, reason: IncompleteReason | None = None) -> list[Event]:
         """The stream is over: produce the terminal event (unless already produced).
 
         Tool calls still open are completed with ``finished=False``.
-        """
-        if self._ended:
-            return []
-        return self._finish()
-
-    def abort(self, reason: IncompleteReason) -> list[Event]:
-        """End the stream early for a reason outside the data (transport layer).
-
-        A stream whose choices all finished still ends ``complete``.
+        ``reason`` says why the stream stopped early when that is known from
+        outside the data (e.g. :attr:`IncompleteReason.CONNECTION_LOST`); it
+        is used only if the stream turns out incomplete.
         """
         if self._ended:
             return []

@@ -100,10 +100,7 @@ class ChatStreamParser:
         events = self._end_decoder()
         if accumulator.finished:
             return events
-        if reason is None:
-            events += accumulator.end()
-        else:
-            events += accumulator.abort(reason)
+        events += accumulator.end(reason)
         return events
 
     def _end_decoder(self) -> list[Event]:
