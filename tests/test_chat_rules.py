@@ -759,3 +759,15 @@ def test_metadata_is_assigned_from_the_first_chunk_that_has_it() -> None:
         1700000000,
         "fp",
     )
+
+
+def test_without_jsonschema_tools_are_name_checked_but_not_validated(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "jsonschema", None)  # import now fails
+    call = _call_with('{"town": 1}')
+    assert call.validated is None
+    assert call.error is None
+    assert _call_with("{}", name="unknown").error is not None

@@ -21,8 +21,9 @@ __all__ = ["ToolSchemas", "complete_tool_call"]
 class ToolSchemas:
     """The ``parameters`` schemas of a request's function tools, by name.
 
-    Raises :class:`ImportError` with an install hint when a schema needs
-    checking and ``jsonschema`` is not installed.
+    Without the optional ``jsonschema`` package the schemas are not checked
+    (``ToolCall.validated`` stays ``None``); names still are.  The import is
+    tried here, once, so a missing extra never surfaces mid-stream.
     """
 
     def __init__(self, tools: Iterable[Mapping[str, Any]]) -> None:
@@ -36,6 +37,17 @@ class ToolSchemas:
             if isinstance(name, str):
                 self._schemas[name] = parameters if isinstance(parameters, Mapping) else {}
         self._validators: dict[str, Any] = {}
+        try:
+            import jsonschema
+        except ImportError:
+            self._jsonschema: Any = None
+        else:
+            self._jsonschema = jsonschema
+
+    @property
+    def can_validate(self) -> bool:
+        """True when ``jsonschema`` is installed, so schemas are checked."""
+        return self._jsonschema is not None
 
     def __contains__(self, name: object) -> bool:
         return name in self._schemas
@@ -44,15 +56,8 @@ class ToolSchemas:
         """Return a message describing why ``value`` fails ``name``'s schema, or None."""
         validator = self._validators.get(name)
         if validator is None:
-            try:
-                import jsonschema
-            except ImportError as exc:  # pragma: no cover - depends on the install
-                raise ImportError(
-                    "validating tool arguments needs the jsonschema extra: "
-                    "pip install 'chunkwise[jsonschema]'"
-                ) from exc
             schema = self._schemas[name]
-            cls = jsonschema.validators.validator_for(schema)
+            cls = self._jsonschema.validators.validator_for(schema)
             validator = self._validators[name] = cls(schema)
         error = next(iter(validator.iter_errors(value)), None)
         if error is None:
@@ -91,7 +96,7 @@ def complete_tool_call(
                 raw=arguments,
                 tool_name=name,
             )
-        else:
+        elif schemas.can_validate:
             assert name is not None
             problem = schemas.validate(name, parsed)
             validated = problem is None
