@@ -1,0 +1,173 @@
+"""Keep the official ``openai`` SDK for the HTTP side, and let chunkwise assemble the stream.
+
+With the SDK, ``client.chat.completions.create(..., stream=True)`` yields
+``ChatCompletionChunk`` objects; each one, as a mapping, goes to
+``chunkwise.ChatAccumulator().feed_chunk(...)``, which turns the deltas into
+stream events and a ``ChatResult`` (text, tool calls with parsed arguments,
+usage and an honest status).
+
+By default this runs offline: it replays a recording shipped in
+``examples/recordings/`` through the SDK's own ``ChatCompletionChunk`` type,
+so the accumulator sees exactly the objects a live stream would give::
+
+    python examples/sdk_chunks.py                       # parallel tool calls
+    python examples/sdk_chunks.py examples/recordings/text.sse
+
+``--live`` streams from a real endpoint instead (needs ``OPENAI_API_KEY``;
+``OPENAI_BASE_URL`` points it at any OpenAI-compatible server)::
+
+    python examples/sdk_chunks.py --live --model gpt-4o-mini --prompt "Say hello"
+
+Exit status: 0 when the stream is complete, 1 when it is incomplete or failed,
+2 for bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+
+import openai
+from openai.types.chat import ChatCompletionChunk
+
+import chunkwise
+
+RECORDINGS = Path(__file__).resolve().parent / "recordings"
+
+
+def recorded_chunks(path: Path) -> Iterator[ChatCompletionChunk]:
+    """Replay a recorded raw body as the SDK's chunk objects, without a network."""
+    # The SDK decodes SSE itself; OpenAI's bodies hold one data line per event,
+    # so taking the data lines is enough to stand in for it here.
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("data:"):
+            continue
+        data = line.removeprefix("data:").removeprefix(" ")
+        if data == "[DONE]":
+            return  # the SDK stops here too, without handing the marker on
+        yield ChatCompletionChunk.model_validate(json.loads(data))
+
+
+def live_chunks(model: str, prompt: str) -> Iterator[ChatCompletionChunk]:
+    """The real-network form: the SDK's own streaming call."""
+    client = openai.OpenAI()  # reads OPENAI_API_KEY and OPENAI_BASE_URL
+    stream = client.chat.completions.create(
+        model=model,
+        messages=[{"role": "user", "content": prompt}],
+        stream=True,
+        # Without this the usage chunk is never sent.
+        stream_options={"include_usage": True},
+    )
+    with stream:
+        yield from stream
+
+
+def accumulate(chunks: Iterable[ChatCompletionChunk]) -> chunkwise.ChatResult:
+    """Feed the SDK's chunks to chunkwise, showing text and tool calls as they complete."""
+    acc = chunkwise.ChatAccumulator()
+    display = Display()
+    try:
+        for chunk in chunks:
+            # exclude_unset: pass the fields the server sent, not the None
+            # defaults the SDK's types add (they would show up in usage).
+            display.show(acc.feed_chunk(chunk.model_dump(exclude_unset=True)))
+    except openai.APITimeoutError:
+        display.show(acc.abort(chunkwise.IncompleteReason.IDLE_TIMEOUT))
+    except openai.APIConnectionError:
+        # The connection broke mid-stream: what arrived is kept, and the
+        # status says "incomplete" unless every choice had already finished.
+        display.show(acc.abort(chunkwise.IncompleteReason.CONNECTION_LOST))
+    except openai.APIError as exc:
+        # The SDK raises on an error chunk instead of yielding it; record it,
+        # so the result is "failed" and keeps what arrived before.
+        body = exc.body if isinstance(exc.body, Mapping) else None
+        error = chunkwise.StreamError(
+            exc.message, type=exc.type, code=exc.code, param=exc.param, body=body
+        )
+        display.show(acc.fail(error))
+    else:
+        display.show(acc.end())
+    return acc.result
+
+
+class Display:
+    """Prints choice 0's text as it streams, and each tool call once it is complete."""
+
+    def __init__(self) -> None:
+        self.mid_line = False
+
+    def show(self, events: Iterable[chunkwise.Event]) -> None:
+        for event in events:
+            if type(event) is chunkwise.ContentDelta and event.choice_index == 0:
+                print(event.text, end="", flush=True)
+                self.mid_line = not event.text.endswith("\n")
+            elif type(event) is chunkwise.ToolCallCompleted:
+                call = event.call
+                try:
+                    arguments = json.dumps(call.parse_arguments(), ensure_ascii=False)
+                except chunkwise.ToolArgumentsError as exc:
+                    arguments = f"unusable: {exc}"
+                self.line(
+                    f"[choice {event.choice_index}] tool call {call.name} ({call.id}): {arguments}"
+                )
+            elif type(event) is chunkwise.ChoiceFinished:
+                self.line(f"[choice {event.choice_index}] finish_reason: {event.finish_reason}")
+
+    def line(self, text: str) -> None:
+        if self.mid_line:
+            print()
+            self.mid_line = False
+        print(text)
+
+
+def summarize(result: chunkwise.ChatResult) -> None:
+    for choice in result.choices:
+        if choice.index != 0 and choice.content:
+            print(f"[choice {choice.index}] content: {choice.content}")
+        if choice.refusal is not None:
+            print(f"[choice {choice.index}] refusal: {choice.refusal}")
+    print(f"model: {result.model}")
+    print(f"usage: {json.dumps(result.usage)}")
+    if result.status == "failed":
+        print(f"status: failed: {result.error}")
+    elif result.status == "incomplete":
+        print(f"status: incomplete ({result.reason})")
+    else:
+        print(f"status: {result.status}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument(
+        "recording",
+        nargs="?",
+        type=Path,
+        default=RECORDINGS / "parallel_tool_calls.sse",
+        help="recorded body to replay offline (default: %(default)s)",
+    )
+    parser.add_argument("--live", action="store_true", help="stream from a real endpoint")
+    parser.add_argument("--model", default="gpt-4o-mini", help="model for --live")
+    parser.add_argument("--prompt", default="Say hello in three languages.", help="for --live")
+    args = parser.parse_args()
+
+    if args.live:
+        if not os.environ.get("OPENAI_API_KEY"):
+            print("--live needs OPENAI_API_KEY in the environment", file=sys.stderr)
+            return 2
+        chunks = live_chunks(args.model, args.prompt)
+    else:
+        if not args.recording.is_file():
+            parser.error(f"no such recording: {args.recording}")
+        print(f"replaying {args.recording.name} as openai ChatCompletionChunk objects")
+        chunks = recorded_chunks(args.recording)
+    result = accumulate(chunks)
+    summarize(result)
+    return 0 if result.status == "complete" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,614 @@
+"""``chunkwise probe``: check an endpoint's streaming behaviour before relying on it.
+
+Theory of operation
+-------------------
+At most three streamed requests are sent, one after the other:
+
+1. a short text request with ``stream_options.include_usage``;
+2. the same request without ``stream_options``, only when the first was
+   refused with a 4xx other than 401/403/404/429 (so ``include_usage`` is the
+   likely culprit; the server's exact message is kept);
+3. a request offering one simple function tool, with ``tool_choice:
+   "required"``, to see how tool calls are streamed.
+
+Each response body is read through :func:`chunkwise._http.open_http_response`
+and every read is fed both to a :class:`~chunkwise.ChatStreamParser` (what a
+client reconstructs: status, finish reasons, usage, first-token time) and kept
+for the wire-level analysis, which needs the raw bytes: keep-alive comments,
+line endings, ``data:`` spacing, and the shape of each chunk's deltas (tool-call
+``index`` and ``id`` habits, which reasoning field is used, where usage comes).
+
+The findings are one JSON-compatible mapping (``--json`` prints it) and a
+table.  Streaming counts as *broken* -- exit status 1 -- when the text request
+(with or without ``include_usage``) does not give a 2xx ``text/event-stream``
+whose stream completes with some output, or when the tool request streams but
+does not complete.  A tool request that is refused is reported, not counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+import time
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+import trio
+
+from ._chat_cmd import endpoint_from_args, one_line, redact
+from ._cli import EXIT_OK, EXIT_STREAM
+from ._endpoint import Endpoint, Timeouts
+from ._errors import ChunkwiseError, HTTPStatusError, UnexpectedContentType
+from ._events import ContentDelta, ReasoningDelta, ToolCallArgumentsDelta, ToolCallStarted
+from ._http import open_http_response
+from ._parser import ChatStreamParser
+from ._results import ChatResult
+from ._sse import SSEDecoder
+
+__all__ = ["add_probe_command", "analyze_body", "probe", "render_table"]
+
+DEFAULT_TIMEOUT = 60.0
+
+#: Raw bytes kept per response for the wire analysis.
+_MAX_BODY = 8 * 1024 * 1024
+
+TEXT_PROMPT = "Reply with one short sentence saying hello."
+TOOL_PROMPT = "What is the weather in Paris? Use the get_weather tool."
+WEATHER_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Get the current weather in a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string", "description": "The city name"}},
+            "required": ["city"],
+        },
+    },
+}
+
+# Statuses that say nothing about include_usage: retrying without it is pointless.
+_NOT_ABOUT_THE_BODY = {401, 403, 404, 429}
+
+
+def add_probe_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``chunkwise probe``."""
+    probe_parser = commands.add_parser(
+        "probe",
+        help="check an endpoint's streaming behaviour before deployment",
+        description=(
+            "Send up to three short streamed requests (text with include_usage, the same "
+            "without it if the first was refused, one with a tool) and report what the "
+            "endpoint really does: content type, [DONE], include_usage, the tool-call "
+            "streaming pattern, the reasoning field, keep-alive comments, line endings, "
+            "data: spacing, finish reasons and latencies."
+        ),
+        epilog="exit status: 0 streaming works, 1 streaming is broken, 2 bad usage",
+    )
+    probe_parser.add_argument(
+        "--base-url",
+        metavar="URL",
+        required=True,
+        help="the API base URL; /chat/completions is appended",
+    )
+    probe_parser.add_argument("--model", metavar="MODEL", required=True, help="the model")
+    probe_parser.add_argument(
+        "--api-key-env",
+        metavar="NAME",
+        default="OPENAI_API_KEY",
+        help="name of the environment variable holding the API key (default: OPENAI_API_KEY)",
+    )
+    probe_parser.add_argument(
+        "--timeout",
+        metavar="S",
+        type=_seconds,
+        default=DEFAULT_TIMEOUT,
+        help=f"time limit for each request, in seconds (default {DEFAULT_TIMEOUT:g})",
+    )
+    probe_parser.add_argument(
+        "--json", action="store_true", help="print the findings as one JSON object"
+    )
+    probe_parser.set_defaults(handler=run_probe)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text}")
+    return value
+
+
+def run_probe(args: argparse.Namespace) -> int:
+    """The ``probe`` command: returns the exit status."""
+    endpoint = endpoint_from_args(args)
+    endpoint = Endpoint(
+        endpoint.base_url,
+        api_key=endpoint.api_key,
+        timeouts=Timeouts(connect=args.timeout, idle=args.timeout),
+    )
+    findings = trio.run(probe, endpoint, args.model, args.timeout)
+    if args.json:
+        text = json.dumps(findings, indent=2, ensure_ascii=False)
+    else:
+        text = render_table(findings)
+    sys.stdout.write(redact(text, endpoint.api_key) + "\n")
+    return EXIT_OK if findings["streaming_works"] else EXIT_STREAM
+
+
+# -- one request ------------------------------------------------------------------
+
+
+@attrs.define
+class Exchange:
+    """One probe request and what came back."""
+
+    label: str
+    status_code: int | None = None
+    content_type: str | None = None
+    error: str | None = None  # one line: the server's message, or what went wrong
+    ttfb_ms: float | None = None
+    first_token_ms: float | None = None
+    body: bytearray = attrs.field(factory=bytearray)
+    result: ChatResult | None = None
+
+    @property
+    def streamed(self) -> bool:
+        """A 2xx event stream arrived (whatever it contained)."""
+        return self.result is not None
+
+
+async def _exchange(
+    endpoint: Endpoint, request: Mapping[str, Any], label: str, time_limit: float
+) -> Exchange:
+    exchange = Exchange(label=label)
+    key = endpoint.api_key
+    body = json.dumps({**request, "stream": True}).encode()
+    # No tools: validating arguments would need the optional jsonschema, and the
+    # probe only looks at how calls are streamed.
+    parser = ChatStreamParser()
+    start = time.perf_counter()
+
+    def elapsed() -> float:
+        return round((time.perf_counter() - start) * 1000, 1)
+
+    try:
+        with trio.fail_after(time_limit):
+            async with open_http_response(endpoint, body) as response:
+                exchange.ttfb_ms = elapsed()
+                exchange.status_code = response.status_code
+                exchange.content_type = response.headers.get("content-type")
+                exchange.result = parser.result
+                while not parser.finished:
+                    data = await response.receive_some()
+                    if not data:
+                        break
+                    if len(exchange.body) < _MAX_BODY:
+                        exchange.body += data
+                    for event in parser.feed(data):
+                        if exchange.first_token_ms is None and isinstance(
+                            event,
+                            (ContentDelta, ReasoningDelta, ToolCallStarted, ToolCallArgumentsDelta),
+                        ):
+                            exchange.first_token_ms = elapsed()
+    except HTTPStatusError as exc:
+        exchange.status_code = exc.status_code
+        exchange.error = one_line(redact(str(exc), key))
+    except UnexpectedContentType as exc:
+        exchange.status_code = exc.status_code
+        exchange.content_type = exc.content_type
+        exchange.error = one_line(redact(str(exc), key))
+        exchange.body += exc.body_start
+    except ChunkwiseError as exc:
+        exchange.error = one_line(redact(str(exc), key))
+    except trio.TooSlowError:
+        exchange.error = f"no complete response within {time_limit:g} s"
+    if exchange.result is not None:
+        parser.end()
+        exchange.result = parser.result
+    return exchange
+
+
+# -- wire analysis ----------------------------------------------------------------
+
+_LINE_END_RE = re.compile(rb"\r\n|\r|\n")
+
+
+def analyze_body(body: bytes) -> dict[str, Any]:
+    """What the raw bytes of one event-stream body show about the server's habits."""
+    endings: Counter[str] = Counter()
+    comments: list[str] = []
+    comment_count = 0
+    with_space = without_space = 0
+    lines = []
+    position = 0
+    for match in _LINE_END_RE.finditer(body):
+        ending = match.group()
+        endings[{b"\r\n": "CRLF", b"\r": "CR", b"\n": "LF"}[ending]] += 1
+        lines.append(body[position : match.start()])
+        position = match.end()
+    for line in lines:
+        if line.startswith(b":"):
+            comment_count += 1
+            if len(comments) < 3:
+                text = line.decode("utf-8", "replace")
+                if text not in comments:
+                    comments.append(text)
+        elif line.startswith(b"data:"):
+            if line.startswith(b"data: "):
+                with_space += 1
+            else:
+                without_space += 1
+    return {
+        "line_endings": dict(endings),
+        "comment_count": comment_count,
+        "comment_examples": comments,
+        "data_with_space": with_space,
+        "data_without_space": without_space,
+        **_analyze_chunks(body),
+    }
+
+
+def _analyze_chunks(body: bytes) -> dict[str, Any]:
+    """The deltas' shapes: tool-call index/id/fragment habits, reasoning, usage."""
+    decoder = SSEDecoder(legacy_error_field=True)
+    try:
+        events = decoder.feed(body) + decoder.end()
+    except ChunkwiseError:
+        events = []
+    reasoning: set[str] = set()
+    usage_positions: set[str] = set()
+    # Per (choice, call): deltas, deltas with an id, argument-bearing deltas, one-delta calls.
+    calls: dict[tuple[int, Any], dict[str, int]] = {}
+    index_present = index_null = 0
+    last_key: dict[int, Any] = {}
+    done = False
+    for event in events:
+        if event.data == "[DONE]":
+            done = True
+            continue
+        try:
+            chunk = json.loads(event.data)
+        except ValueError:
+            continue
+        if not isinstance(chunk, dict):
+            continue
+        choices = chunk.get("choices")
+        choices = choices if isinstance(choices, list) else []
+        if isinstance(chunk.get("usage"), dict):
+            usage_positions.add("final chunk, empty choices" if not choices else "content chunk")
+        x_groq = chunk.get("x_groq")
+        if isinstance(x_groq, dict) and isinstance(x_groq.get("usage"), dict):
+            usage_positions.add("x_groq.usage")
+        for choice in choices:
+            if not isinstance(choice, dict) or not isinstance(choice.get("delta"), dict):
+                continue
+            delta = choice["delta"]
+            choice_index = choice.get("index", 0)
+            for field in ("reasoning_content", "reasoning"):
+                if isinstance(delta.get(field), str) and delta[field]:
+                    reasoning.add(field)
+            tool_calls = delta.get("tool_calls")
+            if not isinstance(tool_calls, list):
+                continue
+            for item in tool_calls:
+                if not isinstance(item, dict):
+                    continue
+                index = item.get("index")
+                ident = item.get("id") or None
+                if isinstance(index, int) and not isinstance(index, bool):
+                    index_present += 1
+                    key: Any = index
+                else:
+                    index_null += 1
+                    previous = last_key.get(choice_index)
+                    key = ("id", ident) if ident is not None else previous
+                last_key[choice_index] = key
+                stats = calls.setdefault(
+                    (choice_index, key), {"deltas": 0, "with_id": 0, "argument_deltas": 0}
+                )
+                stats["deltas"] += 1
+                stats["with_id"] += ident is not None
+                function = item.get("function")
+                arguments = function.get("arguments") if isinstance(function, dict) else None
+                if isinstance(arguments, str) and arguments:
+                    stats["argument_deltas"] += 1
+    return {
+        "done": done,
+        "reasoning_fields": sorted(reasoning),
+        "usage_positions": sorted(usage_positions),
+        "tool_calls": _tool_pattern(list(calls.values()), index_present, index_null),
+    }
+
+
+def _tool_pattern(
+    calls: list[dict[str, int]], index_present: int, index_null: int
+) -> dict[str, Any] | None:
+    if not calls:
+        return None
+    if all(c["argument_deltas"] <= 1 for c in calls):
+        arguments = (
+            "whole call in one delta"
+            if all(c["deltas"] == 1 for c in calls)
+            else ("arguments in one delta")
+        )
+    elif all(c["argument_deltas"] > 1 for c in calls):
+        arguments = "fragmented"
+    else:
+        arguments = "mixed"
+    if index_null == 0:
+        index = "present"
+    elif index_present == 0:
+        index = "null or missing"
+    else:
+        index = "mixed"
+    multi = [c for c in calls if c["deltas"] > 1]
+    ids: str | None
+    if not multi:
+        ids = None  # one delta per call: nothing to repeat
+    elif all(c["with_id"] == c["deltas"] for c in multi):
+        ids = "repeated on every delta"
+    elif all(c["with_id"] <= 1 for c in multi):
+        ids = "on first delta only"
+    else:
+        ids = "mixed"
+    return {
+        "calls": len(calls),
+        "arguments": arguments,
+        "max_argument_deltas": max(c["argument_deltas"] for c in calls),
+        "index": index,
+        "id": ids,
+    }
+
+
+# -- the probe --------------------------------------------------------------------
+
+
+def _text_request(model: str, include_usage: bool) -> dict[str, Any]:
+    request: dict[str, Any] = {
+        "model": model,
+        "messages": [{"role": "user", "content": TEXT_PROMPT}],
+    }
+    if include_usage:
+        request["stream_options"] = {"include_usage": True}
+    return request
+
+
+def _tool_request(model: str) -> dict[str, Any]:
+    return {
+        "model": model,
+        "messages": [{"role": "user", "content": TOOL_PROMPT}],
+        "tools": [WEATHER_TOOL],
+        "tool_choice": "required",
+    }
+
+
+async def probe(
+    endpoint: Endpoint, model: str, time_limit: float = DEFAULT_TIMEOUT
+) -> dict[str, Any]:
+    """Run the probe requests against ``endpoint`` and return the findings."""
+    exchanges: list[Exchange] = []
+    first = await _exchange(
+        endpoint, _text_request(model, True), "text + include_usage", time_limit
+    )
+    exchanges.append(first)
+    text = first
+    usage: dict[str, Any]
+    if first.streamed:
+        analysis = analyze_body(bytes(first.body))
+        assert first.result is not None
+        if first.result.usage is not None:
+            verdict = "honoured"
+        elif first.result.status == "complete":
+            verdict = "ignored"
+        else:
+            verdict = "unknown"  # the stream ended before usage could come
+        usage = {
+            "verdict": verdict,
+            "error": None,
+            "positions": analysis["usage_positions"],
+        }
+    elif (
+        first.status_code is not None
+        and 400 <= first.status_code < 500
+        and first.status_code not in _NOT_ABOUT_THE_BODY
+    ):
+        second = await _exchange(endpoint, _text_request(model, False), "text", time_limit)
+        exchanges.append(second)
+        text = second
+        usage = {
+            "verdict": "rejected" if second.streamed else "unknown",
+            "error": first.error,
+            "positions": [],
+        }
+    else:
+        usage = {"verdict": "unknown", "error": None, "positions": []}
+    tools: Exchange | None = None
+    if text.streamed:
+        tools = await _exchange(endpoint, _tool_request(model), "tool call", time_limit)
+        exchanges.append(tools)
+    return _findings(endpoint, model, exchanges, text, tools, usage)
+
+
+def _findings(
+    endpoint: Endpoint,
+    model: str,
+    exchanges: list[Exchange],
+    text: Exchange,
+    tools: Exchange | None,
+    usage: dict[str, Any],
+) -> dict[str, Any]:
+    analyses = [analyze_body(bytes(e.body)) for e in exchanges if e.streamed]
+    problems: list[str] = []
+    text_result = text.result
+    if not text.streamed:
+        problems.append(f"{text.label}: {text.error or 'no response'}")
+    elif text_result is not None:
+        if text_result.status != "complete":
+            problems.append(f"{text.label}: stream {_describe_status(text_result)}")
+        if not any(c.content or c.reasoning or c.tool_calls for c in text_result.choices):
+            problems.append(f"{text.label}: no content")
+    if tools is not None and tools.result is not None and tools.result.status != "complete":
+        problems.append(f"{tools.label}: stream {_describe_status(tools.result)}")
+
+    endings: Counter[str] = Counter()
+    data_spacing: set[str] = set()
+    comment_count = 0
+    comment_examples: list[str] = []
+    reasoning: set[str] = set()
+    for analysis in analyses:
+        endings.update(analysis["line_endings"])
+        if analysis["data_with_space"]:
+            data_spacing.add("with space")
+        if analysis["data_without_space"]:
+            data_spacing.add("without space")
+        comment_count += analysis["comment_count"]
+        for example in analysis["comment_examples"]:
+            if example not in comment_examples and len(comment_examples) < 3:
+                comment_examples.append(example)
+        reasoning.update(analysis["reasoning_fields"])
+    finish_reasons: list[str] = []
+    done_sent: bool | None = None
+    for exchange in exchanges:
+        if exchange.result is None:
+            continue
+        done_sent = bool(done_sent) or exchange.result.done_received
+        for choice in exchange.result.choices:
+            if choice.finish_reason is not None and choice.finish_reason not in finish_reasons:
+                finish_reasons.append(choice.finish_reason)
+
+    tool_findings: dict[str, Any]
+    if tools is None:
+        tool_findings = {"verdict": "not tried"}
+    elif not tools.streamed:
+        tool_findings = {"verdict": "rejected", "error": tools.error}
+    else:
+        pattern = analyze_body(bytes(tools.body))["tool_calls"]
+        if pattern is None:
+            tool_findings = {"verdict": "no tool call made"}
+        else:
+            tool_findings = {"verdict": "streamed", **pattern}
+
+    return {
+        "base_url": endpoint.base_url,
+        "model": model,
+        "streaming_works": not problems,
+        "problems": problems,
+        "status_code": text.status_code,
+        "content_type": text.content_type,
+        "done_sent": done_sent,
+        "include_usage": usage,
+        "tool_calls": tool_findings,
+        "reasoning_fields": sorted(reasoning),
+        "keep_alive_comments": {"count": comment_count, "examples": comment_examples},
+        "line_endings": sorted(endings),
+        "data_spacing": sorted(data_spacing),
+        "finish_reasons": finish_reasons,
+        "ttfb_ms": text.ttfb_ms,
+        "first_token_ms": text.first_token_ms,
+        "requests": [_exchange_summary(e) for e in exchanges],
+    }
+
+
+def _describe_status(result: ChatResult) -> str:
+    if result.status == "failed":
+        return f"failed: {one_line(str(result.error))}"
+    if result.status == "incomplete":
+        return f"incomplete ({result.reason})"
+    return result.status
+
+
+def _exchange_summary(exchange: Exchange) -> dict[str, Any]:
+    return {
+        "label": exchange.label,
+        "status_code": exchange.status_code,
+        "content_type": exchange.content_type,
+        "stream_status": None if exchange.result is None else exchange.result.status,
+        "error": exchange.error,
+        "ttfb_ms": exchange.ttfb_ms,
+        "first_token_ms": exchange.first_token_ms,
+    }
+
+
+# -- the table --------------------------------------------------------------------
+
+
+def render_table(findings: Mapping[str, Any]) -> str:
+    """The findings as an aligned two-column table, then the requests sent."""
+    rows = [
+        ("streaming works", "yes" if findings["streaming_works"] else "NO"),
+        ("content type", findings["content_type"] or "(none)"),
+        ("[DONE] sent", _yes_no(findings["done_sent"])),
+        ("include_usage", _usage_cell(findings["include_usage"])),
+        ("tool-call streaming", _tool_cell(findings["tool_calls"])),
+        ("reasoning field", ", ".join(findings["reasoning_fields"]) or "none"),
+        ("keep-alive comments", _comments_cell(findings["keep_alive_comments"])),
+        ("line endings", ", ".join(findings["line_endings"]) or "(none)"),
+        ("data: spacing", ", ".join(findings["data_spacing"]) or "(none)"),
+        ("finish reasons", ", ".join(findings["finish_reasons"]) or "none"),
+        ("time to first byte", _ms(findings["ttfb_ms"])),
+        ("time to first token", _ms(findings["first_token_ms"])),
+    ]
+    width = max(len(label) for label, _ in rows)
+    lines = [f"probe of {findings['base_url']} (model {findings['model']})", ""]
+    lines += [f"{label:<{width}}  {one_line(value)}" for label, value in rows]
+    if findings["problems"]:
+        lines += ["", "problems:"]
+        lines += [f"  - {one_line(problem)}" for problem in findings["problems"]]
+    lines += ["", "requests:"]
+    for number, request in enumerate(findings["requests"], 1):
+        status = request["status_code"]
+        parts = [f"HTTP {status}" if status is not None else "no response"]
+        if request["stream_status"] is not None:
+            parts.append(request["stream_status"])
+        if request["error"]:
+            parts.append(request["error"])
+        lines.append(f"  {number}. {request['label']}: {one_line(', '.join(parts))}")
+    return "\n".join(lines)
+
+
+def _yes_no(value: bool | None) -> str:
+    return "unknown" if value is None else "yes" if value else "no"
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f} ms"
+
+
+def _usage_cell(usage: Mapping[str, Any]) -> str:
+    verdict = usage["verdict"]
+    if verdict == "honoured" and usage["positions"]:
+        return f"honoured (usage in {', '.join(usage['positions'])})"
+    if verdict == "rejected":
+        return f"rejected: {usage['error']}"
+    return str(verdict)
+
+
+def _tool_cell(tools: Mapping[str, Any]) -> str:
+    verdict = tools["verdict"]
+    if verdict == "rejected":
+        return f"rejected: {tools['error']}"
+    if verdict != "streamed":
+        return str(verdict)
+    arguments = tools["arguments"]
+    if arguments == "fragmented":
+        arguments = f"fragmented arguments (up to {tools['max_argument_deltas']} deltas)"
+    parts = [arguments, f"index {tools['index']}"]
+    if tools["id"] is not None:
+        parts.append(f"id {tools['id']}")
+    parts.append("1 call" if tools["calls"] == 1 else f"{tools['calls']} calls")
+    return "; ".join(parts)
+
+
+def _comments_cell(comments: Mapping[str, Any]) -> str:
+    if not comments["count"]:
+        return "none"
+    examples = ", ".join(json.dumps(e, ensure_ascii=False) for e in comments["examples"])
+    return f"yes ({comments['count']}, e.g. {examples})"
