@@ -9,6 +9,7 @@ render as plain text instead of failing the build.
 
 from __future__ import annotations
 
+import inspect
 import os
 import socket
 import sys
@@ -19,7 +20,7 @@ from typing import Any
 # dependencies still need to be importable).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-import chunkwise  # noqa: E402
+import chunkwise
 
 # -- Project -------------------------------------------------------------------
 
@@ -48,12 +49,12 @@ nitpicky = False
 
 autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
-autodoc_preserve_defaults = True
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False
-# "Attributes:" sections become :ivar: fields, so they never collide with the
-# attributes autodoc documents itself.
-napoleon_use_ivar = True
+# "Attributes:" sections become attribute entries (link targets such as
+# ToolCall.arguments).  attrs fields have no doc comments, so autodoc does not
+# document them a second time; a field with both would be a duplicate (-W).
+napoleon_use_ivar = False
 
 # -- intersphinx ---------------------------------------------------------------
 
@@ -109,5 +110,15 @@ def _check_public_api(app: Any, env: Any) -> None:
         )
 
 
+def _drop_type_docstring(
+    app: Any, what: str, name: str, obj: Any, options: Any, lines: list[str]
+) -> None:
+    """Re-exported constants (e.g. DEFAULT_MAX_EVENT_SIZE) would show int's docstring."""
+    type_doc = inspect.getdoc(type(obj))
+    if what == "data" and type_doc and lines and lines[0].strip() == type_doc.splitlines()[0]:
+        lines.clear()
+
+
 def setup(app: Any) -> None:
+    app.connect("autodoc-process-docstring", _drop_type_docstring)
     app.connect("env-check-consistency", _check_public_api)
