@@ -371,3 +371,22 @@ async def test_openai_sdk_streams_from_the_server() -> None:
         assert await trio.to_thread.run_sync(run) == ["Hello \u2713"] * 2
     assert len(server.requests) == 2
     assert server.requests[0].headers["authorization"] == "Bearer sk-test"
+
+
+async def test_client_reset_mid_response_does_not_cancel_the_callers_block() -> None:
+    async def endless(request: RecordedRequest, writer: ResponseWriter) -> None:
+        await writer.start()
+        while True:
+            await writer.write(b"x" * 65536)
+
+    reached_end = False
+    async with open_test_server(endless) as server:
+        stream = await trio.open_tcp_stream(server.host, server.port)
+        await stream.send_all(
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"
+        )
+        await stream.receive_some(10)
+        await stream.aclose()  # unread data: the kernel sends a reset
+        await trio.sleep(0.2)
+        reached_end = True
+    assert reached_end

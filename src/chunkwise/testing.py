@@ -548,6 +548,8 @@ class LoopbackServer:
         try:
             try:
                 await self._handler(item, writer)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                raise  # the client went away: not a bug in the handler
             except Exception:
                 # Stop the test before this connection closes: otherwise the client
                 # would report the close, and the handler's bug would come second.
