@@ -1,0 +1,353 @@
+"""``chunkwise demo``: the library's first minute, with no network and no API key.
+
+Theory of operation
+-------------------
+The demo starts the embedded OpenAI-compatible server (:mod:`chunkwise._server`)
+in this process, on an ephemeral loopback port, and sends it two requests
+through the real client, :func:`chunkwise.open_chat_stream`, so every byte
+crosses a real socket.
+
+The first request uses the ``demo`` scenario (multibyte text, then one
+``get_weather`` tool call, usage).  Inside the stream's block three consumers
+subscribe -- before the block's first checkpoint, so each sees every event --
+and run as tasks in the stream's own nursery (:meth:`ChatStream.start_soon`):
+
+* ``text`` subscribes to the choice family and prints content as it arrives;
+* ``tools`` subscribes to the tool-call family and prints each call once its
+  arguments are complete, parsed and validated against the request's JSON
+  schema (validation needs the optional ``jsonschema`` package; without it the
+  demo says so and skips that step);
+* ``lifecycle`` subscribes to everything and prints the HTTP status, finish
+  reasons, usage and the terminal status.
+
+The second request goes to a second server that hangs up part-way through the
+body, and shows that the stream ends ``incomplete (connection lost)`` with its
+partial text kept rather than raising.
+
+Consumers run concurrently, so their output would interleave mid-line; they
+all write through one :class:`_Console`, which ends a half-written text line
+before another consumer prints and labels every line with its consumer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import codecs
+import importlib.util
+import sys
+from collections.abc import Mapping
+from typing import Any, TextIO
+
+import trio
+
+from ._events import (
+    AnomalyDetected,
+    ChoiceFinished,
+    ContentDelta,
+    Event,
+    ReasoningDelta,
+    ResponseStarted,
+    StreamCompleted,
+    StreamErrorReceived,
+    StreamFailed,
+    StreamIncomplete,
+    ToolCallCompleted,
+    ToolCallStarted,
+    UsageReported,
+)
+from ._results import ChatResult, IncompleteReason
+from ._server import SCENARIOS, ServerOptions, open_chat_server, scenario_events
+from ._stream import ChatStream, open_chat_stream
+
+__all__ = ["DEMO_TOOLS", "add_demo_command", "run_demo", "run_demo_command"]
+
+#: The tools the demo request declares; chunkwise validates calls against them.
+DEMO_TOOLS: list[dict[str, Any]] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "The current weather in a city.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string"},
+                    "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+                },
+                "required": ["city", "unit"],
+                "additionalProperties": False,
+            },
+        },
+    }
+]
+
+#: Seconds between events: slow enough to watch the text arrive, and the
+#: whole demo stays under three seconds.
+_DELAY = 0.08
+#: The whole demo never takes longer than this, whatever goes wrong.
+_DEADLINE = 30.0
+#: The second request is cut after this many events of the text scenario,
+#: plus a few bytes, so the cut falls inside an event.
+_EVENTS_BEFORE_CUT = 6
+_BYTES_INTO_EVENT = 25
+
+_TAG_WIDTH = 9
+
+
+class _Console:
+    """Line-safe output for concurrent consumers.
+
+    Streamed text leaves a line open; a whole line from another consumer first
+    closes it, and the text consumer re-opens its own line when it continues.
+    Characters the output's encoding cannot show are escaped, never fatal.
+    """
+
+    def __init__(self, out: TextIO) -> None:
+        self._out = out
+        self._open: str | None = None  # the tag of the half-written line
+        encoding = getattr(out, "encoding", None) or "utf-8"
+        try:
+            self._encoding: str | None = codecs.lookup(encoding).name
+        except LookupError:
+            self._encoding = None
+        if self._encoding == "utf-8":
+            self._encoding = None  # everything is representable
+        self._bar = "│" if self._encoding is None else "|"
+
+    def _safe(self, text: str) -> str:
+        if self._encoding is None:
+            return text
+        return text.encode(self._encoding, "backslashreplace").decode(self._encoding)
+
+    def _prefix(self, tag: str) -> str:
+        return f"  {tag:<{_TAG_WIDTH}} {self._bar} "
+
+    def stream(self, tag: str, text: str) -> None:
+        """Append ``text`` to ``tag``'s open line (newlines continue under the tag)."""
+        for number, part in enumerate(text.split("\n")):
+            if number:
+                self._write("\n")
+                self._open = None
+            if self._open != tag:
+                self.end_line()
+                self._write(self._prefix(tag))
+                self._open = tag
+            self._write(self._safe(part))
+        self._out.flush()
+
+    def line(self, tag: str, text: str) -> None:
+        """Print one whole line under ``tag``."""
+        self.end_line()
+        self._write(self._prefix(tag) + self._safe(text) + "\n")
+        self._out.flush()
+
+    def say(self, text: str = "") -> None:
+        """Print narration (no tag)."""
+        self.end_line()
+        self._write(self._safe(text) + "\n")
+        self._out.flush()
+
+    def end_line(self) -> None:
+        if self._open is not None:
+            self._write("\n")
+            self._open = None
+
+    def _write(self, text: str) -> None:
+        self._out.write(text)
+
+
+def _heading(console: _Console, title: str) -> None:
+    console.say()
+    console.say(title)
+    console.say("─" * len(title) if console._encoding is None else "-" * len(title))
+
+
+# -- the three consumers ------------------------------------------------------------
+
+
+async def _text_consumer(channel: trio.MemoryReceiveChannel[Event], console: _Console) -> None:
+    with channel:
+        async for event in channel:
+            if type(event) is ContentDelta:
+                console.stream("text", event.text)
+            elif type(event) is ReasoningDelta:
+                console.stream("reasoning", event.text)
+            elif type(event) is ChoiceFinished:
+                console.end_line()
+
+
+async def _tool_consumer(channel: trio.MemoryReceiveChannel[Event], console: _Console) -> None:
+    with channel:
+        async for event in channel:
+            if type(event) is ToolCallStarted:
+                console.line("tools", f"call {event.tool_index} started: {event.name} ({event.id})")
+            elif type(event) is ToolCallCompleted:
+                call = event.call
+                console.line("tools", f"call {event.tool_index} complete: {call.name}")
+                if call.error is not None:
+                    console.line("tools", f"  arguments rejected: {call.error}")
+                    continue
+                console.line("tools", f"  arguments: {_json(call.parse_arguments())}")
+                if call.validated:
+                    console.line("tools", f"  validated: yes (matches the {call.name} schema)")
+                else:
+                    console.line(
+                        "tools",
+                        "  validated: skipped (pip install 'chunkwise[jsonschema]' to check)",
+                    )
+
+
+async def _lifecycle_consumer(channel: trio.MemoryReceiveChannel[Event], console: _Console) -> None:
+    with channel:
+        async for event in channel:
+            match event:
+                case ResponseStarted(status_code=status, headers=headers):
+                    content_type = next(
+                        (value for name, value in headers if name.lower() == "content-type"), "?"
+                    )
+                    console.line("lifecycle", f"HTTP {status}, {content_type}")
+                case ChoiceFinished(choice_index=index, finish_reason=reason):
+                    console.line("lifecycle", f"choice {index} finished: {reason}")
+                case UsageReported(usage=usage):
+                    console.line("lifecycle", f"usage: {_usage_text(usage)}")
+                case StreamErrorReceived(error=error):
+                    console.line("lifecycle", f"server error: {error}")
+                case AnomalyDetected(anomaly=anomaly):
+                    console.line("lifecycle", f"note: {anomaly.kind}: {anomaly.detail}")
+                case StreamCompleted() | StreamIncomplete() | StreamFailed():
+                    console.line("lifecycle", f"status: {_status_text(event.result)}")
+
+
+def _usage_text(usage: Mapping[str, Any]) -> str:
+    try:
+        return (
+            f"{usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion "
+            f"= {usage['total_tokens']} tokens"
+        )
+    except KeyError:
+        return _json(dict(usage))
+
+
+def _status_text(result: ChatResult) -> str:
+    if result.status == "incomplete":
+        return f"incomplete ({result.reason})"
+    if result.status == "failed":
+        return f"failed: {result.error}"
+    return result.status
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _start_consumers(stream: ChatStream, console: _Console) -> None:
+    # Subscribe before the block's first checkpoint, so no consumer misses an event.
+    stream.start_soon(_text_consumer, stream.subscribe("choice"), console, name="text")
+    stream.start_soon(_tool_consumer, stream.subscribe("tool_call"), console, name="tools")
+    stream.start_soon(_lifecycle_consumer, stream.subscribe(), console, name="lifecycle")
+
+
+# -- the demo --------------------------------------------------------------------
+
+
+async def run_demo(*, fast: bool = False, out: TextIO | None = None) -> int:
+    """Run both requests, printing to ``out`` (stdout); 0 when both behaved as expected."""
+    console = _Console(sys.stdout if out is None else out)
+    delay = 0.0 if fast else _DELAY
+    can_validate = importlib.util.find_spec("jsonschema") is not None
+    with trio.fail_after(_DEADLINE):
+        first = await _first_request(console, delay, can_validate)
+        second = await _second_request(console, delay)
+    calls = first.choices[0].tool_calls if first.choices else ()
+    first_ok = (
+        first.status == "complete"
+        and len(calls) == 1
+        and calls[0].error is None
+        and (calls[0].validated or not can_validate)
+    )
+    second_ok = (
+        second.status == "incomplete"
+        and second.reason == IncompleteReason.CONNECTION_LOST
+        and bool(second.content)
+    )
+    console.say()
+    if first_ok and second_ok:
+        console.say("Both requests behaved as expected:")
+        console.say("  1. complete, with its tool call parsed and validated")
+        console.say("  2. incomplete (connection lost), with its partial text kept")
+        return 0
+    console.say("Something went wrong: the requests did not end as expected (see above).")
+    return 1
+
+
+async def _first_request(console: _Console, delay: float, can_validate: bool) -> ChatResult:
+    async with open_chat_server(ServerOptions(scenario="demo", delay=delay)) as server:
+        console.say("chunkwise demo: streaming chat completions, parsed as they arrive")
+        console.say(f"A local OpenAI-compatible server is running at {server.base_url}")
+        console.say("(in this process: no network, no API key).")
+        _heading(console, "1. One request, three independent consumers")
+        console.say("chunkwise.open_chat_stream sends the request; three consumers subscribe")
+        console.say("and each receives every event it asked for, in its own task:")
+        console.say("  text       prints the reply as it streams in")
+        console.say("  tools      prints each tool call once its arguments are complete,")
+        console.say("             parsed and checked against the tool's JSON schema")
+        console.say("  lifecycle  prints the HTTP status, finish reasons, usage and the status")
+        console.say()
+        request: dict[str, Any] = {
+            "model": "demo",
+            "messages": [{"role": "user", "content": "What's the weather in Zürich?"}],
+            "stream_options": {"include_usage": True},
+        }
+        if can_validate:
+            request["tools"] = DEMO_TOOLS
+        else:
+            console.say("(jsonschema is not installed: tool arguments are parsed, not validated)")
+        async with open_chat_stream(server.endpoint(), request) as stream:
+            _start_consumers(stream, console)
+            return await stream.result()
+
+
+async def _second_request(console: _Console, delay: float) -> ChatResult:
+    events = scenario_events(SCENARIOS["text"])
+    cut = sum(len(event) for event in events[:_EVENTS_BEFORE_CUT]) + _BYTES_INTO_EVENT
+    options = ServerOptions(scenario="text", delay=delay, disconnect_after=cut)
+    async with open_chat_server(options) as server:
+        _heading(console, "2. The server hangs up mid-answer")
+        console.say(f"A second local server closes the connection after {cut} bytes of the")
+        console.say("body. The stream ends incomplete instead of raising, and keeps its text.")
+        console.say()
+        request = {"model": "text", "messages": [{"role": "user", "content": "Say hello."}]}
+        async with open_chat_stream(server.endpoint(), request) as stream:
+            _start_consumers(stream, console)
+            result = await stream.result()
+    console.say()
+    console.say(f"The result keeps the partial text: {_json(result.content)}")
+    return result
+
+
+# -- the command line --------------------------------------------------------------
+
+
+def add_demo_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``chunkwise demo``."""
+    demo = commands.add_parser(
+        "demo",
+        help="see chunkwise stream from a local server (no network, no API key)",
+        description=(
+            "Start a local OpenAI-compatible server in this process and stream two "
+            "requests through chunkwise: one with text, a validated tool call and usage, "
+            "shown by three independent consumers; one whose server hangs up mid-answer, "
+            "which ends incomplete with its partial text.  Takes about three seconds."
+        ),
+        epilog="exit status: 0 when both requests behave as expected, 1 otherwise",
+    )
+    demo.add_argument("--fast", action="store_true", help="no delays between events")
+    demo.set_defaults(handler=run_demo_command)
+
+
+def run_demo_command(args: argparse.Namespace) -> int:
+    """``chunkwise demo``."""
+    status: int = trio.run(lambda: run_demo(fast=args.fast))
+    return status
