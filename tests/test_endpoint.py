@@ -275,3 +275,9 @@ def test_from_env_uses_os_environ(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_from_env_invalid_url_is_reported() -> None:
     with pytest.raises(InvalidEndpoint, match="no scheme"):
         Endpoint.from_env({"OPENAI_BASE_URL": "relay.example/v1"})
+
+
+def test_full_completions_url_is_refused_with_the_base_to_use() -> None:
+    with pytest.raises(InvalidEndpoint, match="already ends with '/chat/completions'") as info:
+        Endpoint("https://relay.example/v1/chat/completions/")
+    assert "'https://relay.example/v1'" in str(info.value)

@@ -673,3 +673,21 @@ async def test_openai_sdk_non_streaming_and_errors() -> None:
     ]
     assert error.status_code == 401
     assert "Incorrect API key provided" in str(error)
+
+
+async def test_tool_results_are_answered_with_text_not_the_same_tools() -> None:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "weather?"}]
+    async with open_chat_server() as server:
+        first = await chunkwise.complete_chat(
+            server.endpoint(), {"model": "tools", "messages": messages}
+        )
+        calls = first.choice(0).tool_calls
+        assert calls
+        messages.append({"role": "assistant", "content": None, "tool_calls": []})
+        messages += [{"role": "tool", "tool_call_id": c.id, "content": "sunny"} for c in calls]
+        second = await chunkwise.complete_chat(
+            server.endpoint(), {"model": "tools", "messages": messages}
+        )
+    assert second.status == "complete"
+    assert second.choice(0).tool_calls == ()
+    assert second.content

@@ -125,9 +125,10 @@ def _parse_base_url(url: str) -> _URLParts:
     if scheme not in _DEFAULT_PORTS:
         raise InvalidEndpoint(f"base URL {url!r} has scheme {scheme!r}; use http or https")
     if "?" in url or "#" in url:
+        # Don't quote the URL: a query is where some relays put a key.
         raise InvalidEndpoint(
-            f"base URL {url!r} has a query or fragment; chunkwise appends "
-            f"{_COMPLETIONS_PATH!r} to the path, so the base URL must end with its path"
+            f"base URL has a query or fragment; chunkwise appends {_COMPLETIONS_PATH!r} "
+            "to the path, so the base URL must end with its path"
         )
     host = parts.hostname
     if not host:
@@ -145,11 +146,17 @@ def _parse_base_url(url: str) -> _URLParts:
         port = 0
     if port == 0:
         raise InvalidEndpoint(f"base URL {url!r} has an invalid port (expected 1-65535)")
+    path = parts.path.rstrip("/")
+    if path.endswith(_COMPLETIONS_PATH):
+        raise InvalidEndpoint(
+            f"base URL {url!r} already ends with {_COMPLETIONS_PATH!r}; give the base "
+            f"(e.g. {url[: url.rindex(_COMPLETIONS_PATH)]!r}), chunkwise appends the rest"
+        )
     return _URLParts(
         scheme=scheme,
         host=host,
         port=port if port is not None else _DEFAULT_PORTS[scheme],
-        path=parts.path.rstrip("/"),
+        path=path,
         explicit_port=port is not None and port != _DEFAULT_PORTS[scheme],
     )
 

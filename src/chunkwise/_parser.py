@@ -112,7 +112,7 @@ class ChatStreamParser:
             events += self._accumulator.note_anomaly(
                 Anomaly(
                     kind="unterminated event",
-                    detail="the body ended inside an event, which was discarded",
+                    detail="the stream stopped inside an event, which was discarded",
                 )
             )
         return events

@@ -749,6 +749,10 @@ class ChatServer:
         else:
             scenario = SCENARIOS.get(model) if isinstance(model, str) else None
             scenario = scenario or SCENARIOS[options.scenario]
+            if scenario.tool_calls and _answers_tool_results(body):
+                # A tool loop's second turn: answer the results with text, as a
+                # model would, instead of asking for the same tools again.
+                scenario = SCENARIOS["text"]
             events = scenario_events(
                 scenario,
                 n=n,
@@ -854,6 +858,16 @@ def _pieces(data: bytes, size: int | None) -> Iterator[bytes]:
         return
     for start in range(0, len(data), size):
         yield data[start : start + size]
+
+
+def _answers_tool_results(body: Mapping[str, Any]) -> bool:
+    messages = body.get("messages")
+    return (
+        isinstance(messages, list)
+        and bool(messages)
+        and isinstance(messages[-1], dict)
+        and messages[-1].get("role") == "tool"
+    )
 
 
 async def _send_json(
