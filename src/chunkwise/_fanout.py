@@ -45,8 +45,10 @@ from ._events import (
 __all__ = ["DEFAULT_BUFFER_SIZE", "Broadcaster", "Family"]
 
 #: Events a subscriber may hold unread before the publisher waits (or, for a
-#: lossy subscriber, drops).  One network read rarely yields more.
-DEFAULT_BUFFER_SIZE = 256
+#: lossy subscriber, drops).  A 64 KiB read of short content chunks yields
+#: about 300: room for a few reads, so a consumer that keeps up never stalls
+#: the reader (bench/e2e.py).  Memory is used only while events wait.
+DEFAULT_BUFFER_SIZE = 1024
 
 Family = Literal["choice", "tool_call", "lifecycle"]
 

@@ -273,18 +273,22 @@ async def open_http_response(
         await conn.send_request(endpoint, body)
         response = HTTPResponse(conn, await conn.receive_head())
         if check:
-            await _check_response(response)
+            await _check_response(response, endpoint.api_key)
         yield response
     finally:
         await conn.aclose()
 
 
-async def _check_response(response: HTTPResponse) -> None:
-    """Raise unless the response is a 2xx event stream chunkwise can read."""
+async def _check_response(response: HTTPResponse, api_key: str | None = None) -> None:
+    """Raise unless the response is a 2xx event stream chunkwise can read.
+
+    A server that quotes the key back in its error body (some relays do, in
+    "invalid key" messages) must not put it into an exception: it is masked.
+    """
     status = response.status_code
     headers = response.headers
     if not 200 <= status < 300:
-        body = await _read_bounded(response)
+        body = _mask(await _read_bounded(response), api_key)
         raise HTTPStatusError(
             status,
             reason=response.reason,
@@ -302,8 +306,14 @@ async def _check_response(response: HTTPResponse) -> None:
         raise UnexpectedContentType(
             status_code=status,
             content_type=content_type,
-            body_start=await _read_bounded(response),
+            body_start=_mask(await _read_bounded(response), api_key),
         )
+
+
+def _mask(body: bytes, api_key: str | None) -> bytes:
+    if not api_key:
+        return body
+    return body.replace(api_key.encode(), b"***")
 
 
 async def _read_bounded(response: HTTPResponse) -> bytes:

@@ -41,7 +41,11 @@ class ChatStreamParser:
 
     @property
     def result(self) -> ChatResult:
-        """A snapshot of everything received so far; final after the terminal event."""
+        """A snapshot of everything received so far.
+
+        After the terminal event only :attr:`ChatResult.anomalies` can still
+        change, to note data that arrived after the end.
+        """
         return self._accumulator.result
 
     @property

@@ -38,7 +38,7 @@ from typing import Any
 import trio
 
 from ._endpoint import Endpoint
-from ._errors import ConnectionLost, IdleTimeout, TransportError
+from ._errors import ConnectionLost, IdleTimeout, RemoteProtocolError, TransportError
 from ._events import Event, ResponseStarted
 from ._fanout import DEFAULT_BUFFER_SIZE, Broadcaster, Family
 from ._http import HTTPResponse, open_http_response
@@ -143,6 +143,7 @@ class ChatStream:
         broadcaster = self._broadcaster
         reason: IncompleteReason | None = None
         problem: TransportError | None = None
+        invalid: RemoteProtocolError | None = None
         try:
             with self._reader_scope:
                 await broadcaster.has_subscribed.wait()
@@ -159,6 +160,12 @@ class ChatStream:
                     except (ConnectionLost, TransportError) as exc:
                         reason, problem = IncompleteReason.CONNECTION_LOST, exc
                         break
+                    except RemoteProtocolError as exc:
+                        # Invalid body framing (e.g. a bad chunk size line) after
+                        # some events: the stream fails, like a body the parser
+                        # cannot interpret, and keeps what arrived before.
+                        invalid = exc
+                        break
                     if not data:
                         break
                     events = parser.feed(data)
@@ -172,11 +179,12 @@ class ChatStream:
             if problem is not None:
                 parser_anomaly = Anomaly(kind="transport error", detail=str(problem))
                 await broadcaster.publish(parser.note_anomaly(parser_anomaly))
+            final = parser.fail(invalid) if invalid is not None else parser.end(reason)
             if self._abandoned:
                 # Nobody is left to make room: deliver what fits, then end.
-                broadcaster.publish_nowait(parser.end(reason))
+                broadcaster.publish_nowait(final)
             else:
-                await broadcaster.publish(parser.end(reason))
+                await broadcaster.publish(final)
         finally:
             if not parser.finished:
                 # Cancelled from outside: record it, though nobody may listen.

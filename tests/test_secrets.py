@@ -1,0 +1,255 @@
+"""The API key never leaks: reprs, exception messages and tracebacks, log records,
+stream events and results (and their JSON), ``record`` files and ``--json`` output.
+
+Every test uses a distinctive key and searches everything it can reach for it,
+and also for its tail (a partially masked echo such as ``sk-...cdef`` would
+still be a leak of part of it, so the tail must not appear either).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import traceback
+from collections.abc import Iterator
+from typing import Any
+
+import attrs
+import pytest
+import trio
+
+import chunkwise
+import chunkwise._cli
+from _streams import choice, chunk, sse
+from chunkwise import Endpoint, HTTPStatusError, InvalidEndpoint, Timeouts, TransportError
+from chunkwise.testing import RecordedRequest, ResponseWriter, ScriptedResponse, open_test_server
+
+KEY = "sk-proj-SECRETfa1afe1c0ffee0ddba11"
+TAIL = KEY[-12:]  # what a partially masked echo would still show
+REQUEST: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+BODY = sse(
+    chunk(choice(role="assistant", content="Hé")),
+    chunk(choice(content=" there")),
+    chunk(choice(finish_reason="stop")),
+    {**chunk(), "choices": [], "usage": {"prompt_tokens": 1, "total_tokens": 2}},
+)
+BOUND = 30.0
+
+
+def assert_no_key(*texts: str) -> None:
+    for text in texts:
+        assert KEY not in text and TAIL not in text, text
+
+
+def exception_texts(exc: BaseException) -> Iterator[str]:
+    """Every way an exception is shown: str, repr, args, fields, the full traceback."""
+    yield str(exc)
+    yield repr(exc)
+    yield repr(exc.args)
+    yield repr({k: v for k, v in vars(exc).items() if k != "__traceback__"})
+    yield "".join(traceback.format_exception(exc))
+
+
+def test_endpoint_repr_and_str_hide_the_key_and_header_values() -> None:
+    endpoint = Endpoint(
+        "https://relay.example/v1", api_key=KEY, headers={"api-key": KEY, "X-Org": "o"}
+    )
+    assert_no_key(repr(endpoint), str(endpoint), f"{endpoint}", f"{endpoint!r}")
+    assert "api_key=<set>" in repr(endpoint)
+    assert_no_key(repr(Endpoint.from_env({"OPENAI_API_KEY": KEY + "\n"})))
+    # attrs helpers expose fields by design; the repr and str are what get logged.
+    assert attrs.asdict(endpoint)["api_key"] == KEY
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: Endpoint("https://x.example/v1", api_key=KEY + "\r\nX-Injected: 1"),
+        lambda: Endpoint("https://x.example/v1", api_key=KEY + "\x00"),
+        lambda: Endpoint("https://x.example/v1", api_key=" " + KEY),
+        lambda: Endpoint("https://x.example/v1", api_key=KEY + "é"),
+        lambda: Endpoint("https://x.example/v1", headers={"Authorization": KEY + "\n"}),
+        lambda: Endpoint("https://x.example/v1", headers={"api-key": f"{KEY}\r\nHost: evil"}),
+        lambda: Endpoint(f"https://user:{KEY}@x.example/v1"),
+        lambda: Endpoint(f"https://x.example/v1?key={KEY}"),
+        lambda: Endpoint.from_env({"OPENAI_API_KEY": KEY + "\x07"}),
+    ],
+    ids=[
+        "crlf-in-key",
+        "nul-in-key",
+        "space-around-key",
+        "non-ascii-key",
+        "lf-in-header",
+        "crlf-in-custom-header",
+        "key-as-url-password",
+        "key-in-query",
+        "bell-in-env-key",
+    ],
+)
+def test_invalid_endpoint_messages_never_quote_the_key(make: Any) -> None:
+    with pytest.raises(InvalidEndpoint) as info:
+        make()
+    assert_no_key(*exception_texts(info.value))
+
+
+async def test_http_401_error_does_not_carry_the_key() -> None:
+    script = ScriptedResponse.error(
+        401, "Incorrect API key provided.", type="invalid_request_error", code="invalid_api_key"
+    )
+    async with open_test_server(script) as server:
+        with trio.fail_after(BOUND), pytest.raises(HTTPStatusError) as info:
+            await chunkwise.complete_chat(server.endpoint(api_key=KEY), REQUEST)
+        # The key did go to the server, in the one header meant for it.
+        assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
+    assert info.value.status_code == 401
+    assert_no_key(*exception_texts(info.value))
+
+
+async def test_http_401_error_that_echoes_the_key_is_redacted() -> None:
+    script = ScriptedResponse.error(401, f"Incorrect API key provided: {KEY}.")
+    async with open_test_server(script) as server:
+        with trio.fail_after(BOUND), pytest.raises(HTTPStatusError) as info:
+            await chunkwise.complete_chat(server.endpoint(api_key=KEY), REQUEST)
+    assert_no_key(*exception_texts(info.value))
+    assert info.value.error is not None
+    assert info.value.error.message == "Incorrect API key provided: ***."
+
+
+async def test_transport_errors_do_not_carry_the_key(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # Connection refused: a listener that is closed at once.
+    listener = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]
+    port = listener.socket.getsockname()[1]
+    await listener.aclose()
+    endpoint = Endpoint(f"http://127.0.0.1:{port}/v1", api_key=KEY)
+    with pytest.raises(TransportError) as refused:
+        await chunkwise.complete_chat(endpoint, REQUEST)
+    assert_no_key(*exception_texts(refused.value))
+
+    # An idle timeout while waiting for the head, over a silent memory peer.
+    client, server = trio.testing.memory_stream_pair()
+    silent = Endpoint("http://silent.invalid/v1", api_key=KEY, timeouts=Timeouts(idle=1))
+    with pytest.raises(chunkwise.IdleTimeout) as idle:
+        async with chunkwise.open_chat_stream(silent, REQUEST, transport=client):
+            pass
+    await server.aclose()
+    assert_no_key(*exception_texts(idle.value))
+
+
+async def test_tls_failure_does_not_carry_the_key() -> None:
+    async with open_test_server(ScriptedResponse(body=BODY), tls=True) as server:
+        endpoint = Endpoint(server.base_url, api_key=KEY)  # the CA is not trusted
+        with trio.fail_after(BOUND), pytest.raises(TransportError) as info:
+            await chunkwise.complete_chat(endpoint, REQUEST)
+        assert not server.requests
+    assert_no_key(*exception_texts(info.value))
+
+
+async def test_log_records_events_and_result_never_contain_the_key(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)  # every logger, every level
+    # The server echoes the request headers back in the response headers and the
+    # stream, the worst case for anything that logs or records responses.
+    script = ScriptedResponse(body=BODY, write_sizes=7)
+
+    async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+        await writer.play(attrs.evolve(script, headers={"X-Request-Id": "req_1"}))
+
+    async with open_test_server(handler) as server:
+        endpoint = server.endpoint(api_key=KEY)
+        with trio.fail_after(BOUND):
+            async with chunkwise.open_chat_stream(endpoint, REQUEST) as stream:
+                channel = stream.subscribe()
+                async with channel:
+                    events = [event async for event in channel]
+                result = await stream.result()
+            # And an error path, which is where logging usually happens.
+            with pytest.raises(TransportError):
+                bad = Endpoint(server.base_url.replace("http:", "https:"), api_key=KEY)
+                await chunkwise.complete_chat(bad, REQUEST)
+    assert result.status == "complete"
+    for record in caplog.records:
+        assert_no_key(record.getMessage(), repr(record.args), str(record.exc_text))
+    assert_no_key(caplog.text)
+    assert_no_key(*(repr(event) for event in events), repr(result), repr(stream.headers))
+    document = chunkwise._cli.result_to_json(result)
+    assert_no_key(json.dumps(document))
+    assert_no_key(json.dumps([attrs.asdict(e) for e in events], default=repr))
+
+
+# --- the command line: record files and --json output ------------------------------
+
+
+def run_cli(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> tuple[int, str, str]:
+    """Run ``chunkwise`` in a thread (it calls trio.run itself); capture its output."""
+    stdout, stderr = io.StringIO(), io.StringIO()
+    monkeypatch.setattr("sys.stdout", stdout)
+    monkeypatch.setattr("sys.stderr", stderr)
+    code = chunkwise._cli.main(argv)
+    return code, stdout.getvalue(), stderr.getvalue()
+
+
+def _has_record() -> bool:
+    try:
+        import chunkwise._record  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def cli_cases() -> Iterator[Any]:
+    scripts = {
+        "ok": ScriptedResponse(body=BODY, write_sizes=5),
+        "401-echoing-the-key": ScriptedResponse.error(401, f"Incorrect API key provided: {KEY}"),
+        "stream-error-echoing-the-key": ScriptedResponse(
+            body=sse({"error": {"message": f"bad key {KEY}"}})
+        ),
+    }
+    for command in ("chat --json", "record"):
+        for name, script in scripts.items():
+            yield pytest.param(script, command, id=f"{command}-{name}")
+
+
+@pytest.mark.parametrize(("script", "command"), list(cli_cases()))
+async def test_cli_record_file_and_json_output_never_contain_the_key(
+    script: ScriptedResponse,
+    command: str,
+    tmp_path: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    if command == "record" and not _has_record():
+        pytest.skip("chunkwise record is not there yet")
+    caplog.set_level(logging.DEBUG)
+    monkeypatch.setenv("CHUNKWISE_TEST_KEY", KEY)
+    output = tmp_path / "recording.txt"
+    async with open_test_server(script) as server:
+        argv = [
+            *command.split(),
+            "hello",
+            "--base-url",
+            server.base_url,
+            "--api-key-env",
+            "CHUNKWISE_TEST_KEY",
+        ]
+        if command == "record":
+            argv += ["-o", str(output)]
+        with trio.fail_after(BOUND):
+            code, out, err = await trio.to_thread.run_sync(run_cli, argv, monkeypatch)
+        assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
+    assert code in (0, 1), (code, out, err)
+    assert_no_key(out, err, caplog.text)
+    if command == "record":
+        recorded = output.read_bytes().decode("utf-8", "replace")
+        assert recorded.startswith("HTTP/1.1 ")
+        # No request header is ever written, and a key the server quotes back
+        # must not reach the file either.
+        assert "authorization" not in recorded.lower()
+        assert f"Bearer {KEY}" not in recorded
+        assert_no_key(recorded)
+    else:
+        for line in out.splitlines():
+            json.loads(line)  # --json prints JSON lines only
