@@ -1,0 +1,236 @@
+"""Fuzz :class:`chunkwise.ChatStreamParser`: raw bytes, and JSON-shaped chunks as SSE.
+
+Run for as long as you like (needs ``pip install atheris``)::
+
+    python fuzz/fuzz_parser.py -max_total_time=3600 fuzz/corpus/parser
+
+The first input byte picks the mode:
+
+* *raw*: the rest is the response body, bytes as they come;
+* *chunks*: the rest drives a generator of chunk-shaped JSON documents (the
+  keys a chat-completion chunk has, with values of every JSON type, valid or
+  not), written as an SSE body with ``[DONE]``, error events and comments mixed
+  in, with a chosen line ending.
+
+Either way the body is parsed in one read, in reads of sizes the fuzzer chose,
+and byte by byte.  :func:`TestOneInput` raises when:
+
+* ``feed()`` or ``end()`` raises anything at all (the parser must not raise);
+* the three parses differ in any event or in the result (split invariance);
+* the events do not end with exactly one terminal event whose result is the
+  final result, or the status is not complete / incomplete / failed;
+* the streamed deltas do not add up to the result (content, tool arguments).
+
+Small ``max_event_size`` values are among the choices, so the
+:class:`~chunkwise.EventTooLarge` path (the bound on memory) is exercised too.
+
+The test suite runs :func:`TestOneInput` on a few hundred inputs without
+atheris (tests/test_fuzz.py).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import attrs
+from _bytes import ByteReader, split_reads
+
+import chunkwise
+
+LIMITS = (64, 512, chunkwise.DEFAULT_MAX_EVENT_SIZE)
+TERMINALS = (chunkwise.StreamCompleted, chunkwise.StreamIncomplete, chunkwise.StreamFailed)
+
+_KEYS: tuple[object, ...] = ("id", "model", "created", "choices", "usage", "error", "object")
+_CHOICE_KEYS: tuple[object, ...] = ("index", "delta", "finish_reason", "logprobs", "message")
+_DELTA_KEYS: tuple[object, ...] = (
+    "role",
+    "content",
+    "refusal",
+    "reasoning",
+    "reasoning_content",
+    "tool_calls",
+)
+_CALL_KEYS: tuple[object, ...] = ("index", "id", "type", "function")
+_FUNCTION_KEYS: tuple[object, ...] = ("name", "arguments")
+_STRINGS: tuple[object, ...] = (
+    "",
+    "a",
+    "stop",
+    "length",
+    "tool_calls",
+    "error",
+    "assistant",
+    "call_1",
+    '{"x": ',
+    "1}",
+    "é😀",
+    "\u2028",
+    "\x00",
+)
+
+
+def _scalar(reader: ByteReader) -> Any:
+    kind = reader.int_below(8)
+    if kind == 0:
+        return None
+    if kind == 1:
+        return bool(reader.byte() & 1)
+    if kind == 2:
+        return reader.int_below(5) - 1
+    if kind == 3:
+        return reader.byte() / 7
+    if kind == 4:
+        return reader.take(reader.int_below(6)).decode("utf-8", "replace")
+    return reader.choice(_STRINGS)
+
+
+def _value(reader: ByteReader, depth: int) -> Any:
+    kind = reader.int_below(10)
+    if depth > 3 or kind < 6:
+        return _scalar(reader)
+    if kind < 8:
+        return [_value(reader, depth + 1) for _ in range(reader.int_below(3))]
+    return {
+        str(reader.choice(_KEYS)): _value(reader, depth + 1) for _ in range(reader.int_below(3))
+    }
+
+
+def _mapping(reader: ByteReader, keys: tuple[object, ...], make: Any) -> Any:
+    if reader.int_below(8) == 0:
+        return _value(reader, 2)  # the wrong type altogether
+    return {str(key): make(str(key)) for key in keys if reader.byte() & 1}
+
+
+def chunk(reader: ByteReader) -> Any:
+    """One chunk-shaped JSON value: usually a plausible chunk, sometimes not."""
+
+    def function(key: str) -> Any:
+        return _value(reader, 2) if reader.int_below(4) == 0 else reader.choice(_STRINGS)
+
+    def call(key: str) -> Any:
+        if key == "function":
+            return _mapping(reader, _FUNCTION_KEYS, function)
+        if key == "index":
+            return reader.int_below(4) if reader.byte() & 3 else _scalar(reader)
+        return reader.choice(_STRINGS) if reader.byte() & 1 else _scalar(reader)
+
+    def delta(key: str) -> Any:
+        if key == "tool_calls":
+            if reader.int_below(5) == 0:
+                return _value(reader, 1)
+            return [_mapping(reader, _CALL_KEYS, call) for _ in range(reader.int_below(3))]
+        return reader.choice(_STRINGS) if reader.byte() & 1 else _scalar(reader)
+
+    def choice(key: str) -> Any:
+        if key in ("delta", "message"):
+            return _mapping(reader, _DELTA_KEYS, delta)
+        if key == "index":
+            return reader.int_below(3) if reader.byte() & 3 else _scalar(reader)
+        if key == "finish_reason":
+            return None if reader.byte() & 1 else reader.choice(_STRINGS)
+        return _value(reader, 2)
+
+    def top(key: str) -> Any:
+        if key == "choices":
+            if reader.int_below(6) == 0:
+                return _value(reader, 1)
+            return [_mapping(reader, _CHOICE_KEYS, choice) for _ in range(reader.int_below(3))]
+        if key == "usage":
+            return {"prompt_tokens": reader.int_below(9), "total_tokens": reader.int_below(9)}
+        if key == "error":
+            return {"message": _scalar(reader), "code": _scalar(reader)}
+        return _scalar(reader)
+
+    return _mapping(reader, _KEYS, top)
+
+
+def chunks_body(reader: ByteReader) -> bytes:
+    """An SSE body of chunk-shaped events, with the odd [DONE], error and comment."""
+    eol = str(reader.choice(("\n", "\r\n", "\r")))
+    lines: list[str] = []
+    for _ in range(reader.int_below(12)):
+        extra = reader.int_below(16)
+        if extra == 0:
+            lines.append(f"data: [DONE]{eol}{eol}")
+        elif extra == 1:
+            lines.append(f"event: error{eol}data: {json.dumps(chunk(reader))}{eol}{eol}")
+        elif extra == 2:
+            lines.append(f": keep-alive{eol}")
+        else:
+            text = json.dumps(chunk(reader), ensure_ascii=bool(reader.byte() & 1))
+            lines.append(f"data: {text}{eol}{eol}")
+        if reader.remaining == 0:
+            break
+    if reader.byte() & 1:
+        lines.append(f"data: [DONE]{eol}{eol}")
+    return "".join(lines).encode()
+
+
+def parse(reads: list[bytes], limit: int) -> tuple[list[chunkwise.Event], chunkwise.ChatResult]:
+    parser = chunkwise.ChatStreamParser(max_event_size=limit)
+    events: list[chunkwise.Event] = []
+    for read in reads:
+        events += parser.feed(read)
+        assert parser.result.status in ("streaming", "complete", "incomplete", "failed")
+    events += parser.end()
+    return events, parser.result
+
+
+def check(events: list[chunkwise.Event], result: chunkwise.ChatResult, limit: int) -> None:
+    terminals = [e for e in events if isinstance(e, TERMINALS)]
+    assert len(terminals) == 1, terminals
+    assert events[-1] is terminals[0], events[-1]
+    # The terminal event carries the final result.  Only anomalies may be added
+    # after it (e.g. "data after [DONE]": the parser notes what it ignored).
+    final = terminals[0].result
+    assert final.anomalies == result.anomalies[: len(final.anomalies)]
+    assert attrs.evolve(result, anomalies=final.anomalies) == final
+    assert result.status in ("complete", "incomplete", "failed"), result.status
+    if result.status == "failed":
+        assert isinstance(result.error, chunkwise.ChunkwiseError), result.error
+    # The deltas add up to the result, for every choice.
+    for choice in result.choices:
+        text = "".join(
+            e.text
+            for e in events
+            if type(e) is chunkwise.ContentDelta and e.choice_index == choice.index
+        )
+        assert text == choice.content, (text, choice.content)
+        for call in choice.tool_calls:
+            fragments = "".join(
+                e.fragment
+                for e in events
+                if type(e) is chunkwise.ToolCallArgumentsDelta
+                and e.choice_index == choice.index
+                and e.tool_index == call.index
+            )
+            assert fragments == call.arguments, (fragments, call.arguments)
+
+
+def TestOneInput(data: bytes) -> None:
+    reader = ByteReader(data)
+    mode = reader.byte()
+    limit = int(reader.choice(LIMITS))  # type: ignore[call-overload]
+    body = reader.take(reader.int_below(4096)) if mode & 1 else chunks_body(reader)
+    reads = split_reads(reader, body)
+    whole = parse([body], limit)
+    check(*whole, limit)
+    assert parse(reads, limit) == whole
+    assert parse([body[i : i + 1] for i in range(len(body))], limit) == whole
+
+
+def main() -> None:  # pragma: no cover - needs atheris
+    import atheris  # type: ignore[import-untyped]
+
+    atheris.instrument_all()
+    atheris.Setup(sys.argv, TestOneInput)
+    atheris.Fuzz()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
