@@ -80,7 +80,6 @@ import gc
 import json
 import os
 import platform
-import random
 import resource
 import statistics
 import sys
@@ -90,58 +89,12 @@ from typing import Any
 
 import openai
 import trio
+from _workload import content_events, head_event, make_chunk, sse_event, tail_events
 
 import chunkwise
 from chunkwise.testing import RecordedRequest, ResponseWriter, open_test_server
 
 KIB = 1024
-
-_WORDS = [
-    "the",
-    "of",
-    "and",
-    "to",
-    "a",
-    "in",
-    "is",
-    "that",
-    "it",
-    "for",
-    "you",
-    "on",
-    "with",
-    "as",
-    "are",
-    "this",
-    "be",
-    "was",
-    "have",
-    "not",
-    "stream",
-    "token",
-    "chunk",
-    "parse",
-    "reply",
-    "model",
-    "answer",
-    "question",
-    "value",
-    "result",
-    "café",
-    "naïve",
-    "über",
-    "façade",
-    "東京",
-    "データ",
-    "🙂",
-]
-
-_BASE = {
-    "id": "chatcmpl-B9mZpQ4vT1sXyL2kR7nHcW3eJ0aFd",
-    "object": "chat.completion.chunk",
-    "created": 1764633600,
-    "model": "gpt-4o-2024-08-06",
-}
 
 MESSAGES = [{"role": "user", "content": "Say something long."}]
 
@@ -149,38 +102,10 @@ MESSAGES = [{"role": "user", "content": "Say something long."}]
 # -- bodies -------------------------------------------------------------------
 
 
-def _event(chunk: dict[str, Any]) -> bytes:
-    text = json.dumps(chunk, ensure_ascii=False, separators=(",", ":"))
-    return b"data: " + text.encode("utf-8") + b"\n\n"
-
-
-def _chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
-    return {**_BASE, "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
-
-
-def _head_event() -> bytes:
-    return _event(_chunk({"role": "assistant", "content": "", "refusal": None}))
-
-
-def _tail_events(n_chunks: int) -> list[bytes]:
-    usage = {"prompt_tokens": 17, "completion_tokens": n_chunks, "total_tokens": n_chunks + 17}
-    return [
-        _event(_chunk({}, "stop")),
-        _event({**_BASE, "choices": [], "usage": usage}),
-        b"data: [DONE]\n\n",
-    ]
-
-
 def make_events(n_chunks: int, *, seed: int = 2026) -> tuple[list[bytes], str]:
     """The events of a stream with ``n_chunks`` content chunks, and its text."""
-    rnd = random.Random(seed)
-    events = [_head_event()]
-    parts: list[str] = []
-    for _ in range(n_chunks):
-        text = " " + " ".join(rnd.choice(_WORDS) for _ in range(rnd.randint(1, 4)))
-        parts.append(text)
-        events.append(_event(_chunk({"content": text})))
-    return events + _tail_events(n_chunks), "".join(parts)
+    content, text = content_events(n_chunks, seed=seed)
+    return [head_event(), *content, *tail_events(n_chunks)], text
 
 
 # -- the server -----------------------------------------------------------------
@@ -204,7 +129,7 @@ class Server:
         self.small_expected = 0
         self.small_arrived = 0
         self.all_arrived = trio.Event()
-        prefix, _, suffix = _event(_chunk({"content": "@"})).partition(b"@")
+        prefix, _, suffix = sse_event(make_chunk({"content": "@"})).partition(b"@")
         self._timed_prefix, self._timed_suffix = prefix + b" ", suffix
 
     def expect_small(self, count: int) -> None:
@@ -239,7 +164,7 @@ class Server:
         count, gap = self.timed_events, self.timed_gap
         now = time.perf_counter_ns
         prefix, suffix = self._timed_prefix, self._timed_suffix
-        await writer.write(_head_event())
+        await writer.write(head_event())
         for _ in range(count):
             await trio.sleep(gap)
             t = now()
@@ -247,7 +172,7 @@ class Server:
             await writer.write(b"%s%d%s" % (prefix, t, suffix))
         await trio.sleep(gap)
         times.append(now())  # the time of the write after the last timed event
-        await writer.write(b"".join(_tail_events(count)))
+        await writer.write(b"".join(tail_events(count)))
 
 
 # -- contenders -----------------------------------------------------------------

@@ -23,7 +23,7 @@ sdk-accumulate
     ``construct_type(type_=ChatCompletionChunk, value=data)``, which is what
     ``_process_response_data`` does without strict validation), then
     ``ChatCompletionStream``'s ``object`` filter and
-    ``ChatCompletionStreamState.handle_chunk(chunk)``, consuming its events,
+    ``ChatCompletionStreamState.handlechunk(chunk)``, consuming its events,
     and ``get_final_completion()`` at the end.
 sdk-decode (information only)
     The same without ``ChatCompletionStreamState``: just iterating the
@@ -65,13 +65,13 @@ import gc
 import json
 import os
 import platform
-import random
 import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import openai
+from _workload import content_events, head_event, make_chunk, sse_event, tail_events
 from openai._models import construct_type
 from openai._streaming import SSEDecoder
 from openai._utils import is_mapping
@@ -83,64 +83,6 @@ import chunkwise
 KIB = 1024
 MIB = 1024 * KIB
 
-# Words of a fake reply; a few are multibyte in UTF-8 (2, 3 and 4 bytes).
-_WORDS = [
-    "the",
-    "of",
-    "and",
-    "to",
-    "a",
-    "in",
-    "is",
-    "that",
-    "it",
-    "for",
-    "you",
-    "on",
-    "with",
-    "as",
-    "are",
-    "this",
-    "be",
-    "was",
-    "have",
-    "not",
-    "stream",
-    "token",
-    "chunk",
-    "parse",
-    "reply",
-    "model",
-    "answer",
-    "question",
-    "value",
-    "result",
-    "café",
-    "naïve",
-    "über",
-    "façade",
-    "東京",
-    "データ",
-    "🙂",
-]
-
-_BASE = {
-    "id": "chatcmpl-B9mZpQ4vT1sXyL2kR7nHcW3eJ0aFd",
-    "object": "chat.completion.chunk",
-    "created": 1764633600,
-    "model": "gpt-4o-2024-08-06",
-}
-
-
-def _event(chunk: dict[str, Any]) -> bytes:
-    text = json.dumps(chunk, ensure_ascii=False, separators=(",", ":"))
-    return b"data: " + text.encode("utf-8") + b"\n\n"
-
-
-def _chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
-    choice = {"index": 0, "delta": delta, "finish_reason": finish_reason}
-    return {**_BASE, "choices": [choice]}
-
 
 def make_stream(n_chunks: int, *, seed: int = 2026) -> tuple[list[bytes], list[str], str]:
     """Return (events as bytes, JSON payloads as str, the expected content).
@@ -148,28 +90,19 @@ def make_stream(n_chunks: int, *, seed: int = 2026) -> tuple[list[bytes], list[s
     The first ``k`` content chunks are the same for every ``n_chunks >= k``, so
     a smaller stream is a prefix of a larger one (plus the same tail).
     """
-    rnd = random.Random(seed)
-    events = [_event(_chunk({"role": "assistant", "content": "", "refusal": None}))]
-    parts: list[str] = []
-    for _ in range(n_chunks):
-        text = " " + " ".join(rnd.choice(_WORDS) for _ in range(rnd.randint(1, 4)))
-        parts.append(text)
-        events.append(_event(_chunk({"content": text})))
-    events.append(_event(_chunk({}, "stop")))
-    usage = {"prompt_tokens": 17, "completion_tokens": n_chunks, "total_tokens": n_chunks + 17}
-    events.append(_event({**_BASE, "choices": [], "usage": usage}))
-    events.append(b"data: [DONE]\n\n")
+    content, text = content_events(n_chunks, seed=seed)
+    events = [head_event(), *content, *tail_events(n_chunks)]
     payloads = [e[6:-2].decode("utf-8") for e in events[:-1]]
-    return events, payloads, "".join(parts)
+    return events, payloads, text
 
 
-def make_big_event(size: int) -> tuple[bytes, str]:
+def make_bigevent(size: int) -> tuple[bytes, str]:
     """One ``data:`` line whose chunk carries a ``size``-byte content string."""
     unit = "0123456789 abcdefghij café 東京 🙂 " * 8  # mixed widths, cut anywhere
     raw = unit.encode("utf-8")
     content = (raw * (size // len(raw) + 1))[:size].decode("utf-8", "ignore")
-    body = _event(_chunk({"role": "assistant", "content": content}))
-    body += _event(_chunk({}, "stop")) + b"data: [DONE]\n\n"
+    body = sse_event(make_chunk({"role": "assistant", "content": content}))
+    body += sse_event(make_chunk({}, "stop")) + b"data: [DONE]\n\n"
     return body, content
 
 
@@ -339,7 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"({len(data) / n_events:.0f} bytes/event), {len(grouped):,} reads of 64 KiB"
     )
     print(f"input (2): the same, {n_events:,} reads of one event each")
-    body, big_content = make_big_event(big)
+    body, big_content = make_bigevent(big)
     small_reads, large_reads = split_reads(body, KIB), split_reads(body, 64 * KIB)
     print(
         f"input (3): one data: line of {len(body):,} bytes, {len(small_reads):,} reads of 1 KiB "

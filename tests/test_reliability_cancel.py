@@ -39,6 +39,7 @@ import trio.testing
 
 import chunkwise
 from _streams import choice, chunk, sse
+from _transports import TrackedStream
 from chunkwise import ChatStream, Event, IncompleteReason
 from chunkwise.testing import ScriptedResponse, open_test_server
 
@@ -86,27 +87,6 @@ class CancelAfterSteps(trio.abc.Instrument):
 
     def task_exited(self, task: trio.lowlevel.Task) -> None:
         self.live.discard(task)
-
-
-class TrackedStream(trio.abc.Stream):
-    """A transport that remembers whether it was closed."""
-
-    def __init__(self, inner: trio.abc.Stream) -> None:
-        self.inner = inner
-        self.closed = False
-
-    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        await self.inner.send_all(data)
-
-    async def wait_send_all_might_not_block(self) -> None:
-        await self.inner.wait_send_all_might_not_block()
-
-    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
-        return await self.inner.receive_some(max_bytes)
-
-    async def aclose(self) -> None:
-        self.closed = True
-        await self.inner.aclose()
 
 
 class MemoryServer:

@@ -28,6 +28,7 @@ import trustme
 
 import chunkwise
 from _streams import choice, chunk, sse
+from _transports import TrackedStream
 from chunkwise import (
     EventTooLarge,
     HTTPStatusError,
@@ -60,31 +61,6 @@ def chunked(data: bytes) -> bytes:
 
 
 # --- a paced peer over a lockstep memory stream --------------------------------------
-
-
-class CountingStream(trio.abc.Stream):
-    """The client's side of the transport: counts received bytes, remembers closing."""
-
-    def __init__(self, inner: trio.abc.Stream) -> None:
-        self.inner = inner
-        self.received = 0
-        self.closed = False
-
-    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        await self.inner.send_all(data)
-
-    async def wait_send_all_might_not_block(self) -> None:
-        await self.inner.wait_send_all_might_not_block()
-
-    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
-        data = await self.inner.receive_some(max_bytes)
-        self.received += len(data)
-        return data
-
-    async def aclose(self) -> None:
-        self.closed = True
-        await self.inner.aclose()
-
 
 Script = Callable[[trio.abc.Stream], Awaitable[None]]
 
@@ -120,13 +96,13 @@ class PacedPeer:
 
 async def run_paced(
     script: Script,
-    body: Callable[[chunkwise.Endpoint, CountingStream], Awaitable[Any]],
+    body: Callable[[chunkwise.Endpoint, TrackedStream], Awaitable[Any]],
     *,
     idle: float | None = 600.0,
-) -> tuple[Any, CountingStream, PacedPeer]:
+) -> tuple[Any, TrackedStream, PacedPeer]:
     """Run ``body`` (the client) against a paced peer; check the client closed."""
     client_side, server_side = trio.testing.lockstep_stream_pair()
-    transport = CountingStream(client_side)
+    transport = TrackedStream(client_side)
     peer = PacedPeer(script)
     endpoint = chunkwise.Endpoint(
         "http://paced.invalid/v1", api_key=KEY, timeouts=Timeouts(idle=idle)

@@ -16,6 +16,7 @@ import trio
 
 import chunkwise
 from _streams import choice, chunk, parse, sse
+from _transports import TrackedStream
 from chunkwise._http import connect
 from chunkwise.testing import LoopbackServer, ScriptedResponse, open_test_server
 
@@ -27,36 +28,15 @@ BODY = sse(
 )
 
 
-class RecordingStream(trio.abc.Stream):
-    """A stream that remembers whether it was closed."""
-
-    def __init__(self, inner: trio.abc.Stream) -> None:
-        self.inner = inner
-        self.closed = False
-
-    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        await self.inner.send_all(data)
-
-    async def wait_send_all_might_not_block(self) -> None:
-        await self.inner.wait_send_all_might_not_block()
-
-    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
-        return await self.inner.receive_some(max_bytes)
-
-    async def aclose(self) -> None:
-        self.closed = True
-        await self.inner.aclose()
-
-
 @asynccontextmanager
 async def recorded(
     server: LoopbackServer,
-) -> AsyncIterator[tuple[chunkwise.Endpoint, RecordingStream]]:
+) -> AsyncIterator[tuple[chunkwise.Endpoint, TrackedStream]]:
     endpoint = server.endpoint(api_key="sk-loopback")
-    yield endpoint, RecordingStream(await connect(endpoint))
+    yield endpoint, TrackedStream(await connect(endpoint))
 
 
-async def assert_closed(server: LoopbackServer, transport: RecordingStream) -> None:
+async def assert_closed(server: LoopbackServer, transport: TrackedStream) -> None:
     assert transport.closed, "socket still open after __aexit__ returned"
     with trio.fail_after(5):
         await server.wait_client_closed()

@@ -40,6 +40,7 @@ from ._cli import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_STREAM,
+    _positive_int,
     _printable,
     _status_line,
     _to_json,
@@ -126,16 +127,6 @@ def add_request_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="ask for a usage chunk (stream_options.include_usage)",
     )
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
 
 
 def endpoint_from_args(

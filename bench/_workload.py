@@ -1,0 +1,99 @@
+"""The fake chat completion both benchmarks stream: same words, same chunks.
+
+Imported as ``_workload`` by ``bench/parse.py`` and ``bench/e2e.py`` (run as
+scripts, so this folder is on ``sys.path``).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+# Words of a fake reply; a few are multibyte in UTF-8 (2, 3 and 4 bytes).
+WORDS = [
+    "the",
+    "of",
+    "and",
+    "to",
+    "a",
+    "in",
+    "is",
+    "that",
+    "it",
+    "for",
+    "you",
+    "on",
+    "with",
+    "as",
+    "are",
+    "this",
+    "be",
+    "was",
+    "have",
+    "not",
+    "stream",
+    "token",
+    "chunk",
+    "parse",
+    "reply",
+    "model",
+    "answer",
+    "question",
+    "value",
+    "result",
+    "café",
+    "naïve",
+    "über",
+    "façade",
+    "東京",
+    "データ",
+    "🙂",
+]
+
+BASE = {
+    "id": "chatcmpl-B9mZpQ4vT1sXyL2kR7nHcW3eJ0aFd",
+    "object": "chat.completion.chunk",
+    "created": 1764633600,
+    "model": "gpt-4o-2024-08-06",
+}
+
+
+def sse_event(chunk: dict[str, Any]) -> bytes:
+    text = json.dumps(chunk, ensure_ascii=False, separators=(",", ":"))
+    return b"data: " + text.encode("utf-8") + b"\n\n"
+
+
+def make_chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish_reason}
+    return {**BASE, "choices": [choice]}
+
+
+def head_event() -> bytes:
+    """The role chunk that opens the stream."""
+    return sse_event(make_chunk({"role": "assistant", "content": "", "refusal": None}))
+
+
+def tail_events(n_chunks: int) -> list[bytes]:
+    """The finish chunk, the usage chunk and ``[DONE]``."""
+    usage = {"prompt_tokens": 17, "completion_tokens": n_chunks, "total_tokens": n_chunks + 17}
+    return [
+        sse_event(make_chunk({}, "stop")),
+        sse_event({**BASE, "choices": [], "usage": usage}),
+        b"data: [DONE]\n\n",
+    ]
+
+
+def content_events(n_chunks: int, *, seed: int = 2026) -> tuple[list[bytes], str]:
+    """``n_chunks`` content chunks of one to four words, and their text.
+
+    The first ``k`` chunks are the same for every ``n_chunks >= k``.
+    """
+    rnd = random.Random(seed)
+    events: list[bytes] = []
+    parts: list[str] = []
+    for _ in range(n_chunks):
+        text = " " + " ".join(rnd.choice(WORDS) for _ in range(rnd.randint(1, 4)))
+        parts.append(text)
+        events.append(sse_event(make_chunk({"content": text})))
+    return events, "".join(parts)
