@@ -106,8 +106,9 @@ class _ChoiceState:
         self.index = index
         self.role: str | None = None
         self.content: list[str] = []
-        self.refusal: list[str] | None = None
-        self.reasoning: list[str] | None = None
+        # Empty until text arrives: empty strings are never appended.
+        self.refusal: list[str] = []
+        self.reasoning: list[str] = []
         self.tools: list[_ToolCallState] = []
         self.by_index: dict[int, _ToolCallState] = {}
         self.finish_reason: str | None = None
@@ -119,8 +120,8 @@ class _ChoiceState:
             index=self.index,
             role=self.role,
             content=_joined(self.content),
-            refusal=None if self.refusal is None else _joined(self.refusal),
-            reasoning=None if self.reasoning is None else _joined(self.reasoning),
+            refusal=_joined(self.refusal) if self.refusal else None,
+            reasoning=_joined(self.reasoning) if self.reasoning else None,
             tool_calls=tuple(t.to_result() for t in self.tools),
             finish_reason=self.finish_reason,
             logprobs=self.logprobs,
@@ -344,36 +345,17 @@ class ChatAccumulator:
         if role and state.role is None and isinstance(role, str):
             state.role = role
         text = delta.get("content")
-        if text:
-            if type(text) is not str:
-                self._anomaly(events, "non-string content", repr(text)[:200], index)
-            elif state.finished:
-                self._anomaly(events, "content after finish", text, index)
-            else:
-                state.content.append(text)
-                events.append(ContentDelta(choice_index=index, text=text))
+        if text and self._appendable(state, "content", text, events):
+            state.content.append(text)
+            events.append(ContentDelta(choice_index=index, text=text))
         text = delta.get("refusal")
-        if text:
-            if type(text) is not str:
-                self._anomaly(events, "non-string refusal", repr(text)[:200], index)
-            elif state.finished:
-                self._anomaly(events, "refusal after finish", text, index)
-            else:
-                if state.refusal is None:
-                    state.refusal = []
-                state.refusal.append(text)
-                events.append(RefusalDelta(choice_index=index, text=text))
+        if text and self._appendable(state, "refusal", text, events):
+            state.refusal.append(text)
+            events.append(RefusalDelta(choice_index=index, text=text))
         text = delta.get("reasoning_content") or delta.get("reasoning")
-        if text:
-            if type(text) is not str:
-                self._anomaly(events, "non-string reasoning", repr(text)[:200], index)
-            elif state.finished:
-                self._anomaly(events, "reasoning after finish", text, index)
-            else:
-                if state.reasoning is None:
-                    state.reasoning = []
-                state.reasoning.append(text)
-                events.append(ReasoningDelta(choice_index=index, text=text))
+        if text and self._appendable(state, "reasoning", text, events):
+            state.reasoning.append(text)
+            events.append(ReasoningDelta(choice_index=index, text=text))
         tool_calls = delta.get("tool_calls")
         if tool_calls:
             if type(tool_calls) is not list:
@@ -386,6 +368,17 @@ class ChatAccumulator:
                         self._tool_delta(state, tool_delta, events)
                     else:
                         self._anomaly(events, "invalid tool call", repr(tool_delta)[:200], index)
+
+    def _appendable(self, state: _ChoiceState, field: str, text: Any, events: list[Event]) -> bool:
+        """True when ``text`` may extend the choice's ``field``; else record why not."""
+        if type(text) is not str:
+            self._anomaly(events, f"non-string {field}", repr(text)[:200], state.index)
+            return False
+        if state.finished:
+            # Not merged: text after the finish is a server bug worth seeing.
+            self._anomaly(events, f"{field} after finish", text, state.index)
+            return False
+        return True
 
     def _tool_delta(self, state: _ChoiceState, delta: dict[str, Any], events: list[Event]) -> None:
         index = delta.get("index")
