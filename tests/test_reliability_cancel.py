@@ -40,7 +40,7 @@ import trio.testing
 import chunkwise
 from _streams import choice, chunk, sse
 from _transports import TrackedStream
-from chunkwise import ChatStream, Event, IncompleteReason
+from chunkwise import ChatStream, Event, IncompleteReason, StreamIncomplete
 from chunkwise.testing import ScriptedResponse, open_test_server
 
 REQUEST: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
@@ -265,11 +265,6 @@ async def test_cancel_at_every_checkpoint_loopback(framing: str) -> None:
     gc.collect()
 
 
-@pytest.mark.xfail(
-    reason="reported: leaving the block early delivers the terminal event with "
-    "publish_nowait, so a consumer task whose buffer is full gets EndOfChannel without it",
-    strict=True,
-)
 async def test_consumer_task_gets_the_terminal_event_when_the_block_is_left_early(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
@@ -290,6 +285,7 @@ async def test_consumer_task_gets_the_terminal_event_when_the_block_is_left_earl
             await trio.sleep(0.5)  # leave while the consumer is behind
         await server.client_closed.wait()
     assert stream.snapshot.reason is IncompleteReason.CANCELLED
-    # The block waited for the consumer task to drain its channel (it did), but
-    # the channel ended without the terminal event the docs promise.
-    assert isinstance(received[-1], chunkwise.TerminalEvent)
+    # The block waited for the consumer task to drain its channel, which ends
+    # with the terminal event.
+    assert isinstance(received[-1], StreamIncomplete)
+    assert received[-1].reason is IncompleteReason.CANCELLED

@@ -409,3 +409,46 @@ async def test_complete_chat_and_http_error_before_block(
     assert info.value.status_code == 404
     assert info.value.error is not None and info.value.error.message == "no such model"
     assert "sk-test-secret" not in str(info.value)
+
+
+async def test_leaving_early_with_an_unread_subscriber_does_not_hang(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    client, server_stream = trio.testing.memory_stream_pair()
+    server = FakeServer([head(), *pieces_of(BODY, 10)], delay=0.1, hang=True)
+    received: list[chunkwise.Event] = []
+
+    async def consumer(channel: trio.MemoryReceiveChannel[chunkwise.Event]) -> None:
+        async for event in channel:
+            received.append(event)
+            await trio.sleep(0.05)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server.run, server_stream)
+        with trio.fail_after(10):
+            async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+                unread = stream.subscribe(buffer_size=1)  # nobody ever reads this one
+                stream.start_soon(consumer, stream.subscribe(buffer_size=1))
+                await trio.sleep(0.3)  # leave while the stream runs
+        nursery.cancel_scope.cancel()
+    assert isinstance(received[-1], StreamIncomplete)
+    assert received[-1].reason is IncompleteReason.CANCELLED
+    with pytest.raises(trio.EndOfChannel):
+        while True:
+            unread.receive_nowait()
+
+
+async def test_leaving_early_with_no_consumer_task_returns_at_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    client, server_stream = trio.testing.memory_stream_pair()
+    server = FakeServer([head(), *pieces_of(BODY, 10)], delay=0.1, hang=True)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server.run, server_stream)
+        async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+            stream.subscribe(buffer_size=1)
+            await trio.sleep(0.3)
+            left = trio.current_time()
+        assert trio.current_time() == left
+        nursery.cancel_scope.cancel()
+    assert stream.snapshot.reason is IncompleteReason.CANCELLED

@@ -19,9 +19,8 @@ carry on.  When the stream ends every send channel is closed, so consumers see
 
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
 import trio
@@ -140,17 +139,42 @@ class Broadcaster:
                     await self._deliver(subscriber, event)
         await trio.lowlevel.checkpoint()
 
-    def publish_nowait(self, events: Iterable[Event]) -> None:
-        """Deliver what fits without waiting; for the end of an abandoned stream."""
+    async def finish(self, events: Sequence[Event], *, give_up: trio.Event) -> None:
+        """Deliver the last events to every subscriber at once, then end each channel.
+
+        For a stream whose block was left while it ran.  Each subscriber gets
+        its own delivery, so one that is never read holds up no other;
+        deliveries still waiting when ``give_up`` is set (no consumer task is
+        left to make room) are abandoned, and those channels just end.
+        """
         for event in events:
             if type(event) in _TERMINAL:
                 self._terminal = event
-            for subscriber in self._subscribers:
-                if subscriber.wants(event):
-                    with contextlib.suppress(
-                        trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError
-                    ):
-                        subscriber.send.send_nowait(event)
+        subscribers = list(self._subscribers)
+        if not subscribers:
+            return
+        async with trio.open_nursery() as nursery:
+            waiting = len(subscribers)
+
+            async def deliver(subscriber: _Subscriber) -> None:
+                nonlocal waiting
+                try:
+                    with subscriber.send:
+                        for event in events:
+                            if subscriber.wants(event):
+                                await self._deliver(subscriber, event)
+                finally:
+                    waiting -= 1
+                    if not waiting:
+                        nursery.cancel_scope.cancel()
+
+            async def watch() -> None:
+                await give_up.wait()
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(watch)
+            for subscriber in subscribers:
+                nursery.start_soon(deliver, subscriber)
 
     async def _deliver(self, subscriber: _Subscriber, event: Event) -> None:
         send = subscriber.send

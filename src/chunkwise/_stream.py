@@ -21,9 +21,11 @@ Whatever ends the stream -- ``[DONE]``, the end of the body, a broken
 connection, an idle timeout, :meth:`ChatStream.cancel` -- the parser emits
 exactly one terminal event, which every subscriber receives before its channel
 ends.  Leaving the block closes the socket before ``__aexit__`` returns: if the
-stream is still running it is cancelled; if it is over, the block waits for
+stream is still running it is cancelled; either way the block then waits for
 consumer tasks started with :meth:`ChatStream.start_soon` to drain their
-channels.  An exception from the block or from one consumer task propagates as
+channels.  After an early exit each subscriber's last events go through a
+delivery of its own, so a subscriber nobody reads holds up nobody, and
+deliveries are given up once no consumer task is left to make room.  An exception from the block or from one consumer task propagates as
 that one exception, not wrapped in an :class:`ExceptionGroup`.
 """
 
@@ -64,6 +66,9 @@ class ChatStream:
         self._nursery: trio.Nursery | None = None
         self._iterator: trio.MemoryReceiveChannel[Event] | None = None
         self._abandoned = False  # the block was left while the stream ran
+        self._consumers = 0  # consumer tasks running (start_soon)
+        self._consumers_idle = trio.Event()
+        self._consumers_idle.set()
 
     @property
     def status_code(self) -> int:
@@ -117,7 +122,18 @@ class ChatStream:
         """
         if self._nursery is None:
             raise RuntimeError("the stream is not open")
-        self._nursery.start_soon(async_fn, *args, name=name)
+        if not self._consumers:
+            self._consumers_idle = trio.Event()
+        self._consumers += 1
+        self._nursery.start_soon(self._consume, async_fn, args, name=name or async_fn)
+
+    async def _consume(self, async_fn: Callable[..., Awaitable[object]], args: Any) -> None:
+        try:
+            await async_fn(*args)
+        finally:
+            self._consumers -= 1
+            if not self._consumers:
+                self._consumers_idle.set()
 
     def cancel(self) -> None:
         """Stop reading: the stream ends ``incomplete`` (``cancelled``) and the socket closes."""
@@ -181,8 +197,9 @@ class ChatStream:
                 await broadcaster.publish(parser.note_anomaly(parser_anomaly))
             final = parser.fail(invalid) if invalid is not None else parser.end(reason)
             if self._abandoned:
-                # Nobody is left to make room: deliver what fits, then end.
-                broadcaster.publish_nowait(final)
+                # The block was left: deliver to each subscriber on its own, for
+                # as long as a consumer task may still make room.
+                await broadcaster.finish(final, give_up=self._consumers_idle)
             else:
                 await broadcaster.publish(final)
         finally:
