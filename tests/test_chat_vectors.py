@@ -134,3 +134,24 @@ def test_recording_parallel_tool_calls_parse_into_two_calls() -> None:
     assert [e.tool_index for e in completed] == [0, 1]
     finished = [e for e in events if isinstance(e, chunkwise.ChoiceFinished)]
     assert events.index(completed[-1]) < events.index(finished[0])
+
+
+@pytest.mark.parametrize("path", RECORDINGS, ids=[p.stem for p in RECORDINGS])
+def test_one_event_per_read_matches_one_read(path: Any) -> None:
+    # Servers that flush every event produce exactly these reads; the parser
+    # has a fast path for them that must agree with the general one.
+    data = path.read_bytes()
+    events = [e + b"\n\n" for e in data.split(b"\n\n") if e]
+    assert b"".join(events) == data
+    assert parse(events) == parse([data])
+    nospace = [e.replace(b"data: ", b"data:", 1) for e in events]
+    assert parse(nospace) == parse([b"".join(nospace)])
+
+
+@pytest.mark.parametrize(
+    "read",
+    [b"data:\n\n", b"data: \n\n", b"data:  x\n\n", b"data: [DONE]\n\n", b"data: {}\n\n"],
+)
+def test_single_short_event_reads_match_the_general_path(read: bytes) -> None:
+    prefix = b": comment\n\n"  # the fast path needs nothing pending; so does this
+    assert parse([prefix, read]) == parse([prefix + read])

@@ -201,8 +201,20 @@ class ChatAccumulator:
             return self._finish()
         if not data:
             return []  # an empty keep-alive event carries nothing
+        # json.loads minus its wrappers (this runs once per chunk); anything
+        # unusual goes through json.loads itself, for its result or its error.
+        chunk: Any = _NOT_PARSED
+        if data[0] not in _JSON_SPACE:
+            try:
+                chunk, end = _scan_once(data, 0)
+            except (StopIteration, ValueError):
+                pass  # json.loads below says what is wrong
+            else:
+                if end != len(data):
+                    chunk = _NOT_PARSED
         try:
-            chunk = _loads(data)
+            if chunk is _NOT_PARSED:
+                chunk = json.loads(data)
         except ValueError as exc:
             return self.fail(
                 InvalidChunk(f"event data is not valid JSON: {exc}", data[:_ERROR_DATA_LIMIT])
@@ -547,23 +559,7 @@ class ChatAccumulator:
 
 _scan_once: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 _JSON_SPACE = " \t\n\r"
-
-
-def _loads(data: str) -> Any:
-    """``json.loads`` minus its wrappers, for the per-chunk hot path.
-
-    Anything unusual (surrounding whitespace, an error) goes through
-    ``json.loads`` itself, so results and error messages are the same.
-    """
-    if data[0] not in _JSON_SPACE:
-        try:
-            value, end = _scan_once(data, 0)
-        except StopIteration:
-            pass
-        else:
-            if end == len(data):
-                return value
-    return json.loads(data)
+_NOT_PARSED: Any = object()
 
 
 def _merge_logprobs(state: _ChoiceState, logprobs: Any) -> None:
