@@ -25,8 +25,9 @@ stream is still running it is cancelled; either way the block then waits for
 consumer tasks started with :meth:`ChatStream.start_soon` to drain their
 channels.  After an early exit each subscriber's last events go through a
 delivery of its own, so a subscriber nobody reads holds up nobody, and
-deliveries are given up once no consumer task is left to make room.  An exception from the block or from one consumer task propagates as
-that one exception, not wrapped in an :class:`ExceptionGroup`.
+deliveries are given up once no consumer task is left to make room.  An
+exception from the block or from one consumer task propagates as that one
+exception, not wrapped in an :class:`ExceptionGroup`.
 """
 
 from __future__ import annotations
