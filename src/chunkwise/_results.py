@@ -87,7 +87,9 @@ class ToolCall:
     completed: bool = False
     error: ToolArgumentsError | None = None
     validated: bool | None = None
-    _parsed: Any = attrs.field(default=_UNSET, alias="parsed", repr=False, eq=False)
+    # Set once by the accumulator when the call completes (see _tools), so
+    # parse_arguments() does not parse twice; not part of the public signature.
+    _parsed: Any = attrs.field(default=_UNSET, init=False, repr=False, eq=False)
 
     def parse_arguments(self) -> Any:
         """Return the arguments as parsed JSON, or raise :class:`~chunkwise.ToolArgumentsError`.

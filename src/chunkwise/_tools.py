@@ -106,7 +106,7 @@ def complete_tool_call(
                     raw=arguments,
                     tool_name=name,
                 )
-    return ToolCall(
+    call = ToolCall(
         index=index,
         id=id,
         type=type,
@@ -116,5 +116,7 @@ def complete_tool_call(
         completed=True,
         error=error,
         validated=validated,
-        parsed=parsed if error is None else None,
     )
+    if error is None:
+        object.__setattr__(call, "_parsed", parsed)  # frozen: set before anyone sees it
+    return call
