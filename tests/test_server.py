@@ -691,3 +691,24 @@ async def test_tool_results_are_answered_with_text_not_the_same_tools() -> None:
     assert second.status == "complete"
     assert second.choice(0).tool_calls == ()
     assert second.content
+
+
+def test_serve_reads_the_api_key_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SERVE_KEY", "sk-from-env")
+    args = _serve_args("--api-key-env", "SERVE_KEY")
+    assert options_from_args(args).api_key == "sk-from-env"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--api-key-env", "NO_SUCH_VARIABLE"], ["--api-key", "k", "--api-key-env", "SERVE_KEY"]],
+)
+def test_serve_api_key_env_errors_are_usage_errors(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SERVE_KEY", "sk-from-env")
+    monkeypatch.delenv("NO_SUCH_VARIABLE", raising=False)
+    assert main(["serve", *argv, "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("chunkwise serve: error:")
+    assert "sk-from-env" not in err

@@ -43,6 +43,7 @@ import functools
 import hmac
 import itertools
 import json
+import os
 import re
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
@@ -1047,6 +1048,12 @@ def add_serve_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
         metavar="K",
         help="require 'Authorization: Bearer K'; other requests get 401",
     )
+    serve.add_argument(
+        "--api-key-env",
+        metavar="NAME",
+        help="like --api-key, with the key read from environment variable NAME "
+        "(keeps it out of the process list)",
+    )
     serve.set_defaults(handler=run_serve)
 
 
@@ -1089,8 +1096,15 @@ def _error_status(text: str) -> int:
 
 def options_from_args(args: argparse.Namespace) -> ServerOptions:
     """The :class:`ServerOptions` that ``chunkwise serve``'s arguments ask for."""
-    from ._cli import _read_input, split_http_head
+    from ._cli import _read_input, _UsageError, split_http_head
 
+    api_key = args.api_key
+    if args.api_key_env is not None:
+        if api_key is not None:
+            raise _UsageError("give --api-key or --api-key-env, not both")
+        api_key = os.environ.get(args.api_key_env)
+        if not api_key:
+            raise _UsageError(f"environment variable {args.api_key_env} is not set or empty")
     replay = None
     if args.replay is not None:
         _, replay = split_http_head(_read_input(args.replay))
@@ -1101,7 +1115,7 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
         delay=args.delay,
         disconnect_after=args.disconnect_after,
         status=args.status,
-        api_key=args.api_key,
+        api_key=api_key,
     )
 
 
