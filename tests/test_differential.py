@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import json
 import pathlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
 import pytest
 
 import chunkwise
+from _streams import parse
 
 openai = pytest.importorskip("openai")
 
@@ -121,17 +122,6 @@ def run_sdk(client: Any, reads: Sequence[bytes]) -> SdkRun:
         except Exception as exc:
             final_error = exc
     return SdkRun(chunks, snapshot, error, final, final_error)
-
-
-def run_chunkwise(
-    reads: Iterable[bytes], **kwargs: Any
-) -> tuple[list[chunkwise.Event], chunkwise.ChatResult]:
-    parser = chunkwise.ChatStreamParser(**kwargs)
-    events: list[chunkwise.Event] = []
-    for read in reads:
-        events += parser.feed(read)
-    events += parser.end()
-    return events, parser.result
 
 
 def sdk_view(snapshot: Any) -> dict[str, Any]:
@@ -229,7 +219,7 @@ def tool_call(**fields: Any) -> dict[str, Any]:
 def test_recording_agrees_with_sdk(client: Any, path: pathlib.Path, split: str) -> None:
     reads = READ_SPLITS[split](path.read_bytes())
     sdk = run_sdk(client, reads)
-    _, result = run_chunkwise(reads)
+    _, result = parse(reads)
     assert sdk.error is None
     assert result.status == "complete"
     assert cw_view(result) == sdk_view(sdk.snapshot)
@@ -244,7 +234,7 @@ def test_every_recording_is_covered() -> None:
 def test_provider_vector_agrees_with_sdk(client: Any, name: str, split: str) -> None:
     reads = READ_SPLITS[split](VECTORS[name]["raw"].encode())
     sdk = run_sdk(client, reads)
-    _, result = run_chunkwise(reads)
+    _, result = parse(reads)
     assert sdk.error is None
     assert sdk.final_error is None
     assert cw_view(result) == sdk_view(sdk.snapshot)
@@ -263,7 +253,7 @@ def test_cr_at_end_of_read_then_lf_agrees_with_sdk(client: Any) -> None:
     reads = [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
     assert all(read.endswith(b"\r") for read in reads[:-1])
     sdk = run_sdk(client, reads)
-    _, result = run_chunkwise(reads)
+    _, result = parse(reads)
     assert sdk.error is None
     assert result.status == "complete"
     assert cw_view(result) == sdk_view(sdk.snapshot)
@@ -274,7 +264,7 @@ def test_cr_only_line_endings_agree_with_sdk(client: Any) -> None:
     data = HELLO.replace(b"\n", b"\r")
     reads = [data[:37], data[37:38], data[38:]]
     sdk = run_sdk(client, reads)
-    _, result = run_chunkwise(reads)
+    _, result = parse(reads)
     assert sdk.error is None
     assert cw_view(result) == sdk_view(sdk.snapshot)
     assert result.content == "Hello"
@@ -298,7 +288,7 @@ BODIES = {p.stem: p.read_bytes() for p in RECORDINGS} | {
 @pytest.mark.parametrize("name", BODIES)
 def test_sdk_chunks_through_accumulator_match_byte_parse(client: Any, name: str, dump: str) -> None:
     data = BODIES[name]
-    _, want = run_chunkwise([data])
+    _, want = parse([data])
     sdk = run_sdk(client, [data])
     acc = chunkwise.ChatAccumulator()
     for sdk_chunk in sdk.chunks:
@@ -338,7 +328,7 @@ def test_sdk_chunks_through_accumulator_match_byte_parse(client: Any, name: str,
 def test_leading_bom_sdk_drops_first_event(client: Any) -> None:
     data = b"\xef\xbb\xbf" + HELLO
     sdk = run_sdk(client, [data])
-    _, result = run_chunkwise([data])
+    _, result = parse([data])
     # SDK: the BOM stays glued to the first field name ("\ufeffdata"), an
     # unknown field, so the first event (role and "Hel") is lost.
     assert sdk.error is None
@@ -354,7 +344,7 @@ def test_invalid_utf8_sdk_raises_chunkwise_replaces(client: Any) -> None:
     bad = event(chunk(choice(content="lo"))).replace(b'"lo"', b'"l\xffo"')
     data = HELLO_PARTS[0] + bad + HELLO_PARTS[2] + DONE
     sdk = run_sdk(client, [data])
-    _, result = run_chunkwise([data])
+    _, result = parse([data])
     assert isinstance(sdk.error, UnicodeDecodeError)
     assert sdk.snapshot.choices[0].message.content == "Hel"
     assert result.status == "complete"
@@ -365,7 +355,7 @@ def test_invalid_utf8_sdk_raises_chunkwise_replaces(client: Any) -> None:
 def test_block_without_data_sdk_raises_json_error(client: Any, block: bytes) -> None:
     data = block + HELLO
     sdk = run_sdk(client, [data])
-    _, result = run_chunkwise([data])
+    _, result = parse([data])
     # SDK: dispatches an event with data "" and json.loads("") fails.
     assert isinstance(sdk.error, json.JSONDecodeError)
     assert sdk.chunks == []
@@ -379,7 +369,7 @@ def test_extra_blank_line_after_an_id_sdk_raises_json_error(client: Any) -> None
     # every further blank line as an event.
     data = b"id: 1\n" + HELLO_PARTS[0] + b"\n" + b"".join(HELLO_PARTS[1:])
     sdk = run_sdk(client, [data])
-    _, result = run_chunkwise([data])
+    _, result = parse([data])
     assert isinstance(sdk.error, json.JSONDecodeError)
     assert sdk.snapshot.choices[0].message.content == "Hel"
     assert result.status == "complete"
@@ -389,7 +379,7 @@ def test_extra_blank_line_after_an_id_sdk_raises_json_error(client: Any) -> None
 def test_empty_data_line_sdk_raises_json_error(client: Any) -> None:
     data = b"data:\n\n" + HELLO
     sdk = run_sdk(client, [data])
-    _, result = run_chunkwise([data])
+    _, result = parse([data])
     assert isinstance(sdk.error, json.JSONDecodeError)
     assert result.status == "complete"
     assert result.content == "Hello"
@@ -404,7 +394,7 @@ def test_tool_delta_without_index_sdk_raises_type_error(client: Any) -> None:
         + DONE
     )
     sdk = run_sdk(client, [data])
-    _, result = run_chunkwise([data])
+    _, result = parse([data])
     assert isinstance(sdk.error, TypeError)
     assert result.status == "complete"
     (call,) = result.choice(0).tool_calls
@@ -419,7 +409,7 @@ def test_repeated_tool_id_and_name_sdk_concatenates(client: Any) -> None:
 
     data = part('{"a":') + part("1}") + event(chunk(choice(finish_reason="tool_calls"))) + DONE
     sdk = run_sdk(client, [data])
-    _, result = run_chunkwise([data])
+    _, result = parse([data])
     assert sdk.error is None
     (sdk_call,) = sdk.final.choices[0].message.tool_calls
     assert (sdk_call.id, sdk_call.function.name) == ("call_1call_1", "ff")
@@ -436,7 +426,7 @@ def test_tool_index_not_starting_at_zero_sdk_raises_index_error(client: Any) -> 
         + DONE
     )
     sdk = run_sdk(client, [data])
-    _, result = run_chunkwise([data])
+    _, result = parse([data])
     assert isinstance(sdk.error, IndexError)
     assert result.status == "complete"
     (cw_call,) = result.choice(0).tool_calls
@@ -451,7 +441,7 @@ def test_role_repeated_in_every_delta_sdk_concatenates(client: Any) -> None:
         + DONE
     )
     sdk = run_sdk(client, [data])
-    _, result = run_chunkwise([data])
+    _, result = parse([data])
     assert sdk.error is None
     assert sdk.final.choices[0].message.role == "assistantassistant"
     assert result.choice(0).role == "assistant"
@@ -459,7 +449,7 @@ def test_role_repeated_in_every_delta_sdk_concatenates(client: Any) -> None:
     vector = VECTORS["openrouter_processing_comments_reasoning_field_usage_cost"]
     data = vector["raw"].encode()
     assert run_sdk(client, [data]).final.choices[0].message.role == "assistant" * 4
-    assert run_chunkwise([data])[1].choice(0).role == "assistant"
+    assert parse([data])[1].choice(0).role == "assistant"
 
 
 def test_choices_out_of_order_sdk_raises_index_error(client: Any) -> None:
@@ -471,7 +461,7 @@ def test_choices_out_of_order_sdk_raises_index_error(client: Any) -> None:
         + DONE
     )
     sdk = run_sdk(client, [data])
-    _, result = run_chunkwise([data])
+    _, result = parse([data])
     assert isinstance(sdk.error, IndexError)
     assert result.status == "complete"
     assert [(c.index, c.content) for c in result.choices] == [(0, "A"), (1, "B")]
@@ -486,7 +476,7 @@ def test_usage_chunk_without_choices_list_sdk_raises_type_error(client: Any, cho
         usage_chunk["choices"] = None
     data = b"".join(HELLO_PARTS[:3]) + event(usage_chunk) + DONE
     sdk = run_sdk(client, [data])
-    _, result = run_chunkwise([data])
+    _, result = parse([data])
     assert isinstance(sdk.error, TypeError)
     assert result.status == "complete"
     assert result.usage == USAGE
@@ -495,7 +485,7 @@ def test_usage_chunk_without_choices_list_sdk_raises_type_error(client: Any, cho
 def test_usage_under_x_groq_sdk_reports_none(client: Any) -> None:
     data = VECTORS["groq_whole_tool_call_usage_under_x_groq"]["raw"].encode()
     sdk = run_sdk(client, [data])
-    _, result = run_chunkwise([data])
+    _, result = parse([data])
     assert sdk.error is None
     assert sdk.final.usage is None
     assert result.usage is not None
@@ -520,7 +510,7 @@ def test_usage_not_on_the_last_chunk_sdk_reports_none(client: Any, where: str) -
             + DONE
         )
     sdk = run_sdk(client, [data])
-    _, result = run_chunkwise([data])
+    _, result = parse([data])
     # SDK: the snapshot's usage is the last chunk's, even when that is None.
     assert sdk.error is None
     assert sdk.final.usage is None
@@ -530,7 +520,7 @@ def test_usage_not_on_the_last_chunk_sdk_reports_none(client: Any, where: str) -
 def test_missing_done_and_finish_reason_sdk_reports_success(client: Any) -> None:
     data = b"".join(HELLO_PARTS[:2])  # the connection closed early
     sdk = run_sdk(client, [data])
-    events, result = run_chunkwise([data])
+    events, result = parse([data])
     assert sdk.error is None
     assert sdk.final_error is None
     assert sdk.final.choices[0].finish_reason is None
@@ -544,7 +534,7 @@ def test_missing_done_and_finish_reason_sdk_reports_success(client: Any) -> None
 def test_truncated_inside_an_event_sdk_reports_success(client: Any) -> None:
     data = HELLO_PARTS[0] + HELLO_PARTS[1][:30]
     sdk = run_sdk(client, [data])
-    _, result = run_chunkwise([data])
+    _, result = parse([data])
     assert sdk.error is None
     assert sdk.final_error is None
     assert sdk.final.choices[0].message.content == "Hel"
@@ -564,7 +554,7 @@ def test_finish_reason_length_or_content_filter_sdk_final_completion_raises(
 ) -> None:
     data = HELLO_PARTS[0] + event(chunk(choice(finish_reason=reason))) + DONE
     sdk = run_sdk(client, [data])
-    _, result = run_chunkwise([data])
+    _, result = parse([data])
     # SDK: iterating works, but get_final_completion() raises, even without
     # response_format or tools.
     assert sdk.error is None
@@ -579,7 +569,7 @@ def test_finish_reason_length_or_content_filter_sdk_final_completion_raises(
 def test_recorded_length_stream_sdk_final_completion_raises(client: Any) -> None:
     data = (DATA / "openai_recordings" / "4cc50a6135d2.sse").read_bytes()
     sdk = run_sdk(client, [data])
-    _, result = run_chunkwise([data])
+    _, result = parse([data])
     assert isinstance(sdk.final_error, openai.LengthFinishReasonError)
     assert result.status == "complete"
     assert result.choice(0).finish_reason == "length"
@@ -588,7 +578,7 @@ def test_recorded_length_stream_sdk_final_completion_raises(client: Any) -> None
 def test_finish_reason_error_sdk_reports_success(client: Any) -> None:
     data = HELLO_PARTS[0] + event(chunk(choice(finish_reason="error"))) + DONE
     sdk = run_sdk(client, [data])
-    events, result = run_chunkwise([data])
+    events, result = parse([data])
     assert sdk.error is None
     assert sdk.final_error is None
     assert sdk.final.choices[0].finish_reason == "error"
@@ -610,7 +600,7 @@ ERROR_SHAPES = {
 def test_error_without_error_key_sdk_ignores_it(client: Any, shape: str) -> None:
     data = HELLO_PARTS[0] + ERROR_SHAPES[shape]
     sdk = run_sdk(client, [data])
-    events, result = run_chunkwise([data])
+    events, result = parse([data])
     # SDK: no exception; the error body is dropped (not a chat.completion.chunk)
     # or never dispatched, and the partial answer looks like a success.
     assert sdk.error is None
@@ -627,7 +617,7 @@ def test_error_without_error_key_sdk_ignores_it(client: Any, shape: str) -> None
 def test_error_object_in_chunk_sdk_raises_api_error(client: Any) -> None:
     data = VECTORS["openai_midstream_error_event"]["raw"].encode()
     sdk = run_sdk(client, [data])
-    _, result = run_chunkwise([data])
+    _, result = parse([data])
     # Both report the error; the SDK as an exception out of the iteration
     # (the content so far is only in the state's snapshot), chunkwise as a
     # failed result that keeps the content and the error's type and code.
@@ -641,7 +631,7 @@ def test_error_object_in_chunk_sdk_raises_api_error(client: Any) -> None:
 
 def test_only_done_sdk_final_completion_fails(client: Any) -> None:
     sdk = run_sdk(client, [DONE])
-    _, result = run_chunkwise([DONE])
+    _, result = parse([DONE])
     assert sdk.error is None
     assert isinstance(sdk.final_error, AssertionError)
     assert result.status == "incomplete"
@@ -656,11 +646,11 @@ def test_event_larger_than_limit_sdk_buffers_it(client: Any) -> None:
         + DONE
     )
     sdk = run_sdk(client, [data])
-    _, result = run_chunkwise([data], max_event_size=4096)
+    _, result = parse([data], max_event_size=4096)
     # SDK: no limit on an event's size.
     assert sdk.error is None
     assert sdk.final.choices[0].message.content == big
     # chunkwise: a configurable bound (chunkwise.DEFAULT_MAX_EVENT_SIZE by default).
     assert result.status == "failed"
     assert isinstance(result.error, chunkwise.EventTooLarge)
-    assert run_chunkwise([data])[1].content == big
+    assert parse([data])[1].content == big
