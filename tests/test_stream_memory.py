@@ -4,7 +4,8 @@ cancellation and timeouts with a fake server and a MockClock."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -116,6 +117,19 @@ class FakeServer:
         self.client_closed.set()
 
 
+@asynccontextmanager
+async def serving(server: FakeServer) -> AsyncIterator[trio.abc.Stream]:
+    """Run ``server`` on one end of a memory stream; yield the client's end.
+
+    Leaving the block stops the server, finished or not.
+    """
+    client, server_stream = trio.testing.memory_stream_pair()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server.run, server_stream)
+        yield client
+        nursery.cancel_scope.cancel()
+
+
 def pieces_of(body: bytes, size: int) -> list[bytes]:
     return [body[i : i + size] for i in range(0, len(body), size)]
 
@@ -123,7 +137,6 @@ def pieces_of(body: bytes, size: int) -> list[bytes]:
 async def test_subscribers_each_receive_every_event_and_then_end_of_channel(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    client, server_stream = trio.testing.memory_stream_pair()
     server = FakeServer([head(), *pieces_of(BODY, 7)])
     received: dict[str, list[chunkwise.Event]] = {"all": [], "choice": [], "tool": [], "life": []}
 
@@ -132,8 +145,7 @@ async def test_subscribers_each_receive_every_event_and_then_end_of_channel(
             async for event in channel:
                 received[name].append(event)
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(server.run, server_stream)
+    async with serving(server) as client:
         async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
             stream.start_soon(consume, "all", stream.subscribe())
             stream.start_soon(consume, "choice", stream.subscribe("choice"))
@@ -157,10 +169,8 @@ async def test_subscribers_each_receive_every_event_and_then_end_of_channel(
 
 
 async def test_async_for_single_consumer_and_result(autojump_clock: trio.testing.MockClock) -> None:
-    client, server_stream = trio.testing.memory_stream_pair()
     server = FakeServer([head(), BODY])
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(server.run, server_stream)
+    async with serving(server) as client:
         async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
             events = [event async for event in stream]
             result = await stream.result()
@@ -171,11 +181,9 @@ async def test_async_for_single_consumer_and_result(autojump_clock: trio.testing
 async def test_server_close_before_finish_is_incomplete_with_partial_text(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    client, server_stream = trio.testing.memory_stream_pair()
     cut = BODY.index("wörld".encode())
     server = FakeServer([head(), BODY[:cut]])
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(server.run, server_stream)
+    async with serving(server) as client:
         async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
             events = [event async for event in stream]
     result = stream.snapshot
@@ -187,12 +195,10 @@ async def test_server_close_before_finish_is_incomplete_with_partial_text(
 async def test_truncated_chunked_body_is_connection_lost_and_keeps_output(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    client, server_stream = trio.testing.memory_stream_pair()
     part = BODY[: BODY.index(b"tool_calls")]
     chunked = f"{len(part) + 100:x}\r\n".encode() + part  # promises more than it sends
     server = FakeServer([head("chunked"), chunked])
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(server.run, server_stream)
+    async with serving(server) as client:
         async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
             result = await stream.result()
     assert result.status == "incomplete"
@@ -207,16 +213,13 @@ async def test_idle_timeout_ends_stream_incomplete_with_partial_output(
     endpoint = chunkwise.Endpoint(
         base_url="http://127.0.0.1:9/v1", timeouts=chunkwise.Timeouts(idle=5.0)
     )
-    client, server_stream = trio.testing.memory_stream_pair()
     part = BODY[: BODY.index(b"tool_calls")]
     server = FakeServer([head(), part], hang=True)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(server.run, server_stream)
+    async with serving(server) as client:
         start = trio.current_time()
         async with chunkwise.open_chat_stream(endpoint, REQUEST, transport=client) as stream:
             result = await stream.result()
         assert trio.current_time() - start == pytest.approx(5.0, abs=0.5)
-        nursery.cancel_scope.cancel()
     assert result.status == "incomplete"
     assert result.reason is IncompleteReason.IDLE_TIMEOUT
     assert result.content == "Hello, wörld"
@@ -225,7 +228,6 @@ async def test_idle_timeout_ends_stream_incomplete_with_partial_output(
 async def test_consumer_exception_cancels_stream_and_propagates_alone(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    client, server_stream = trio.testing.memory_stream_pair()
     server = FakeServer([head(), *pieces_of(BODY, 10)], delay=0.1, hang=True)
 
     async def bad_consumer(channel: trio.MemoryReceiveChannel[chunkwise.Event]) -> None:
@@ -233,24 +235,20 @@ async def test_consumer_exception_cancels_stream_and_propagates_alone(
             if isinstance(event, ContentDelta):
                 raise KeyError("consumer bug")
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(server.run, server_stream)
+    async with serving(server) as client:
         with pytest.raises(KeyError, match="consumer bug"):
             async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
                 stream.start_soon(bad_consumer, stream.subscribe())
                 await trio.sleep_forever()
         with trio.fail_after(1):
             await server.client_closed.wait()
-        nursery.cancel_scope.cancel()
 
 
 async def test_exception_in_block_propagates_alone_and_closes_socket(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    client, server_stream = trio.testing.memory_stream_pair()
     server = FakeServer([head(), *pieces_of(BODY, 10)], delay=0.1, hang=True)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(server.run, server_stream)
+    async with serving(server) as client:
         with pytest.raises(ValueError, match="user error"):
             async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
                 async for event in stream:
@@ -258,16 +256,13 @@ async def test_exception_in_block_propagates_alone_and_closes_socket(
                         raise ValueError("user error")
         with trio.fail_after(1):
             await server.client_closed.wait()
-        nursery.cancel_scope.cancel()
 
 
 async def test_leaving_the_block_early_cancels_and_result_says_cancelled(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    client, server_stream = trio.testing.memory_stream_pair()
     server = FakeServer([head(), *pieces_of(BODY, 10)], delay=0.1, hang=True)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(server.run, server_stream)
+    async with serving(server) as client:
         async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
             channel = stream.subscribe()
             async for event in channel:
@@ -277,16 +272,13 @@ async def test_leaving_the_block_early_cancels_and_result_says_cancelled(
         assert stream.snapshot.reason is IncompleteReason.CANCELLED
         with trio.fail_after(1):
             await server.client_closed.wait()
-        nursery.cancel_scope.cancel()
 
 
 async def test_stream_cancel_delivers_terminal_event_to_subscribers(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    client, server_stream = trio.testing.memory_stream_pair()
     server = FakeServer([head(), *pieces_of(BODY, 10)], delay=0.1, hang=True)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(server.run, server_stream)
+    async with serving(server) as client:
         async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
             events = []
             async for event in stream:
@@ -295,29 +287,24 @@ async def test_stream_cancel_delivers_terminal_event_to_subscribers(
                     stream.cancel()
         assert isinstance(events[-1], StreamIncomplete)
         assert events[-1].reason is IncompleteReason.CANCELLED
-        nursery.cancel_scope.cancel()
 
 
 async def test_outer_deadline_mid_body_closes_socket_before_exit(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    client, server_stream = trio.testing.memory_stream_pair()
     server = FakeServer([head(), BODY[:50]], hang=True)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(server.run, server_stream)
+    async with serving(server) as client:
         with trio.move_on_after(3) as scope:
             async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
                 await stream.result()
         assert scope.cancelled_caught
         with trio.fail_after(1):
             await server.client_closed.wait()
-        nursery.cancel_scope.cancel()
 
 
 async def test_slow_lossless_subscriber_applies_backpressure_without_loss(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    client, server_stream = trio.testing.memory_stream_pair()
     many = sse(
         *[chunk(choice(content=str(i))) for i in range(50)], chunk(choice(finish_reason="stop"))
     )
@@ -329,8 +316,7 @@ async def test_slow_lossless_subscriber_applies_backpressure_without_loss(
             slow.append(event)
             await trio.sleep(0.01)
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(server.run, server_stream)
+    async with serving(server) as client:
         async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
             stream.start_soon(slow_consumer, stream.subscribe(buffer_size=2))
             fast = [event async for event in stream]
@@ -341,13 +327,11 @@ async def test_slow_lossless_subscriber_applies_backpressure_without_loss(
 async def test_lossy_subscriber_reports_drops_and_still_gets_terminal(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    client, server_stream = trio.testing.memory_stream_pair()
     many = sse(
         *[chunk(choice(content=str(i))) for i in range(50)], chunk(choice(finish_reason="stop"))
     )
     server = FakeServer([head(), many])
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(server.run, server_stream)
+    async with serving(server) as client:
         async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
             lossy = stream.subscribe(buffer_size=3, lossy=True)
             fast = [event async for event in stream]
@@ -361,10 +345,8 @@ async def test_lossy_subscriber_reports_drops_and_still_gets_terminal(
 async def test_subscriber_closing_its_channel_does_not_disturb_others(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    client, server_stream = trio.testing.memory_stream_pair()
     server = FakeServer([head(), *pieces_of(BODY, 5)])
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(server.run, server_stream)
+    async with serving(server) as client:
         async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
             quitter = stream.subscribe(buffer_size=0)
             stays = stream.subscribe()
@@ -381,10 +363,8 @@ async def test_subscriber_closing_its_channel_does_not_disturb_others(
 async def test_late_subscriber_after_end_gets_terminal_then_end_of_channel(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    client, server_stream = trio.testing.memory_stream_pair()
     server = FakeServer([head(), BODY])
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(server.run, server_stream)
+    async with serving(server) as client:
         async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
             await stream.result()
             late = stream.subscribe()
@@ -394,15 +374,13 @@ async def test_late_subscriber_after_end_gets_terminal_then_end_of_channel(
 async def test_complete_chat_and_http_error_before_block(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    client, server_stream = trio.testing.memory_stream_pair()
     error = json.dumps({"error": {"message": "no such model", "type": "invalid_request_error"}})
     response = (
         "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\n"
         f"Content-Length: {len(error)}\r\nx-request-id: req_1\r\n\r\n{error}"
     ).encode()
     server = FakeServer([response])
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(server.run, server_stream)
+    async with serving(server) as client:
         with pytest.raises(chunkwise.HTTPStatusError) as info:
             async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client):
                 pytest.fail("the block must not run")  # pragma: no cover
@@ -414,7 +392,6 @@ async def test_complete_chat_and_http_error_before_block(
 async def test_leaving_early_with_an_unread_subscriber_does_not_hang(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    client, server_stream = trio.testing.memory_stream_pair()
     server = FakeServer([head(), *pieces_of(BODY, 10)], delay=0.1, hang=True)
     received: list[chunkwise.Event] = []
 
@@ -423,14 +400,12 @@ async def test_leaving_early_with_an_unread_subscriber_does_not_hang(
             received.append(event)
             await trio.sleep(0.05)
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(server.run, server_stream)
+    async with serving(server) as client:
         with trio.fail_after(10):
             async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
                 unread = stream.subscribe(buffer_size=1)  # nobody ever reads this one
                 stream.start_soon(consumer, stream.subscribe(buffer_size=1))
                 await trio.sleep(0.3)  # leave while the stream runs
-        nursery.cancel_scope.cancel()
     assert isinstance(received[-1], StreamIncomplete)
     assert received[-1].reason is IncompleteReason.CANCELLED
     with pytest.raises(trio.EndOfChannel):
@@ -441,14 +416,11 @@ async def test_leaving_early_with_an_unread_subscriber_does_not_hang(
 async def test_leaving_early_with_no_consumer_task_returns_at_once(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    client, server_stream = trio.testing.memory_stream_pair()
     server = FakeServer([head(), *pieces_of(BODY, 10)], delay=0.1, hang=True)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(server.run, server_stream)
+    async with serving(server) as client:
         async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
             stream.subscribe(buffer_size=1)
             await trio.sleep(0.3)
             left = trio.current_time()
         assert trio.current_time() == left
-        nursery.cancel_scope.cancel()
     assert stream.snapshot.reason is IncompleteReason.CANCELLED
