@@ -8,6 +8,11 @@ every input is valid.
 
 from __future__ import annotations
 
+#: The longest body a harness takes from its input: two input bytes choose the
+#: size, and bodies must hold nesting past the recursion limit and integers
+#: past the digit limit (see _seeds.py).
+MAX_BODY = 1 << 14
+
 
 class ByteReader:
     """Consume ``data`` from the front: integers, choices, byte strings."""

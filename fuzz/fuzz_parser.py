@@ -38,7 +38,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 
 import attrs
-from _bytes import ByteReader, split_reads
+from _bytes import MAX_BODY, ByteReader, split_reads
 
 import chunkwise
 
@@ -216,7 +216,7 @@ def TestOneInput(data: bytes) -> None:
     reader = ByteReader(data)
     mode = reader.byte()
     limit = int(reader.choice(LIMITS))  # type: ignore[call-overload]
-    body = reader.take(reader.int_below(4096)) if mode & 1 else chunks_body(reader)
+    body = reader.take(reader.int_below(MAX_BODY)) if mode & 1 else chunks_body(reader)
     reads = split_reads(reader, body)
     whole = parse([body], limit)
     check(*whole, limit)

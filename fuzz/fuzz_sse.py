@@ -24,7 +24,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _bytes import ByteReader, split_reads
+from _bytes import MAX_BODY, ByteReader, split_reads
 
 import chunkwise
 
@@ -55,7 +55,7 @@ def TestOneInput(data: bytes) -> None:
     reader = ByteReader(data)
     limit = int(reader.choice(LIMITS))  # type: ignore[call-overload]
     legacy = bool(reader.byte() & 1)
-    stream = reader.take(reader.int_below(4096))
+    stream = reader.take(reader.int_below(MAX_BODY))
     reads = split_reads(reader, stream)
     assert b"".join(reads) == stream
     whole = outcome([stream], limit, legacy)

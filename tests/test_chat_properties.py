@@ -3,6 +3,7 @@ events and result as one read, and the result is the stream that was generated."
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -112,8 +113,13 @@ def test_fixed_size_reads_match_one_read(
     assert parse(reads) == parse([body])
 
 
+# JSON has no NaN or infinity: json.dumps would write text the parser rejects.
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | text,
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | text,
     lambda children: (
         st.lists(children, max_size=3)
         | st.dictionaries(st.sampled_from(["a", "index", "delta", "content"]), children, max_size=3)
@@ -195,3 +201,85 @@ def test_arbitrary_json_shaped_chunks_never_raise(chunks: list[dict[str, Any]]) 
     assert len(terminals) == 1 and events[-1] is terminals[0]
     if acc.result.status == "failed":
         assert isinstance(acc.result.error, chunkwise.ChunkwiseError)
+
+
+# --- a result never changes after it was handed out --------------------------------------
+
+words = st.text(alphabet="abcé😀 ", min_size=1, max_size=4)
+
+
+@st.composite
+def rich_chunks(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Chunks with logprobs, usage (nested details) and streamed tool calls, 1 or 2 choices."""
+    queues: list[list[dict[str, Any]]] = []
+    for index in range(draw(st.integers(1, 2))):
+        deltas: list[dict[str, Any]] = []
+        for word in draw(st.lists(words, max_size=4)):
+            top = [{"token": word, "logprob": -0.5, "bytes": list(word.encode())}]
+            logprobs = {"content": [{**top[0], "top_logprobs": top}], "refusal": None}
+            deltas.append({"index": index, "delta": {"content": word}, "logprobs": logprobs})
+        for i, value in enumerate(draw(st.lists(words, max_size=2))):
+            text = json.dumps({"city": value, "days": [1, 2]})
+            cuts = sorted(draw(st.lists(st.integers(0, len(text)), max_size=3)))
+            head = {"index": i, "id": f"call_{index}_{i}", "function": {"name": "f"}}
+            deltas.append({"index": index, "delta": {"tool_calls": [head]}})
+            for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True):
+                call = {"index": i, "function": {"arguments": text[a:b]}}
+                deltas.append({"index": index, "delta": {"tool_calls": [call]}})
+        if draw(st.booleans()):
+            deltas.append({"index": index, "delta": {}, "finish_reason": "stop"})
+        queues.append(deltas)
+    chunks: list[dict[str, Any]] = []
+    while any(queues):
+        # Interleave the choices, each in its own order, with the odd usage chunk.
+        queue = draw(st.sampled_from([q for q in queues if q]))
+        chunks.append({"choices": [queue.pop(0)]})
+        if draw(st.integers(0, 4)) == 0:
+            details = {"reasoning_tokens": len(chunks)}
+            usage = {"total_tokens": len(chunks), "completion_tokens_details": details}
+            chunks.append({"choices": [], "usage": usage})
+    return chunks
+
+
+def _feed_and_snapshot(chunks: list[dict[str, Any]], as_bytes: bool) -> list[tuple[Any, Any]]:
+    """Feed the chunks one by one; after each, the snapshot and the events, with deep copies."""
+    handed_out: list[tuple[Any, Any]] = []
+    parser = chunkwise.ChatStreamParser()
+    accumulator = chunkwise.ChatAccumulator()
+    for c in chunks:
+        if as_bytes:
+            events = parser.feed(f"data: {json.dumps(c)}\n\n".encode())
+            snapshot = parser.result
+        else:
+            events = accumulator.feed_chunk(c)
+            snapshot = accumulator.result
+        handed_out.append(((snapshot, events), copy.deepcopy((snapshot, events))))
+    events = parser.end() if as_bytes else accumulator.end()
+    final = parser.result if as_bytes else accumulator.result
+    handed_out.append(((final, events), copy.deepcopy((final, events))))
+    return handed_out
+
+
+@SETTINGS
+@given(chunks=rich_chunks(), as_bytes=st.booleans())
+def test_snapshots_and_events_never_change_after_they_were_handed_out(
+    chunks: list[dict[str, Any]], as_bytes: bool
+) -> None:
+    handed_out = _feed_and_snapshot(chunks, as_bytes)
+    if not as_bytes:
+        # The caller's chunks are theirs to change, which changes no result.
+        for c in chunks:
+            for choice in c["choices"]:
+                logprobs = choice.get("logprobs")
+                if logprobs:
+                    logprobs["content"].append({"token": "changed"})
+                    logprobs["content"][0]["logprob"] = 0.0
+            if "usage" in c:
+                c["usage"]["completion_tokens_details"]["reasoning_tokens"] = -1
+    for given_out, copied in handed_out:
+        assert given_out == copied
+    # And the final result is what the stream said.
+    final = handed_out[-1][0][0]
+    for choice in final.choices:
+        tokens = [t["token"] for t in (choice.logprobs or {}).get("content", [])]
+        assert "".join(tokens) == choice.content

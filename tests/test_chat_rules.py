@@ -385,6 +385,36 @@ def test_object_error_body_is_an_error_payload() -> None:
     assert result.server_error.type == "NotFoundError"
 
 
+def test_finish_reason_error_next_to_an_error_object_keeps_both() -> None:
+    # OpenRouter's mid-stream error chunk: the choice ends with finish_reason
+    # "error" and the chunk carries the error object.
+    error_chunk = {
+        "id": "gen-1",
+        "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}],
+        "error": {"message": "Provider returned error", "code": 502},
+    }
+    body = sse(chunk(choice(content="partial")), error_chunk, done=False)
+    events, result = parse([body])
+    assert result.status == "failed"
+    assert result.choice(0).finish_reason == "error"
+    assert result.choice(0).content == "partial"
+    error = result.server_error
+    assert error is not None
+    assert (error.message, error.code) == ("Provider returned error", 502)
+    kinds = [type(e) for e in events]
+    assert kinds[-3:] == [ChoiceFinished, StreamErrorReceived, StreamFailed]
+    assert events[-3] == ChoiceFinished(choice_index=0, finish_reason="error")
+    assert terminal(events) == StreamFailed(result=result, error=error)
+
+
+def test_ill_shaped_choices_next_to_an_error_object_fail_with_the_servers_error() -> None:
+    events, result = parse([sse({"error": {"message": "boom"}, "choices": "x"}, done=False)])
+    assert result.server_error is not None
+    assert result.server_error.message == "boom"
+    assert [a.kind for a in result.anomalies] == ["invalid chunk"]
+    assert isinstance(terminal(events), StreamFailed)
+
+
 def test_done_after_an_error_does_not_make_it_complete() -> None:
     body = sse({"error": {"message": "x"}}, done=True)
     events, result = parse([body])
@@ -602,6 +632,51 @@ def test_tool_call_snapshot_mid_stream_parses_on_demand() -> None:
     assert call.parse_arguments() == [1]
 
 
+@pytest.mark.parametrize(
+    ("arguments", "text"),
+    [
+        pytest.param({"city": "Paris"}, '{"city":"Paris"}', id="object"),
+        pytest.param(
+            {"ville": "Zürich", "n": [1, 2.5]}, '{"ville":"Zürich","n":[1,2.5]}', id="nested"
+        ),
+        pytest.param({}, "{}", id="empty-object"),
+        pytest.param([1, "a"], '[1,"a"]', id="list"),
+        pytest.param(42, "42", id="number"),
+        pytest.param(False, "false", id="bool"),
+    ],
+)
+def test_tool_arguments_sent_as_a_json_value_are_kept_as_compact_json_text(
+    arguments: object, text: str
+) -> None:
+    # Some OpenAI-compatible servers send "arguments" as a JSON value, not as
+    # text: kept as its compact JSON text, appended like a fragment, and noted.
+    call = {"index": 0, "id": "a", "type": "function"}
+    call["function"] = {"name": "get_weather", "arguments": arguments}
+    events, result = accumulate(
+        [chunk(choice(tool_calls=[call])), chunk(choice(finish_reason="tool_calls"))]
+    )
+    (got,) = result.choice(0).tool_calls
+    assert got.arguments == text
+    assert got.parse_arguments() == arguments
+    assert ToolCallArgumentsDelta(choice_index=0, tool_index=0, fragment=text) in events
+    assert [a.kind for a in result.anomalies] == ["non-string arguments"]
+    assert result.status == "complete"
+
+
+def test_null_tool_arguments_are_nothing_and_no_anomaly() -> None:
+    call = {"index": 0, "id": "a", "function": {"name": "f", "arguments": None}}
+    events, result = accumulate(
+        [
+            chunk(choice(tool_calls=[call])),
+            chunk(choice(tool_calls=[tool(0, arguments="{}")])),
+            chunk(choice(finish_reason="tool_calls")),
+        ]
+    )
+    assert result.choice(0).tool_calls[0].arguments == "{}"
+    assert [e.fragment for e in events if isinstance(e, ToolCallArgumentsDelta)] == ["{}"]
+    assert not result.anomalies
+
+
 # -- bad input ----------------------------------------------------------------------------
 
 
@@ -634,6 +709,65 @@ def test_ill_shaped_chunks_fail_with_invalid_chunk(data: bytes, message: str) ->
     assert isinstance(result.error, chunkwise.RemoteProtocolError)
     assert message in str(result.error)
     assert result.choice(0).content == "kept"
+    assert isinstance(terminal(events), StreamFailed)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        pytest.param(b"[" * 5000 + b"]" * 5000, "nested deeper", id="deeply-nested"),
+        pytest.param(
+            b'{"choices": [], "usage": {"total_tokens": ' + b"9" * 5000 + b"}}",
+            "integer string conversion",
+            id="integer-with-too-many-digits",
+        ),
+        pytest.param(b'{"choices": [], "usage": {"cost": NaN}}', "NaN is not", id="nan"),
+        pytest.param(b'{"usage": {"cost": Infinity}}', "Infinity is not", id="infinity"),
+        pytest.param(b'{"usage": {"cost": -Infinity}}', "-Infinity is not", id="minus-infinity"),
+    ],
+)
+def test_json_the_parser_cannot_take_fails_with_invalid_chunk_keeping_earlier_output(
+    data: bytes, message: str
+) -> None:
+    prefix = sse(chunk(choice(content="kept")), done=False)
+    body = prefix + b"data: " + data + b"\n\n"
+    for reads in ([body], [body[:100], body[100:]]):
+        events, result = parse(reads)
+        assert isinstance(result.error, chunkwise.InvalidChunk)
+        assert message in str(result.error)
+        assert result.error.data == data[:2000].decode()
+        assert result.content == "kept"
+        assert isinstance(terminal(events), StreamFailed)
+
+
+def test_number_too_large_for_a_float_is_infinity_as_in_javascript() -> None:
+    body = sse(chunk(choice(content="x", finish_reason="stop"), usage={"cost": 1e999}))
+    assert b"Infinity" in body  # json.dumps writes inf so; the test needs 1e999
+    body = body.replace(b"Infinity", b"1e999")
+    _, result = parse([body])
+    assert result.status == "complete"
+    assert result.usage == {"cost": float("inf")}
+
+
+def test_integer_within_the_digit_limit_is_kept_exactly() -> None:
+    import sys
+
+    digits = sys.get_int_max_str_digits() or 4300
+    body = sse(chunk(choice(content="x", finish_reason="stop"), usage={"n": 10 ** (digits - 1)}))
+    _, result = parse([body])
+    assert result.status == "complete"
+    assert result.usage == {"n": 10 ** (digits - 1)}
+
+
+def test_error_event_with_deeply_nested_data_is_a_stream_error_with_the_text() -> None:
+    data = "[" * 5000 + "]" * 5000
+    body = (
+        sse(chunk(choice(content="kept")), done=False) + f"event: error\ndata: {data}\n\n".encode()
+    )
+    events, result = parse([body])
+    assert result.server_error is not None
+    assert result.server_error.message == data
+    assert result.content == "kept"
     assert isinstance(terminal(events), StreamFailed)
 
 
@@ -743,6 +877,26 @@ def test_parser_passes_tools_to_validation() -> None:
 
 
 # -- metadata ----------------------------------------------------------------------------
+
+
+def test_metadata_first_seen_in_a_later_chunk_is_kept() -> None:
+    # Each field is assigned the first time a chunk carries a valid value,
+    # whichever chunk that is; later values never replace it.
+    _, result = accumulate(
+        [
+            {"id": "chatcmpl-1", "model": "m", "choices": [choice(content="a")]},
+            {"id": "chatcmpl-1", "created": "soon", "choices": [choice(content="b")]},
+            {"created": 1700000001, "choices": [choice(content="c")]},
+            {"system_fingerprint": "fp_late", "choices": [choice(finish_reason="stop")]},
+            {"created": 5, "system_fingerprint": "fp_other", "model": "m2", "choices": []},
+        ]
+    )
+    assert (result.id, result.model, result.created, result.system_fingerprint) == (
+        "chatcmpl-1",
+        "m",
+        1700000001,
+        "fp_late",
+    )
 
 
 def test_metadata_is_assigned_from_the_first_chunk_that_has_it() -> None:

@@ -225,14 +225,16 @@ def test_ssl_context_and_timeouts_are_type_checked() -> None:
 
 
 def test_timeouts() -> None:
-    assert Timeouts() == Timeouts(connect=10.0, idle=600.0)
+    assert Timeouts() == Timeouts(connect=10.0, idle=600.0, error_body=5.0)
     assert Endpoint("https://x.example").timeouts == Timeouts()
-    assert Timeouts(connect=None, idle=None).idle is None
+    assert Timeouts(connect=None, idle=None, error_body=None).error_body is None
     for bad in (0, -1, float("nan"), True, "5"):
         with pytest.raises(InvalidEndpoint, match="timeout"):
             Timeouts(connect=bad)  # type: ignore[arg-type]
         with pytest.raises(InvalidEndpoint, match="timeout"):
             Timeouts(idle=bad)  # type: ignore[arg-type]
+        with pytest.raises(InvalidEndpoint, match="error_body timeout"):
+            Timeouts(error_body=bad)  # type: ignore[arg-type]
 
 
 def test_evolve_revalidates() -> None:

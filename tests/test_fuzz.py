@@ -11,7 +11,12 @@ tests/test_chat_properties.py do not already cover.
 * Memory is bounded: an endless event stops the parser after ``max_event_size``
   plus one read, and the peak allocation stays near that (tracemalloc).
 * A smoke run of the atheris harnesses in fuzz/ (their ``TestOneInput`` on a few
-  hundred inputs), so the long-run harnesses cannot rot; atheris is not needed.
+  hundred inputs and on the seeds in fuzz/_seeds.py), so the long-run harnesses
+  cannot rot; atheris is not needed.
+
+The properties run derandomized: CI runs the same examples every time, and a
+failure found by a longer local run (``--hypothesis-seed``, or a profile
+without ``derandomize``) is pinned with ``@example``.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import Any
 
 import attrs
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import chunkwise
@@ -32,10 +37,17 @@ from _streams import parse, splits
 from test_chat_properties import chunk_values
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "fuzz"))
+import _bytes
+import _seeds
 import fuzz_parser
 import fuzz_sse
 
-SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=True,
+)
 
 # Pieces of chat streams, to be glued together at random.
 CHAT_TOKENS = [
@@ -75,14 +87,34 @@ def cut(data: st.DataObject, body: bytes) -> list[bytes]:
     return splits(body, points)
 
 
+def _nested(depth: int) -> bytes:
+    return b"[" * depth + b"]" * depth
+
+
 @SETTINGS
-@given(data=st.data(), body=chat_bytes, limit=st.sampled_from([16, 100, 1 << 24]))
+@given(
+    body=chat_bytes,
+    limit=st.sampled_from([16, 100, 1 << 24]),
+    cuts=st.lists(st.integers(0, 1 << 16), max_size=25),
+)
+# Found by this property unseeded: the U+FFFD flushed by end() made the cut-off
+# line too large, and ChatStreamParser.end() let EventTooLarge escape.
+@example(body=b"data: data:data:" + b"\x00" * 6 + b"\xc2", limit=16, cuts=[])
+@example(body=b"data: data:data:" + b"\x00" * 6 + b"\xc2", limit=16, cuts=[7, 22])
+# JSON past the recursion and integer-digit limits, and numbers that are not finite.
+@example(body=b"data: " + _nested(5000) + b"\n\n", limit=1 << 24, cuts=[])
+@example(body=b'data: {"choices":[],"usage":' + _nested(5000) + b"}\n\n", limit=1 << 24, cuts=[9])
+@example(body=b"event: error\ndata: " + _nested(5000) + b"\n\n", limit=1 << 24, cuts=[])
+@example(body=b'data: {"usage":{"n":' + b"9" * 5000 + b"}}\n\n", limit=1 << 24, cuts=[])
+@example(body=b'data: {"usage":{"n":1e999,"m":-1e999}}\n\n', limit=1 << 24, cuts=[30])
+@example(body=b'data: {"usage":{"n":NaN}}\n\n', limit=1 << 24, cuts=[])
 def test_parser_over_arbitrary_bytes_and_any_split(
-    data: st.DataObject, body: bytes, limit: int
+    body: bytes, limit: int, cuts: list[int]
 ) -> None:
     whole = parse([body], max_event_size=limit)
     fuzz_parser.check(*whole, limit)
-    assert parse(cut(data, body), max_event_size=limit) == whole
+    assert parse(splits(body, cuts), max_event_size=limit) == whole
+    assert parse([body[i : i + 1] for i in range(len(body))], max_event_size=limit) == whole
     if whole[1].status == "failed" and isinstance(whole[1].error, chunkwise.EventTooLarge):
         assert whole[1].error.limit == limit
 
@@ -205,16 +237,47 @@ def test_sse_decoder_endless_event_has_bounded_memory() -> None:
 # --- smoke runs of the atheris harnesses ------------------------------------------------
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SMOKE = settings(SETTINGS, max_examples=300)
+
+
+@SMOKE
 @given(data=st.binary(max_size=3000))
 def test_fuzz_sse_harness_smoke(data: bytes) -> None:
     fuzz_sse.TestOneInput(data)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@SMOKE
 @given(data=st.binary(max_size=3000))
 def test_fuzz_parser_harness_smoke(data: bytes) -> None:
     fuzz_parser.TestOneInput(data)
+
+
+@pytest.mark.parametrize("name", sorted(_seeds.sse_seeds()))
+def test_fuzz_sse_harness_on_its_seeds(name: str) -> None:
+    fuzz_sse.TestOneInput(_seeds.sse_seeds()[name])
+
+
+@pytest.mark.parametrize("name", sorted(_seeds.parser_seeds()))
+def test_fuzz_parser_harness_on_its_seeds(name: str) -> None:
+    fuzz_parser.TestOneInput(_seeds.parser_seeds()[name])
+
+
+def test_seeds_select_the_body_and_limit_they_are_meant_for() -> None:
+    # A seed whose prefix no longer matches the harness would fuzz something else.
+    for name, data in _seeds.parser_seeds().items():
+        reader = _bytes.ByteReader(data)
+        assert reader.byte() & 1, name  # raw mode
+        limit = fuzz_parser.LIMITS[reader.int_below(len(fuzz_parser.LIMITS))]
+        body = reader.take(reader.int_below(_bytes.MAX_BODY))
+        assert body == _seeds.BODIES.get(name, _seeds.cut_off_line(64)), name
+        assert limit == (64 if name.startswith("cut-off") else chunkwise.DEFAULT_MAX_EVENT_SIZE)
+    for name, data in _seeds.sse_seeds().items():
+        reader = _bytes.ByteReader(data)
+        limit = fuzz_sse.LIMITS[reader.int_below(len(fuzz_sse.LIMITS))]
+        assert reader.byte() & 1, name  # legacy error field
+        body = reader.take(reader.int_below(_bytes.MAX_BODY))
+        assert body == _seeds.BODIES.get(name, _seeds.cut_off_line(100)), name
+        assert limit == (100 if name.startswith("cut-off") else chunkwise.DEFAULT_MAX_EVENT_SIZE)
 
 
 def test_fuzz_harnesses_on_the_recorded_streams() -> None:
@@ -228,9 +291,17 @@ def test_fuzz_harnesses_on_the_recorded_streams() -> None:
             fuzz_parser.TestOneInput(prefix + raw)
 
 
-def test_harness_byte_reader_is_total() -> None:
-    # Any input, even empty, is a valid test case.
+def test_harness_byte_reader_gives_zeros_when_exhausted_and_reads_rejoin() -> None:
+    # Any input, even empty, is a valid test case: an exhausted reader gives
+    # zeros and empty takes, and the reads it chooses always rejoin the body.
+    reader = _bytes.ByteReader(b"\x01\x02\x03")
+    assert (reader.byte(), reader.int_below(1000), reader.remaining) == (1, 0x0203, 0)
+    assert (reader.byte(), reader.int_below(7), reader.take(5), reader.rest()) == (0, 0, b"", b"")
+    assert reader.choice(["a", "b"]) == "a"
+    body = bytes(range(200))
+    for data in (b"", b"\x00", b"\x05\x40\xff", bytes(range(256))):
+        reads = _bytes.split_reads(_bytes.ByteReader(data), body)
+        assert b"".join(reads) == body, data
     fuzz_sse.TestOneInput(b"")
     fuzz_parser.TestOneInput(b"")
     fuzz_parser.TestOneInput(b"\x01")
-    assert attrs.has(chunkwise.ChatResult)

@@ -7,6 +7,8 @@ import json
 import socket
 import struct
 import time
+import traceback
+from collections.abc import Callable
 from typing import Any
 
 import h11
@@ -16,16 +18,20 @@ import trio.testing
 
 from chunkwise._endpoint import Endpoint, Timeouts
 from chunkwise._errors import (
+    ChunkwiseError,
     ConnectionLost,
     ConnectTimeout,
+    EventTooLarge,
     HTTPStatusError,
     IdleTimeout,
     IncompleteBody,
     RemoteProtocolError,
     StreamError,
+    ToolArgumentsError,
     TransportError,
     UnexpectedContentEncoding,
     UnexpectedContentType,
+    raise_itself,
 )
 from chunkwise._http import (
     MAX_ERROR_BODY,
@@ -34,6 +40,8 @@ from chunkwise._http import (
     open_http_response,
     parse_error_body,
 )
+from chunkwise._sse import SSEDecoder
+from chunkwise._tools import complete_tool_call
 from chunkwise._version import __version__
 from chunkwise.testing import (
     RecordedRequest,
@@ -281,6 +289,7 @@ async def test_http_error_is_raised_with_parsed_body(
     error = info.value
     assert error.status_code == script.status
     assert error.body == script.body
+    assert not error.truncated
     assert error.reason  # the standard phrase, e.g. "Unauthorized"
     if expected is None:
         assert error.error is None
@@ -348,6 +357,19 @@ async def test_error_body_is_bounded() -> None:
             async with open_http_response(server.endpoint(), REQUEST):
                 pass
     assert info.value.body == b"x" * MAX_ERROR_BODY
+    assert info.value.truncated
+    assert f"body truncated to {MAX_ERROR_BODY} bytes" in str(info.value)
+
+
+async def test_error_body_of_exactly_the_limit_is_whole() -> None:
+    script = ScriptedResponse(status=500, content_type="text/plain", body=b"x" * MAX_ERROR_BODY)
+    async with open_test_server(script) as server:
+        with pytest.raises(HTTPStatusError) as info:
+            async with open_http_response(server.endpoint(), REQUEST):
+                pass
+    assert info.value.body == script.body
+    assert not info.value.truncated
+    assert "truncated" not in str(info.value)
 
 
 async def test_truncated_error_body_still_raises_the_status() -> None:
@@ -359,6 +381,70 @@ async def test_truncated_error_body_still_raises_the_status() -> None:
     assert info.value.status_code == 500
     assert info.value.body == script.body[:10]
     assert info.value.error is None
+    assert info.value.truncated
+
+
+STALLED_HEAD = (
+    b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\n"
+    b"Content-Length: 1000\r\n\r\n"
+)
+STALLED_START = b'{"error": {"message": "the upstream'
+
+
+async def _stall_after(stream: trio.abc.Stream, data: bytes) -> None:
+    """Answer the request with ``data``, then send nothing until the client hangs up."""
+    await _read_request(stream)
+    await stream.send_all(data)
+    while await stream.receive_some():
+        pass
+
+
+@pytest.mark.parametrize(
+    ("timeouts", "bound"),
+    [
+        (Timeouts(), 5.0),
+        (Timeouts(error_body=0.5), 0.5),
+        (Timeouts(error_body=100.0, idle=30.0), 30.0),  # the idle timeout still applies
+        (Timeouts(error_body=None, idle=30.0), 30.0),
+    ],
+)
+async def test_stalled_error_body_is_cut_at_the_error_body_timeout(
+    autojump_clock: trio.testing.MockClock, timeouts: Timeouts, bound: float
+) -> None:
+    """A 500 whose body stalls halfway is raised after seconds, not the 600 s idle timeout."""
+    client, server = trio.testing.memory_stream_pair()
+    endpoint = Endpoint("http://x.example/v1", timeouts=timeouts)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_stall_after, server, STALLED_HEAD + STALLED_START)
+        start = trio.current_time()
+        with pytest.raises(HTTPStatusError) as info:
+            async with open_http_response(endpoint, REQUEST, transport=client):
+                pytest.fail("an error status must not be yielded")
+        # Virtual time: the autojump clock makes this exact, not a measurement.
+        assert trio.current_time() - start == pytest.approx(bound)
+    error = info.value
+    assert (error.status_code, error.body, error.error) == (500, STALLED_START, None)
+    assert error.truncated
+    assert str(error) == (
+        f"HTTP 500: Internal Server Error (body truncated to {len(STALLED_START)} bytes)"
+    )
+
+
+async def test_stalled_unexpected_body_is_cut_at_the_error_body_timeout(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    client, server = trio.testing.memory_stream_pair()
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 1000\r\n\r\n"
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_stall_after, server, head + b"<h1>Please wait")
+        start = trio.current_time()
+        with pytest.raises(UnexpectedContentType) as info:
+            async with open_http_response(
+                Endpoint("http://x.example/v1"), REQUEST, transport=client
+            ):
+                pytest.fail("an unexpected content type must not be yielded")
+        assert trio.current_time() - start == pytest.approx(Timeouts().error_body)
+    assert info.value.body_start == b"<h1>Please wait"
 
 
 @pytest.mark.parametrize("status", [301, 302, 307, 308])
@@ -830,6 +916,88 @@ async def test_memory_stream_chunked_truncated() -> None:
                 await read_until_error(response, received)
     assert received == b"hellowor"
     assert (info.value.received, info.value.expected) == (8, None)
+
+
+# --- errors raised again ---------------------------------------------------------------
+#
+# Decoders, connections and results keep an error and raise it on every later call.
+# Raising one exception object again must not make its traceback grow each time.
+
+
+def _raise_thrice(call: Callable[[], object]) -> list[int]:
+    """Traceback lengths of three raises of the same stored error by ``call``."""
+    lengths: list[int] = []
+    raised: list[BaseException] = []
+    for _ in range(3):
+        with pytest.raises(ChunkwiseError) as info:
+            call()
+        raised.append(info.value)
+        lengths.append(len(list(traceback.walk_tb(info.value.__traceback__))))
+    assert raised[0] is raised[1] is raised[2]
+    return lengths
+
+
+def test_stored_error_raised_again_has_the_same_short_traceback_and_keeps_its_chain() -> None:
+    cause, context = ValueError("cause"), KeyError("context")
+    stored = ToolArgumentsError("bad arguments", raw="{")
+    stored.__cause__, stored.__context__ = cause, context
+
+    def raise_while_handling() -> None:
+        try:
+            raise Boom
+        except Boom:
+            raise_itself(stored, fresh_traceback=True)
+
+    # _raise_thrice, raise_while_handling and the helper: nothing from earlier raises.
+    assert _raise_thrice(raise_while_handling) == [3, 3, 3]
+    assert stored.__cause__ is cause
+    assert stored.__context__ is context  # not the Boom being handled
+
+
+def test_sse_decoder_error_raised_again_has_a_constant_traceback() -> None:
+    decoder = SSEDecoder(max_event_size=4)
+    with pytest.raises(EventTooLarge):
+        decoder.feed(b"data: too large\n\n")
+    lengths = _raise_thrice(lambda: decoder.feed(b"data: x\n\n"))
+    assert lengths == [lengths[0]] * 3
+    lengths = _raise_thrice(decoder.end)
+    assert lengths == [lengths[0]] * 3
+
+
+def test_tool_call_arguments_error_raised_again_has_a_constant_traceback() -> None:
+    call = complete_tool_call(
+        index=0, id="c", type="function", name="f", arguments="{", finished=True, schemas=None
+    )
+    assert isinstance(call.error, ToolArgumentsError)
+    lengths = _raise_thrice(call.parse_arguments)
+    assert lengths == [lengths[0]] * 3
+
+
+async def test_http_body_error_raised_again_has_a_constant_traceback() -> None:
+    client, server = trio.testing.memory_stream_pair()
+
+    async def serve() -> None:
+        await _read_request(server)
+        await server.send_all(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+            b"Content-Length: 100\r\n\r\ndata: x\n\n"
+        )
+        await server.aclose()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(serve)
+        async with open_http_response(
+            Endpoint("http://x.example"), b"{}", transport=client
+        ) as response:
+            with pytest.raises(IncompleteBody) as first:
+                await read_until_error(response, bytearray())
+            lengths: list[int] = []
+            for _ in range(3):
+                with pytest.raises(IncompleteBody) as again:
+                    await response.receive_some()
+                assert again.value is first.value
+                lengths.append(len(list(traceback.walk_tb(again.value.__traceback__))))
+    assert lengths == [lengths[0]] * 3
 
 
 # --- small pieces ----------------------------------------------------------------------

@@ -23,6 +23,7 @@ import chunkwise
 import chunkwise._cli
 from _streams import choice, chunk, sse
 from chunkwise import Endpoint, HTTPStatusError, InvalidEndpoint, Timeouts, TransportError
+from chunkwise._http import MAX_ERROR_BODY, open_http_response
 from chunkwise.testing import RecordedRequest, ResponseWriter, ScriptedResponse, open_test_server
 
 KEY = "sk-proj-SECRETfa1afe1c0ffee0ddba11"
@@ -114,6 +115,33 @@ async def test_http_401_error_that_echoes_the_key_is_redacted() -> None:
     assert_no_key(*exception_texts(info.value))
     assert info.value.error is not None
     assert info.value.error.message == "Incorrect API key provided: ***."
+
+
+@pytest.mark.parametrize("ending", ["whole", "connection-lost-at-the-cut"])
+@pytest.mark.parametrize("start", range(MAX_ERROR_BODY - len(KEY) + 1, MAX_ERROR_BODY + 1))
+async def test_key_echoed_across_the_error_body_cut_leaves_no_part_of_it(
+    start: int, ending: str
+) -> None:
+    """The key is masked before the body is cut to MAX_ERROR_BODY, never after.
+
+    ``connection-lost-at-the-cut``: the body breaks off exactly at the cut, so what
+    was read ends inside the key and its start must be masked too.
+    """
+    body = b"x" * start + KEY.encode() + b"y" * 100
+    script = ScriptedResponse(
+        status=401,
+        content_type="text/plain",
+        body=body,
+        disconnect_after=MAX_ERROR_BODY if ending != "whole" else None,
+    )
+    async with open_test_server(script) as server:
+        with trio.fail_after(BOUND), pytest.raises(HTTPStatusError) as info:
+            async with open_http_response(server.endpoint(api_key=KEY), b"{}"):
+                pass
+    error = info.value
+    assert error.body.startswith(b"x" * start) and error.truncated
+    for text in (error.body.decode(), *exception_texts(error)):
+        assert KEY[:4] not in text, f"{text[-60:]!r}"  # so no longer prefix either
 
 
 async def test_transport_errors_do_not_carry_the_key(

@@ -19,7 +19,7 @@ import attrs
 import pytest
 
 import chunkwise
-from _sse_helpers import byte_reads, ev, parse, split_at
+from _sse_helpers import byte_reads, ev, parse, reference_parse, split_at
 from chunkwise import ServerSentEvent, SSEDecoder
 
 
@@ -315,6 +315,44 @@ def test_id_in_a_block_without_data_applies_to_later_events() -> None:
 
 
 @pytest.mark.parametrize(
+    "tail",
+    [
+        pytest.param(b"id: 7\n", id="id-line-then-eof"),
+        pytest.param(b"id: 7\ndata: x\n", id="event-without-blank-line"),
+        pytest.param(b"data: x\nid: 7", id="id-line-cut-off"),
+        pytest.param(b"id: 7\r", id="id-then-cr"),
+    ],
+)
+def test_id_in_a_block_the_stream_cuts_off_is_not_committed(tail: bytes) -> None:
+    # WHATWG: the id field sets the last event ID *buffer*; only a dispatch
+    # (a blank line) copies it to the last event ID.
+    data = b"id: 1\ndata: a\n\n" + tail
+    for reads in ([data], byte_reads(data), split_at(data, [len(data) - 2])):
+        outcome = parse(reads)
+        assert outcome.events == (ev("a", id="1"),)
+        assert outcome.last_event_id == "1"
+        assert outcome.unterminated is True
+
+
+def test_last_event_id_is_committed_when_the_block_ends_not_when_the_id_arrives() -> None:
+    dec = SSEDecoder()
+    assert dec.feed(b"id: 1\ndata: a\n\nid: 2\n") == [ev("a", id="1")]
+    assert dec.last_event_id == "1"
+    assert dec.feed(b"data: b\n") == []
+    assert dec.last_event_id == "1"
+    assert dec.feed(b"\n") == [ev("b", id="2")]
+    assert dec.last_event_id == "2"
+    # A block without data commits its id too, at its blank line.
+    assert dec.feed(b"id: 3\n") == []
+    assert dec.last_event_id == "2"
+    assert dec.feed(b"\n") == []
+    assert dec.last_event_id == "3"
+    assert dec.feed(b"id: 4\ndata: cut off") == []
+    assert dec.end() == []
+    assert dec.last_event_id == "3"
+
+
+@pytest.mark.parametrize(
     "reset",
     [
         pytest.param(b"id", id="bare-id"),
@@ -578,10 +616,21 @@ def test_truncated_multibyte_at_end_is_discarded_with_its_line(tail: bytes) -> N
     assert outcome.unterminated is True
 
 
-def test_decoding_errors_never_raise() -> None:
+def test_every_byte_value_in_a_value_decodes_with_replacement_in_any_reads() -> None:
+    # Every byte that is not a line ending, in both orders, inside one data
+    # value: each invalid sequence becomes U+FFFD (as bytes.decode says),
+    # never an exception, and the reads do not matter.
+    raw = bytes(b for b in range(256) if b not in b"\r\n")
+    data = b"data: " + raw * 2 + b"\ndata: " + raw[::-1] + b"\r\r"
+    expected = [
+        ev(raw.decode("utf-8", "replace") * 2 + "\n" + raw[::-1].decode("utf-8", "replace"))
+    ]
+    assert "\ufffd" in expected[0].data
+    assert_events(data, expected)
+    # Line endings among them too: the whole-stream reference agrees.
     data = bytes(range(256)) * 4 + b"\n\n" + bytes(range(255, -1, -1)) + b"\r\r"
-    parse([data])
-    parse(byte_reads(data))
+    assert parse(byte_reads(data)) == parse([data])
+    assert parse([data]).events == reference_parse(data).events
 
 
 # ---------------------------------------------------------------------------
@@ -845,6 +894,61 @@ def test_whether_an_event_is_too_large_does_not_depend_on_read_boundaries(line: 
     whole = _too_large_or_events([data], limit)
     assert _too_large_or_events(byte_reads(data), limit) == whole
     assert _too_large_or_events(split_at(data, [len(line) // 2]), limit) == whole
+
+
+def _every_split(data: bytes) -> list[list[bytes]]:
+    """One read, one-byte reads, and two reads cut at every offset."""
+    return [[data], byte_reads(data), *(split_at(data, [cut]) for cut in range(len(data) + 1))]
+
+
+@pytest.mark.parametrize(
+    ("block", "size"),
+    [
+        pytest.param(b"data: " + b"x" * 100, 100, id="one-data-line"),
+        pytest.param(b"data:" + b"x" * 100, 100, id="no-space"),
+        pytest.param(b"data: " + b"x" * 49 + b"\ndata: " + b"y" * 50, 100, id="two-data-lines"),
+        pytest.param(b"data\n" * 100 + b"data", 100, id="empty-data-lines"),
+        pytest.param(b"event: " + b"e" * 49 + b"\ndata: " + b"x" * 50, 100, id="event-and-data"),
+        pytest.param(b"id: 12\nretry: 34\ndata: " + b"x" * 94, 100, id="id-retry-data"),
+        pytest.param(b": comment\nfoo: bar\ndata: " + b"x" * 100, 100, id="comments-do-not-count"),
+        pytest.param(b"data: " + "é😀".encode() * 50, 100, id="characters-not-bytes"),
+    ],
+)
+def test_event_of_exactly_max_event_size_is_accepted_and_one_more_character_raises(
+    block: bytes, size: int
+) -> None:
+    # The size: the kept values plus one between consecutive lines, so for
+    # data lines only it is len(event.data), the joining "\n" included.
+    data = block + b"\n\n"
+    expected = parse([data]).events
+    assert sum(len(e.data) for e in expected) <= size
+    for reads in _every_split(data):
+        assert _too_large_or_events(reads, size) == expected
+        assert _too_large_or_events(reads, size - 1) is chunkwise.EventTooLarge
+
+
+@pytest.mark.parametrize(
+    "value",
+    [pytest.param(b"x" * 100, id="ascii"), pytest.param(b"x" * 99 + b"\xc2", id="utf8-tail")],
+)
+def test_line_cut_off_by_the_end_of_stream_counts_toward_max_event_size(value: bytes) -> None:
+    # Discarded or not, the line counts as far as it arrived, so a decoder
+    # fed the same text always decides the same; end() may be the one to raise
+    # (here when the flushed U+FFFD is the hundredth character).
+    data = b"data: a\n\ndata: " + value
+    for reads in _every_split(data):
+        assert _too_large_or_events(reads, 100) == (ev("a"),)
+        assert _too_large_or_events(reads, 99) is chunkwise.EventTooLarge
+
+
+def test_end_raises_event_too_large_for_a_cut_off_line_and_keeps_raising() -> None:
+    dec = SSEDecoder(max_event_size=16)
+    assert dec.feed(b"data: data:data:" + b"\x00" * 6 + b"\xc2") == []
+    with pytest.raises(chunkwise.EventTooLarge):
+        dec.end()
+    assert isinstance(dec.error, chunkwise.EventTooLarge)
+    with pytest.raises(chunkwise.EventTooLarge):
+        dec.end()
 
 
 def test_event_with_data_under_the_limit_is_accepted_in_any_reads() -> None:

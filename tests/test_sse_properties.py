@@ -3,10 +3,13 @@
 The central property: however a byte stream is cut into reads, the decoder
 reports the same thing as when it gets the stream in one read.  The single
 read is in turn compared with a naive whole-stream transcription of the
-WHATWG algorithm (``_sse_helpers.reference_parse``).
+WHATWG algorithm (``_sse_helpers.reference_parse``).  The ``max_event_size``
+rule (see :class:`chunkwise.SSEDecoder`) is checked at its exact boundary.
 """
 
 from __future__ import annotations
+
+import re
 
 import hypothesis.strategies as st
 import pytest
@@ -119,11 +122,32 @@ def test_one_byte_reads_give_the_same_outcome_as_one_read(stream: bytes, legacy:
     )
 
 
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def _dispatched_part(stream: bytes) -> bytes:
+    """The stream up to its last blank line: the part whose ``id`` lines are committed.
+
+    ``reference_parse`` sets the last event ID as soon as an ``id`` line is
+    read; WHATWG sets a buffer that only a dispatch commits, so an ``id`` in a
+    block the stream cuts off never takes effect.  Giving the reference only
+    the dispatched part gives it the committed ID.
+    """
+    text = stream.decode("utf-8", errors="replace").removeprefix(BOM)
+    lines = _LINE_END.split(text)[:-1]  # the last piece has no line ending
+    while lines and lines[-1] != "":
+        lines.pop()
+    # A leading blank line changes nothing, and keeps a second BOM from
+    # becoming the first.
+    return ("\n" + "\n".join(lines) + "\n").encode() if lines else b""
+
+
 def _assert_matches_reference(stream: bytes, legacy: bool) -> None:
     got = parse([stream], legacy_error_field=legacy)
     want = reference_parse(stream, legacy_error_field=legacy)
     assert got.events == want.events
-    assert got.last_event_id == want.last_event_id
+    committed = reference_parse(_dispatched_part(stream), legacy_error_field=legacy)
+    assert got.last_event_id == committed.last_event_id
     assert got.retry == want.retry
     assert got.unterminated == want.unterminated
 
@@ -165,9 +189,15 @@ def test_arbitrary_bytes_match_the_reference_algorithm(stream: bytes, legacy: bo
 
 
 @SETTINGS
-@given(data=st.data(), stream=st.binary(max_size=200))
-def test_random_bytes_never_raise(data: st.DataObject, stream: bytes) -> None:
-    parse(data.draw(reads_of(stream), label="reads"))
+@given(data=st.data(), stream=st.binary(max_size=200), legacy=st.booleans())
+def test_random_bytes_in_any_reads_match_the_reference_algorithm(
+    data: st.DataObject, stream: bytes, legacy: bool
+) -> None:
+    # Uniform bytes rarely form fields, but they do hit invalid UTF-8, lone
+    # CRs and NULs: whatever the reads, the outcome is the reference's.
+    reads = data.draw(reads_of(stream), label="reads")
+    assert parse(reads, legacy_error_field=legacy) == parse([stream], legacy_error_field=legacy)
+    _assert_matches_reference(stream, legacy)
 
 
 @SETTINGS
@@ -221,3 +251,42 @@ def test_whether_an_event_is_too_large_does_not_depend_on_the_reads(
     assert _outcome_or_too_large(reads, limit, legacy) == _outcome_or_too_large(
         [stream], limit, legacy
     )
+
+
+# --- the max_event_size boundary ----------------------------------------------------------
+
+KEPT_FIELDS = ["data", "data", "data", "event", "id", "retry", "error"]
+
+
+@st.composite
+def sized_blocks(draw: st.DrawFn) -> tuple[str, int]:
+    """One block of kept field lines (no blank line) and its size by the documented rule."""
+    fields = draw(st.lists(st.sampled_from(KEPT_FIELDS), min_size=1, max_size=6))
+    lines = []
+    size = -1  # one separator between consecutive lines
+    for name in fields:
+        separator = draw(st.sampled_from([": ", ":"]))
+        line = f"{name}{separator}{draw(values)}"
+        value = line[len(name) + 1 :].removeprefix(" ")  # one optional space
+        lines.append(line)
+        size += len(value) + 1
+    return "\n".join(lines), size
+
+
+@SETTINGS
+@given(data=st.data(), block=sized_blocks(), terminated=st.booleans())
+def test_event_of_exactly_max_event_size_is_accepted_one_more_raises_in_any_reads(
+    data: st.DataObject, block: tuple[str, int], terminated: bool
+) -> None:
+    # The size of an event is the length of its kept values plus one between
+    # consecutive lines, counted the same for a line the end of the stream cut
+    # off (then from end()).  It is exactly equal to the limit, then one over.
+    text, size = block
+    stream = (BOM + text + ("\n\n" if terminated else "")).encode()
+    reads = data.draw(reads_of(stream), label="reads")
+    for limit, too_large in ((size, False), (size - 1, True)):
+        if limit < 1:
+            continue
+        for attempt in (reads, [stream], byte_reads(stream)):
+            outcome = _outcome_or_too_large(attempt, limit, legacy=True)
+            assert (outcome == "EventTooLarge") is too_large, (limit, outcome)

@@ -7,8 +7,16 @@ mappings (:meth:`~ChatAccumulator.feed_chunk`, e.g. ``chunk.model_dump()`` from
 the official SDK) or as server-sent events (:meth:`~ChatAccumulator.feed_event`,
 which checks ``[DONE]`` before JSON and recognises error payloads).  State is
 kept per choice ``index`` and, inside a choice, per tool call.  Fields that
-identify something (id, name, type, role, model) are assigned once; fields that
+identify something (id, name, type, role, model, created, system_fingerprint)
+are assigned once, from the first chunk that carries a valid value; fields that
 stream (content, refusal, reasoning, arguments) are concatenated exactly.
+
+A :class:`ChatResult` never changes once handed out, nor does anything in it.
+Strings are immutable; the mutable values a result holds are never mutated
+afterwards: usage is replaced, not updated; a choice's ``logprobs`` are copied
+before the next merge when a snapshot holds them (copy on write); and what
+:meth:`~ChatAccumulator.feed_chunk` keeps from the caller's mapping is copied
+(see :mod:`chunkwise._payloads`), so the caller cannot change it either.
 
 The stream has one terminal event.  ``[DONE]``, an error payload, a chunk we
 cannot interpret, or :meth:`~ChatAccumulator.end` produce it; anything fed
@@ -25,8 +33,7 @@ received before it stays in :attr:`~ChatAccumulator.result`.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ._errors import ChunkwiseError, InvalidChunk, StreamError
@@ -46,6 +53,7 @@ from ._events import (
     ToolCallStarted,
     UsageReported,
 )
+from ._payloads import DATA_LIMIT, copy_json, dump_json, load_json, preview, scan_json
 from ._results import Anomaly, ChatResult, ChoiceResult, IncompleteReason, Status, ToolCall
 from ._sse import ServerSentEvent
 from ._tools import ToolSchemas, complete_tool_call
@@ -53,8 +61,8 @@ from ._tools import ToolSchemas, complete_tool_call
 __all__ = ["ChatAccumulator"]
 
 _DONE = "[DONE]"
-# How much of an offending event's data an error keeps.
-_ERROR_DATA_LIMIT = 2000
+_METADATA_KEYS = ("id", "model", "created", "system_fingerprint")
+_NOT_PARSED: Any = object()
 
 
 class _ToolCallState:
@@ -96,6 +104,7 @@ class _ChoiceState:
         "finished",
         "index",
         "logprobs",
+        "logprobs_shared",
         "reasoning",
         "refusal",
         "role",
@@ -114,8 +123,11 @@ class _ChoiceState:
         self.finish_reason: str | None = None
         self.finished = False
         self.logprobs: dict[str, Any] | None = None
+        # True once a snapshot holds ``logprobs``: the next merge copies it first.
+        self.logprobs_shared = False
 
     def to_result(self) -> ChoiceResult:
+        self.logprobs_shared = True
         return ChoiceResult(
             index=self.index,
             role=self.role,
@@ -151,6 +163,9 @@ class ChatAccumulator:
         self._model: str | None = None
         self._created: int | None = None
         self._fingerprint: str | None = None
+        # The keys of those still None: while a server never sends one, the
+        # hot path only looks that key up.
+        self._metadata_missing: tuple[str, ...] = _METADATA_KEYS
         self._usage: Mapping[str, Any] | None = None
         self._error: ChunkwiseError | None = None
         self._anomalies: list[Anomaly] = []
@@ -201,35 +216,37 @@ class ChatAccumulator:
             return self._finish()
         if not data:
             return []  # an empty keep-alive event carries nothing
-        # json.loads minus its wrappers (this runs once per chunk); anything
-        # unusual goes through json.loads itself, for its result or its error.
+        # The hot path: the bare scanner on a compact chunk (once per chunk).
+        # Anything unusual (surrounding space, any failure) goes through
+        # load_json, for its value or its one typed error.
         chunk: Any = _NOT_PARSED
-        if data[0] not in _JSON_SPACE:
+        if data[0] not in " \t\n\r":
             try:
-                chunk, end = _scan_once(data, 0)
-            except (StopIteration, ValueError):
-                pass  # json.loads below says what is wrong
+                chunk, end = scan_json(data, 0)
+            except (StopIteration, ValueError, RecursionError):
+                pass
             else:
                 if end != len(data):
                     chunk = _NOT_PARSED
-        try:
-            if chunk is _NOT_PARSED:
-                chunk = json.loads(data)
-        except ValueError as exc:
-            return self.fail(
-                InvalidChunk(f"event data is not valid JSON: {exc}", data[:_ERROR_DATA_LIMIT])
-            )
+        if chunk is _NOT_PARSED:
+            try:
+                chunk = load_json(data)
+            except InvalidChunk as exc:
+                return self.fail(exc)
         if type(chunk) is not dict:
             return self.fail(
                 InvalidChunk(
-                    f"event data is JSON {type(chunk).__name__}, not an object",
-                    data[:_ERROR_DATA_LIMIT],
+                    f"event data is JSON {type(chunk).__name__}, not an object", data[:DATA_LIMIT]
                 )
             )
         return self._chunk(chunk, data)
 
     def feed_chunk(self, chunk: Mapping[str, Any]) -> list[Event]:
-        """Accumulate one decoded ``chat.completion.chunk`` (any mapping)."""
+        """Accumulate one decoded ``chat.completion.chunk`` (any mapping).
+
+        The values kept from ``chunk`` (usage, logprobs, an error body) are
+        copied: changing ``chunk`` afterwards changes no result.
+        """
         if self._ended:
             return self._ignore()
         if not isinstance(chunk, Mapping):
@@ -264,59 +281,93 @@ class ChatAccumulator:
     # -- chunks --------------------------------------------------------------
 
     def _chunk(self, chunk: Mapping[str, Any], data: str | None) -> list[Event]:
+        # ``data`` is None when the chunk is the caller's mapping (feed_chunk):
+        # whatever the result keeps from it is then copied, so that the caller
+        # changing its mapping later cannot change a result already handed out.
         events: list[Event] = []
-        error = chunk.get("error")
-        if error is not None or chunk.get("object") == "error":
-            return self._error_payload(_stream_error(error if error is not None else chunk))
-        if self._id is None or self._model is None:
-            self._metadata(chunk)
+        for key in self._metadata_missing:
+            if chunk.get(key) is not None:
+                self._metadata(chunk)
+                break
+        failure: InvalidChunk | None = None
         choices = chunk.get("choices")
         if choices:
             if type(choices) is not list:
-                return self.fail(
-                    InvalidChunk(
-                        f"'choices' is {type(choices).__name__}, not a list",
-                        (data or repr(chunk))[:_ERROR_DATA_LIMIT],
-                    )
+                failure = InvalidChunk(
+                    f"'choices' is {type(choices).__name__}, not a list",
+                    data[:DATA_LIMIT] if data is not None else preview(chunk, DATA_LIMIT),
                 )
-            for choice in choices:
-                failure = self._choice(choice, events)
-                if failure is not None:
-                    events.extend(self.fail(failure))
-                    return events
-        elif choices is not None and type(choices) is not list:
-            return self.fail(InvalidChunk(f"'choices' is {choices!r}, not a list"))
-        usage = chunk.get("usage")
-        if usage is None:
-            extra = chunk.get("x_groq")
-            if type(extra) is dict:
-                usage = extra.get("usage")
-        if usage is not None:
-            if isinstance(usage, Mapping):
-                self._usage = usage
-                self._cache = None
-                events.append(UsageReported(usage=usage))
             else:
-                self._anomaly(events, "invalid usage", repr(usage)[:200])
+                for choice in choices:
+                    failure = self._choice(choice, events, data is None)
+                    if failure is not None:
+                        break
+        elif choices is not None and type(choices) is not list:
+            failure = InvalidChunk(f"'choices' is {choices!r}, not a list")
+        if failure is None:
+            usage = chunk.get("usage")
+            if usage is None:
+                extra = chunk.get("x_groq")
+                if type(extra) is dict:
+                    usage = extra.get("usage")
+            if usage is not None:
+                self._take_usage(usage, events, data is None)
+        error = chunk.get("error")
+        if error is not None or chunk.get("object") == "error":
+            # An error chunk may carry choices too: OpenRouter finishes a choice
+            # with finish_reason "error" next to the error object.  Both are
+            # kept; the stream failed because of the server's error, so a
+            # malformed rest of the chunk is only an anomaly.
+            if failure is not None:
+                self._anomaly(events, "invalid chunk", str(failure))
+            payload = error if error is not None else chunk
+            events += self._error_payload(
+                _stream_error(copy_json(payload) if data is None else payload)
+            )
+        elif failure is not None:
+            events += self.fail(failure)
         return events
 
-    def _metadata(self, chunk: Mapping[str, Any]) -> None:
-        # Assigned once: later chunks repeat these, they never extend them.
-        value = chunk.get("id")
-        if self._id is None and isinstance(value, str) and value:
-            self._id = value
-        value = chunk.get("model")
-        if self._model is None and isinstance(value, str) and value:
-            self._model = value
-        value = chunk.get("created")
-        if self._created is None and type(value) is int:
-            self._created = value
-        value = chunk.get("system_fingerprint")
-        if self._fingerprint is None and isinstance(value, str) and value:
-            self._fingerprint = value
-        self._cache = None
+    def _take_usage(self, usage: Any, events: list[Event], copy: bool) -> None:
+        if isinstance(usage, Mapping):
+            if copy:
+                usage = copy_json(usage)
+            self._usage = usage
+            self._cache = None
+            events.append(UsageReported(usage=usage))
+        else:
+            self._anomaly(events, "invalid usage", preview(usage))
 
-    def _choice(self, choice: Any, events: list[Event]) -> InvalidChunk | None:
+    def _metadata(self, chunk: Mapping[str, Any]) -> None:
+        # Each field is assigned once, from the first chunk with a valid value
+        # (later chunks repeat it, never extend it), whichever chunk that is.
+        # Runs only when a chunk has a value for a field still missing.
+        if self._id is None:
+            value = chunk.get("id")
+            if isinstance(value, str) and value:
+                self._id = value
+                self._cache = None
+        if self._model is None:
+            value = chunk.get("model")
+            if isinstance(value, str) and value:
+                self._model = value
+                self._cache = None
+        if self._created is None:
+            value = chunk.get("created")
+            if type(value) is int:
+                self._created = value
+                self._cache = None
+        if self._fingerprint is None:
+            value = chunk.get("system_fingerprint")
+            if isinstance(value, str) and value:
+                self._fingerprint = value
+                self._cache = None
+        values = (self._id, self._model, self._created, self._fingerprint)
+        self._metadata_missing = tuple(
+            key for key, value in zip(_METADATA_KEYS, values, strict=True) if value is None
+        )
+
+    def _choice(self, choice: Any, events: list[Event], copy: bool) -> InvalidChunk | None:
         if type(choice) is not dict:
             return InvalidChunk(f"a choice is {type(choice).__name__}, not an object")
         index = choice.get("index", 0)
@@ -338,7 +389,7 @@ class ChatAccumulator:
             self._delta(state, delta, events)
         logprobs = choice.get("logprobs")
         if logprobs is not None:
-            _merge_logprobs(state, logprobs)
+            _merge_logprobs(state, copy_json(logprobs) if copy else logprobs)
         if finish_reason is not None:
             self._finish_reason(state, finish_reason, events)
         return None
@@ -371,20 +422,20 @@ class ChatAccumulator:
         tool_calls = delta.get("tool_calls")
         if tool_calls:
             if type(tool_calls) is not list:
-                self._anomaly(events, "invalid tool_calls", repr(tool_calls)[:200], index)
+                self._anomaly(events, "invalid tool_calls", preview(tool_calls), index)
             elif state.finished:
-                self._anomaly(events, "tool call after finish", repr(tool_calls), index)
+                self._anomaly(events, "tool call after finish", preview(tool_calls), index)
             else:
                 for tool_delta in tool_calls:
                     if type(tool_delta) is dict:
                         self._tool_delta(state, tool_delta, events)
                     else:
-                        self._anomaly(events, "invalid tool call", repr(tool_delta)[:200], index)
+                        self._anomaly(events, "invalid tool call", preview(tool_delta), index)
 
     def _appendable(self, state: _ChoiceState, field: str, text: Any, events: list[Event]) -> bool:
         """True when ``text`` may extend the choice's ``field``; else record why not."""
         if type(text) is not str:
-            self._anomaly(events, f"non-string {field}", repr(text)[:200], state.index)
+            self._anomaly(events, f"non-string {field}", preview(text), state.index)
             return False
         if state.finished:
             # Not merged: text after the finish is a server bug worth seeing.
@@ -428,13 +479,26 @@ class ChatAccumulator:
                     choice_index=state.index, tool_index=call.index, id=call.id, name=call.name
                 )
             )
-        if fragment and isinstance(fragment, str):
+        if fragment is not None and not isinstance(fragment, str):
+            fragment = self._arguments_text(state.index, fragment, events)
+        if fragment:
             call.args.append(fragment)
             events.append(
                 ToolCallArgumentsDelta(
                     choice_index=state.index, tool_index=call.index, fragment=fragment
                 )
             )
+
+    def _arguments_text(self, choice_index: int, value: Any, events: list[Event]) -> str:
+        # Some OpenAI-compatible servers send the arguments as a JSON value
+        # instead of JSON text: keep its compact text, appended like a
+        # fragment, and say so.  (null stays nothing, like "".)
+        text = dump_json(value)
+        detail = preview(value)
+        if text is None:
+            detail += " (dropped: it cannot be written as JSON)"
+        self._anomaly(events, "non-string arguments", detail, choice_index)
+        return text or ""
 
     @staticmethod
     def _find_call(
@@ -460,7 +524,7 @@ class ChatAccumulator:
 
     def _finish_reason(self, state: _ChoiceState, reason: Any, events: list[Event]) -> None:
         if not isinstance(reason, str):
-            self._anomaly(events, "invalid finish_reason", repr(reason)[:200], state.index)
+            self._anomaly(events, "invalid finish_reason", preview(reason), state.index)
             return
         if state.finished:
             if reason and reason != state.finish_reason:
@@ -557,31 +621,36 @@ class ChatAccumulator:
         return events
 
 
-_scan_once: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
-_JSON_SPACE = " \t\n\r"
-_NOT_PARSED: Any = object()
-
-
 def _merge_logprobs(state: _ChoiceState, logprobs: Any) -> None:
     if type(logprobs) is not dict:
         return
-    if state.logprobs is None:
-        state.logprobs = {}
+    merged = state.logprobs
+    if merged is None:
+        merged = state.logprobs = {}
+    elif state.logprobs_shared:
+        # A snapshot holds this dict and its lists, and a snapshot never
+        # changes: extend copies instead (copy on write, so streams nobody
+        # snapshots mid-way pay nothing).
+        merged = state.logprobs = {
+            key: list(value) if type(value) is list else value for key, value in merged.items()
+        }
+    state.logprobs_shared = False
     for key, value in logprobs.items():
         if type(value) is list:
-            current = state.logprobs.get(key)
+            current = merged.get(key)
             if type(current) is list:
                 current.extend(value)
             else:
-                state.logprobs[key] = list(value)
-        elif value is not None or key not in state.logprobs:
-            state.logprobs[key] = value
+                merged[key] = list(value)
+        elif value is not None or key not in merged:
+            merged[key] = value
 
 
 def _parse_error_data(data: str) -> StreamError:
     try:
-        payload = json.loads(data)
-    except ValueError:
+        payload = load_json(data)
+    except InvalidChunk:
+        # Not JSON: the text itself is the message.
         return StreamError(data or "the server sent an error event without data")
     if isinstance(payload, dict):
         inner = payload.get("error")
@@ -596,7 +665,7 @@ def _stream_error(error: Any) -> StreamError:
         if message is None:
             message = error.get("detail", error.get("msg"))
         if not isinstance(message, str):
-            message = json.dumps(message) if message is not None else json.dumps(dict(error))
+            message = _json_text(message if message is not None else dict(error))
         code = error.get("code")
         if not isinstance(code, (str, int)) or isinstance(code, bool):
             code = None
@@ -611,4 +680,9 @@ def _stream_error(error: Any) -> StreamError:
         )
     if isinstance(error, str):
         return StreamError(error)
-    return StreamError(json.dumps(error))
+    return StreamError(_json_text(error))
+
+
+def _json_text(value: Any) -> str:
+    text = dump_json(value)
+    return text if text is not None else preview(value)

@@ -76,14 +76,22 @@ class Timeouts:
     The ``idle`` default is generous on purpose: reasoning models can stay silent
     for minutes before their first token, and the OpenAI SDK allows 600 s.  For a
     limit on the whole request, wrap it in your own :func:`trio.fail_after`.
+
+    ``error_body`` bounds reading the whole body of a response that is about to be
+    raised as an error (a non-2xx status, or a 2xx that is not an event stream).
+    Such bodies are small and sent at once, so a few seconds is plenty; without it
+    a body that stalls would hold the caller for the idle timeout.  When it expires,
+    the error is raised with the part that arrived, marked ``truncated``.
     """
 
     connect: float | None = 10.0
     idle: float | None = 600.0
+    error_body: float | None = 5.0
 
     def __attrs_post_init__(self) -> None:
         _check_timeout("connect", self.connect)
         _check_timeout("idle", self.idle)
+        _check_timeout("error_body", self.error_body)
 
 
 @attrs.frozen

@@ -9,7 +9,7 @@ two parses of the same bytes, however split, give equal results.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 __all__ = [
     "ChunkwiseError",
@@ -36,6 +36,30 @@ class ChunkwiseError(Exception):
 
     def __hash__(self) -> int:
         return hash((type(self), self.args))
+
+
+def raise_itself(exc: BaseException, *, fresh_traceback: bool = False) -> NoReturn:
+    """Raise ``exc`` as itself, with the ``__cause__`` and ``__context__`` it carries.
+
+    The one way chunkwise raises an exception object that already exists: an
+    error stored by a decoder, a connection or a result and raised again on
+    each call (``fresh_traceback=True``), or the one real exception taken out
+    of an exception group (its traceback kept).
+
+    A plain ``raise`` inside an ``except`` block would set ``__context__`` to
+    the exception being handled; it is put back.  Every ``raise`` of one object
+    also puts the raising frames in front of its ``__traceback__``, so a stored
+    error raised by each call would carry a longer traceback every time (and
+    keep those frames alive): ``fresh_traceback`` starts it afresh, showing the
+    path of this raise only.
+    """
+    context = exc.__context__
+    try:
+        raise exc.with_traceback(None) if fresh_traceback else exc
+    finally:
+        exc.__context__ = context
+        # The traceback refers to this frame: don't let the frame refer back.
+        del exc, context
 
 
 def _fields(exc: BaseException) -> dict[str, Any]:
@@ -125,8 +149,11 @@ class TransportError(ChunkwiseError):
 class HTTPStatusError(ChunkwiseError):
     """The server answered with a non-2xx status.
 
-    ``error`` is the parsed OpenAI-shaped error when the body had one.
-    The API key never appears here.
+    ``error`` is the parsed OpenAI-shaped error when the body had one.  ``body``
+    is the start of the body: ``truncated`` is True when it is not all of it,
+    because the body was longer than ``MAX_ERROR_BODY``, took longer than the
+    endpoint's ``timeouts.error_body``, or the connection broke.  The API key
+    never appears here.
     """
 
     def __init__(
@@ -138,13 +165,18 @@ class HTTPStatusError(ChunkwiseError):
         body: bytes = b"",
         request_id: str | None = None,
         retry_after: float | None = None,
+        truncated: bool = False,
     ) -> None:
         detail = error.message if error is not None else reason
-        super().__init__(f"HTTP {status_code}: {detail}" if detail else f"HTTP {status_code}")
+        message = f"HTTP {status_code}: {detail}" if detail else f"HTTP {status_code}"
+        if truncated:
+            message += f" (body truncated to {len(body)} bytes)"
+        super().__init__(message)
         self.status_code = status_code
         self.reason = reason
         self.error = error
         self.body = body
+        self.truncated = truncated
         self.request_id = request_id
         self.retry_after = retry_after
 

@@ -6,8 +6,9 @@ Theory of operation
 ``https``, both inside the endpoint's connect timeout), sends the request in one
 ``send_all``, reads the response head, and only yields when the response is one
 chunkwise can stream: a 2xx ``text/event-stream`` with no content coding.  Any
-other response is read up to :data:`MAX_ERROR_BODY` bytes and raised as a typed
-error, so callers never see a response they would have to reject themselves.
+other response is read up to :data:`MAX_ERROR_BODY` bytes, for at most the
+endpoint's ``timeouts.error_body`` seconds, and raised as a typed error, so callers
+never see a response they would have to reject themselves.
 
 h11 does all the parsing; this module only moves bytes and translates outcomes.
 Every wait for the peer goes through one method, ``_Connection._fill``, which
@@ -64,6 +65,7 @@ from ._errors import (
     TransportError,
     UnexpectedContentEncoding,
     UnexpectedContentType,
+    raise_itself,
 )
 from ._version import __version__
 
@@ -76,8 +78,11 @@ __all__ = [
     "parse_error_body",
 ]
 
-#: How much of an error (or unexpected) response body is read and kept.
+#: How much of an error (or unexpected) response body is kept.
 MAX_ERROR_BODY = 64 * 1024
+# An echoed key cut off by the end of what was read is masked from this many
+# characters on; shorter tails are indistinguishable from ordinary text.
+_MIN_KEY_PREFIX = 4
 
 _READ_SIZE = 64 * 1024
 _USER_AGENT = f"chunkwise/{__version__}"
@@ -273,22 +278,18 @@ async def open_http_response(
         await conn.send_request(endpoint, body)
         response = HTTPResponse(conn, await conn.receive_head())
         if check:
-            await _check_response(response, endpoint.api_key)
+            await _check_response(response, endpoint)
         yield response
     finally:
         await conn.aclose()
 
 
-async def _check_response(response: HTTPResponse, api_key: str | None = None) -> None:
-    """Raise unless the response is a 2xx event stream chunkwise can read.
-
-    A server that quotes the key back in its error body (some relays do, in
-    "invalid key" messages) must not put it into an exception: it is masked.
-    """
+async def _check_response(response: HTTPResponse, endpoint: Endpoint) -> None:
+    """Raise unless the response is a 2xx event stream chunkwise can read."""
     status = response.status_code
     headers = response.headers
     if not 200 <= status < 300:
-        body = _mask(await _read_bounded(response), api_key)
+        body, truncated = await _read_rejected_body(response, endpoint)
         raise HTTPStatusError(
             status,
             reason=response.reason,
@@ -296,6 +297,7 @@ async def _check_response(response: HTTPResponse, api_key: str | None = None) ->
             body=body,
             request_id=headers.get("x-request-id"),
             retry_after=_retry_after(headers),
+            truncated=truncated,
         )
     encoding = headers.get("content-encoding", "")
     if any(c.strip().lower() not in ("", "identity") for c in encoding.split(",")):
@@ -306,31 +308,51 @@ async def _check_response(response: HTTPResponse, api_key: str | None = None) ->
         raise UnexpectedContentType(
             status_code=status,
             content_type=content_type,
-            body_start=_mask(await _read_bounded(response), api_key),
+            body_start=(await _read_rejected_body(response, endpoint))[0],
         )
 
 
-def _mask(body: bytes, api_key: str | None) -> bytes:
-    if not api_key:
-        return body
-    return body.replace(api_key.encode(), b"***")
+async def _read_rejected_body(response: HTTPResponse, endpoint: Endpoint) -> tuple[bytes, bool]:
+    """The start of a body that is about to be raised as an error, and whether it was cut.
 
-
-async def _read_bounded(response: HTTPResponse) -> bytes:
-    """Up to MAX_ERROR_BODY bytes of the body; whatever arrived if it breaks off.
-
-    An error response is still worth raising as such when its body is truncated.
+    Reading stops after :data:`MAX_ERROR_BODY` bytes, after ``timeouts.error_body``
+    seconds, or when the connection breaks: a partial body still makes a useful error,
+    and a body that stalls must not hold the caller for the idle timeout.  Reading goes
+    on past the limit, so a body of exactly the limit is known to be whole.
     """
     received = bytearray()
-    try:
-        while len(received) < MAX_ERROR_BODY:
-            data = await response.receive_some()
-            if not data:
-                break
-            received += data
-    except (TransportError, RemoteProtocolError):
-        pass
-    return bytes(received[:MAX_ERROR_BODY])
+    complete = False
+    timeout = endpoint.timeouts.error_body
+    with trio.move_on_after(math.inf if timeout is None else timeout):
+        try:
+            while len(received) <= MAX_ERROR_BODY:
+                data = await response.receive_some()
+                if not data:
+                    complete = True
+                    break
+                received += data
+        except (TransportError, RemoteProtocolError):
+            pass
+    body = _redact(bytes(received), endpoint.api_key, cut=not complete)
+    return body[:MAX_ERROR_BODY], not complete
+
+
+def _redact(body: bytes, api_key: str | None, *, cut: bool) -> bytes:
+    """Mask the key where the server quotes it back (some relays do, in "invalid key" errors).
+
+    Runs before the body is cut to size, so a key straddling the cut is masked whole.
+    When the body itself was cut short (by a limit, or a connection that broke), it
+    may end inside an echo of the key: that start of the key is masked too.
+    """
+    if not api_key:
+        return body
+    key = api_key.encode()
+    body = body.replace(key, b"***")
+    if cut:
+        for length in range(len(key) - 1, _MIN_KEY_PREFIX - 1, -1):
+            if body.endswith(key[:length]):
+                return body[:-length] + b"***"
+    return body
 
 
 def parse_error_body(body: bytes) -> StreamError | None:
@@ -491,7 +513,7 @@ class _Connection:
 
     async def _receive_body(self) -> bytes:
         if self._error is not None:
-            raise self._error
+            raise_itself(self._error, fresh_traceback=True)
         chunks: list[bytes] = []
         waited = False
         while not self._done:

@@ -57,24 +57,9 @@ class ChatStreamParser:
         """Parse the next bytes of the body; return the events they complete."""
         if self._ended:
             raise LocalProtocolError("feed() called after end()")
-        decoder = self._decoder
-        if decoder.error is not None:
+        if self._decoder.error is not None:
             return []  # the stream already failed; it is over
-        try:
-            sse_events = decoder._feed(data)
-        except EventTooLarge as exc:
-            return self._accumulator.fail(exc)
-        # After the terminal event the accumulator ignores events but notes
-        # that they came, whichever read they arrived in.
-        feed = self._accumulator._feed_data
-        if len(sse_events) == 1 and decoder.error is None:
-            return feed(*sse_events[0])
-        events: list[Event] = []
-        for kind, text in sse_events:
-            events += feed(kind, text)
-        if decoder.error is not None:
-            events += self._accumulator.fail(decoder.error)
-        return events
+        return self._decode(data)
 
     def fail(self, error: ChunkwiseError) -> list[Event]:
         """End the stream as ``failed`` with ``error``, e.g. a broken body framing.
@@ -101,22 +86,39 @@ class ChatStreamParser:
         accumulator = self._accumulator
         if accumulator.finished or self._decoder.error is not None:
             return []
-        events = self._end_decoder()
-        if accumulator.finished:
-            return events
-        events += accumulator.end(reason)
-        return events
-
-    def _end_decoder(self) -> list[Event]:
-        events: list[Event] = []
-        remaining: list[Any] = self._decoder.end()  # pairs, see __init__
-        for kind, text in remaining:
-            events += self._accumulator._feed_data(kind, text)
+        events = self._decode(None)
         if self._decoder.unterminated:
-            events += self._accumulator.note_anomaly(
+            events += accumulator.note_anomaly(
                 Anomaly(
                     kind="unterminated event",
                     detail="the stream stopped inside an event, which was discarded",
                 )
             )
+        if accumulator.finished:
+            return events
+        events += accumulator.end(reason)
+        return events
+
+    def _decode(self, data: bytes | bytearray | memoryview | None) -> list[Event]:
+        # The one path from the decoder to the accumulator, for feed() and for
+        # end() (data None) alike: whatever the server sent, the decoder's only
+        # error (EventTooLarge, which end() raises too when the line the body
+        # cut off is too large) ends the stream as failed instead of escaping,
+        # and the events completed before it are delivered first.
+        decoder = self._decoder
+        try:
+            # (event type, data) pairs; see __init__
+            sse_events: list[Any] = decoder._feed(data) if data is not None else decoder.end()
+        except EventTooLarge as exc:
+            return self._accumulator.fail(exc)
+        # After the terminal event the accumulator ignores events but notes
+        # that they came, whichever read they arrived in.
+        feed = self._accumulator._feed_data
+        if len(sse_events) == 1 and decoder.error is None:
+            return feed(*sse_events[0])
+        events: list[Event] = []
+        for kind, text in sse_events:
+            events += feed(kind, text)
+        if decoder.error is not None:
+            events += self._accumulator.fail(decoder.error)
         return events

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import enum
-import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
 import attrs
 
-from ._errors import ChunkwiseError, StreamError, ToolArgumentsError
+from ._errors import ChunkwiseError, StreamError, ToolArgumentsError, raise_itself
+from ._payloads import copy_json, parse_json
 
 __all__ = [
     "Anomaly",
@@ -54,7 +54,13 @@ class Anomaly:
     choice_index: int | None = None
 
 
-_UNSET: Any = object()
+class _Unset(enum.Enum):
+    # An enum member, not object(): copy.deepcopy and pickle keep it the same
+    # object, so a copied ToolCall still knows that nothing was cached.
+    UNSET = enum.auto()
+
+
+_UNSET: Any = _Unset.UNSET
 
 
 @attrs.frozen(kw_only=True)
@@ -94,14 +100,15 @@ class ToolCall:
     def parse_arguments(self) -> Any:
         """Return the arguments as parsed JSON, or raise :class:`~chunkwise.ToolArgumentsError`.
 
-        The raw text stays in :attr:`arguments` either way.
+        The raw text stays in :attr:`arguments` either way.  Each call returns
+        a new value, so changing it changes nothing in this call.
         """
         if self.error is not None:
-            raise self.error
+            raise_itself(self.error, fresh_traceback=True)
         if self._parsed is not _UNSET:
-            return self._parsed
+            return copy_json(self._parsed)
         try:
-            return json.loads(self.arguments)
+            return parse_json(self.arguments)
         except ValueError as exc:
             raise ToolArgumentsError(
                 f"arguments of tool call {self.name!r} are not valid JSON: {exc}",
@@ -137,6 +144,9 @@ class ChoiceResult:
 @attrs.frozen(kw_only=True)
 class ChatResult:
     """A snapshot of a chat-completion stream, readable at any time.
+
+    A result, and everything in it, never changes after it was handed out:
+    later chunks give a new snapshot.
 
     ``status`` is ``"streaming"`` until the terminal event, then
     ``"complete"`` (no error and every choice finished), ``"failed"``

@@ -16,7 +16,16 @@ is already buffered: cost stays linear in the input.  A partial line is
 classified as soon as its field name is known: comments and unknown fields are
 dropped piece by piece instead of being buffered, so they cannot grow memory.
 Everything that is buffered for the current event counts against
-``max_event_size``.
+``max_event_size`` (the rule is in :class:`SSEDecoder`'s docstring).  While a
+line is still arriving its size is undercounted (the optional space after the
+colon is assumed), never overcounted; the exact count is taken when the line
+ends, or by :meth:`SSEDecoder.end` for a line the stream cut off.  The count
+only grows as a line grows, so whether an event is too large does not depend
+on how the bytes were split into reads.
+
+The ``id`` field sets a buffer; a dispatch (a blank line ending a block, even a
+block without data) commits it to :attr:`SSEDecoder.last_event_id`, as WHATWG
+says.  An ``id`` in a block the stream never terminates is not committed.
 """
 
 from __future__ import annotations
@@ -26,12 +35,12 @@ from typing import Any, Final
 
 import attrs
 
-from ._errors import EventTooLarge, LocalProtocolError
+from ._errors import EventTooLarge, LocalProtocolError, raise_itself
 
 __all__ = ["DEFAULT_MAX_EVENT_SIZE", "SSEDecoder", "ServerSentEvent"]
 
-#: Default limit for one event, in characters of decoded text (data lines,
-#: other kept fields and the unfinished line).  Large enough for a whole
+#: Default limit for one event, in characters of decoded text (see
+#: :class:`SSEDecoder` for how an event is measured).  Large enough for a whole
 #: non-streamed completion sent as one event; small enough to bound memory.
 DEFAULT_MAX_EVENT_SIZE: Final = 16 * 1024 * 1024
 
@@ -53,7 +62,9 @@ class ServerSentEvent:
     Attributes:
         event: The event type, ``"message"`` when the server gave none.
         data: The data lines joined with ``"\\n"``.
-        id: The last event ID in effect at dispatch (``""`` when none).
+        id: The last event ID in effect at dispatch: the value of the last
+            valid ``id`` field, in this block or an earlier one (``""`` when
+            none).
         retry: The ``retry`` value given in this event's block, if valid.
     """
 
@@ -67,13 +78,31 @@ class SSEDecoder:
     """Incremental, sans-IO decoder from bytes to :class:`ServerSentEvent`.
 
     Args:
-        max_event_size: Upper bound, in characters, on what one event may
-            buffer.  Exceeding it raises :class:`~chunkwise.EventTooLarge`
-            before the excess is stored.
+        max_event_size: Upper bound on the size of one event, in characters.
+            The size of an event is the total length of the values of its
+            kept field lines (``data``, ``event``, ``id``, ``retry``, and
+            ``error`` with ``legacy_error_field``) plus one between
+            consecutive lines: for an event made of data lines only it is
+            exactly ``len(event.data)``, the joining ``"\\n"`` included.
+            Comments and unknown fields are not kept and do not count.  A
+            line counts as far as it has arrived, so a line cut off by the
+            end of the stream counts too.  An event whose size equals
+            ``max_event_size`` is accepted; one character more raises
+            :class:`~chunkwise.EventTooLarge` (from :meth:`feed`, or from
+            :meth:`end` for a cut-off line), however the bytes were split
+            into reads, before the excess is stored.
         legacy_error_field: Also accept llama.cpp's legacy ``error:`` field
             lines: a block with ``error:`` lines and no ``data:`` lines is
             dispatched as an event of type ``"error"``.  Off by default,
             because WHATWG says unknown fields are ignored.
+
+    Attributes:
+        last_event_id: The last event ID committed by a dispatch, as WHATWG
+            defines it: an ``id`` field takes effect when its block ends
+            with a blank line, even a block without data; one in a block the
+            stream never terminated does not.
+        retry: The last valid ``retry`` value (it applies at once, as in
+            WHATWG), or None.
     """
 
     def __init__(
@@ -106,7 +135,8 @@ class SSEDecoder:
         self._event_type = ""
         self._retry_in_block: int | None = None
         self._has_fields = False  # any field line since the last dispatch
-        self._event_size = 0  # characters kept for the current event
+        self._event_size = -1  # the current event's size; see _reset_event
+        self._id_buffer = ""  # WHATWG's "last event ID buffer"
         self.last_event_id = ""
         self.retry: int | None = None
 
@@ -136,7 +166,7 @@ class SSEDecoder:
     def _feed(self, data: bytes | bytearray | memoryview) -> list[Any]:
         # ServerSentEvents, or (event type, data) pairs when _pairs is set.
         if self._error is not None:
-            raise self._error
+            raise_itself(self._error, fresh_traceback=True)
         if self._ended:
             raise LocalProtocolError("feed() called after end()")
         if self._utf8_tail:
@@ -155,13 +185,23 @@ class SSEDecoder:
 
         Flushes the UTF-8 decoder.  Per WHATWG, an event not terminated by a
         blank line is discarded; :attr:`unterminated` then says so.
+
+        Raises:
+            EventTooLarge: the line the stream cut off makes its event larger
+                than ``max_event_size`` (see the class docstring).
         """
         if self._error is not None:
-            raise self._error
+            raise_itself(self._error, fresh_traceback=True)
         if self._ended:
             return []
         events = self._feed_text(_utf8_decode(self._utf8_tail, "replace", True)[0])
         self._utf8_tail = b""
+        if self._pieces:
+            # The cut-off line is discarded, but it counts, exactly now that all
+            # of it is known (while it arrived, the count assumed a space).
+            name, value = _split_field("".join(self._pieces))
+            if self._is_kept_field(name):
+                self._keep(value)
         self._ended = True
         if self._has_fields or self._line_len or self._line_state == _DROP_FIELD:
             self._unterminated = True
@@ -191,7 +231,7 @@ class SSEDecoder:
             and text.find("\n") == len(text) - 2
             and text[-1] == "\n"
             and "\r" not in text
-            and len(text) - 6 <= self.max_event_size
+            and len(text) - 7 <= self.max_event_size
         ):
             # The hot path of a server that writes one event per read: a
             # single "data:" line and its blank line, nothing pending.  The
@@ -210,8 +250,7 @@ class SSEDecoder:
                 self._process_lines(lines, events)
             if last:
                 self._add_partial(last)
-        except EventTooLarge as exc:
-            self._error = exc
+        except EventTooLarge:
             if not events:
                 raise
             # Deliver the events completed before the oversized one; the
@@ -244,9 +283,10 @@ class SSEDecoder:
             elif data and self._pairs and not self._event_type and not self._errors:
                 # The hot path again: a plain data event for the chat layer.
                 events.append(("message", data[0] if len(data) == 1 else "\n".join(data)))
+                self.last_event_id = self._id_buffer
                 self._data = data = []
                 self._has_fields = False
-                self._event_size = 0
+                self._event_size = -1
                 self._retry_in_block = None
             else:
                 self._dispatch(events)
@@ -268,10 +308,10 @@ class SSEDecoder:
             self._classify_partial()
             if self._value_start < 0:
                 return
-        # Count the value received so far, never more than the complete line
-        # will count: so whether an event is too large does not depend on how
-        # the bytes were split.
-        if self._event_size + self._line_len - self._value_start > self.max_event_size:
+        # Count the value received so far (and the separator before it), never
+        # more than the complete line will count: so whether an event is too
+        # large does not depend on how the bytes were split.
+        if self._event_size + 1 + self._line_len - self._value_start > self.max_event_size:
             self._raise_too_large()
 
     def _classify_partial(self) -> None:
@@ -300,19 +340,13 @@ class SSEDecoder:
         self._pieces.clear()
         self._line_len = 0
         self._reset_event()
-        raise EventTooLarge(self.max_event_size)
+        error = self._error = EventTooLarge(self.max_event_size)
+        raise error
 
     def _process_line(self, line: str) -> None:
         if line[0] == ":":
             return
-        colon = line.find(":")
-        if colon < 0:
-            name, value = line, ""
-        else:
-            name = line[:colon]
-            value = line[colon + 1 :]
-            if value[:1] == " ":
-                value = value[1:]
+        name, value = _split_field(line)
         if name == "data":
             self._has_fields = True
             self._keep(value)
@@ -325,7 +359,7 @@ class SSEDecoder:
             self._has_fields = True
             self._keep(value)
             if "\0" not in value:
-                self.last_event_id = value
+                self._id_buffer = value  # committed at dispatch
         elif name == "retry":
             self._has_fields = True
             self._keep(value)
@@ -340,11 +374,14 @@ class SSEDecoder:
             self._has_fields = True
 
     def _keep(self, value: str) -> None:
+        # The value and the separator before it (see _reset_event).
         self._event_size += len(value) + 1
         if self._event_size > self.max_event_size:
             self._raise_too_large()
 
     def _dispatch(self, events: list[Any]) -> None:
+        # WHATWG commits the ID first, so a block without data commits it too.
+        self.last_event_id = self._id_buffer
         if self._data:
             kind = self._event_type or "message"
             data = self._data[0] if len(self._data) == 1 else "\n".join(self._data)
@@ -359,7 +396,7 @@ class SSEDecoder:
         else:
             events.append(
                 ServerSentEvent(
-                    event=kind, data=data, id=self.last_event_id, retry=self._retry_in_block
+                    event=kind, data=data, id=self._id_buffer, retry=self._retry_in_block
                 )
             )
         self._reset_event()
@@ -370,4 +407,15 @@ class SSEDecoder:
         self._event_type = ""
         self._retry_in_block = None
         self._has_fields = False
-        self._event_size = 0
+        # Each kept line adds its length plus one for the separator before it;
+        # the first line has none, so an event of data lines only has the
+        # size of its data.
+        self._event_size = -1
+
+
+def _split_field(line: str) -> tuple[str, str]:
+    """A field line's name and value (one optional space after the colon removed)."""
+    name, colon, value = line.partition(":")
+    if colon and value[:1] == " ":
+        value = value[1:]
+    return name, value

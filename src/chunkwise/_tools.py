@@ -8,11 +8,11 @@ matching function tool.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ._errors import ToolArgumentsError
+from ._payloads import parse_json
 from ._results import ToolCall
 
 __all__ = ["ToolSchemas", "complete_tool_call"]
@@ -81,7 +81,7 @@ def complete_tool_call(
     error: ToolArgumentsError | None = None
     validated: bool | None = None
     try:
-        parsed = json.loads(arguments)
+        parsed = parse_json(arguments)
     except ValueError as exc:
         what = "are empty" if not arguments else f"are not valid JSON ({exc})"
         if not finished:
