@@ -374,10 +374,15 @@ async def test_openai_sdk_streams_from_the_server() -> None:
 
 
 async def test_client_reset_mid_response_does_not_cancel_the_callers_block() -> None:
+    handler_ended = trio.Event()
+
     async def endless(request: RecordedRequest, writer: ResponseWriter) -> None:
-        await writer.start()
-        while True:
-            await writer.write(b"x" * 65536)
+        try:
+            await writer.start()
+            while True:
+                await writer.write(b"x" * 65536)
+        finally:
+            handler_ended.set()
 
     reached_end = False
     async with open_test_server(endless) as server:
@@ -387,6 +392,8 @@ async def test_client_reset_mid_response_does_not_cancel_the_callers_block() -> 
         )
         await stream.receive_some(10)
         await stream.aclose()  # unread data: the kernel sends a reset
-        await trio.sleep(0.2)
+        with trio.fail_after(10):
+            await handler_ended.wait()  # the server saw the reset
+        await trio.lowlevel.checkpoint()  # and the block was not cancelled by it
         reached_end = True
     assert reached_end

@@ -47,7 +47,7 @@ from ._events import (
     ToolCallStarted,
     UsageReported,
 )
-from ._fanout import DEFAULT_BUFFER_SIZE, Family
+from ._fanout import DEFAULT_BUFFER_SIZE, Batch, Family
 from ._http import Headers
 from ._parser import ChatStreamParser
 from ._results import Anomaly, ChatResult, ChoiceResult, IncompleteReason, Status, ToolCall
@@ -61,6 +61,7 @@ __all__ = [
     "DEFAULT_MAX_EVENT_SIZE",
     "Anomaly",
     "AnomalyDetected",
+    "Batch",
     "ChatAccumulator",
     "ChatResult",
     "ChatStream",

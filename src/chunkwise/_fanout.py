@@ -2,46 +2,62 @@
 
 Theory of operation
 -------------------
-One publisher (the stream's reader task) calls :meth:`Broadcaster.publish`
-with the events one network read produced.  Each subscriber owns a trio memory
-channel.  A lossless subscriber (the default) applies backpressure: when its
-buffer is full the publisher waits, so the reader stops reading and TCP flow
-control reaches the server.  A lossy subscriber never makes the publisher wait;
-events that do not fit are counted and, as soon as there is room again, the
-subscriber first receives :class:`~chunkwise.EventsDropped` with the count.
-Terminal events are never dropped: the publisher waits for room for them even
-on a lossy subscriber.
+One publisher (the stream's reader task) hands :meth:`Broadcaster.publish`
+the events one network read produced, and finally hands
+:meth:`Broadcaster.finish` the last events, ending with the terminal one.
+Each subscriber owns a trio memory channel and a *pending* queue: the events
+meant for it that its channel has not accepted yet.  Publishing first moves a
+read's events into every subscriber (straight into the channel while there is
+room, into the pending queue after that), then waits until every lossless
+subscriber's queue is empty.  The pending queue is the record of what each
+subscriber already got, so cancelling a wait loses nothing: whatever was not
+delivered is still queued, in order, ahead of the end.
 
-A subscriber that closes its receive channel is dropped quietly; the others
-carry on.  When the stream ends every send channel is closed, so consumers see
-:class:`trio.EndOfChannel` after the terminal event.
+A lossy subscriber never queues: an event that does not fit is dropped and
+counted, and as soon as there is room again the subscriber first receives
+:class:`~chunkwise.EventsDropped` with the count.  Its channel keeps two slots
+beyond its ``buffer_size``, for a drop report and the terminal event, so the
+end always fits.  A *batched* subscriber receives one tuple per publish (the
+events of one network read for it), with the same rules counted in batches.
+
+Rules
+-----
+1. Events reach each subscriber in the order they were published, with no gap:
+   every event after the first one it was subscribed for, except the ones a
+   lossy subscriber is told were dropped.
+2. :meth:`Broadcaster.finish` is the only way the end reaches a subscriber.
+   It queues the last events behind what is pending, delivers to every
+   subscriber concurrently (one never read holds up no other), and closes each
+   channel right after its terminal event, so the terminal event arrives
+   exactly once and is followed by :class:`trio.EndOfChannel`.
+3. Every wait on a subscriber is either cancellable (the publisher's cancel
+   scope, for :meth:`publish`) or bounded by ``give_up`` (for
+   :meth:`finish`): the caller sets it once nobody is left who could read.  A
+   delivery given up, or a stream torn down by :meth:`close`, hands over what
+   fits without waiting and then ends the channel.
+4. A subscriber that closed its receive channel is dropped quietly; the others
+   carry on.  One that subscribes once the end is known receives just the
+   terminal event, then :class:`trio.EndOfChannel`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+import typing
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import trio
 
 from ._events import (
-    AnomalyDetected,
-    ChoiceFinished,
-    ContentDelta,
+    ChoiceEvent,
     Event,
     EventsDropped,
-    ReasoningDelta,
-    RefusalDelta,
-    StreamCompleted,
-    StreamFailed,
-    StreamIncomplete,
-    ToolCallArgumentsDelta,
-    ToolCallCompleted,
-    ToolCallStarted,
+    TerminalEvent,
+    ToolCallEvent,
 )
 
-__all__ = ["DEFAULT_BUFFER_SIZE", "Broadcaster", "Family"]
+__all__ = ["DEFAULT_BUFFER_SIZE", "Batch", "Broadcaster", "Family", "family_of"]
 
 #: Events a subscriber may hold unread before the publisher waits (or, for a
 #: lossy subscriber, drops).  A 64 KiB read of short content chunks yields
@@ -51,13 +67,15 @@ DEFAULT_BUFFER_SIZE = 1024
 
 Family = Literal["choice", "tool_call", "lifecycle"]
 
-_CHOICE: frozenset[type[Any]] = frozenset(
-    (ContentDelta, RefusalDelta, ReasoningDelta, ChoiceFinished)
-)
-_TOOL_CALL: frozenset[type[Any]] = frozenset(
-    (ToolCallStarted, ToolCallArgumentsDelta, ToolCallCompleted)
-)
-_TERMINAL: frozenset[type[Any]] = frozenset((StreamCompleted, StreamIncomplete, StreamFailed))
+#: What a batched subscriber receives: the events of one network read for it.
+Batch = tuple[Event, ...]
+
+# The families, derived from the event unions so that a new event type joins
+# its family in one place (_events.py).
+_CHOICE: frozenset[type[Any]] = frozenset(typing.get_args(ChoiceEvent))
+_TOOL_CALL: frozenset[type[Any]] = frozenset(typing.get_args(ToolCallEvent))
+_TERMINAL: frozenset[type[Any]] = frozenset(typing.get_args(TerminalEvent))
+_FAMILIES = typing.get_args(Family)
 
 
 def family_of(event: Event) -> Family:
@@ -70,29 +88,105 @@ def family_of(event: Event) -> Family:
     return "lifecycle"
 
 
+def _wanted(family: Family | None) -> frozenset[type[Any]] | None:
+    # The event types a family subscriber receives; None: every event.  The
+    # terminal event, a lifecycle event, reaches everyone.
+    if family is None:
+        return None
+    if family == "choice":
+        return _CHOICE | _TERMINAL
+    if family == "tool_call":
+        return _TOOL_CALL | _TERMINAL
+    return frozenset(typing.get_args(Event)) - _CHOICE - _TOOL_CALL
+
+
 class _Subscriber:
-    __slots__ = ("dropped", "family", "limit", "lossy", "send")
+    __slots__ = ("batched", "dropped", "lossy", "pending", "send", "size", "wanted")
 
     def __init__(
         self,
-        send: trio.MemorySendChannel[Event],
+        send: trio.MemorySendChannel[Any],
         family: Family | None,
+        *,
         lossy: bool,
-        limit: int | float,
+        batched: bool,
+        size: int | float,
     ) -> None:
         self.send = send
-        self.family = family
+        self.wanted = _wanted(family)
         self.lossy = lossy
-        self.limit = limit
-        self.dropped = 0
+        self.batched = batched
+        self.size = size
+        self.dropped = 0  # events dropped since the last report (lossy)
+        # Items the channel has not accepted: at most one read's worth, so a
+        # list (small when empty; many streams each have subscribers) will do.
+        self.pending: list[Any] = []
 
-    def wants(self, event: Event) -> bool:
-        return (
-            self.family is None
-            or family_of(event) == self.family
-            or type(event) in _TERMINAL
-            or (self.family == "lifecycle" and type(event) is AnomalyDetected)
-        )
+    def offer(self, events: Sequence[Event]) -> None:
+        """Hand over ``events`` without waiting: into the channel, else pending.
+
+        Raises trio.BrokenResourceError when the consumer closed its channel.
+        """
+        wanted = self.wanted
+        if wanted is not None:
+            events = [event for event in events if type(event) in wanted]
+            if not events:
+                return
+        if self.batched:
+            self._put(tuple(events), len(events), terminal=type(events[-1]) in _TERMINAL)
+            return
+        if not self.lossy and not self.pending:
+            # The hot path: everything fits, nothing waits.
+            send_nowait = self.send.send_nowait
+            for i, event in enumerate(events):
+                try:
+                    send_nowait(event)
+                except trio.WouldBlock:
+                    self.pending.extend(events[i:])
+                    return
+            return
+        for event in events:
+            self._put(event, 1, terminal=type(event) in _TERMINAL)
+
+    def _put(self, item: Any, count: int, *, terminal: bool) -> None:
+        if not self.lossy:
+            if self.pending:
+                self.pending.append(item)
+                return
+            try:
+                self.send.send_nowait(item)
+            except trio.WouldBlock:
+                self.pending.append(item)
+            return
+        used = self.send.statistics().current_buffer_used
+        report = 1 if self.dropped else 0
+        if not terminal and used + report >= self.size:
+            self.dropped += count
+            return
+        if report:
+            dropped = EventsDropped(count=self.dropped)
+            self.send.send_nowait((dropped,) if self.batched else dropped)
+            self.dropped = 0
+        self.send.send_nowait(item)
+
+    async def drain(self) -> None:
+        """Wait until the channel took every pending item (cancellable, loses nothing)."""
+        pending = self.pending
+        send = self.send
+        while pending:
+            await send.send(pending[0])
+            del pending[0]
+
+    def drain_nowait(self) -> None:
+        """Hand over what fits now; what does not is given up."""
+        pending = self.pending
+        try:
+            while pending:
+                self.send.send_nowait(pending[0])
+                del pending[0]
+        except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        pending.clear()
 
 
 class Broadcaster:
@@ -101,7 +195,6 @@ class Broadcaster:
     def __init__(self) -> None:
         self._subscribers: list[_Subscriber] = []
         self._terminal: Event | None = None
-        self._closed = False
         self.has_subscribed = trio.Event()
 
     def subscribe(
@@ -110,98 +203,119 @@ class Broadcaster:
         *,
         buffer_size: int | float = DEFAULT_BUFFER_SIZE,
         lossy: bool = False,
-    ) -> trio.MemoryReceiveChannel[Event]:
-        if family not in (None, "choice", "tool_call", "lifecycle"):
+        batched: bool = False,
+    ) -> trio.MemoryReceiveChannel[Any]:
+        if family is not None and family not in _FAMILIES:
             raise ValueError(f"unknown event family {family!r}")
+        if buffer_size != math.inf and (
+            isinstance(buffer_size, bool) or not isinstance(buffer_size, int)
+        ):
+            raise TypeError(f"buffer_size must be an int or math.inf, not {buffer_size!r}")
+        if buffer_size < 0:
+            raise ValueError(f"buffer_size must not be negative, not {buffer_size!r}")
         if lossy and not 1 <= buffer_size < math.inf:
             raise ValueError("a lossy subscriber needs a finite buffer_size of at least 1")
-        if self._closed:
-            # Joining after the end: the terminal event, then EndOfChannel.
-            late_send, late_receive = trio.open_memory_channel[Event](1)
+        if self._terminal is not None:
+            # Joining once the end is known: the terminal event, then EndOfChannel.
+            late_send, late_receive = trio.open_memory_channel[Any](1)
             with late_send:
-                if self._terminal is not None:
-                    late_send.send_nowait(self._terminal)
+                late_send.send_nowait((self._terminal,) if batched else self._terminal)
             return late_receive
-        # A lossy channel has two slots beyond its limit, kept for a drop
-        # report and the terminal event, so the end never waits for it.
-        send, receive = trio.open_memory_channel[Event](buffer_size + 2 if lossy else buffer_size)
-        self._subscribers.append(_Subscriber(send, family, lossy, buffer_size))
+        # Rule 3: a lossy channel's two extra slots hold a drop report and the
+        # terminal event, so the end never waits for it.
+        send, receive = trio.open_memory_channel[Any](buffer_size + 2 if lossy else buffer_size)
+        self._subscribers.append(
+            _Subscriber(send, family, lossy=lossy, batched=batched, size=buffer_size)
+        )
         self.has_subscribed.set()
         return receive
 
-    async def publish(self, events: Iterable[Event]) -> None:
-        """Deliver ``events`` in order; waits for room on lossless subscribers."""
-        for event in events:
-            if type(event) in _TERMINAL:
-                self._terminal = event
-            for subscriber in list(self._subscribers):
-                if subscriber.wants(event):
-                    await self._deliver(subscriber, event)
+    async def publish(self, events: Sequence[Event]) -> None:
+        """Deliver ``events`` (never the terminal one); waits for lossless subscribers.
+
+        Cancelling the wait loses nothing: undelivered events stay pending
+        (rule 1) and go out ahead of the end.
+        """
+        self._offer(events)
+        for subscriber in list(self._subscribers):
+            if subscriber.pending:
+                try:
+                    await subscriber.drain()
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    self._drop(subscriber)
         await trio.lowlevel.checkpoint()
 
     async def finish(self, events: Sequence[Event], *, give_up: trio.Event) -> None:
-        """Deliver the last events to every subscriber at once, then end each channel.
+        """Deliver the last events (ending with the terminal one) and end every channel.
 
-        For a stream whose block was left while it ran.  Each subscriber gets
-        its own delivery, so one that is never read holds up no other;
-        deliveries still waiting when ``give_up`` is set (no consumer task is
-        left to make room) are abandoned, and those channels just end.
+        Each subscriber gets its own delivery (rule 2); deliveries still
+        waiting when ``give_up`` is set hand over what fits and end (rule 3).
         """
+        self._end(events)
+        waiting = []
+        for subscriber in self._subscribers:
+            if subscriber.pending:
+                waiting.append(subscriber)
+            else:
+                subscriber.send.close()  # its terminal event is in the channel
+        if waiting and not give_up.is_set():
+            async with trio.open_nursery() as nursery:
+                left = len(waiting)
+
+                async def deliver(subscriber: _Subscriber) -> None:
+                    nonlocal left
+                    try:
+                        await subscriber.drain()
+                    except (trio.BrokenResourceError, trio.ClosedResourceError):
+                        self._drop(subscriber)
+                    subscriber.send.close()  # right after the terminal event
+                    left -= 1
+                    if not left:
+                        nursery.cancel_scope.cancel()
+
+                async def watch() -> None:
+                    await give_up.wait()
+                    nursery.cancel_scope.cancel()
+
+                nursery.start_soon(watch)
+                for subscriber in waiting:
+                    nursery.start_soon(deliver, subscriber)
+        self.close()
+
+    def close(self, events: Sequence[Event] = ()) -> None:
+        """End every channel now, handing over what fits of ``events`` first.
+
+        For a stream torn down by cancellation from outside: ``events`` are
+        ignored when :meth:`finish` already queued the end.  :meth:`finish`
+        ends every channel through here as well.
+        """
+        if self._terminal is None:
+            self._end(events)
+        for subscriber in self._subscribers:
+            subscriber.drain_nowait()
+            subscriber.send.close()
+        self._subscribers.clear()
+
+    def _end(self, events: Sequence[Event]) -> None:
+        # Queue the last events once; from now on subscribe() hands out the
+        # terminal event alone (rule 4).
         for event in events:
             if type(event) in _TERMINAL:
                 self._terminal = event
-        subscribers = list(self._subscribers)
-        if not subscribers:
+        self._offer(events)
+
+    def _offer(self, events: Sequence[Event]) -> None:
+        if not events:
             return
-        async with trio.open_nursery() as nursery:
-            waiting = len(subscribers)
+        for subscriber in list(self._subscribers):
+            try:
+                subscriber.offer(events)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                self._drop(subscriber)
 
-            async def deliver(subscriber: _Subscriber) -> None:
-                nonlocal waiting
-                try:
-                    with subscriber.send:
-                        for event in events:
-                            if subscriber.wants(event):
-                                await self._deliver(subscriber, event)
-                finally:
-                    waiting -= 1
-                    if not waiting:
-                        nursery.cancel_scope.cancel()
-
-            async def watch() -> None:
-                await give_up.wait()
-                nursery.cancel_scope.cancel()
-
-            nursery.start_soon(watch)
-            for subscriber in subscribers:
-                nursery.start_soon(deliver, subscriber)
-
-    async def _deliver(self, subscriber: _Subscriber, event: Event) -> None:
-        send = subscriber.send
-        try:
-            if not subscriber.lossy:
-                try:
-                    send.send_nowait(event)
-                except trio.WouldBlock:
-                    await send.send(event)
-                return
-            pending = 1 if subscriber.dropped else 0
-            used = send.statistics().current_buffer_used
-            if type(event) not in _TERMINAL and used + pending >= subscriber.limit:
-                subscriber.dropped += 1
-                return
-            if pending:
-                send.send_nowait(EventsDropped(count=subscriber.dropped))
-                subscriber.dropped = 0
-            send.send_nowait(event)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            # The consumer closed its channel: it wants no more events.
+    def _drop(self, subscriber: _Subscriber) -> None:
+        # The consumer closed its channel: it wants no more events.
+        subscriber.pending.clear()
+        subscriber.send.close()
+        if subscriber in self._subscribers:
             self._subscribers.remove(subscriber)
-            send.close()
-
-    def close(self) -> None:
-        """End every subscriber's channel (they see :class:`trio.EndOfChannel`)."""
-        self._closed = True
-        for subscriber in self._subscribers:
-            subscriber.send.close()
-        self._subscribers.clear()

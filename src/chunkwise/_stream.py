@@ -17,40 +17,64 @@ checkpoint, all see every event.  A subscriber created later receives the
 events published after it subscribed (one created after the end receives just
 the terminal event); :attr:`ChatStream.snapshot` shows what came before.
 
-Whatever ends the stream -- ``[DONE]``, the end of the body, a broken
-connection, an idle timeout, :meth:`ChatStream.cancel` -- the parser emits
-exactly one terminal event, which every subscriber receives before its channel
-ends.  Leaving the block closes the socket before ``__aexit__`` returns: if the
-stream is still running it is cancelled; either way the block then waits for
-consumer tasks started with :meth:`ChatStream.start_soon` to drain their
-channels.  After an early exit each subscriber's last events go through a
-delivery of its own, so a subscriber nobody reads holds up nobody, and
-deliveries are given up once no consumer task is left to make room.  An
-exception from the block or from one consumer task propagates as that one
-exception, not wrapped in an :class:`ExceptionGroup`.
+The reader has two phases.  *Reading* runs in ``_reader_scope``, which
+:meth:`ChatStream.cancel` and leaving the block cancel: it waits for bytes and
+for lossless subscribers to take each read's events.  *Ending* runs once,
+whatever stopped the reading (``[DONE]``, the end of the body, a broken
+connection, an idle timeout, a cancel): it closes the socket, lets the parser
+produce the terminal event, marks the result final, and hands the rest to
+:meth:`Broadcaster.finish`, which delivers to each subscriber on its own until
+nobody is left who could read.  Cancelling the reading loses nothing, because
+the broadcaster keeps what each subscriber has not taken yet.
+
+Rules
+-----
+These are the promises of the trio layer; each is tested in every cell of
+``tests/test_stream_matrix.py``.
+
+1. Leaving the ``async with`` returns promptly on every path: it never waits
+   on a subscriber that no running consumer task reads.  Once the block is
+   left, the only readers are the consumer tasks started with
+   :meth:`ChatStream.start_soon`; when none is running, the broadcaster is
+   told to give up (``_nobody_reads``), and every other wait of the reader is
+   in ``_reader_scope``, which leaving the block cancels.
+2. The socket is closed before ``__aexit__`` returns, on every path, and
+   before the terminal event is published: the ending phase closes it first,
+   and :func:`~chunkwise._http.open_http_response` closes it again on the way
+   out, shielded.
+3. Every subscriber whose channel is open and whose consumer is still running
+   receives, in order, every event published after it subscribed (lossless)
+   or the drop report in their place (lossy), then exactly one terminal
+   event, then :class:`trio.EndOfChannel`.  :meth:`ChatStream.cancel` and
+   leaving the block early only end the *reading*: the events already parsed
+   are still delivered, so a subscriber from the start has deltas adding up
+   to the text of the result in its terminal event.
+4. An exception from the block or from one consumer task propagates alone,
+   with its own ``__cause__``, ``__context__`` and traceback
+   (:func:`~chunkwise._util.exceptions_unwrapped`).  Two at once propagate as
+   an :class:`ExceptionGroup`.
+5. A :class:`~chunkwise.ChatResult` never changes after it was handed out:
+   results are frozen, and the parser builds a new one for each change.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Literal, overload
 
 import trio
 
 from ._endpoint import Endpoint
 from ._errors import ConnectionLost, IdleTimeout, RemoteProtocolError, TransportError
 from ._events import Event, ResponseStarted
-from ._fanout import DEFAULT_BUFFER_SIZE, Broadcaster, Family
+from ._fanout import DEFAULT_BUFFER_SIZE, Batch, Broadcaster, Family
 from ._http import HTTPResponse, open_http_response
 from ._parser import ChatStreamParser
 from ._results import Anomaly, ChatResult, IncompleteReason
 from ._sse import DEFAULT_MAX_EVENT_SIZE
-
-if sys.version_info < (3, 11):  # pragma: no cover
-    from exceptiongroup import BaseExceptionGroup
+from ._util import exceptions_unwrapped
 
 __all__ = ["ChatStream", "complete_chat", "open_chat_stream"]
 
@@ -62,14 +86,13 @@ class ChatStream:
         self._response = response
         self._parser = parser
         self._broadcaster = Broadcaster()
-        self._finished = trio.Event()
-        self._reader_scope = trio.CancelScope()
+        self._ended = trio.Event()  # the socket is closed and the result final
+        self._reader_scope = trio.CancelScope()  # the reading phase (rule 1)
         self._nursery: trio.Nursery | None = None
         self._iterator: trio.MemoryReceiveChannel[Event] | None = None
-        self._abandoned = False  # the block was left while the stream ran
+        self._block_left = False
         self._consumers = 0  # consumer tasks running (start_soon)
-        self._consumers_idle = trio.Event()
-        self._consumers_idle.set()
+        self._nobody_reads = trio.Event()  # the block is left and no consumer runs
 
     @property
     def status_code(self) -> int:
@@ -83,13 +106,36 @@ class ChatStream:
 
     @property
     def snapshot(self) -> ChatResult:
-        """What the stream delivered so far (final once it ended)."""
+        """What the stream delivered so far (final once :attr:`finished`)."""
         return self._parser.result
 
     @property
     def finished(self) -> bool:
-        """True once the terminal event was published."""
-        return self._finished.is_set()
+        """True once the stream ended: the socket is closed and the result is final.
+
+        Subscribers may still be receiving their last events.
+        """
+        return self._ended.is_set()
+
+    @overload
+    def subscribe(
+        self,
+        family: Family | None = None,
+        *,
+        buffer_size: int | float = DEFAULT_BUFFER_SIZE,
+        lossy: bool = False,
+        batched: Literal[False] = False,
+    ) -> trio.MemoryReceiveChannel[Event]: ...
+
+    @overload
+    def subscribe(
+        self,
+        family: Family | None = None,
+        *,
+        buffer_size: int | float = DEFAULT_BUFFER_SIZE,
+        lossy: bool = False,
+        batched: Literal[True],
+    ) -> trio.MemoryReceiveChannel[Batch]: ...
 
     def subscribe(
         self,
@@ -97,34 +143,47 @@ class ChatStream:
         *,
         buffer_size: int | float = DEFAULT_BUFFER_SIZE,
         lossy: bool = False,
-    ) -> trio.MemoryReceiveChannel[Event]:
+        batched: bool = False,
+    ) -> trio.MemoryReceiveChannel[Event] | trio.MemoryReceiveChannel[Batch]:
         """A new channel receiving every event from now on (or one family's).
 
         Args:
             family: ``"choice"``, ``"tool_call"`` or ``"lifecycle"`` to receive
                 only that family; the terminal event reaches every subscriber.
-            buffer_size: Events held for this subscriber before the reader
-                waits (or, when ``lossy``, drops).
+            buffer_size: Events (batches, when ``batched``) held for this
+                subscriber before the reader waits (or, when ``lossy``, drops):
+                an ``int`` or :data:`math.inf`.
             lossy: Never hold up the stream for this subscriber: events that
                 do not fit are dropped and reported by an
                 :class:`~chunkwise.EventsDropped` event.
+            batched: Receive tuples of events, one per network read, instead
+                of single events: one channel operation per read instead of
+                one per event, for consumers that keep up with fast streams.
+                The last tuple ends with the terminal event.
 
         Close the channel to unsubscribe; the other subscribers are unaffected.
+
+        Raises:
+            ValueError: an unknown family, a negative ``buffer_size``, or a
+                lossy subscriber without a finite ``buffer_size`` of at least 1.
+            TypeError: ``buffer_size`` is neither an ``int`` nor :data:`math.inf`.
         """
-        return self._broadcaster.subscribe(family, buffer_size=buffer_size, lossy=lossy)
+        return self._broadcaster.subscribe(
+            family, buffer_size=buffer_size, lossy=lossy, batched=batched
+        )
 
     def start_soon(
         self, async_fn: Callable[..., Awaitable[object]], *args: object, name: object = None
     ) -> None:
         """Run a consumer task in the stream's nursery.
 
-        If it raises, the stream is cancelled, the socket closed, and the
-        exception propagates out of the ``async with`` on its own.
+        Leaving the block waits for consumer tasks; each still receives the
+        rest of its events.  If one raises, the stream is cancelled, the socket
+        closed, and the exception propagates out of the ``async with`` on its
+        own.
         """
         if self._nursery is None:
             raise RuntimeError("the stream is not open")
-        if not self._consumers:
-            self._consumers_idle = trio.Event()
         self._consumers += 1
         self._nursery.start_soon(self._consume, async_fn, args, name=name or async_fn)
 
@@ -133,17 +192,24 @@ class ChatStream:
             await async_fn(*args)
         finally:
             self._consumers -= 1
-            if not self._consumers:
-                self._consumers_idle.set()
+            self._check_readers()
+
+    def _check_readers(self) -> None:
+        if self._block_left and not self._consumers:
+            self._nobody_reads.set()
 
     def cancel(self) -> None:
-        """Stop reading: the stream ends ``incomplete`` (``cancelled``) and the socket closes."""
+        """Stop reading: the stream ends ``incomplete`` (``cancelled``) and the socket closes.
+
+        Events already parsed still reach every subscriber, then the terminal
+        event.  Does nothing once the stream ended.
+        """
         self._reader_scope.cancel()
 
     async def result(self) -> ChatResult:
         """Wait for the end of the stream and return the final result."""
         self._broadcaster.has_subscribed.set()
-        await self._finished.wait()
+        await self._ended.wait()
         return self._parser.result
 
     def __aiter__(self) -> trio.MemoryReceiveChannel[Event]:
@@ -158,6 +224,7 @@ class ChatStream:
     async def _run(self) -> None:
         parser = self._parser
         broadcaster = self._broadcaster
+        final: list[Event] = []  # the last events, the terminal one at the end
         reason: IncompleteReason | None = None
         problem: TransportError | None = None
         invalid: RemoteProtocolError | None = None
@@ -168,7 +235,7 @@ class ChatStream:
                 await broadcaster.publish(
                     [ResponseStarted(status_code=self.status_code, headers=headers)]
                 )
-                while not parser.finished:
+                while True:
                     try:
                         data = await self._response.receive_some()
                     except IdleTimeout as exc:
@@ -186,29 +253,33 @@ class ChatStream:
                     if not data:
                         break
                     events = parser.feed(data)
+                    if parser.finished:
+                        final = events  # published after the socket is closed (rule 2)
+                        break
                     if events:
                         await broadcaster.publish(events)
             if self._reader_scope.cancelled_caught:
                 reason = IncompleteReason.CANCELLED
-            # The parser is done with the socket: close it before anyone
-            # learns that the stream ended.
             await self._response.aclose()
             if problem is not None:
-                parser_anomaly = Anomaly(kind="transport error", detail=str(problem))
-                await broadcaster.publish(parser.note_anomaly(parser_anomaly))
-            final = parser.fail(invalid) if invalid is not None else parser.end(reason)
-            if self._abandoned:
-                # The block was left: deliver to each subscriber on its own, for
-                # as long as a consumer task may still make room.
-                await broadcaster.finish(final, give_up=self._consumers_idle)
-            else:
-                await broadcaster.publish(final)
+                final += parser.note_anomaly(Anomaly(kind="transport error", detail=str(problem)))
+            final += parser.fail(invalid) if invalid is not None else parser.end(reason)
+            self._ended.set()
+            await broadcaster.finish(final, give_up=self._nobody_reads)
         finally:
+            # Torn down from outside (the block raised, a consumer failed, an
+            # outer deadline): record it, hand over what fits, end every channel.
             if not parser.finished:
-                # Cancelled from outside: record it, though nobody may listen.
-                parser.end(IncompleteReason.CANCELLED)
-            self._finished.set()
-            broadcaster.close()
+                final += parser.end(IncompleteReason.CANCELLED)
+            self._ended.set()
+            broadcaster.close(final)
+
+    def _leave(self) -> None:
+        """The block is over: nobody but consumer tasks can read any more."""
+        self._block_left = True
+        if not self.finished:
+            self.cancel()  # the caller is done with an unfinished stream
+        self._check_readers()
 
 
 @asynccontextmanager
@@ -237,45 +308,19 @@ async def open_chat_stream(
     async with open_http_response(endpoint, body, transport=transport) as response:
         stream = ChatStream(response, parser)
         try:
-            async with trio.open_nursery() as nursery:
-                stream._nursery = nursery
-                nursery.start_soon(stream._run, name="chunkwise reader")
-                try:
-                    yield stream
-                except BaseException:
-                    nursery.cancel_scope.cancel()
-                    raise
-                if not stream.finished:
-                    # The caller is done with an unfinished stream.
-                    stream._abandoned = True
-                    stream.cancel()
-        except BaseExceptionGroup as group:
-            raise _single(group) from None
+            with exceptions_unwrapped():
+                async with trio.open_nursery() as nursery:
+                    stream._nursery = nursery
+                    nursery.start_soon(stream._run, name="chunkwise reader")
+                    try:
+                        yield stream
+                    except BaseException:
+                        nursery.cancel_scope.cancel()
+                        raise
+                    finally:
+                        stream._leave()
         finally:
             stream._nursery = None
-
-
-def _single(group: BaseExceptionGroup[BaseException]) -> BaseException | BaseExceptionGroup[Any]:
-    """The one real exception in ``group``, or the group when there are several.
-
-    Cancellations caused by that exception are dropped; they are not news.
-    """
-    real = [exc for exc in _leaves(group) if not isinstance(exc, trio.Cancelled)]
-    if len(real) == 1:
-        return real[0]
-    if not real:
-        return next(iter(_leaves(group)))
-    return group
-
-
-def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
-    out: list[BaseException] = []
-    for exc in group.exceptions:
-        if isinstance(exc, BaseExceptionGroup):
-            out += _leaves(exc)
-        else:
-            out.append(exc)
-    return out
 
 
 async def complete_chat(

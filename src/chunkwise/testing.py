@@ -43,7 +43,6 @@ import http
 import itertools
 import json
 import ssl
-import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager, suppress
 from typing import Any, Literal, Union
@@ -54,9 +53,7 @@ import trio
 
 from ._endpoint import Endpoint
 from ._http import Headers, close_now
-
-if sys.version_info < (3, 11):  # pragma: no cover
-    from exceptiongroup import BaseExceptionGroup  # type: ignore[import-not-found, unused-ignore]
+from ._util import exceptions_unwrapped
 
 __all__ = [
     "Framing",
@@ -685,7 +682,7 @@ async def open_test_server(
     client_context = None
     if tls and ssl_context is None:
         ssl_context, client_context = tls_contexts()
-    try:
+    with exceptions_unwrapped():
         async with trio.open_nursery() as nursery:
             server: LoopbackServer = await nursery.start(
                 functools.partial(
@@ -702,35 +699,6 @@ async def open_test_server(
                 yield server
             finally:
                 nursery.cancel_scope.cancel()
-    except BaseExceptionGroup as group:
-        exc = _only_exception(group)
-        if exc is None:
-            raise
-        context = exc.__context__
-        try:
-            raise exc
-        finally:
-            exc.__context__ = context  # don't chain the group that merely carried it
-
-
-def _only_exception(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
-    """The one exception that matters in ``group``, or None when there are several.
-
-    Cancellations are dropped when something else happened: they are its consequence.
-    """
-    leaves = list(_leaves(group))
-    real = [exc for exc in leaves if not isinstance(exc, trio.Cancelled)]
-    if len(real) == 1:
-        return real[0]
-    return leaves[0] if len(leaves) == 1 else None
-
-
-def _leaves(exc: BaseException) -> Iterator[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            yield from _leaves(inner)
-    else:
-        yield exc
 
 
 def tls_contexts(*hostnames: str) -> tuple[ssl.SSLContext, ssl.SSLContext]:

@@ -1,0 +1,70 @@
+"""Small helpers shared by the trio layer and :mod:`chunkwise.testing`.
+
+Exception groups
+----------------
+A nursery wraps whatever its tasks and its body raise in a
+:class:`BaseExceptionGroup` (trio's strict exception groups).  Our context
+managers own nurseries as an implementation detail, so a caller who raised
+``ValueError`` in the block, or whose consumer task did, must get that
+``ValueError`` back: not a group, and not a copy whose chain we rewrote.
+:func:`exceptions_unwrapped` is the one place where that happens.  It re-raises
+the single real exception *as itself* (:func:`~chunkwise._errors.raise_itself`):
+its ``__cause__``, ``__traceback__`` and ``__context__`` are what they were when
+it was raised (``raise exc from None`` would erase the cause; a bare
+``raise exc`` inside ``except`` would chain the group as context).
+Cancellations next to a real exception are its consequence, not news, so they
+are dropped; two real exceptions stay a group.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import trio
+
+from ._errors import raise_itself
+
+if sys.version_info < (3, 11):  # pragma: no cover
+    from exceptiongroup import BaseExceptionGroup
+
+__all__ = ["exceptions_unwrapped", "sole_exception"]
+
+
+def sole_exception(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
+    """The one exception that matters in ``group`` (nested groups flattened).
+
+    That is the only leaf which is not :class:`trio.Cancelled`, or the only
+    leaf at all; ``None`` when several real exceptions happened at once.
+    """
+    leaves = list(_leaves(group))
+    real = [exc for exc in leaves if not isinstance(exc, trio.Cancelled)]
+    if len(real) == 1:
+        return real[0]
+    if not real:
+        return leaves[0]  # only cancellations: any one stands for them all
+    return None
+
+
+def _leaves(exc: BaseException) -> Iterator[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            yield from _leaves(inner)
+    else:
+        yield exc
+
+
+@contextmanager
+def exceptions_unwrapped() -> Iterator[None]:
+    """Re-raise a group's :func:`sole_exception` as itself, chain untouched.
+
+    Groups with several real exceptions propagate unchanged.
+    """
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        exc = sole_exception(group)
+        if exc is None:
+            raise
+        raise_itself(exc)

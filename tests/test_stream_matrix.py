@@ -1,0 +1,300 @@
+"""The five promises of the trio layer, in every cell of a matrix.
+
+Server behaviour x subscriber set-up x way out of the block.  Every cell runs
+``open_chat_stream`` over a trio memory stream with virtual time (the
+autojump clock), so a hang shows up as ``TooSlowError`` from the
+``trio.fail_after`` around the block, at no real cost.  For each cell:
+
+1. the block is left within the deadline (bounded exit);
+2. the client closed its transport before ``__aexit__`` returned, and the
+   server observes EOF;
+3. every subscriber's events come in order with no gap, end with exactly one
+   terminal event and then ``EndOfChannel``; a lossless consumer still running
+   at the end gets deltas that add up to the text of the result in its
+   terminal event, which is the stream's final snapshot;
+4. an exception from the block or from a consumer comes out alone, with its
+   own ``__cause__`` and the frame that raised it;
+5. every snapshot handed out equals a deep copy taken when it was handed out.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import pytest
+import trio
+import trio.testing
+
+import chunkwise
+from _streams import choice, chunk, sse
+from _transports import FakeServer, TrackedStream, head, pieces_of, serving
+from chunkwise import (
+    ContentDelta,
+    Event,
+    EventsDropped,
+    StreamCompleted,
+    StreamFailed,
+    StreamIncomplete,
+)
+
+ENDPOINT = chunkwise.Endpoint(base_url="http://127.0.0.1:9/v1", api_key="sk-test")
+REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+TERMINAL = (StreamCompleted, StreamIncomplete, StreamFailed)
+N_DELTAS = 12
+DEADLINE = 60.0  # virtual seconds: far beyond any cell's own timing
+LOGPROBS = {"content": [{"token": "x", "logprob": -0.5}]}
+
+
+def body(*, done: bool = True, deltas: int = N_DELTAS, finish: bool = True) -> bytes:
+    return sse(
+        chunk(choice(role="assistant", content="")),
+        *[chunk({**choice(content=f"ü{i} "), "logprobs": LOGPROBS}) for i in range(deltas)],
+        *([chunk(choice(finish_reason="stop"))] if finish else []),
+        done=done,
+    )
+
+
+class ResettingStream(TrackedStream):
+    """A client transport whose peer resets the connection: once ``reset`` is
+    set, receiving raises ``BrokenResourceError`` as a reset socket does."""
+
+    def __init__(self, inner: trio.abc.Stream) -> None:
+        super().__init__(inner)
+        self.reset = False
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
+        data = await super().receive_some(max_bytes)
+        if not data and self.reset:
+            raise trio.BrokenResourceError("connection reset by peer")
+        return data
+
+
+# -- server behaviours ---------------------------------------------------------
+
+SERVERS: dict[str, Callable[[], tuple[FakeServer, bool]]] = {
+    # name: () -> (server, resets)
+    "fast-done": lambda: (FakeServer([head(), body()]), False),
+    "fast-no-done": lambda: (FakeServer([head(), body(done=False)]), False),
+    # Just fills an unread subscriber's buffer (3) before the body ends.
+    "short-no-done": lambda: (
+        FakeServer([head(), body(done=False, deltas=2, finish=False)]),
+        False,
+    ),
+    "trickle": lambda: (FakeServer([head(), *pieces_of(body(), 40)], delay=0.01), False),
+    "reset": lambda: (FakeServer([head(), *pieces_of(body()[:600], 40)], delay=0.01), True),
+}
+
+
+# -- subscriber set-ups ----------------------------------------------------------
+
+
+@attrs.define
+class Sub:
+    """One subscription and what its reader saw."""
+
+    kind: str  # "slow" | "batched" | "unread" | "lossy" | "closed"
+    channel: trio.MemoryReceiveChannel[Any]
+    events: list[Event] = attrs.Factory(list)
+    ended: bool = False  # EndOfChannel seen by the consumer task
+    snapshots: list[tuple[chunkwise.ChatResult, chunkwise.ChatResult]] = attrs.Factory(list)
+
+    @property
+    def consumed(self) -> bool:
+        return self.kind in ("slow", "batched")
+
+
+def subscribe(stream: chunkwise.ChatStream, kind: str) -> Sub:
+    if kind == "slow":
+        return Sub(kind, stream.subscribe(buffer_size=1))
+    if kind == "batched":
+        return Sub(kind, stream.subscribe(buffer_size=1, batched=True))
+    if kind == "unread":
+        return Sub(kind, stream.subscribe(buffer_size=3))
+    if kind == "lossy":
+        return Sub(kind, stream.subscribe(buffer_size=2, lossy=True))
+    assert kind == "closed"
+    sub = Sub(kind, stream.subscribe())
+    sub.channel.close()
+    return sub
+
+
+async def slow_consumer(stream: chunkwise.ChatStream, sub: Sub) -> None:
+    async for item in sub.channel:
+        for event in item if sub.kind == "batched" else (item,):
+            sub.events.append(event)
+            snapshot = stream.snapshot
+            sub.snapshots.append((snapshot, copy.deepcopy(snapshot)))
+        await trio.sleep(0.005)
+    sub.ended = True
+
+
+SETUPS: dict[str, tuple[str, ...]] = {
+    "slow-lossless": ("slow",),
+    "batched": ("batched",),
+    "unread-lossless": ("unread",),
+    "unread-lossy": ("lossy",),
+    "closed": ("closed",),
+    "several": ("slow", "batched", "unread", "lossy", "closed"),
+}
+
+
+# -- ways out --------------------------------------------------------------------
+
+
+def failure() -> ValueError:
+    """A ValueError with a cause, raised here so it has a traceback."""
+    try:
+        try:
+            raise KeyError("the cause")
+        except KeyError as cause:
+            raise ValueError("the failure") from cause
+    except ValueError as exc:
+        return exc
+
+
+WAYS = ("result", "at-once", "later", "cancel", "consumer-raises", "block-raises", "deadline")
+
+
+async def take_way_out(way: str, stream: chunkwise.ChatStream) -> None:
+    """The body of the block for ``way`` (the deadline is set outside)."""
+    if way == "result":
+        # A lossless subscriber nobody reads may hold the stream (that is
+        # backpressure); the exit must be bounded either way.
+        with trio.move_on_after(5):
+            await stream.result()
+    elif way == "later":
+        await trio.sleep(0.05)
+    elif way == "cancel":
+        await trio.sleep(0.05)
+        stream.cancel()
+    elif way == "consumer-raises":
+
+        async def bomb() -> None:
+            await trio.sleep(0.05)
+            raise failure()
+
+        stream.start_soon(bomb)
+        await trio.sleep_forever()
+    elif way == "block-raises":
+        await trio.sleep(0.05)
+        raise failure()
+    elif way == "deadline":
+        await trio.sleep_forever()
+    else:
+        assert way == "at-once"
+
+
+def deltas_text(events: list[Event]) -> dict[int, str]:
+    text: dict[int, str] = {}
+    for event in events:
+        if type(event) is ContentDelta:
+            text[event.choice_index] = text.get(event.choice_index, "") + event.text
+    return text
+
+
+def result_text(result: chunkwise.ChatResult) -> dict[int, str]:
+    return {c.index: c.content for c in result.choices if c.content}
+
+
+@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("setup", list(SETUPS))
+@pytest.mark.parametrize("server_kind", list(SERVERS))
+async def test_every_promise_holds(
+    server_kind: str, setup: str, way: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    server, resets = SERVERS[server_kind]()
+    subs: list[Sub] = []
+    stream: chunkwise.ChatStream | None = None
+    raised: BaseException | None = None
+
+    async with serving(server) as client:
+        transport = ResettingStream(client)
+        if resets:
+            transport.reset = True  # the server's close shows as a reset
+        try:
+            with trio.fail_after(DEADLINE):
+                with trio.move_on_after(0.05 if way == "deadline" else math.inf):
+                    async with chunkwise.open_chat_stream(
+                        ENDPOINT, REQUEST, transport=transport
+                    ) as stream:
+                        for kind in SETUPS[setup]:
+                            sub = subscribe(stream, kind)
+                            subs.append(sub)
+                            if sub.consumed:
+                                stream.start_soon(slow_consumer, stream, sub)
+                        await take_way_out(way, stream)
+                    # Rule 2: closed before __aexit__ returned.
+                    assert transport.closed
+        except ValueError as exc:
+            raised = exc
+        # Rule 2, on the exception paths too; and the server sees EOF.
+        assert transport.closed
+        with trio.fail_after(1):
+            await server.client_closed.wait()
+
+    # Rule 4: the exception alone, its chain and traceback its own.
+    if way in ("consumer-raises", "block-raises"):
+        assert type(raised) is ValueError, raised
+        assert isinstance(raised.__cause__, KeyError)
+        assert raised.__cause__.args == ("the cause",)
+        assert "failure" in {frame.name for frame in _frames(raised)}
+    else:
+        assert raised is None
+
+    assert stream is not None and stream.finished
+    final = stream.snapshot
+    assert final.status != "streaming"
+    torn_down = way in ("consumer-raises", "block-raises", "deadline")
+
+    for sub in subs:
+        if sub.kind == "closed":
+            continue
+        if not sub.consumed:
+            # Whatever waits in the channel: then EndOfChannel, never a hang.
+            while True:
+                try:
+                    item = sub.channel.receive_nowait()
+                except trio.EndOfChannel:
+                    sub.ended = True
+                    break
+                sub.events.extend(item if sub.kind == "batched" else (item,))
+        _check_order(sub, final)
+        terminals = [e for e in sub.events if isinstance(e, TERMINAL)]
+        assert len(terminals) <= 1
+        # Rule 5: snapshots never changed after they were handed out.
+        for snapshot, copied in sub.snapshots:
+            assert snapshot == copied
+        if sub.kind == "lossy":
+            # The end always fits a lossy channel, even when torn down.
+            assert terminals and sub.events[-1] is terminals[0]
+        if sub.consumed and not torn_down:
+            # Rule 3: the consumer ran to the end of its channel.
+            assert sub.ended
+            assert len(terminals) == 1 and sub.events[-1] is terminals[0]
+            assert terminals[0].result == final
+            assert deltas_text(sub.events) == result_text(final)
+        if terminals:
+            assert terminals[0].result == final
+
+
+def _check_order(sub: Sub, final: chunkwise.ChatResult) -> None:
+    """Deltas in order without a gap (a lossy subscriber is told of gaps)."""
+    expected = [f"ü{i} " for i in range(N_DELTAS)]
+    got = [e.text for e in sub.events if type(e) is ContentDelta and e.text]
+    if sub.kind == "lossy":
+        assert all(text in expected for text in got)
+        assert got == sorted(got, key=expected.index)
+        missing = len(expected[: expected.index(got[-1]) + 1]) - len(got) if got else 0
+        reported = sum(e.count for e in sub.events if type(e) is EventsDropped)
+        assert reported >= missing
+    else:
+        assert got == expected[: len(got)]
+
+
+def _frames(exc: BaseException) -> list[traceback.FrameSummary]:
+    return list(traceback.extract_tb(exc.__traceback__))
