@@ -100,11 +100,13 @@ def reference_parse(data: bytes, *, legacy_error_field: bool = False) -> Referen
     error_lines: list[str] = []
     event_type = ""
     last_event_id = ""
+    id_buffer = ""  # WHATWG's "last event ID buffer": committed at each blank line
     retry: int | None = None
     block_retry: int | None = None
     pending_fields = False  # any non-comment line since the last blank line
     for line in lines:
         if line == "":
+            last_event_id = id_buffer
             if data_lines:
                 events.append(
                     ServerSentEvent(
@@ -138,7 +140,7 @@ def reference_parse(data: bytes, *, legacy_error_field: bool = False) -> Referen
             event_type = value
         elif name == "id":
             if "\0" not in value:
-                last_event_id = value
+                id_buffer = value
         elif name == "retry":
             if value and set(value) <= _ASCII_DIGITS:
                 retry = block_retry = int(value)

@@ -329,3 +329,20 @@ def test_copied_tool_calls_still_parse_their_arguments(clone: Any) -> None:
         ]
     )
     assert clone(result).choice(0).tool_calls[0].parse_arguments() == [2]
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        chunkwise.ToolArgumentsError("bad arguments", raw="{", tool_name="f"),
+        chunkwise.EventTooLarge(16),
+        chunkwise.StreamError("overloaded", code=529, type="overloaded_error"),
+        chunkwise.InvalidChunk("not JSON", "{"),
+        chunkwise.HTTPStatusError(429, reason="Too Many Requests", body=b"{}", retry_after=2.0),
+    ],
+)
+def test_errors_survive_deepcopy_and_pickle_equal(error: chunkwise.ChunkwiseError) -> None:
+    for copied in (copy.deepcopy(error), pickle.loads(pickle.dumps(error))):
+        assert type(copied) is type(error)
+        assert copied == error
+        assert str(copied) == str(error)

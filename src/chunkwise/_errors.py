@@ -37,6 +37,18 @@ class ChunkwiseError(Exception):
     def __hash__(self) -> int:
         return hash((type(self), self.args))
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Copies and pickles rebuild the error from its args and attributes:
+        # the subclasses' constructors take other arguments than ``args``.
+        return (_rebuild, (type(self), self.args, vars(self).copy()))
+
+
+def _rebuild(cls: type[ChunkwiseError], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
+    exc = cls.__new__(cls)
+    exc.args = args
+    exc.__dict__.update(state)
+    return exc
+
 
 def raise_itself(exc: BaseException, *, fresh_traceback: bool = False) -> NoReturn:
     """Raise ``exc`` as itself, with the ``__cause__`` and ``__context__`` it carries.
