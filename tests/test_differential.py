@@ -654,3 +654,18 @@ def test_event_larger_than_limit_sdk_buffers_it(client: Any) -> None:
     assert result.status == "failed"
     assert isinstance(result.error, chunkwise.EventTooLarge)
     assert parse([data])[1].content == big
+
+
+def test_nan_in_a_chunk_sdk_accepts_it_chunkwise_fails_invalid_chunk(client: Any) -> None:
+    nan = b'data: {"id":"c","object":"chat.completion.chunk","created":NaN,"model":"m",' + (
+        b'"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":null}]}\n\n'
+    )
+    data = HELLO_PARTS[0] + nan + DONE
+    sdk = run_sdk(client, [data])
+    _, result = parse([data])
+    # SDK: Python's json.loads accepts NaN, which is not JSON.
+    assert sdk.error is None
+    # chunkwise: strict JSON only; a NaN would make the result unequal to itself.
+    assert result.status == "failed"
+    assert isinstance(result.error, chunkwise.InvalidChunk)
+    assert result.content == "Hel"
