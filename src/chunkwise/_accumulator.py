@@ -53,7 +53,15 @@ from ._events import (
     ToolCallStarted,
     UsageReported,
 )
-from ._payloads import DATA_LIMIT, copy_json, dump_json, load_json, preview, scan_json
+from ._payloads import (
+    DATA_LIMIT,
+    copy_json,
+    dump_json,
+    load_json,
+    parse_error_payload,
+    preview,
+    scan_json,
+)
 from ._results import Anomaly, ChatResult, ChoiceResult, IncompleteReason, Status, ToolCall
 from ._sse import ServerSentEvent
 from ._tools import ToolSchemas, complete_tool_call
@@ -210,7 +218,14 @@ class ChatAccumulator:
         if self._ended:
             return self._ignore()
         if kind == "error":
-            return self._error_payload(_parse_error_data(data))
+            try:
+                payload = load_json(data)
+            except InvalidChunk:
+                # Not JSON: the text itself is the message.
+                return self._error_payload(
+                    StreamError(data or "the server sent an error event without data")
+                )
+            return self._error_payload(parse_error_payload(payload))
         if data == _DONE:
             self._done = True
             return self._finish()
@@ -320,9 +335,8 @@ class ChatAccumulator:
             # malformed rest of the chunk is only an anomaly.
             if failure is not None:
                 self._anomaly(events, "invalid chunk", str(failure))
-            payload = error if error is not None else chunk
             events += self._error_payload(
-                _stream_error(copy_json(payload) if data is None else payload)
+                parse_error_payload(copy_json(chunk) if data is None else chunk)
             )
         elif failure is not None:
             events += self.fail(failure)
@@ -644,45 +658,3 @@ def _merge_logprobs(state: _ChoiceState, logprobs: Any) -> None:
                 merged[key] = list(value)
         elif value is not None or key not in merged:
             merged[key] = value
-
-
-def _parse_error_data(data: str) -> StreamError:
-    try:
-        payload = load_json(data)
-    except InvalidChunk:
-        # Not JSON: the text itself is the message.
-        return StreamError(data or "the server sent an error event without data")
-    if isinstance(payload, dict):
-        inner = payload.get("error")
-        return _stream_error(inner if inner is not None else payload)
-    return _stream_error(payload)
-
-
-def _stream_error(error: Any) -> StreamError:
-    """Build a :class:`StreamError` from any error shape servers send."""
-    if isinstance(error, Mapping):
-        message = error.get("message")
-        if message is None:
-            message = error.get("detail", error.get("msg"))
-        if not isinstance(message, str):
-            message = _json_text(message if message is not None else dict(error))
-        code = error.get("code")
-        if not isinstance(code, (str, int)) or isinstance(code, bool):
-            code = None
-        kind = error.get("type")
-        param = error.get("param")
-        return StreamError(
-            message,
-            type=kind if isinstance(kind, str) else None,
-            code=code,
-            param=param if isinstance(param, str) else None,
-            body=dict(error),
-        )
-    if isinstance(error, str):
-        return StreamError(error)
-    return StreamError(_json_text(error))
-
-
-def _json_text(value: Any) -> str:
-    text = dump_json(value)
-    return text if text is not None else preview(value)

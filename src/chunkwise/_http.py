@@ -67,6 +67,7 @@ from ._errors import (
     UnexpectedContentType,
     raise_itself,
 )
+from ._payloads import parse_error_payload, parse_json
 from ._version import __version__
 
 __all__ = [
@@ -356,48 +357,17 @@ def _redact(body: bytes, api_key: str | None, *, cut: bool) -> bytes:
 
 
 def parse_error_body(body: bytes) -> StreamError | None:
-    """The OpenAI-shaped error in an HTTP error body, or ``None``.
+    """The server's error in an HTTP error body, or ``None`` when the body is not JSON.
 
-    Accepts ``{"error": {"message", "type", "code", "param"}}``, ``{"error": "text"}``,
-    a bare error object with a ``message`` (vLLM's ``{"object": "error", ...}``) and
-    a one-element list of those (Gemini).  An object-valued message becomes JSON
-    text; ``code`` is kept as an int or a string.
+    Any JSON body is read by :func:`~chunkwise._payloads.parse_error_payload`,
+    the same rules as errors inside a stream.  An empty body, HTML, bytes in no
+    Unicode encoding and JSON nested too deeply to parse give ``None``.
     """
     try:
-        doc = json.loads(body)
-    except (ValueError, RecursionError):
+        payload = parse_json(body.decode(json.detect_encoding(body)))
+    except ValueError:  # UnicodeDecodeError and JSONDecodeError included
         return None
-    if isinstance(doc, list) and doc:
-        doc = doc[0]
-    if not isinstance(doc, dict):
-        return None
-    error = doc.get("error", doc if "message" in doc else None)
-    if isinstance(error, str):
-        return StreamError(error, body=doc)
-    if not isinstance(error, dict):
-        return None
-    code = error.get("code")
-    if isinstance(code, bool) or not isinstance(code, (int, str)):
-        code = None if code is None else _as_text(code)
-    return StreamError(
-        _as_text(error.get("message")),
-        type=_str_or_none(error.get("type")),
-        code=code,
-        param=_str_or_none(error.get("param")),
-        body=doc,
-    )
-
-
-def _as_text(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False)
-
-
-def _str_or_none(value: Any) -> str | None:
-    return None if value is None else _as_text(value)
+    return parse_error_payload(payload)
 
 
 def _retry_after(headers: Headers) -> float | None:

@@ -26,6 +26,9 @@ a way the caller did not ask for:
   write from a deeper stack frame).
 * :func:`preview` describes any value in bounded time and space, for anomaly
   details and messages: never ``repr`` of a whole server value.
+* :func:`parse_error_payload` is the one reading of an OpenAI-shaped error,
+  wherever it arrives (an HTTP error body, an ``event: error``, a chunk with
+  an ``error`` key): it never fails, and any JSON value is some error.
 """
 
 from __future__ import annotations
@@ -35,13 +38,14 @@ import reprlib
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from ._errors import InvalidChunk
+from ._errors import InvalidChunk, StreamError
 
 __all__ = [
     "DATA_LIMIT",
     "copy_json",
     "dump_json",
     "load_json",
+    "parse_error_payload",
     "parse_json",
     "preview",
     "scan_json",
@@ -140,3 +144,59 @@ def preview(value: Any, limit: int = 200) -> str:
     except Exception:
         # An int past the digit limit, or a caller's object whose repr fails.
         return f"<{type(value).__name__}>"[:limit]
+
+
+def parse_error_payload(payload: Any) -> StreamError:
+    """The error a server reported in ``payload``, an already-decoded JSON value.
+
+    The rules, the same for HTTP error bodies and in-stream errors:
+
+    1. A list is Gemini's form, ``[{"error": {...}}]``: its first element, when
+       that is an object, is read instead.
+    2. A string is the message.
+    3. In an object, an ``"error"`` holding a string is the message (``body`` is
+       the object); one holding an object is the error object.  Otherwise the
+       object itself is the error object (OpenAI's bare object, vLLM's
+       ``{"object": "error", ...}``, FastAPI's ``{"detail": ...}``).
+    4. The message is the error object's first non-null ``message``, ``detail``
+       or ``msg``; a non-string one is compact JSON text.  With none of them
+       the message is the error object as compact JSON text.
+    5. ``code`` is an int or a string (a bool is not a code); ``type`` and
+       ``param`` are strings; anything else is None.  ``body`` is the error
+       object (a dict copy).
+    6. Any other value becomes its compact JSON text, without a body.
+    """
+    if isinstance(payload, list) and payload and isinstance(payload[0], Mapping):
+        payload = payload[0]
+    if isinstance(payload, str):
+        return StreamError(payload)
+    if not isinstance(payload, Mapping):
+        return StreamError(_json_text(payload))
+    error = payload.get("error")
+    if isinstance(error, str):
+        return StreamError(error, body=dict(payload))
+    if not isinstance(error, Mapping):
+        error = payload
+    message = error.get("message")
+    for key in ("detail", "msg"):
+        if message is None:
+            message = error.get(key)
+    if not isinstance(message, str):
+        message = _json_text(message if message is not None else error)
+    code = error.get("code")
+    if isinstance(code, bool) or not isinstance(code, (int, str)):
+        code = None
+    kind = error.get("type")
+    param = error.get("param")
+    return StreamError(
+        message,
+        type=kind if isinstance(kind, str) else None,
+        code=code,
+        param=param if isinstance(param, str) else None,
+        body=dict(error),
+    )
+
+
+def _json_text(value: Any) -> str:
+    text = dump_json(value)
+    return text if text is not None else preview(value)
