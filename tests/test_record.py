@@ -148,7 +148,7 @@ async def test_a_key_quoted_back_is_redacted_everywhere(
         assert b"X-Echo: Bearer ***\r\n" in data
 
 
-@pytest.mark.parametrize("key", ["sk-abc", "aab", "abab", "k"])
+@pytest.mark.parametrize("key", ["sk-abcdefghijklmn", "a" * 15 + "b", "ab" * 8, "k" * 16])
 def test_key_redactor_at_every_split(key: str) -> None:
     text = f"x{key}{key}y{key[:-1]}z{key}".encode()
     expected = text.replace(key.encode(), b"***")
@@ -162,9 +162,17 @@ def test_key_redactor_at_every_split(key: str) -> None:
 
 def test_key_redactor_without_key_and_held_start_of_key() -> None:
     assert KeyRedactor(None).feed(b"abc") == b"abc"
-    redactor = KeyRedactor("sk-0123456789")
+    redactor = KeyRedactor("sk-0123456789abcdef")
     assert redactor.feed(b"data sk-0123") == b"data "
     assert redactor.end() == b"***"  # a long start of the key is not written either
+
+
+@pytest.mark.parametrize("key", ["e", "x", "test", "sk-no-key-requ"])
+def test_key_redactor_leaves_bytes_alone_for_a_key_too_short_to_be_a_secret(key: str) -> None:
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"
+    body = b'data: {"choices":[{"delta":{"content":"test exceeds x"}}]}\n\n'
+    redactor = KeyRedactor(key)
+    assert redactor.feed(head) + redactor.feed(body) + redactor.end() == head + body
 
 
 async def test_cut_off_stream_keeps_what_arrived(
@@ -263,3 +271,30 @@ async def test_ctrl_c_keeps_what_was_recorded(tmp_path: Path) -> None:
     assert "word199" not in out
     assert err.splitlines()[-1] == "status: incomplete (interrupted)"
     del output
+
+
+@pytest.mark.parametrize("short_key", ["e", "x", "test"])
+async def test_a_short_api_key_never_rewrites_the_recording_or_the_json_output(
+    short_key: str,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Local servers accept any key and people type "e": that is no secret to mask.
+    monkeypatch.setenv(KEY_VAR, short_key)
+    output = tmp_path / "out.http"
+    async with open_test_server(STREAM) as server:
+        status, _, err = await run_main(capsys, *record_args(server.base_url, output, "hello"))
+        assert status == 0
+        data = output.read_bytes()
+        assert b"Content-Type: text/event-stream" in data
+        assert split_http_head(data)[1] == STREAM.body
+        assert "***" not in err
+        status, out, _ = await run_main(
+            capsys, "chat", "--base-url", server.base_url, "--api-key-env", KEY_VAR, "--json", "hi"
+        )
+    assert status == 0
+    assert "***" not in out
+    assert all(json.loads(line)["type"] for line in out.splitlines())
+    assert main(["inspect", str(output)]) == 0
+    assert "Hi there" in capsys.readouterr()[0]

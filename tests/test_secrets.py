@@ -117,6 +117,18 @@ async def test_http_401_error_that_echoes_the_key_is_redacted() -> None:
     assert info.value.error.message == "Incorrect API key provided: ***."
 
 
+@pytest.mark.parametrize("short_key", ["e", "x", "test", "sk-local-dev"])
+async def test_a_short_key_is_no_secret_and_error_messages_stay_whole(short_key: str) -> None:
+    message = "This request exceeds the available context size; try a shorter text"
+    script = ScriptedResponse.error(400, message)
+    async with open_test_server(script) as server:
+        with trio.fail_after(BOUND), pytest.raises(HTTPStatusError) as info:
+            await chunkwise.complete_chat(server.endpoint(api_key=short_key), REQUEST)
+    assert info.value.error is not None
+    assert info.value.error.message == message
+    assert message.encode() in info.value.body
+
+
 @pytest.mark.parametrize("ending", ["whole", "connection-lost-at-the-cut"])
 @pytest.mark.parametrize("start", range(MAX_ERROR_BODY - len(KEY) + 1, MAX_ERROR_BODY + 1))
 async def test_key_echoed_across_the_error_body_cut_leaves_no_part_of_it(

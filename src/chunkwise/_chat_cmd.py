@@ -21,7 +21,7 @@ is then reported as incomplete, and the exit status is 130.
 
 The API key never reaches the output: it is only read from the environment
 variable named by ``--api-key-env``, and every error or JSON line is passed
-through :func:`redact` in case a server quotes it back.
+through :func:`~chunkwise._util.redact` in case a server quotes it back.
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ from ._events import (
 )
 from ._results import ChatResult, ToolCall
 from ._stream import ChatStream, open_chat_stream
+from ._util import redact
 
 __all__ = [
     "add_chat_command",
@@ -70,7 +71,6 @@ __all__ = [
     "build_request",
     "endpoint_from_args",
     "event_to_json",
-    "redact",
 ]
 
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -180,11 +180,6 @@ def _read_tools(name: str) -> list[Any]:
     if not isinstance(tools, list) or not all(isinstance(tool, dict) for tool in tools):
         raise _UsageError(f"{name!r} must hold a JSON list of tool definitions (objects)")
     return tools
-
-
-def redact(text: str, key: str | None) -> str:
-    """``text`` with every occurrence of ``key`` replaced by ``***``."""
-    return text.replace(key, "***") if key else text
 
 
 def one_line(text: str) -> str:

@@ -68,6 +68,7 @@ from ._errors import (
     raise_itself,
 )
 from ._payloads import parse_error_payload, parse_json
+from ._util import secret
 from ._version import __version__
 
 __all__ = [
@@ -345,9 +346,10 @@ def _redact(body: bytes, api_key: str | None, *, cut: bool) -> bytes:
     When the body itself was cut short (by a limit, or a connection that broke), it
     may end inside an echo of the key: that start of the key is masked too.
     """
-    if not api_key:
+    secret_key = secret(api_key)  # a short key is no secret (see MIN_SECRET_LENGTH)
+    if not secret_key:
         return body
-    key = api_key.encode()
+    key = secret_key.encode()
     body = body.replace(key, b"***")
     if cut:
         for length in range(len(key) - 1, _MIN_KEY_PREFIX - 1, -1):

@@ -40,7 +40,7 @@ from typing import Any
 import attrs
 import trio
 
-from ._chat_cmd import endpoint_from_args, one_line, redact
+from ._chat_cmd import endpoint_from_args, one_line
 from ._cli import EXIT_OK, EXIT_STREAM
 from ._endpoint import Endpoint, Timeouts
 from ._errors import ChunkwiseError, HTTPStatusError, UnexpectedContentType
@@ -49,6 +49,7 @@ from ._http import open_http_response
 from ._parser import ChatStreamParser
 from ._results import ChatResult
 from ._sse import SSEDecoder
+from ._util import redact
 
 __all__ = ["add_probe_command", "analyze_body", "probe", "render_table"]
 

@@ -16,7 +16,9 @@ Nothing of the request is ever written -- no request line, no request header --
 so the ``Authorization`` header cannot end up in the file.  A server may still
 quote the key back (OpenAI's 401 message does, masked; a careless relay might
 not): every occurrence of the key in the head or the body is written as
-``***``, the one change made to the bytes received.  To catch a key split
+``***``, the one change made to the bytes received, and only for a key long
+enough to be a secret (:data:`~chunkwise._util.MIN_SECRET_LENGTH`): a short
+key such as ``e`` or ``test`` would otherwise rewrite ordinary bytes.  To catch a key split
 across two reads, the last ``len(key) - 1`` bytes of a read are held back
 while they could begin the key.
 
@@ -45,13 +47,13 @@ from ._chat_cmd import (
     build_request,
     endpoint_from_args,
     one_line,
-    redact,
 )
 from ._cli import EXIT_INTERRUPTED, EXIT_OK, EXIT_STREAM, _status_line, _UsageError
 from ._endpoint import Endpoint
 from ._errors import ChunkwiseError
 from ._http import _Connection, connect, parse_error_body
 from ._parser import ChatStreamParser
+from ._util import redact, secret
 
 __all__ = ["add_record_command", "format_head", "record_response"]
 
@@ -114,6 +116,9 @@ class KeyRedactor:
     """
 
     def __init__(self, key: str | None) -> None:
+        # Only a key long enough to be a secret: a short one ("e", "test")
+        # would turn every occurrence of those letters in the body into ***.
+        key = secret(key)
         self._key = key.encode("ascii") if key else b""
         self._held = b""
 

@@ -29,7 +29,29 @@ from ._errors import raise_itself
 if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup
 
-__all__ = ["exceptions_unwrapped", "sole_exception"]
+__all__ = ["MIN_SECRET_LENGTH", "exceptions_unwrapped", "redact", "secret", "sole_exception"]
+
+#: A key shorter than this is not treated as a secret to mask.  Local servers
+#: accept any key and people type ``x``, ``e`` or ``test``: replacing every
+#: ``e`` in received text with ``***`` destroys output and hides nothing.  Real
+#: provider keys are several times longer.
+MIN_SECRET_LENGTH = 16
+
+
+def secret(key: str | None) -> str | None:
+    """``key`` when it is long enough to be a secret worth masking, else ``None``."""
+    return key if key is not None and len(key) >= MIN_SECRET_LENGTH else None
+
+
+def redact(text: str, key: str | None) -> str:
+    """``text`` with every occurrence of ``key`` replaced by ``***``, if ``key`` is a secret.
+
+    The one redaction rule of the library and the command line (see
+    :data:`MIN_SECRET_LENGTH`); for messages and printed documents, never for
+    the bytes a recording keeps.
+    """
+    key = secret(key)
+    return text.replace(key, "***") if key else text
 
 
 def sole_exception(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
