@@ -41,10 +41,10 @@ def _write_cli_help() -> None:
     import contextlib
     import io
 
-    from chunkwise._cli import _build_parser
+    from chunkwise._cli import build_parser
 
     os.environ["COLUMNS"] = "88"  # argparse wraps to this width
-    parser = _build_parser()
+    parser = build_parser()
     commands = next(a for a in parser._actions if a.dest == "command")
     _CLI_HELP.mkdir(exist_ok=True)
     for name, subparser in commands.choices.items():  # type: ignore[attr-defined]

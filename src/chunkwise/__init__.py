@@ -53,6 +53,7 @@ from ._parser import ChatStreamParser
 from ._results import Anomaly, ChatResult, ChoiceResult, IncompleteReason, Status, ToolCall
 from ._sse import DEFAULT_MAX_EVENT_SIZE, ServerSentEvent, SSEDecoder
 from ._stream import ChatStream, complete_chat, open_chat_stream
+from ._util import fixup_module_metadata
 from ._version import __version__
 
 __all__ = [
@@ -116,3 +117,6 @@ __all__ = [
     "complete_chat",
     "open_chat_stream",
 ]
+
+fixup_module_metadata(__name__, globals())
+del fixup_module_metadata

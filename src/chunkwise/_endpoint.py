@@ -30,7 +30,7 @@ import attrs
 
 from ._errors import InvalidEndpoint
 
-__all__ = ["DEFAULT_BASE_URL", "Endpoint", "Timeouts"]
+__all__ = ["DEFAULT_BASE_URL", "Endpoint", "Timeouts", "authority", "url_host"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -52,6 +52,16 @@ _HOST_RE = re.compile(r"[A-Za-z0-9._~%!$&'()*+,;=-]+")
 _MANAGED_HEADERS = frozenset(
     {"host", "content-length", "transfer-encoding", "connection", "accept-encoding"}
 )
+
+
+def url_host(host: str) -> str:
+    """``host`` as it is written in a URL or a ``Host`` header: IPv6 in brackets."""
+    return f"[{host}]" if ":" in host else host
+
+
+def authority(host: str, port: int) -> str:
+    """``host:port``, with an IPv6 address in brackets (``[::1]:8000``)."""
+    return f"{url_host(host)}:{port}"
 
 
 def _check_timeout(name: str, value: float | None) -> None:
@@ -317,8 +327,9 @@ class Endpoint:
     @property
     def host_header(self) -> str:
         """Value of the ``Host`` header: the port only when it is not the default."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{host}:{self.port}" if self._parts.explicit_port else host
+        if self._parts.explicit_port:
+            return authority(self.host, self.port)
+        return url_host(self.host)
 
     def __repr__(self) -> str:
         key = "<set>" if self.api_key is not None else "None"

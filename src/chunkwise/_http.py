@@ -11,9 +11,9 @@ endpoint's ``timeouts.error_body`` seconds, and raised as a typed error, so call
 never see a response they would have to reject themselves.
 
 h11 does all the parsing; this module only moves bytes and translates outcomes.
-Every wait for the peer goes through one method, ``_Connection._fill``, which
+Every wait for the peer goes through one method, ``Connection._fill``, which
 applies the idle timeout and turns a broken socket into :class:`ConnectionLost`.
-Every h11 error goes through ``_Connection._translate``: when we had fed h11 the
+Every h11 error goes through ``Connection._translate``: when we had fed h11 the
 end of the stream, the server hung up (:class:`ConnectionLost`, or
 :class:`IncompleteBody` once the body had begun); otherwise the server sent bytes
 that are not HTTP (:class:`RemoteProtocolError`).
@@ -51,7 +51,7 @@ import attrs
 import h11
 import trio
 
-from ._endpoint import Endpoint
+from ._endpoint import Endpoint, authority
 from ._errors import (
     ChunkwiseError,
     ConnectionLost,
@@ -68,7 +68,7 @@ from ._errors import (
     raise_itself,
 )
 from ._payloads import parse_error_payload, parse_json
-from ._util import secret
+from ._util import close_now, secret
 from ._version import __version__
 
 __all__ = [
@@ -135,7 +135,7 @@ class HTTPResponse:
 
     __slots__ = ("_conn", "headers", "http_version", "reason", "status_code")
 
-    def __init__(self, conn: _Connection, head: h11.Response) -> None:
+    def __init__(self, conn: Connection, head: h11.Response) -> None:
         self._conn = conn
         self.status_code: int = head.status_code
         self.reason: str = head.reason.decode("latin-1")
@@ -176,17 +176,6 @@ class HTTPResponse:
         return f"<HTTPResponse [{self.status_code} {self.reason}]>"
 
 
-async def close_now(resource: trio.abc.AsyncResource) -> None:
-    """Close ``resource`` at once, without blocking and without raising ``Cancelled``.
-
-    For ``finally`` blocks: :func:`trio.aclose_forcefully` alone raises ``Cancelled``
-    when an enclosing scope is cancelled, which would replace the exception that
-    is on its way out.  A forceful close never blocks, so shielding it is safe.
-    """
-    with trio.CancelScope(shield=True):
-        await trio.aclose_forcefully(resource)
-
-
 @functools.cache
 def _default_ssl_context() -> ssl.SSLContext:
     # Loading the trust store costs milliseconds; a thousand streams share one context.
@@ -210,12 +199,8 @@ async def connect(endpoint: Endpoint) -> trio.abc.Stream:
     raise ConnectTimeout(endpoint.host, endpoint.port, timeout)
 
 
-def _where(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
 async def _connect(endpoint: Endpoint) -> trio.abc.Stream:
-    where = _where(endpoint.host, endpoint.port)
+    where = authority(endpoint.host, endpoint.port)
     try:
         tcp = await trio.open_tcp_stream(endpoint.host, endpoint.port)
     except OSError as exc:
@@ -275,7 +260,7 @@ async def open_http_response(
     """
     if transport is None:
         transport = await connect(endpoint)
-    conn = _Connection(transport, endpoint)
+    conn = Connection(transport, endpoint)
     try:
         await conn.send_request(endpoint, body)
         response = HTTPResponse(conn, await conn.receive_head())
@@ -414,7 +399,7 @@ def _request_headers(endpoint: Endpoint, content_length: int) -> list[tuple[byte
     return [(name.encode("ascii"), value.encode("utf-8")) for name, value in fields]
 
 
-class _Connection:
+class Connection:
     """The h11 client state machine and the stream under it: the one place with I/O."""
 
     def __init__(self, transport: trio.abc.Stream, endpoint: Endpoint) -> None:
@@ -422,7 +407,7 @@ class _Connection:
         self._h11 = h11.Connection(h11.CLIENT)
         self._host = endpoint.host
         self._port = endpoint.port
-        self._where = _where(endpoint.host, endpoint.port)
+        self._where = authority(endpoint.host, endpoint.port)
         self._idle = math.inf if endpoint.timeouts.idle is None else endpoint.timeouts.idle
         self._eof = False  # h11 has been told the peer closed
         self._in_body = False

@@ -38,6 +38,7 @@ class ToolSchemas:
                 self._schemas[name] = parameters if isinstance(parameters, Mapping) else {}
         self._validators: dict[str, Any] = {}
         try:
+            # Optional dependency (the jsonschema extra): imported only when used.
             import jsonschema
         except ImportError:
             self._jsonschema: Any = None

@@ -19,8 +19,9 @@ are dropped; two real exceptions stay a group.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from typing import Any
 
 import trio
 
@@ -29,7 +30,15 @@ from ._errors import raise_itself
 if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup
 
-__all__ = ["MIN_SECRET_LENGTH", "exceptions_unwrapped", "redact", "secret", "sole_exception"]
+__all__ = [
+    "MIN_SECRET_LENGTH",
+    "close_now",
+    "exceptions_unwrapped",
+    "fixup_module_metadata",
+    "redact",
+    "secret",
+    "sole_exception",
+]
 
 #: A key shorter than this is not treated as a secret to mask.  Local servers
 #: accept any key and people type ``x``, ``e`` or ``test``: replacing every
@@ -90,3 +99,45 @@ def exceptions_unwrapped() -> Iterator[None]:
         if exc is None:
             raise
         raise_itself(exc)
+
+
+async def close_now(resource: trio.abc.AsyncResource) -> None:
+    """Close ``resource`` at once, without blocking and without raising ``Cancelled``.
+
+    For ``finally`` blocks: :func:`trio.aclose_forcefully` alone raises ``Cancelled``
+    when an enclosing scope is cancelled, which would replace the exception that
+    is on its way out.  A forceful close never blocks, so shielding it is safe.
+    """
+    with trio.CancelScope(shield=True):
+        await trio.aclose_forcefully(resource)
+
+
+def fixup_module_metadata(module_name: str, namespace: Mapping[str, Any]) -> None:
+    """Make the public names in ``namespace["__all__"]`` report ``module_name``.
+
+    Classes and functions defined in private modules would otherwise show up as
+    ``chunkwise._stream.ChatStream`` in reprs, tracebacks and documentation;
+    users should see the name they import (trio does the same).  Methods of
+    the classes are fixed too.
+    """
+    seen: set[int] = set()
+
+    def fix(obj: Any, qualname: str) -> None:
+        if id(obj) in seen:
+            return
+        seen.add(id(obj))
+        module = getattr(obj, "__module__", None)
+        if not isinstance(module, str) or not module.startswith("chunkwise."):
+            return
+        obj.__module__ = module_name
+        if isinstance(obj, type):
+            for attr_name, value in list(vars(obj).items()):
+                if isinstance(value, (type, staticmethod, classmethod, property)):
+                    continue
+                if callable(value) and getattr(value, "__qualname__", "").startswith(qualname):
+                    fix(value, f"{qualname}.{attr_name}")
+
+    for name in namespace["__all__"]:
+        obj = namespace[name]
+        if isinstance(obj, type) or callable(obj):
+            fix(obj, getattr(obj, "__qualname__", name))

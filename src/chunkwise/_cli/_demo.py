@@ -34,13 +34,14 @@ from __future__ import annotations
 import argparse
 import codecs
 import importlib.util
+import json
 import sys
 from collections.abc import Mapping
 from typing import Any, TextIO
 
 import trio
 
-from ._events import (
+from .._events import (
     AnomalyDetected,
     ChoiceFinished,
     ContentDelta,
@@ -55,9 +56,11 @@ from ._events import (
     ToolCallStarted,
     UsageReported,
 )
-from ._results import ChatResult, IncompleteReason
-from ._server import SCENARIOS, ServerOptions, open_chat_server, scenario_events
-from ._stream import ChatStream, open_chat_stream
+from .._results import ChatResult, IncompleteReason
+from .._server._chat_server import ServerOptions, open_chat_server
+from .._server._scenarios import SCENARIOS, scenario_events
+from .._stream import ChatStream, open_chat_stream
+from ._common import CommandsAction, status_text
 
 __all__ = ["DEMO_TOOLS", "add_demo_command", "run_demo", "run_demo_command"]
 
@@ -215,7 +218,7 @@ async def _lifecycle_consumer(channel: trio.MemoryReceiveChannel[Event], console
                 case AnomalyDetected(anomaly=anomaly):
                     console.line("lifecycle", f"note: {anomaly.kind}: {anomaly.detail}")
                 case StreamCompleted() | StreamIncomplete() | StreamFailed():
-                    console.line("lifecycle", f"status: {_status_text(event.result)}")
+                    console.line("lifecycle", f"status: {status_text(event.result)}")
 
 
 def _usage_text(usage: Mapping[str, Any]) -> str:
@@ -228,17 +231,7 @@ def _usage_text(usage: Mapping[str, Any]) -> str:
         return _json(dict(usage))
 
 
-def _status_text(result: ChatResult) -> str:
-    if result.status == "incomplete":
-        return f"incomplete ({result.reason})"
-    if result.status == "failed":
-        return f"failed: {result.error}"
-    return result.status
-
-
 def _json(value: Any) -> str:
-    import json
-
     return json.dumps(value, ensure_ascii=False)
 
 
@@ -330,7 +323,7 @@ async def _second_request(console: _Console, delay: float) -> ChatResult:
 # -- the command line --------------------------------------------------------------
 
 
-def add_demo_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_demo_command(commands: CommandsAction) -> None:
     """Register ``chunkwise demo``."""
     demo = commands.add_parser(
         "demo",

@@ -14,9 +14,9 @@ import pytest
 
 import chunkwise
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
-RECORDINGS = Path(__file__).resolve().parent / "data" / "openai_recordings"
+RECORDINGS = Path(__file__).resolve().parents[1] / "data" / "openai_recordings"
 
 pytest.importorskip("openai")
 

@@ -1,9 +1,5 @@
 """``chunkwise chat``: stream one chat completion from a real endpoint to the terminal.
 
-Also home of the options shared by the commands that send a request (``chat``,
-``record``): where the endpoint is and which key to use, and how the request
-body is built from the command line.
-
 Output
 ------
 The answer goes to stdout as it arrives, one flush per delta: the text,
@@ -32,23 +28,14 @@ import json
 import os
 import sys
 from collections.abc import Mapping
-from typing import Any, TextIO, TypeAlias
+from typing import Any, TextIO
 
 import trio
 
-from ._cli import (
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    EXIT_STREAM,
-    _positive_int,
-    _printable,
-    _status_line,
-    _to_json,
-    _UsageError,
-)
-from ._endpoint import DEFAULT_BASE_URL, Endpoint
-from ._errors import ChunkwiseError, InvalidEndpoint, ToolArgumentsError
-from ._events import (
+from .._convert import event_to_json, to_json
+from .._endpoint import Endpoint
+from .._errors import ChunkwiseError
+from .._events import (
     ChoiceFinished,
     ContentDelta,
     Event,
@@ -60,144 +47,29 @@ from ._events import (
     ToolCallCompleted,
     UsageReported,
 )
-from ._results import ChatResult, ToolCall
-from ._stream import ChatStream, open_chat_stream
-from ._util import redact
+from .._results import ChatResult
+from .._stream import ChatStream, open_chat_stream
+from .._util import redact
+from ._common import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_STREAM,
+    CommandsAction,
+    UsageError,
+    describe_tool_call,
+    one_line,
+    printable,
+    status_text,
+)
+from ._options import add_endpoint_options, add_request_options, build_request, endpoint_from_args
 
-__all__ = [
-    "add_chat_command",
-    "add_endpoint_options",
-    "add_request_options",
-    "build_request",
-    "endpoint_from_args",
-    "event_to_json",
-]
-
-DEFAULT_MODEL = "gpt-4o-mini"
-DEFAULT_KEY_VARIABLE = "OPENAI_API_KEY"
+__all__ = ["add_chat_command", "run_chat", "summary_lines"]
 
 _DIM = "\x1b[2m"
 _RESET = "\x1b[0m"
 
-_CommandsAction: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
-
-# -- shared options ---------------------------------------------------------------
-
-
-def add_endpoint_options(parser: argparse.ArgumentParser) -> None:
-    """``--base-url`` and ``--api-key-env``."""
-    parser.add_argument(
-        "--base-url",
-        metavar="URL",
-        help=(
-            "the API base URL; /chat/completions is appended "
-            f"(default: $OPENAI_BASE_URL, else {DEFAULT_BASE_URL})"
-        ),
-    )
-    parser.add_argument(
-        "--api-key-env",
-        metavar="NAME",
-        default=DEFAULT_KEY_VARIABLE,
-        help=(
-            "name of the environment variable holding the API key "
-            f"(default: {DEFAULT_KEY_VARIABLE}); unset or empty sends no Authorization"
-        ),
-    )
-
-
-def add_request_options(parser: argparse.ArgumentParser) -> None:
-    """The options that build the request body (model, system prompt, ...)."""
-    parser.add_argument(
-        "--model",
-        metavar="MODEL",
-        default=None,
-        help=f"the model (default: $CHUNKWISE_MODEL, else {DEFAULT_MODEL})",
-    )
-    parser.add_argument("--system", metavar="TEXT", help="a system message before the prompt")
-    parser.add_argument("--max-tokens", metavar="N", type=_positive_int, help="max_tokens")
-    parser.add_argument("--temperature", metavar="T", type=float, help="temperature")
-    parser.add_argument(
-        "--tools",
-        metavar="FILE.json",
-        help="a JSON list of tool definitions to send",
-    )
-    parser.add_argument(
-        "--include-usage",
-        action="store_true",
-        help="ask for a usage chunk (stream_options.include_usage)",
-    )
-
-
-def endpoint_from_args(
-    args: argparse.Namespace, environ: Mapping[str, str] | None = None
-) -> Endpoint:
-    """The endpoint named by ``--base-url`` / ``--api-key-env`` or the environment.
-
-    Raises:
-        _UsageError: the URL or the key cannot be used (the key is never quoted).
-    """
-    env = os.environ if environ is None else environ
-    base_url = args.base_url if args.base_url is not None else env.get("OPENAI_BASE_URL", "")
-    try:
-        return Endpoint.from_env(
-            {"OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": env.get(args.api_key_env, "")}
-        )
-    except InvalidEndpoint as exc:
-        raise _UsageError(str(exc)) from None
-
-
-def build_request(
-    args: argparse.Namespace, prompt: str, environ: Mapping[str, str] | None = None
-) -> dict[str, Any]:
-    """The chat-completions request body the options describe (without ``stream``)."""
-    env = os.environ if environ is None else environ
-    model = args.model or env.get("CHUNKWISE_MODEL", "").strip() or DEFAULT_MODEL
-    messages: list[dict[str, str]] = []
-    if args.system is not None:
-        messages.append({"role": "system", "content": args.system})
-    messages.append({"role": "user", "content": prompt})
-    request: dict[str, Any] = {"model": model, "messages": messages}
-    if args.max_tokens is not None:
-        request["max_tokens"] = args.max_tokens
-    if args.temperature is not None:
-        request["temperature"] = args.temperature
-    if args.tools is not None:
-        request["tools"] = _read_tools(args.tools)
-    if args.include_usage:
-        request["stream_options"] = {"include_usage": True}
-    return request
-
-
-def _read_tools(name: str) -> list[Any]:
-    try:
-        with open(name, "rb") as file:
-            tools = json.load(file)
-    except OSError as exc:
-        raise _UsageError(f"cannot read {name!r}: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise _UsageError(f"{name!r} is not valid JSON: {exc}") from None
-    if not isinstance(tools, list) or not all(isinstance(tool, dict) for tool in tools):
-        raise _UsageError(f"{name!r} must hold a JSON list of tool definitions (objects)")
-    return tools
-
-
-def one_line(text: str) -> str:
-    """``text`` on one printable line."""
-    return _printable(" ".join(text.split()))
-
-
-def event_to_json(event: Event) -> dict[str, Any]:
-    """``{"type": <event class>, ...its fields}``, JSON-compatible."""
-    document = _to_json(event)
-    assert isinstance(document, dict)
-    return {"type": type(event).__name__, **document}
-
-
-# -- chat -------------------------------------------------------------------------
-
-
-def add_chat_command(commands: _CommandsAction) -> None:
+def add_chat_command(commands: CommandsAction) -> None:
     """Register ``chunkwise chat``."""
     chat = commands.add_parser(
         "chat",
@@ -239,7 +111,7 @@ def run_chat(args: argparse.Namespace) -> int:
     request = build_request(args, args.prompt)
     if "tools" in request and importlib.util.find_spec("jsonschema") is None:
         # The stream validates tool-call arguments against the tools' schemas.
-        raise _UsageError("--tools needs the jsonschema extra: pip install 'chunkwise[jsonschema]'")
+        raise UsageError("--tools needs the jsonschema extra: pip install 'chunkwise[jsonschema]'")
     key = endpoint.api_key
     renderer: _Renderer = (
         _JSONRenderer(sys.stdout, key) if args.json else _TextRenderer(sys.stdout, sys.stderr)
@@ -294,14 +166,14 @@ class _JSONRenderer(_Renderer):
         self._write(event_to_json(event))
 
     def error(self, exc: ChunkwiseError, message: str) -> None:
-        self._write({"type": "error", "error": _to_json(exc)})
+        self._write({"type": "error", "error": to_json(exc)})
 
     def interrupted(self, snapshot: ChatResult | None) -> None:
         self._write(
             {
                 "type": "interrupted",
                 "status": "incomplete",
-                "result": None if snapshot is None else _to_json(snapshot),
+                "result": None if snapshot is None else to_json(snapshot),
             }
         )
 
@@ -359,13 +231,13 @@ class _TextRenderer(_Renderer):
     def event(self, event: Event) -> None:
         if isinstance(event, ContentDelta):
             self._enter("content", event.choice_index)
-            self._write(_printable(event.text))
+            self._write(printable(event.text))
         elif isinstance(event, ReasoningDelta):
             self._enter("reasoning", event.choice_index)
-            self._write(_printable(event.text))
+            self._write(printable(event.text))
         elif isinstance(event, RefusalDelta):
             self._enter("refusal", event.choice_index)
-            self._write(_printable(event.text))
+            self._write(printable(event.text))
         elif isinstance(event, ToolCallCompleted):
             self._enter("tool", event.choice_index)
             self._newline()
@@ -382,7 +254,7 @@ class _TextRenderer(_Renderer):
         self._out.flush()
         for line in summary_lines(result):
             print(line, file=self._err)
-        print(status or _status_line(result), file=self._err)
+        print(status or f"status: {status_text(result)}", file=self._err)
         self._err.flush()
 
     def interrupted(self, snapshot: ChatResult | None) -> None:
@@ -394,23 +266,6 @@ class _TextRenderer(_Renderer):
         self._finish(snapshot, status or "status: incomplete (interrupted)")
 
 
-def describe_tool_call(call: ToolCall) -> list[str]:
-    """A completed tool call: its name, then its parsed arguments or why they are unusable."""
-    ident = f" ({_printable(call.id)})" if call.id else ""
-    state = "" if call.finished else " (unfinished)"
-    head = f"[tool call] {_printable(call.name or '(no name)')}{ident}{state}"
-    try:
-        arguments = call.parse_arguments()
-    except ToolArgumentsError as exc:
-        return [
-            head,
-            f"  arguments error: {one_line(str(exc))}",
-            f"  raw arguments: {_printable(json.dumps(exc.raw, ensure_ascii=False))}",
-        ]
-    text = json.dumps(arguments, ensure_ascii=False)
-    return [f"{head}: {_printable(text)}"]
-
-
 def summary_lines(result: ChatResult) -> list[str]:
     """Finish reasons, usage and anomalies (the status line comes separately)."""
     lines: list[str] = []
@@ -418,7 +273,7 @@ def summary_lines(result: ChatResult) -> list[str]:
     for choice in result.choices:
         where = f" (choice {choice.index})" if several else ""
         reason = choice.finish_reason if choice.finish_reason else "none"
-        lines.append(f"finish_reason{where}: {_printable(reason)}")
+        lines.append(f"finish_reason{where}: {printable(reason)}")
     if result.usage is not None:
         lines.append(f"usage: {_format_usage(result.usage)}")
     for anomaly in result.anomalies:
@@ -433,4 +288,4 @@ def _format_usage(usage: Mapping[str, Any]) -> str:
         if isinstance(value, Mapping):
             continue  # *_details: --json has them
         parts.append(f"{key}={json.dumps(value, ensure_ascii=False)}")
-    return _printable(" ".join(parts))
+    return printable(" ".join(parts))

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 import chunkwise
-from chunkwise._cli import main, split_http_head
+from chunkwise._cli import main
+from chunkwise._cli._common import split_http_head
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parents[1]
 REPO = HERE.parent
 RECORDINGS = HERE / "data" / "openai_recordings"
 
@@ -46,9 +47,9 @@ EXPECTED: dict[str, tuple[str, list[str]]] = {
     "f82268f2fefd.sse": (
         "tool_calls",
         [
-            "tool call 0: GetWeatherArgs",
+            "[tool call 0] GetWeatherArgs",
             "call_JMW1whyEaYG438VE1OIflxA2",
-            "tool call 1: get_stock_price",
+            "[tool call 1] get_stock_price",
             "call_DNYTawLBoN8fj3KN6qU9N1Ou",
             '"ticker": "AAPL"',
         ],
@@ -195,7 +196,7 @@ def test_invalid_tool_arguments(capsys: pytest.CaptureFixture[str], tmp_path: Pa
     )
     status, out, _ = run(capsys, "inspect", path)
     assert status == 0  # the stream is complete; only the arguments are unusable
-    assert "tool call 0: lookup\n    id: call_1\n    arguments error: " in out
+    assert "  [tool call 0] lookup (call_1)\n    arguments error: " in out
     assert "not valid JSON" in out
     assert 'raw arguments: "{\\"q\\": \\"Par"' in out
 
@@ -377,6 +378,6 @@ def test_python_dash_m() -> None:
         check=False,
     )
     assert (proc.returncode, proc.stderr) == (0, "")
-    assert "tool call 0: GetWeatherArgs" in proc.stdout
-    assert "tool call 1: get_stock_price" in proc.stdout
+    assert "[tool call 0] GetWeatherArgs" in proc.stdout
+    assert "[tool call 1] get_stock_price" in proc.stdout
     assert proc.stdout.endswith("status: complete\n")

@@ -46,7 +46,7 @@ from openai._streaming import Stream  # noqa: E402
 from openai.lib.streaming.chat import ChatCompletionStream  # noqa: E402
 from openai.types.chat import ChatCompletionChunk  # noqa: E402
 
-DATA = pathlib.Path(__file__).parent / "data"
+DATA = pathlib.Path(__file__).parents[1] / "data"
 RECORDINGS = sorted((DATA / "openai_recordings").glob("*.sse"))
 with open(DATA / "provider_streams.json", encoding="utf-8") as _f:
     VECTORS: dict[str, dict[str, Any]] = {v["name"]: v for v in json.load(_f)}

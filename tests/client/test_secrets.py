@@ -21,6 +21,7 @@ import trio
 
 import chunkwise
 import chunkwise._cli
+import chunkwise._convert
 from _streams import choice, chunk, sse
 from chunkwise import Endpoint, HTTPStatusError, InvalidEndpoint, Timeouts, TransportError
 from chunkwise._http import MAX_ERROR_BODY, open_http_response
@@ -215,7 +216,7 @@ async def test_log_records_events_and_result_never_contain_the_key(
         assert_no_key(record.getMessage(), repr(record.args), str(record.exc_text))
     assert_no_key(caplog.text)
     assert_no_key(*(repr(event) for event in events), repr(result), repr(stream.headers))
-    document = chunkwise._cli.result_to_json(result)
+    document = chunkwise._convert.result_to_json(result)
     assert_no_key(json.dumps(document))
     assert_no_key(json.dumps([attrs.asdict(e) for e in events], default=repr))
 

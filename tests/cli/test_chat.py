@@ -188,12 +188,12 @@ async def test_reasoning_and_tool_calls(capsys: pytest.CaptureFixture[str], tmp_
     lines = out.splitlines()
     assert lines[0] == "[reasoning] Thinking hard."
     assert lines[1] == "Let me check."
-    assert lines[2] == '[tool call] get_weather (call_1): {"city": "Paris"}'
-    assert lines[3] == "[tool call] get_weather (call_2)"
+    assert lines[2] == '[tool call 0] get_weather (call_1): {"city": "Paris"}'
+    assert lines[3] == "[tool call 1] get_weather (call_2)"
     assert lines[4].startswith("  arguments error: ")
     assert "city" in lines[4]
     assert lines[5] == '  raw arguments: "{\\"town\\": 1}"'
-    assert lines[6] == "[tool call] x (call_3)"
+    assert lines[6] == "[tool call 2] x (call_3)"
     assert "not valid JSON" in lines[7]
     assert err.splitlines()[-2:] == ["finish_reason: tool_calls", "status: complete"]
 
@@ -462,7 +462,7 @@ class FakeTerminal(io.StringIO):
 
 def test_reasoning_is_dimmed_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     from chunkwise import ChatStreamParser
-    from chunkwise._chat_cmd import _TextRenderer
+    from chunkwise._cli._chat import _TextRenderer
 
     body = ScriptedResponse.sse(
         [

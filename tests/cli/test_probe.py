@@ -10,8 +10,15 @@ import pytest
 import trio
 
 from chunkwise._cli import main
-from chunkwise._probe import analyze_body
-from chunkwise.testing import RecordedRequest, ResponseWriter, ScriptedResponse, open_test_server
+from chunkwise._cli._probe import analyze_body
+from chunkwise.testing import (
+    RecordedRequest,
+    ResponseWriter,
+    ScriptedResponse,
+    ServerOptions,
+    open_chat_server,
+    open_test_server,
+)
 
 KEY = "sk-probe-SECRET-00112233445566"
 KEY_VAR = "CHUNKWISE_TEST_KEY"
@@ -369,7 +376,7 @@ def test_required_options(capsys: pytest.CaptureFixture[str], argv: list[str]) -
 
 def test_bad_timeout(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["probe", "--base-url", "http://x/v1", "--model", "m", "--timeout", "0"]) == 2
-    assert "positive" in capsys.readouterr().err
+    assert "must be a number of seconds in (0, 86400], not 0" in capsys.readouterr().err
 
 
 def test_analyze_body_mixed_line_endings() -> None:
@@ -406,10 +413,7 @@ QUIRKS: dict[str, dict[str, Any]] = {
 
 @pytest.mark.parametrize("model", sorted(QUIRKS))
 async def test_serve_scenarios(capsys: pytest.CaptureFixture[str], model: str) -> None:
-    server_module = pytest.importorskip("chunkwise._server")
-    if not hasattr(server_module, "open_chat_server"):
-        pytest.skip("chunkwise._server has no open_chat_server")
-    async with server_module.open_chat_server() as server:
+    async with open_chat_server() as server:
         status, findings = await run_probe(capsys, server.base_url, model=model)
     assert status == 0, findings["problems"]
     for key, expected in QUIRKS[model].items():
@@ -420,15 +424,12 @@ async def test_serve_scenarios(capsys: pytest.CaptureFixture[str], model: str) -
 
 
 async def test_serve_error_scenarios(capsys: pytest.CaptureFixture[str]) -> None:
-    server_module = pytest.importorskip("chunkwise._server")
-    if not hasattr(server_module, "open_chat_server"):
-        pytest.skip("chunkwise._server has no open_chat_server")
-    async with server_module.open_chat_server() as server:
+    async with open_chat_server() as server:
         status, findings = await run_probe(capsys, server.base_url, model="error")
     assert status == 1
     assert findings["problems"][0].startswith("text + include_usage: stream failed: ")
-    options = server_module.ServerOptions(status=429)
-    async with server_module.open_chat_server(options) as server:
+    options = ServerOptions(status=429)
+    async with open_chat_server(options) as server:
         status, findings = await run_probe(capsys, server.base_url)
     assert status == 1
     assert findings["status_code"] == 429

@@ -19,26 +19,27 @@ import trio
 import trio.testing
 
 import chunkwise
-from chunkwise._cli import _build_parser, main
+from chunkwise._cli import build_parser, main
+from chunkwise._cli._serve import options_from_args
+from chunkwise._convert import completion_document
 from chunkwise._http import Headers, open_http_response
-from chunkwise._server import (
-    DEFAULT_PORT,
-    SCENARIOS,
-    Scenario,
-    ServerOptions,
-    _describe_request,
-    completion_document,
-    open_chat_server,
-    options_from_args,
+from chunkwise._server._chat_server import DEFAULT_PORT, _describe_request, serve_forever
+from chunkwise._server._scenarios import (
     scenario_body,
     scenario_chunks,
     scenario_events,
-    serve_forever,
     split_events,
 )
-from chunkwise.testing import LoopbackServer, RecordedRequest
+from chunkwise.testing import (
+    SCENARIOS,
+    LoopbackServer,
+    RecordedRequest,
+    Scenario,
+    ServerOptions,
+    open_chat_server,
+)
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parents[1]
 RECORDINGS = {
     path.name: path.read_bytes()
     for path in sorted((HERE / "data" / "openai_recordings").glob("*.sse"))
@@ -481,7 +482,7 @@ async def test_replay_answers_stream_false_too() -> None:
 
 
 def _serve_args(*argv: str) -> Any:
-    return _build_parser().parse_args(["serve", *argv])
+    return build_parser().parse_args(["serve", *argv])
 
 
 def test_serve_defaults() -> None:

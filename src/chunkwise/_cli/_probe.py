@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import re
 import sys
 import time
@@ -40,16 +39,16 @@ from typing import Any
 import attrs
 import trio
 
-from ._chat_cmd import endpoint_from_args, one_line
-from ._cli import EXIT_OK, EXIT_STREAM
-from ._endpoint import Endpoint, Timeouts
-from ._errors import ChunkwiseError, HTTPStatusError, UnexpectedContentType
-from ._events import ContentDelta, ReasoningDelta, ToolCallArgumentsDelta, ToolCallStarted
-from ._http import open_http_response
-from ._parser import ChatStreamParser
-from ._results import ChatResult
-from ._sse import SSEDecoder
-from ._util import redact
+from .._endpoint import Endpoint, Timeouts
+from .._errors import ChunkwiseError, HTTPStatusError, UnexpectedContentType
+from .._events import ContentDelta, ReasoningDelta, ToolCallArgumentsDelta, ToolCallStarted
+from .._http import open_http_response
+from .._parser import ChatStreamParser
+from .._results import ChatResult
+from .._sse import SSEDecoder
+from .._util import redact
+from ._common import EXIT_OK, EXIT_STREAM, CommandsAction, one_line, seconds, status_text
+from ._options import endpoint_from_args
 
 __all__ = ["add_probe_command", "analyze_body", "probe", "render_table"]
 
@@ -77,7 +76,7 @@ WEATHER_TOOL: dict[str, Any] = {
 _NOT_ABOUT_THE_BODY = {401, 403, 404, 429}
 
 
-def add_probe_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_probe_command(commands: CommandsAction) -> None:
     """Register ``chunkwise probe``."""
     probe_parser = commands.add_parser(
         "probe",
@@ -107,7 +106,7 @@ def add_probe_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
     probe_parser.add_argument(
         "--timeout",
         metavar="S",
-        type=_seconds,
+        type=seconds(0, 86400, allow_low=False),
         default=DEFAULT_TIMEOUT,
         help=f"time limit for each request, in seconds (default {DEFAULT_TIMEOUT:g})",
     )
@@ -115,16 +114,6 @@ def add_probe_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
         "--json", action="store_true", help="print the findings as one JSON object"
     )
     probe_parser.set_defaults(handler=run_probe)
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0 or math.isinf(value):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text}")
-    return value
 
 
 def run_probe(args: argparse.Namespace) -> int:
@@ -453,11 +442,11 @@ def _findings(
         problems.append(f"{text.label}: {text.error or 'no response'}")
     elif text_result is not None:
         if text_result.status != "complete":
-            problems.append(f"{text.label}: stream {_describe_status(text_result)}")
+            problems.append(f"{text.label}: stream {status_text(text_result)}")
         if not any(c.content or c.reasoning or c.tool_calls for c in text_result.choices):
             problems.append(f"{text.label}: no content")
     if tools is not None and tools.result is not None and tools.result.status != "complete":
-        problems.append(f"{tools.label}: stream {_describe_status(tools.result)}")
+        problems.append(f"{tools.label}: stream {status_text(tools.result)}")
 
     endings: Counter[str] = Counter()
     data_spacing: set[str] = set()
@@ -516,14 +505,6 @@ def _findings(
         "first_token_ms": text.first_token_ms,
         "requests": [_exchange_summary(e) for e in exchanges],
     }
-
-
-def _describe_status(result: ChatResult) -> str:
-    if result.status == "failed":
-        return f"failed: {one_line(str(result.error))}"
-    if result.status == "incomplete":
-        return f"incomplete ({result.reason})"
-    return result.status
 
 
 def _exchange_summary(exchange: Exchange) -> dict[str, Any]:

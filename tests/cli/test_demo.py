@@ -11,8 +11,8 @@ import pytest
 import trio
 
 from chunkwise._cli import main
-from chunkwise._demo import _Console, run_demo
-from chunkwise._server import SCENARIOS
+from chunkwise._cli._demo import _Console, run_demo
+from chunkwise.testing import SCENARIOS
 
 DEMO = SCENARIOS["demo"]
 _TEXT = "  text      │ "

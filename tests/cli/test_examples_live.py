@@ -19,10 +19,16 @@ from typing import Any
 import pytest
 import trio
 
-from chunkwise._server import ServerOptions, open_chat_server
-from chunkwise.testing import RecordedRequest, ResponseWriter, ScriptedResponse, open_test_server
+from chunkwise.testing import (
+    RecordedRequest,
+    ResponseWriter,
+    ScriptedResponse,
+    ServerOptions,
+    open_chat_server,
+    open_test_server,
+)
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 pytest.importorskip("jsonschema")  # the tool loop validates arguments
 

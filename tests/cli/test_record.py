@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 import trio
 
-from chunkwise._cli import main, split_http_head
-from chunkwise._record import KeyRedactor
+from chunkwise._cli import main
+from chunkwise._cli._common import split_http_head
+from chunkwise._cli._record import KeyRedactor
 from chunkwise.testing import ScriptedResponse, open_test_server
 
 KEY = "sk-record-SECRET-fedcba9876543210"
@@ -257,7 +258,7 @@ def test_unwritable_output(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
 
 
 async def test_ctrl_c_keeps_what_was_recorded(tmp_path: Path) -> None:
-    from test_cli_chat import interrupt, slow_words
+    from test_chat import interrupt, slow_words
 
     output = tmp_path / "out.http"
     async with open_test_server(slow_words()) as server:

@@ -41,24 +41,26 @@ import attrs
 import h11
 import trio
 
-from ._chat_cmd import (
-    add_endpoint_options,
-    add_request_options,
-    build_request,
-    endpoint_from_args,
+from .._endpoint import Endpoint
+from .._errors import ChunkwiseError
+from .._http import Connection, connect, parse_error_body
+from .._parser import ChatStreamParser
+from .._util import redact, secret
+from ._common import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_STREAM,
+    CommandsAction,
+    UsageError,
     one_line,
+    status_text,
 )
-from ._cli import EXIT_INTERRUPTED, EXIT_OK, EXIT_STREAM, _status_line, _UsageError
-from ._endpoint import Endpoint
-from ._errors import ChunkwiseError
-from ._http import _Connection, connect, parse_error_body
-from ._parser import ChatStreamParser
-from ._util import redact, secret
+from ._options import add_endpoint_options, add_request_options, build_request, endpoint_from_args
 
 __all__ = ["add_record_command", "format_head", "record_response"]
 
 
-def add_record_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_record_command(commands: CommandsAction) -> None:
     """Register ``chunkwise record``."""
     record = commands.add_parser(
         "record",
@@ -197,7 +199,7 @@ def _report(recording: Recording, name: str, key: str | None, *, interrupted: bo
     if interrupted:
         print("status: incomplete (interrupted)", file=sys.stderr)
         return EXIT_STREAM
-    print(redact(_status_line(result), key), file=sys.stderr)
+    print(redact(f"status: {status_text(result)}", key), file=sys.stderr)
     return EXIT_OK if result.status == "complete" and recording.error is None else EXIT_STREAM
 
 
@@ -205,16 +207,16 @@ def _request_body(args: argparse.Namespace) -> bytes:
     """The request body to send."""
     if args.request_json is not None:
         if args.prompt is not None:
-            raise _UsageError("give either PROMPT or --request-json, not both")
+            raise UsageError("give either PROMPT or --request-json, not both")
         try:
             with open(args.request_json, "rb") as file:
                 body = file.read()
         except OSError as exc:
-            raise _UsageError(f"cannot read {args.request_json!r}: {exc.strerror or exc}") from None
+            raise UsageError(f"cannot read {args.request_json!r}: {exc.strerror or exc}") from None
         # Sent as is, even if it is not JSON: the server's reaction may be the point.
         return body
     if args.prompt is None:
-        raise _UsageError("give PROMPT or --request-json FILE")
+        raise UsageError("give PROMPT or --request-json FILE")
     request = {**build_request(args, args.prompt), "stream": True}
     return json.dumps(request, ensure_ascii=False).encode()
 
@@ -228,7 +230,7 @@ def _open_output(name: str) -> Iterator[IO[bytes]]:
     try:
         file = open(name, "wb")  # noqa: SIM115 - closed below, after the run
     except OSError as exc:
-        raise _UsageError(f"cannot write {name!r}: {exc.strerror or exc}") from None
+        raise UsageError(f"cannot write {name!r}: {exc.strerror or exc}") from None
     with file:
         yield file
 
@@ -257,7 +259,7 @@ async def record_response(
     knows what was written.  Raises the transport's errors; errors after the
     head arrived leave ``out`` holding everything received before.
     """
-    conn = _Connection(await connect(endpoint), endpoint)
+    conn = Connection(await connect(endpoint), endpoint)
     try:
         await conn.send_request(endpoint, body)
         head = await conn.receive_head()

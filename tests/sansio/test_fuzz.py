@@ -31,12 +31,12 @@ import attrs
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from test_chat_properties import chunk_values
 
 import chunkwise
 from _streams import parse, splits
-from test_chat_properties import chunk_values
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "fuzz"))
+sys.path.insert(0, str(Path(__file__).parents[2] / "fuzz"))
 import _bytes
 import _seeds
 import fuzz_parser
@@ -282,7 +282,7 @@ def test_seeds_select_the_body_and_limit_they_are_meant_for() -> None:
 
 def test_fuzz_harnesses_on_the_recorded_streams() -> None:
     # Real streams as inputs (the README suggests them as seed corpus).
-    recordings = sorted((Path(__file__).parent / "data" / "openai_recordings").glob("*.sse"))
+    recordings = sorted((Path(__file__).parents[1] / "data" / "openai_recordings").glob("*.sse"))
     assert recordings
     for path in recordings:
         raw = path.read_bytes()

@@ -1,0 +1,127 @@
+"""The options shared by the commands that send a request (``chat``, ``record``, ``probe``).
+
+Where the endpoint is and which key to use (``--base-url``, ``--api-key-env``,
+else ``$OPENAI_BASE_URL`` and ``$OPENAI_API_KEY``), and how a chat request body
+is built from the command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from .._endpoint import DEFAULT_BASE_URL, Endpoint
+from .._errors import InvalidEndpoint
+from ._common import UsageError, positive_int
+
+__all__ = [
+    "DEFAULT_KEY_VARIABLE",
+    "DEFAULT_MODEL",
+    "add_endpoint_options",
+    "add_request_options",
+    "build_request",
+    "endpoint_from_args",
+]
+
+DEFAULT_MODEL = "gpt-4o-mini"
+DEFAULT_KEY_VARIABLE = "OPENAI_API_KEY"
+
+
+def add_endpoint_options(parser: argparse.ArgumentParser) -> None:
+    """``--base-url`` and ``--api-key-env``."""
+    parser.add_argument(
+        "--base-url",
+        metavar="URL",
+        help=(
+            "the API base URL; /chat/completions is appended "
+            f"(default: $OPENAI_BASE_URL, else {DEFAULT_BASE_URL})"
+        ),
+    )
+    parser.add_argument(
+        "--api-key-env",
+        metavar="NAME",
+        default=DEFAULT_KEY_VARIABLE,
+        help=(
+            "name of the environment variable holding the API key "
+            f"(default: {DEFAULT_KEY_VARIABLE}); unset or empty sends no Authorization"
+        ),
+    )
+
+
+def add_request_options(parser: argparse.ArgumentParser) -> None:
+    """The options that build the request body (model, system prompt, ...)."""
+    parser.add_argument(
+        "--model",
+        metavar="MODEL",
+        default=None,
+        help=f"the model (default: $CHUNKWISE_MODEL, else {DEFAULT_MODEL})",
+    )
+    parser.add_argument("--system", metavar="TEXT", help="a system message before the prompt")
+    parser.add_argument("--max-tokens", metavar="N", type=positive_int, help="max_tokens")
+    parser.add_argument("--temperature", metavar="T", type=float, help="temperature")
+    parser.add_argument(
+        "--tools",
+        metavar="FILE.json",
+        help="a JSON list of tool definitions to send",
+    )
+    parser.add_argument(
+        "--include-usage",
+        action="store_true",
+        help="ask for a usage chunk (stream_options.include_usage)",
+    )
+
+
+def endpoint_from_args(
+    args: argparse.Namespace, environ: Mapping[str, str] | None = None
+) -> Endpoint:
+    """The endpoint named by ``--base-url`` / ``--api-key-env`` or the environment.
+
+    Raises:
+        UsageError: the URL or the key cannot be used (the key is never quoted).
+    """
+    env = os.environ if environ is None else environ
+    base_url = args.base_url if args.base_url is not None else env.get("OPENAI_BASE_URL", "")
+    try:
+        return Endpoint.from_env(
+            {"OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": env.get(args.api_key_env, "")}
+        )
+    except InvalidEndpoint as exc:
+        raise UsageError(str(exc)) from None
+
+
+def build_request(
+    args: argparse.Namespace, prompt: str, environ: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The chat-completions request body the options describe (without ``stream``)."""
+    env = os.environ if environ is None else environ
+    model = args.model or env.get("CHUNKWISE_MODEL", "").strip() or DEFAULT_MODEL
+    messages: list[dict[str, str]] = []
+    if args.system is not None:
+        messages.append({"role": "system", "content": args.system})
+    messages.append({"role": "user", "content": prompt})
+    request: dict[str, Any] = {"model": model, "messages": messages}
+    if args.max_tokens is not None:
+        request["max_tokens"] = args.max_tokens
+    if args.temperature is not None:
+        request["temperature"] = args.temperature
+    if args.tools is not None:
+        request["tools"] = _read_tools(args.tools)
+    if args.include_usage:
+        request["stream_options"] = {"include_usage": True}
+    return request
+
+
+def _read_tools(name: str) -> list[Any]:
+    try:
+        with open(name, "rb") as file:
+            tools = json.load(file)
+    except OSError as exc:
+        raise UsageError(f"cannot read {name!r}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise UsageError(f"{name!r} is not valid JSON: {exc}") from None
+    if not isinstance(tools, list) or not all(isinstance(tool, dict) for tool in tools):
+        raise UsageError(f"{name!r} must hold a JSON list of tool definitions (objects)")
+    return tools

@@ -1,0 +1,143 @@
+"""``chunkwise serve``: the chat server on a port, until Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+
+import trio
+
+from .._server._chat_server import DEFAULT_HOST, DEFAULT_PORT, ServerOptions, serve_forever
+from .._server._scenarios import DEFAULT_SCENARIO, SCENARIOS
+from ._common import (
+    CommandsAction,
+    UsageError,
+    error_status,
+    non_negative_int,
+    port,
+    positive_int,
+    read_input,
+    seconds,
+    split_http_head,
+)
+
+__all__ = ["add_serve_command", "options_from_args", "run_serve"]
+
+
+def add_serve_command(commands: CommandsAction) -> None:
+    """Register ``chunkwise serve``."""
+    scenarios = "\n".join(f"  {s.name:<25}{s.summary}" for s in SCENARIOS.values())
+    serve = commands.add_parser(
+        "serve",
+        help="run a local OpenAI-compatible server that streams scripted replies",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=(
+            "Run an OpenAI-compatible server (POST /v1/chat/completions, GET /v1/models)\n"
+            "that answers with scripted streams, for trying chunkwise or testing any client.\n"
+            "The request's model names the scenario; other models get --scenario.\n"
+            "stream_options.include_usage, n and stream: false are honoured."
+        ),
+        epilog=(
+            f"scenarios (model names):\n{scenarios}\n\n"
+            "example:\n"
+            "  chunkwise serve --port 8000 --write-size 7 --delay 0.05\n"
+            '  OPENAI_BASE_URL=http://127.0.0.1:8000/v1 chunkwise chat --model tools "hi"\n\n'
+            "Runs until Ctrl-C (exit status 130)."
+        ),
+    )
+    serve.add_argument(
+        "--host",
+        default=DEFAULT_HOST,
+        help=f"address to listen on (default {DEFAULT_HOST}: this machine only)",
+    )
+    serve.add_argument(
+        "--port",
+        type=port,
+        default=DEFAULT_PORT,
+        metavar="N",
+        help=f"TCP port (default {DEFAULT_PORT}; 0 picks a free one)",
+    )
+    serve.add_argument(
+        "--scenario",
+        choices=list(SCENARIOS),
+        default=DEFAULT_SCENARIO,
+        metavar="NAME",
+        help=f"scenario for models that name none (default {DEFAULT_SCENARIO})",
+    )
+    serve.add_argument(
+        "--replay",
+        metavar="FILE",
+        help="answer every chat request with this recorded SSE body (an HTTP head, as "
+        "'chunkwise record' writes, is skipped)",
+    )
+    serve.add_argument(
+        "--write-size", type=positive_int, metavar="N", help="send the body N bytes per write"
+    )
+    serve.add_argument(
+        "--delay",
+        type=seconds(0, 3600),
+        default=0.0,
+        metavar="S",
+        help="wait S seconds between writes: between events, or between --write-size "
+        "pieces when given (default 0)",
+    )
+    serve.add_argument(
+        "--disconnect-after",
+        type=non_negative_int,
+        metavar="N",
+        help="close the connection after N body bytes, without finishing the response",
+    )
+    serve.add_argument(
+        "--status",
+        type=error_status,
+        metavar="CODE",
+        help="answer every chat request with this HTTP error status and an OpenAI-shaped "
+        "error (429 and 503 add Retry-After: 1)",
+    )
+    serve.add_argument(
+        "--api-key",
+        metavar="K",
+        help="require 'Authorization: Bearer K'; other requests get 401",
+    )
+    serve.add_argument(
+        "--api-key-env",
+        metavar="NAME",
+        help="like --api-key, with the key read from environment variable NAME "
+        "(keeps it out of the process list)",
+    )
+    serve.set_defaults(handler=run_serve)
+
+
+def options_from_args(args: argparse.Namespace) -> ServerOptions:
+    """The :class:`ServerOptions` that ``chunkwise serve``'s arguments ask for."""
+    api_key = args.api_key
+    if args.api_key_env is not None:
+        if api_key is not None:
+            raise UsageError("give --api-key or --api-key-env, not both")
+        api_key = os.environ.get(args.api_key_env)
+        if not api_key:
+            raise UsageError(f"environment variable {args.api_key_env} is not set or empty")
+    replay = None
+    if args.replay is not None:
+        _, replay = split_http_head(read_input(args.replay))
+    return ServerOptions(
+        scenario=args.scenario,
+        replay=replay,
+        write_size=args.write_size,
+        delay=args.delay,
+        disconnect_after=args.disconnect_after,
+        status=args.status,
+        api_key=api_key,
+    )
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """``chunkwise serve``: serve until Ctrl-C (``KeyboardInterrupt`` reaches ``main``)."""
+    options = options_from_args(args)
+    try:
+        trio.run(functools.partial(serve_forever, options, host=args.host, port=args.port))
+    except OSError as exc:
+        where = f"{args.host}:{args.port}"
+        raise UsageError(f"cannot listen on {where}: {exc.strerror or exc}") from None
+    return 0

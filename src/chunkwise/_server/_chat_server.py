@@ -1,0 +1,471 @@
+"""An OpenAI-compatible chat-completions server for demos and for testing clients.
+
+Theory of operation
+-------------------
+The server is a handler (:class:`ChatServer`) plugged into the loopback server
+engine (:mod:`chunkwise._server._http_server`), which owns the sockets, h11
+request parsing and connection lifetime.  The handler only routes a request and
+writes one response; what a chat request streams comes from a scenario
+(:mod:`chunkwise._server._scenarios`) or a replayed recording.
+
+Rules
+-----
+1. A streamed answer is played as one :class:`ScriptedResponse`: write sizes,
+   the delay between writes and the cut-off after N bytes are the engine's
+   pacing, not a second implementation here.
+2. A ``stream: false`` request is answered from the same stream: the server
+   parses it with :class:`~chunkwise.ChatStreamParser` and writes the
+   reconstruction as one ``chat.completion`` document, so the streamed and the
+   non-streamed answers cannot drift apart (and a replay works for both).
+3. Errors are shaped like OpenAI's: ``{"error": {"message", "type", "param",
+   "code"}}``.
+4. A client that hangs up mid-answer (chunkwise closes as soon as it has
+   ``[DONE]``) is normal, not a server error: the handler ends that response
+   quietly.
+
+:class:`ServerOptions` applies to every chat request: a replayed body instead
+of a scenario, bytes per write, a delay between writes, a disconnect after N
+body bytes, a fixed HTTP error status, and a required API key.
+:func:`open_chat_server` runs the server for an ``async with`` block (an
+ephemeral loopback port by default); :func:`serve_forever` is what
+``chunkwise serve`` runs until Ctrl-C, logging one line per request.
+"""
+
+from __future__ import annotations
+
+import hmac
+import itertools
+import json
+import sys
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, TextIO
+
+import attrs
+import trio
+
+from .._convert import completion_document
+from .._parser import ChatStreamParser
+from ._http_server import LoopbackServer, open_test_server
+from ._responses import RecordedRequest, ResponseWriter, ScriptedResponse
+from ._scenarios import CREATED, DEFAULT_SCENARIO, SCENARIOS, scenario_events, split_events
+
+__all__ = [
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "ChatServer",
+    "ServerOptions",
+    "open_chat_server",
+    "serve_forever",
+]
+
+DEFAULT_HOST = "127.0.0.1"
+#: The port ``chunkwise serve`` listens on unless told otherwise (vLLM's default too).
+DEFAULT_PORT = 8000
+#: OpenAI's limit on ``n``; more would only make a typo expensive.
+_MAX_N = 128
+
+
+def _positive_or_none(_: Any, attribute: attrs.Attribute[Any], value: int | None) -> None:
+    if value is not None and value < 1:
+        raise ValueError(f"{attribute.name} must be at least 1")
+
+
+def _check_scenario(_: Any, __: Any, value: str) -> None:
+    if value not in SCENARIOS:
+        raise ValueError(f"unknown scenario {value!r}; choose from {', '.join(SCENARIOS)}")
+
+
+def _check_status(_: Any, __: Any, value: int | None) -> None:
+    if value is not None and not 400 <= value <= 599:
+        raise ValueError(f"status must be an HTTP error status (400-599), not {value}")
+
+
+def _check_delay(_: Any, __: Any, value: float) -> None:
+    if not value >= 0:  # also refuses NaN
+        raise ValueError("delay must be a non-negative number of seconds")
+
+
+def _check_disconnect(_: Any, __: Any, value: int | None) -> None:
+    if value is not None and value < 0:
+        raise ValueError("disconnect_after must not be negative")
+
+
+@attrs.frozen(kw_only=True)
+class ServerOptions:
+    """How the server answers every chat request.
+
+    Attributes:
+        scenario: the scenario used when the request's ``model`` names none.
+        replay: an SSE body sent for every chat request instead of a scenario.
+        write_size: bytes per write (each write is one HTTP chunk); ``None``
+            writes each event at once.  This, ``delay`` and
+            ``disconnect_after`` shape streamed answers only; ``stream:
+            false`` documents are sent whole.
+        delay: seconds to wait between events.
+        disconnect_after: close the connection after this many body bytes,
+            without finishing the response.
+        status: answer every chat request with this HTTP error status and an
+            OpenAI-shaped error body (429 and 503 also get ``Retry-After: 1``).
+        api_key: when set, requests without ``Authorization: Bearer <api_key>``
+            get a 401.
+    """
+
+    scenario: str = attrs.field(default=DEFAULT_SCENARIO, validator=_check_scenario)
+    replay: bytes | None = None
+    write_size: int | None = attrs.field(default=None, validator=_positive_or_none)
+    delay: float = attrs.field(default=0.0, validator=_check_delay)
+    disconnect_after: int | None = attrs.field(default=None, validator=_check_disconnect)
+    status: int | None = attrs.field(default=None, validator=_check_status)
+    api_key: str | None = attrs.field(default=None, repr=False)
+
+
+# OpenAI's error type and code for the statuses a client most often meets.
+_STATUS_ERRORS: Mapping[int, tuple[str, str, str | None]] = {
+    400: ("Invalid request.", "invalid_request_error", None),
+    401: ("Incorrect API key provided", "invalid_request_error", "invalid_api_key"),
+    403: ("You are not allowed to use this model.", "invalid_request_error", None),
+    404: (
+        "The model does not exist or you do not have access to it.",
+        "invalid_request_error",
+        "model_not_found",
+    ),
+    429: (
+        "Rate limit reached for requests. Please try again in 1s.",
+        "requests",
+        "rate_limit_exceeded",
+    ),
+    500: (
+        "The server had an error while processing your request. Sorry about that!",
+        "server_error",
+        None,
+    ),
+    503: ("The engine is currently overloaded, please try again later.", "server_error", None),
+}
+
+_CHAT_PATH = "/v1/chat/completions"
+_MODELS_PATH = "/v1/models"
+
+
+class ChatServer:
+    """The request handler: ``async def __call__(request, writer)`` for :mod:`chunkwise.testing`."""
+
+    def __init__(
+        self, options: ServerOptions | None = None, *, log: Callable[[str], None] | None = None
+    ) -> None:
+        self.options = options if options is not None else ServerOptions()
+        self._log = log
+        self._request_ids = itertools.count(1)
+
+    async def __call__(self, request: RecordedRequest, writer: ResponseWriter) -> None:
+        if self._log is not None:
+            self._log(_describe_request(request))
+        try:
+            await self._answer(request, writer)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            # The client hung up, e.g. right after the [DONE] it needed, while the
+            # rest of the body was on its way.  That is the client's right, not a
+            # server error: end quietly.  (chunkwise.testing would treat an
+            # exception escaping a handler as a test failure.)
+            await writer.disconnect()
+
+    async def _answer(self, request: RecordedRequest, writer: ResponseWriter) -> None:
+        request_id = f"req_chunkwise_{next(self._request_ids)}"
+        path = request.target.partition("?")[0]
+        if path == _CHAT_PATH:
+            allowed = "POST"
+        elif path == _MODELS_PATH or path.startswith(_MODELS_PATH + "/"):
+            allowed = "GET"
+        else:
+            await _send_error(
+                writer,
+                404,
+                f"Unknown request URL: {request.method} {path}.",
+                request_id,
+                type="invalid_request_error",
+                code="unknown_url",
+            )
+            return
+        if request.method != allowed:
+            await _send_error(
+                writer,
+                405,
+                f"Method {request.method} is not allowed for {path}; use {allowed}.",
+                request_id,
+                type="invalid_request_error",
+                headers=(("Allow", allowed),),
+            )
+            return
+        if not self._authorized(request):
+            await _send_status_error(writer, 401, request_id)
+            return
+        if allowed == "GET":
+            await self._models(path, writer, request_id)
+        else:
+            await self._chat(request, writer, request_id)
+
+    def _authorized(self, request: RecordedRequest) -> bool:
+        key = self.options.api_key
+        if key is None:
+            return True
+        scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
+        # Constant-time, as a key check should be even in a test server.
+        return scheme.lower() == "bearer" and hmac.compare_digest(
+            credentials.strip().encode(), key.encode()
+        )
+
+    async def _models(self, path: str, writer: ResponseWriter, request_id: str) -> None:
+        def model(name: str) -> dict[str, Any]:
+            return {"id": name, "object": "model", "created": CREATED, "owned_by": "chunkwise"}
+
+        if path.rstrip("/") == _MODELS_PATH:
+            document = {"object": "list", "data": [model(name) for name in SCENARIOS]}
+            await _send_json(writer, 200, document, request_id)
+            return
+        name = path[len(_MODELS_PATH) + 1 :]
+        if name in SCENARIOS:
+            await _send_json(writer, 200, model(name), request_id)
+        else:
+            await _send_error(
+                writer,
+                404,
+                f"The model '{name}' does not exist",
+                request_id,
+                type="invalid_request_error",
+                code="model_not_found",
+            )
+
+    async def _chat(
+        self, request: RecordedRequest, writer: ResponseWriter, request_id: str
+    ) -> None:
+        options = self.options
+        if options.status is not None:
+            await _send_status_error(writer, options.status, request_id)
+            return
+        try:
+            body = json.loads(request.body)
+        except (ValueError, RecursionError):
+            await _send_error(
+                writer,
+                400,
+                "We could not parse the JSON body of your request. (HINT: This likely means "
+                "you aren't using your HTTP library correctly. The OpenAI API expects a JSON "
+                "payload, but what was sent was not valid JSON.)",
+                request_id,
+                type="invalid_request_error",
+            )
+            return
+        problem = _check_chat_request(body)
+        if problem is not None:
+            message, param = problem
+            await _send_error(
+                writer, 400, message, request_id, type="invalid_request_error", param=param
+            )
+            return
+        stream = body.get("stream") is True
+        n = body.get("n")
+        n = 1 if n is None else n
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        model = body.get("model")
+        if options.replay is not None:
+            events = split_events(options.replay)
+        else:
+            scenario = SCENARIOS.get(model) if isinstance(model, str) else None
+            scenario = scenario or SCENARIOS[options.scenario]
+            if scenario.tool_calls and _answers_tool_results(body):
+                # A tool loop's second turn: answer the results with text, as a
+                # model would, instead of asking for the same tools again.
+                scenario = SCENARIOS["text"]
+            events = scenario_events(
+                scenario,
+                n=n,
+                # A non-streamed answer always reports usage, as OpenAI's does.
+                include_usage=include_usage or not stream,
+                model=model if isinstance(model, str) else None,
+            )
+        if stream:
+            await self._stream(writer, events, request_id)
+        else:
+            await self._document(writer, b"".join(events), request_id)
+
+    async def _stream(
+        self, writer: ResponseWriter, events: Sequence[bytes], request_id: str
+    ) -> None:
+        options = self.options
+        response = ScriptedResponse(
+            content_type="text/event-stream; charset=utf-8",
+            headers=(("Cache-Control", "no-cache"), ("x-request-id", request_id)),
+            body=b"".join(events),
+            # Without --write-size each event is one write, so --delay paces events.
+            write_sizes=options.write_size or tuple(len(e) for e in events if e) or None,
+            delay=options.delay,
+            disconnect_after=options.disconnect_after,
+        )
+        await writer.play(response)
+
+    async def _document(self, writer: ResponseWriter, body: bytes, request_id: str) -> None:
+        parser = ChatStreamParser()
+        parser.feed(body)
+        parser.end()
+        result = parser.result
+        server_error = result.server_error
+        if result.status == "failed":
+            if server_error is not None:
+                error = {
+                    "message": server_error.message,
+                    "type": server_error.type,
+                    "param": server_error.param,
+                    "code": server_error.code,
+                }
+            else:
+                error = {
+                    "message": str(result.error),
+                    "type": "server_error",
+                    "param": None,
+                    "code": None,
+                }
+            await _send_json(writer, 500, {"error": error}, request_id)
+            return
+        await _send_json(writer, 200, completion_document(result), request_id)
+
+
+def _describe_request(request: RecordedRequest) -> str:
+    """One log line: the request line, and the model and stream flag of a chat request."""
+    line = f"{request.method} {request.target}"
+    try:
+        body = json.loads(request.body) if request.body else None
+    except (ValueError, RecursionError):
+        return f"{line} (malformed JSON body)"
+    if isinstance(body, dict) and "model" in body:
+        line += f" model={body['model']!r} stream={body.get('stream', False)!r}"
+    return line
+
+
+def _check_chat_request(body: Any) -> tuple[str, str | None] | None:
+    """Why a chat request is invalid, as OpenAI would say it, or None."""
+    if not isinstance(body, dict):
+        return "The request body must be a JSON object.", None
+    n = body.get("n")
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= _MAX_N):
+        return f"Invalid 'n': must be an integer between 1 and {_MAX_N}.", "n"
+    stream = body.get("stream")
+    if stream is not None and not isinstance(stream, bool):
+        return "Invalid type for 'stream': expected a boolean.", "stream"
+    options = body.get("stream_options")
+    if options is not None:
+        if not isinstance(options, dict):
+            return "Invalid type for 'stream_options': expected an object.", "stream_options"
+        if stream is not True:
+            return (
+                "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
+                "stream_options",
+            )
+    return None
+
+
+def _answers_tool_results(body: Mapping[str, Any]) -> bool:
+    messages = body.get("messages")
+    return (
+        isinstance(messages, list)
+        and bool(messages)
+        and isinstance(messages[-1], dict)
+        and messages[-1].get("role") == "tool"
+    )
+
+
+async def _send_json(
+    writer: ResponseWriter,
+    status: int,
+    document: Any,
+    request_id: str,
+    headers: Sequence[tuple[str, str]] = (),
+) -> None:
+    data = json.dumps(document, ensure_ascii=False).encode()
+    await writer.start(
+        status,
+        (("x-request-id", request_id), *headers),
+        content_type="application/json",
+        framing="content-length",
+        content_length=len(data),
+    )
+    await writer.write(data)
+    await writer.end()
+
+
+async def _send_error(
+    writer: ResponseWriter,
+    status: int,
+    message: str,
+    request_id: str,
+    *,
+    type: str | None,
+    code: str | None = None,
+    param: str | None = None,
+    headers: Sequence[tuple[str, str]] = (),
+) -> None:
+    error = {"message": message, "type": type, "param": param, "code": code}
+    await _send_json(writer, status, {"error": error}, request_id, headers)
+
+
+async def _send_status_error(writer: ResponseWriter, status: int, request_id: str) -> None:
+    message, type, code = _STATUS_ERRORS.get(
+        status,
+        (
+            "The server answered with an error." if status >= 500 else "The request was refused.",
+            "server_error" if status >= 500 else "invalid_request_error",
+            None,
+        ),
+    )
+    # Tell clients how long to back off, as OpenAI does on rate limits.
+    headers = (("Retry-After", "1"),) if status in (429, 503) else ()
+    await _send_error(writer, status, message, request_id, type=type, code=code, headers=headers)
+
+
+@asynccontextmanager
+async def open_chat_server(
+    options: ServerOptions | None = None,
+    *,
+    host: str = DEFAULT_HOST,
+    port: int = 0,
+    log: Callable[[str], None] | None = None,
+) -> AsyncIterator[LoopbackServer]:
+    """Run the chat server for the duration of an ``async with`` block.
+
+    Yields the :class:`~chunkwise.testing.LoopbackServer`: ``server.base_url``
+    (e.g. ``"http://127.0.0.1:54321/v1"``), ``server.endpoint()`` and the
+    recorded ``server.requests``.  ``port=0`` picks a free port.  ``log``, if
+    given, is called with one line describing each request as it arrives.
+    """
+    handler = ChatServer(options, log=log)
+    async with open_test_server(handler, host=host, port=port) as server:
+        yield server
+
+
+async def serve_forever(
+    options: ServerOptions | None = None,
+    *,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    out: TextIO | None = None,
+    task_status: trio.TaskStatus[LoopbackServer] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve until cancelled (Ctrl-C), announcing the base URL on ``out`` (stdout)."""
+    out = sys.stdout if out is None else out
+    options = options if options is not None else ServerOptions()
+
+    def log(line: str) -> None:
+        print(line, file=out, flush=True)
+
+    async with open_chat_server(options, host=host, port=port, log=log) as server:
+        print(f"serving on {server.base_url}", file=out)
+        if options.replay is not None:
+            print(f"replaying a recorded body ({len(options.replay)} bytes)", file=out)
+        else:
+            print(
+                f"scenario: chosen by the request's model (default {options.scenario!r}); "
+                f"models: {', '.join(SCENARIOS)}",
+                file=out,
+            )
+        print("press Ctrl-C to stop", file=out, flush=True)
+        task_status.started(server)
+        await trio.sleep_forever()

@@ -1,0 +1,258 @@
+"""The package's layout and import rules (see the theory in ``src/chunkwise/_cli`` and
+``src/chunkwise/_server``): checked by walking every module's imports with :mod:`ast`,
+function-local imports included, so a cycle cannot hide inside a function."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import attrs
+import pytest
+
+import chunkwise
+import chunkwise.testing
+
+SRC = Path(chunkwise.__file__).resolve().parent
+
+#: Layers 1-3: no trio, no network; usable on chunks decoded by another client.
+SANS_IO = {
+    "chunkwise._accumulator",
+    "chunkwise._convert",
+    "chunkwise._errors",
+    "chunkwise._events",
+    "chunkwise._parser",
+    "chunkwise._payloads",
+    "chunkwise._results",
+    "chunkwise._sse",
+    "chunkwise._tools",
+    "chunkwise._version",
+}
+#: Third-party packages a sans-IO module may import: attrs, and optional extras
+#: imported where they are used.
+SANS_IO_THIRD_PARTY = {"attrs", "jsonschema"}
+MAX_LINES = 700
+
+
+@attrs.frozen
+class Import:
+    importer: str
+    imported: str  # an absolute module name
+    names: tuple[str, ...]  # names taken with ``from X import a, b``
+    line: int
+    local: bool  # inside a function
+    commented: bool  # a comment on the line above says why
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(path): path for path in sorted(SRC.rglob("*.py"))}
+
+
+def resolve(importer: str, is_package: bool, node: ast.ImportFrom) -> str:
+    if node.level == 0:
+        assert node.module is not None
+        return node.module
+    base = importer.split(".")
+    if not is_package:
+        base.pop()
+    for _ in range(node.level - 1):
+        base.pop()
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def imports_of(name: str, path: Path) -> Iterator[Import]:
+    source = path.read_text()
+    lines = source.splitlines()
+    tree = ast.parse(source)
+    local_lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for inner in ast.walk(node):
+                if isinstance(inner, (ast.Import, ast.ImportFrom)):
+                    local_lines.add(inner.lineno)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found = [(alias.name, ()) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = resolve(name, path.name == "__init__.py", node)
+            names = tuple(alias.name for alias in node.names)
+            # ``from . import x`` may name a submodule.
+            found = [(base, names)]
+            found += [(f"{base}.{n}", ()) for n in names if f"{base}.{n}" in modules()]
+        else:
+            continue
+        above = lines[node.lineno - 2].strip() if node.lineno >= 2 else ""
+        for imported, names in found:
+            yield Import(
+                importer=name,
+                imported=imported,
+                names=names,
+                line=node.lineno,
+                local=node.lineno in local_lines,
+                commented=above.startswith("#"),
+            )
+
+
+ALL = [imp for name, path in modules().items() for imp in imports_of(name, path)]
+INTERNAL = [imp for imp in ALL if imp.imported.split(".")[0] == "chunkwise"]
+
+
+def where(imp: Import) -> str:
+    return f"{imp.importer}:{imp.line} imports {imp.imported}"
+
+
+def top(module: str) -> str:
+    return module.split(".")[0]
+
+
+def test_the_walk_sees_the_package() -> None:
+    # A walk that found nothing would pass every rule below.
+    names = modules()
+    assert {"chunkwise._cli", "chunkwise._server._chat_server", "chunkwise.testing"} <= set(names)
+    assert any(imp.local for imp in ALL)
+    assert len(INTERNAL) > 50
+
+
+def test_rule_1_sans_io_modules_import_only_stdlib_attrs_and_each_other() -> None:
+    bad = [
+        where(imp)
+        for imp in ALL
+        if imp.importer in SANS_IO
+        and not (
+            imp.imported in SANS_IO
+            or top(imp.imported) in sys.stdlib_module_names
+            or top(imp.imported) in SANS_IO_THIRD_PARTY
+            or imp.imported == "__future__"
+        )
+    ]
+    assert bad == []
+
+
+def test_rule_2_nothing_outside_the_cli_imports_it() -> None:
+    bad = [
+        where(imp)
+        for imp in INTERNAL
+        if imp.imported.startswith("chunkwise._cli")
+        and not imp.importer.startswith("chunkwise._cli")
+        and imp.importer != "chunkwise.__main__"
+    ]
+    assert bad == []
+
+
+def test_rule_2_shared_cli_modules_import_no_command() -> None:
+    shared = {"chunkwise._cli._common", "chunkwise._cli._options"}
+    bad = [
+        where(imp)
+        for imp in INTERNAL
+        if imp.importer in shared
+        and imp.imported.startswith("chunkwise._cli")
+        and imp.imported not in shared
+    ]
+    assert bad == []
+
+
+def test_rule_2_no_command_imports_another() -> None:
+    # The root imports the commands; a command shares code only through
+    # _common and _options, so commands can be read (and removed) one by one.
+    commands = {name for name in modules() if name.startswith("chunkwise._cli._")} - {
+        "chunkwise._cli._common",
+        "chunkwise._cli._options",
+    }
+    bad = [where(imp) for imp in INTERNAL if imp.importer in commands and imp.imported in commands]
+    assert bad == []
+
+
+def test_rule_3_servers_import_neither_the_cli_nor_testing() -> None:
+    bad = [
+        where(imp)
+        for imp in INTERNAL
+        if imp.importer.startswith("chunkwise._server")
+        and (imp.imported.startswith("chunkwise._cli") or imp.imported == "chunkwise.testing")
+    ]
+    assert bad == []
+
+
+def test_rule_3_testing_is_a_face_over_the_servers() -> None:
+    # Plus _util, for the one metadata fix-up every public face applies.
+    bad = [
+        where(imp)
+        for imp in INTERNAL
+        if imp.importer == "chunkwise.testing"
+        and not imp.imported.startswith("chunkwise._server")
+        and imp.imported != "chunkwise._util"
+    ]
+    assert bad == []
+
+
+def test_rule_4_no_import_cycle() -> None:
+    graph: dict[str, set[str]] = {name: set() for name in modules()}
+    for imp in INTERNAL:
+        if imp.imported in graph and imp.imported != imp.importer:
+            graph[imp.importer].add(imp.imported)
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1 visiting, 2 done
+    stack: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycles.append([*stack[stack.index(nxt) :], nxt])
+            elif nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+    assert cycles == []
+
+
+def test_rule_4_function_local_imports_say_why() -> None:
+    bad = [where(imp) for imp in ALL if imp.local and not imp.commented]
+    assert bad == []
+
+
+def test_rule_5_no_module_takes_another_modules_underscore_names() -> None:
+    bad = [
+        f"{where(imp)} name {name}"
+        for imp in INTERNAL
+        for name in imp.names
+        if name.startswith("_") and not name.startswith("__") and imp.imported != imp.importer
+    ]
+    assert bad == []
+
+
+@pytest.mark.parametrize("name", sorted(modules()))
+def test_no_module_is_over_the_line_limit(name: str) -> None:
+    lines = modules()[name].read_text().count("\n")
+    assert lines <= MAX_LINES, f"{name} has {lines} lines"
+
+
+@pytest.mark.parametrize(
+    ("module", "prefix"), [(chunkwise, "chunkwise"), (chunkwise.testing, "chunkwise.testing")]
+)
+def test_public_names_report_their_public_module(module: object, prefix: str) -> None:
+    # Aliases (``Family``, ``Batch``, ...) report typing or builtins: only what
+    # chunkwise defines must name the public module.
+    wrong = {
+        name: module_of
+        for name in module.__all__  # type: ignore[attr-defined]
+        if (module_of := getattr(getattr(module, name), "__module__", None))
+        and module_of.startswith("chunkwise")
+        and module_of != prefix
+    }
+    assert wrong == {}
+    assert repr(chunkwise.ChatStream) == "<class 'chunkwise.ChatStream'>"
+    assert chunkwise.testing.ScriptedResponse.__module__ == "chunkwise.testing"
