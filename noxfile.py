@@ -44,7 +44,7 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def typecheck(session: nox.Session) -> None:
-    """mypy --strict on src/chunkwise (files and settings from pyproject.toml)."""
+    """mypy --strict on src/chunkwise and tests (files and settings from pyproject.toml)."""
     session.install("-e", ".[dev]")
     session.run("mypy", "--strict", *session.posargs)
 

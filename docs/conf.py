@@ -47,7 +47,9 @@ def _write_cli_help() -> None:
     parser = build_parser()
     commands = next(a for a in parser._actions if a.dest == "command")
     _CLI_HELP.mkdir(exist_ok=True)
-    for name, subparser in commands.choices.items():  # type: ignore[attr-defined]
+    # The top-level help first (saved as chunkwise.txt), then each command's.
+    helps = {"chunkwise": parser, **commands.choices}  # type: ignore[attr-defined]
+    for name, subparser in helps.items():
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             subparser.print_help()

@@ -14,9 +14,15 @@ so the accumulator sees exactly the objects a live stream would give::
     python examples/sdk_chunks.py examples/recordings/text.sse
 
 ``--live`` streams from a real endpoint instead (needs ``OPENAI_API_KEY``;
-``OPENAI_BASE_URL`` points it at any OpenAI-compatible server)::
+``OPENAI_BASE_URL`` points it at any OpenAI-compatible server, such as
+``chunkwise serve``)::
 
     python examples/sdk_chunks.py --live --model gpt-4o-mini --prompt "Say hello"
+
+When the SDK raises mid-stream (a broken connection, a timeout, an error
+chunk), what arrived is kept and the status says why the stream stopped:
+``incomplete (connection lost)``, ``incomplete (idle timeout)`` or
+``failed: <the server's message>``.
 
 Exit status: 0 when the stream is complete, 1 when it is incomplete or failed,
 2 for bad usage.
@@ -52,9 +58,12 @@ def recorded_chunks(path: Path) -> Iterator[ChatCompletionChunk]:
         yield ChatCompletionChunk.model_validate(json.loads(data))
 
 
-def live_chunks(model: str, prompt: str) -> Iterator[ChatCompletionChunk]:
+def live_chunks(
+    model: str, prompt: str, *, timeout: float = 600.0, max_retries: int = 2
+) -> Iterator[ChatCompletionChunk]:
     """The real-network form: the SDK's own streaming call."""
-    client = openai.OpenAI()  # reads OPENAI_API_KEY and OPENAI_BASE_URL
+    # Reads OPENAI_API_KEY and OPENAI_BASE_URL.
+    client = openai.OpenAI(timeout=timeout, max_retries=max_retries)
     stream = client.chat.completions.create(
         model=model,
         messages=[{"role": "user", "content": prompt}],
@@ -75,15 +84,21 @@ def accumulate(chunks: Iterable[ChatCompletionChunk]) -> chunkwise.ChatResult:
             # exclude_unset: pass the fields the server sent, not the None
             # defaults the SDK's types add (they would show up in usage).
             display.show(acc.feed_chunk(chunk.model_dump(exclude_unset=True)))
-    except openai.APITimeoutError:
-        display.show(acc.abort(chunkwise.IncompleteReason.IDLE_TIMEOUT))
-    except openai.APIConnectionError:
-        # The connection broke mid-stream: what arrived is kept, and the
-        # status says "incomplete" unless every choice had already finished.
-        display.show(acc.abort(chunkwise.IncompleteReason.CONNECTION_LOST))
+    except openai.APITimeoutError as exc:  # before APIConnectionError: it is one
+        # Nothing arrived for too long: end the stream, saying why it stopped.
+        # What arrived is kept; the status is "incomplete" unless every choice
+        # had already finished.
+        display.stopped(exc)
+        display.show(acc.end(chunkwise.IncompleteReason.IDLE_TIMEOUT))
+    except openai.APIConnectionError as exc:
+        # The connection broke (or never opened): the same, another reason.
+        display.stopped(exc)
+        display.show(acc.end(chunkwise.IncompleteReason.CONNECTION_LOST))
     except openai.APIError as exc:
-        # The SDK raises on an error chunk instead of yielding it; record it,
-        # so the result is "failed" and keeps what arrived before.
+        # The SDK raises on an error chunk (or an HTTP error status) instead of
+        # yielding it; record it, so the result is "failed" and keeps what
+        # arrived before.
+        display.stopped(exc)
         body = exc.body if isinstance(exc.body, Mapping) else None
         error = chunkwise.StreamError(
             exc.message, type=exc.type, code=exc.code, param=exc.param, body=body
@@ -123,6 +138,13 @@ class Display:
             self.mid_line = False
         print(text)
 
+    def stopped(self, exc: openai.APIError) -> None:
+        """The SDK raised: say what it raised, on stderr, after any half-written line."""
+        if self.mid_line:
+            print(flush=True)
+            self.mid_line = False
+        print(f"the SDK raised {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+
 
 def summarize(result: chunkwise.ChatResult) -> None:
     for choice in result.choices:
@@ -152,13 +174,21 @@ def main() -> int:
     parser.add_argument("--live", action="store_true", help="stream from a real endpoint")
     parser.add_argument("--model", default="gpt-4o-mini", help="model for --live")
     parser.add_argument("--prompt", default="Say hello in three languages.", help="for --live")
+    parser.add_argument(
+        "--timeout", type=float, default=600.0, help="the SDK's timeout for --live, in seconds"
+    )
+    parser.add_argument(
+        "--max-retries", type=int, default=2, help="the SDK's retries for --live (%(default)s)"
+    )
     args = parser.parse_args()
 
     if args.live:
         if not os.environ.get("OPENAI_API_KEY"):
             print("--live needs OPENAI_API_KEY in the environment", file=sys.stderr)
             return 2
-        chunks = live_chunks(args.model, args.prompt)
+        chunks = live_chunks(
+            args.model, args.prompt, timeout=args.timeout, max_retries=args.max_retries
+        )
     else:
         if not args.recording.is_file():
             parser.error(f"no such recording: {args.recording}")

@@ -3,11 +3,13 @@
 The request carries the tools' JSON schemas.  chunkwise assembles each call's
 argument fragments and, when the call is over, parses them and validates them
 against the schema (this needs the ``jsonschema`` extra:
-``pip install 'chunkwise[jsonschema]'``).  Only a call whose
+``pip install -e '.[jsonschema]'``).  Only a call whose
 :class:`~chunkwise.ToolCallCompleted` shows ``call.error is None`` and
 ``call.validated`` is run, as soon as that event arrives; its result goes back
 as a ``role: "tool"`` message in the next request, until the model answers
-with text.
+with text.  A call is either valid, rejected (``call.error`` says why), or not
+validated (``call.validation_skipped`` says why, e.g. jsonschema is not
+installed); only a valid one is run.
 
 Against the embedded server (no network, no key).  Its replies are scripted
 and chosen by model name, so the first request asks the ``tools`` scenario
@@ -68,10 +70,19 @@ TOOLS = [
 ]
 
 
+def verdict(call: chunkwise.ToolCall) -> str:
+    """``valid``, ``rejected: <why>`` or ``not validated: <why>``."""
+    if call.error is not None:
+        return f"rejected: {call.error}"
+    if call.validated:
+        return "valid"
+    return f"not validated: {call.validation_skipped}"
+
+
 def tool_message(call: chunkwise.ToolCall) -> dict[str, Any]:
     """Run a validated call, or explain why it was not run; either way, answer it."""
     if call.error is not None or not call.validated:
-        content = f"error: not run: {call.error or 'arguments were not validated'}"
+        content = f"error: not run: {verdict(call)}"
     else:
         output = FUNCTIONS[call.name or ""](**call.parse_arguments())
         content = json.dumps(output, ensure_ascii=False)
@@ -107,9 +118,7 @@ async def main(base_url: str, model: str, followup_model: str, prompt: str) -> i
                 # it is complete, parsed and validated.
                 if type(event) is chunkwise.ToolCallCompleted and event.choice_index == 0:
                     call = event.call
-                    ok = call.error is None and call.validated
-                    verdict = "valid" if ok else f"rejected: {call.error}"
-                    print(f"[tool call] {call.name} {call.arguments} ({verdict})")
+                    print(f"[tool call] {call.name} {call.arguments} ({verdict(call)})")
                     replies.append(tool_message(call))
                     print(f"[tool result] {call.id}: {replies[-1]['content']}")
             result = await stream.result()

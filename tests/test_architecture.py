@@ -81,7 +81,7 @@ def imports_of(name: str, path: Path) -> Iterator[Import]:
                     local_lines.add(inner.lineno)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            found = [(alias.name, ()) for alias in node.names]
+            found: list[tuple[str, tuple[str, ...]]] = [(alias.name, ()) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             base = resolve(name, path.name == "__init__.py", node)
             names = tuple(alias.name for alias in node.names)

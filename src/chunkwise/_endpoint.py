@@ -29,8 +29,9 @@ from urllib.parse import urlsplit
 import attrs
 
 from ._errors import InvalidEndpoint
+from ._util import authority, url_host
 
-__all__ = ["DEFAULT_BASE_URL", "Endpoint", "Timeouts", "authority", "url_host"]
+__all__ = ["DEFAULT_BASE_URL", "Endpoint", "Timeouts"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -52,16 +53,6 @@ _HOST_RE = re.compile(r"[A-Za-z0-9._~%!$&'()*+,;=-]+")
 _MANAGED_HEADERS = frozenset(
     {"host", "content-length", "transfer-encoding", "connection", "accept-encoding"}
 )
-
-
-def url_host(host: str) -> str:
-    """``host`` as it is written in a URL or a ``Host`` header: IPv6 in brackets."""
-    return f"[{host}]" if ":" in host else host
-
-
-def authority(host: str, port: int) -> str:
-    """``host:port``, with an IPv6 address in brackets (``[::1]:8000``)."""
-    return f"{url_host(host)}:{port}"
 
 
 def _check_timeout(name: str, value: float | None) -> None:

@@ -204,6 +204,7 @@ __all__ += [
     "IdleTimeout",
     "IncompleteBody",
     "InvalidEndpoint",
+    "ProxyError",
     "UnexpectedContentEncoding",
     "UnexpectedContentType",
 ]
@@ -218,13 +219,48 @@ class InvalidEndpoint(ChunkwiseError, ValueError):
 
 
 class ConnectTimeout(TransportError):
-    """Connecting (TCP and, for ``https``, the TLS handshake) took longer than allowed."""
+    """Connecting (TCP and, for ``https``, the TLS handshake) took longer than allowed.
 
-    def __init__(self, host: str, port: int, timeout: float) -> None:
-        super().__init__(f"timed out after {timeout:g} s connecting to {host}:{port}")
+    ``tls_handshake`` is True when the TCP connection was made and the time ran
+    out in the TLS handshake: then the server is often not a TLS server at all
+    (a plain-HTTP server waiting for a request line), and the message says so.
+    """
+
+    def __init__(
+        self, host: str, port: int, timeout: float, *, tls_handshake: bool = False
+    ) -> None:
+        if tls_handshake:
+            message = (
+                f"timed out after {timeout:g} s in the TLS handshake with {host}:{port}: "
+                "the TCP connection was made, but the TLS handshake did not complete "
+                "(if the server speaks plain HTTP, use an http:// URL)"
+            )
+        else:
+            message = f"timed out after {timeout:g} s connecting to {host}:{port}"
+        super().__init__(message)
         self.host = host
         self.port = port
         self.timeout = timeout
+        self.tls_handshake = tls_handshake
+
+
+class ProxyError(TransportError):
+    """The HTTP proxy refused or failed the ``CONNECT`` tunnel to the API's host.
+
+    ``status_code`` is the proxy's answer (e.g. 407 for missing or wrong
+    credentials; some proxies answer 401), ``None`` when it gave none.  The
+    message names the proxy with its password masked.
+    """
+
+    def __init__(
+        self, proxy: str, target: str, *, status_code: int | None = None, reason: str = ""
+    ) -> None:
+        detail = f"it answered {status_code} {reason}".rstrip() if status_code else reason
+        super().__init__(f"proxy {proxy} failed to open a tunnel to {target}: {detail}")
+        self.proxy = proxy
+        self.target = target
+        self.status_code = status_code
+        self.reason = reason
 
 
 class IdleTimeout(TransportError):

@@ -36,13 +36,8 @@ worth a second task.
 
 from __future__ import annotations
 
-import email.utils
-import functools
 import json
 import math
-import re
-import ssl
-import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -51,11 +46,11 @@ import attrs
 import h11
 import trio
 
-from ._endpoint import Endpoint, authority
+from ._connect import Origin, open_connection
+from ._endpoint import Endpoint
 from ._errors import (
     ChunkwiseError,
     ConnectionLost,
-    ConnectTimeout,
     HTTPStatusError,
     IdleTimeout,
     IncompleteBody,
@@ -68,7 +63,8 @@ from ._errors import (
     raise_itself,
 )
 from ._payloads import parse_error_payload, parse_json
-from ._util import close_now, secret
+from ._retries import retry_after
+from ._util import authority, close_now, redact
 from ._version import __version__
 
 __all__ = [
@@ -76,6 +72,7 @@ __all__ = [
     "HTTPResponse",
     "Headers",
     "connect",
+    "http_status_error",
     "open_http_response",
     "parse_error_body",
 ]
@@ -84,11 +81,9 @@ __all__ = [
 MAX_ERROR_BODY = 64 * 1024
 # An echoed key cut off by the end of what was read is masked from this many
 # characters on; shorter tails are indistinguishable from ordinary text.
-_MIN_KEY_PREFIX = 4
 
 _READ_SIZE = 64 * 1024
 _USER_AGENT = f"chunkwise/{__version__}"
-_RETRY_AFTER_SECONDS_RE = re.compile(r"\d+(?:\.\d+)?")
 
 
 def _pairs(items: Iterable[tuple[bytes, bytes]]) -> tuple[tuple[bytes, bytes], ...]:
@@ -176,51 +171,17 @@ class HTTPResponse:
         return f"<HTTPResponse [{self.status_code} {self.reason}]>"
 
 
-@functools.cache
-def _default_ssl_context() -> ssl.SSLContext:
-    # Loading the trust store costs milliseconds; a thousand streams share one context.
-    return ssl.create_default_context()
-
-
 async def connect(endpoint: Endpoint) -> trio.abc.Stream:
     """Open a connection to ``endpoint``: TCP, plus a verified TLS handshake for ``https``.
 
-    The whole of it runs under ``endpoint.timeouts.connect``.
-
-    Raises:
-        ConnectTimeout: the connect timeout expired.
-        TransportError: the connection was refused, the name did not resolve, or the
-            TLS handshake failed (e.g. certificate verification).
+    Within ``endpoint.timeouts.connect``; see :func:`chunkwise._connect.open_connection`
+    for the steps and the errors, each naming its cause.
     """
-    timeout = endpoint.timeouts.connect
-    with trio.move_on_after(math.inf if timeout is None else timeout):
-        return await _connect(endpoint)
-    assert timeout is not None
-    raise ConnectTimeout(endpoint.host, endpoint.port, timeout)
-
-
-async def _connect(endpoint: Endpoint) -> trio.abc.Stream:
-    where = authority(endpoint.host, endpoint.port)
-    try:
-        tcp = await trio.open_tcp_stream(endpoint.host, endpoint.port)
-    except OSError as exc:
-        raise TransportError(f"cannot connect to {where}: {exc}") from exc
-    if endpoint.scheme == "http":
-        return tcp
-    context = endpoint.ssl_context or _default_ssl_context()
-    tls = trio.SSLStream(tcp, context, server_hostname=endpoint.host, https_compatible=True)
-    try:
-        try:
-            # Explicit, so the handshake counts against the connect timeout rather than
-            # happening lazily inside the first send.
-            await tls.do_handshake()
-        except BaseException:
-            await close_now(tls)
-            raise
-    except trio.BrokenResourceError as exc:
-        reason = exc.__cause__ if exc.__cause__ is not None else exc
-        raise TransportError(f"TLS handshake with {where} failed: {reason}") from exc
-    return tls
+    return await open_connection(
+        Origin.of(endpoint),
+        connect_timeout=endpoint.timeouts.connect,
+        ssl_context=endpoint.ssl_context,
+    )
 
 
 @asynccontextmanager
@@ -277,15 +238,7 @@ async def _check_response(response: HTTPResponse, endpoint: Endpoint) -> None:
     headers = response.headers
     if not 200 <= status < 300:
         body, truncated = await _read_rejected_body(response, endpoint)
-        raise HTTPStatusError(
-            status,
-            reason=response.reason,
-            error=parse_error_body(body),
-            body=body,
-            request_id=headers.get("x-request-id"),
-            retry_after=_retry_after(headers),
-            truncated=truncated,
-        )
+        raise http_status_error(status, response.reason, headers, body, truncated=truncated)
     encoding = headers.get("content-encoding", "")
     if any(c.strip().lower() not in ("", "identity") for c in encoding.split(",")):
         raise UnexpectedContentEncoding(encoding)
@@ -320,27 +273,29 @@ async def _read_rejected_body(response: HTTPResponse, endpoint: Endpoint) -> tup
                 received += data
         except (TransportError, RemoteProtocolError):
             pass
-    body = _redact(bytes(received), endpoint.api_key, cut=not complete)
+    body = redact(bytes(received), endpoint.api_key, cut=not complete)
     return body[:MAX_ERROR_BODY], not complete
 
 
-def _redact(body: bytes, api_key: str | None, *, cut: bool) -> bytes:
-    """Mask the key where the server quotes it back (some relays do, in "invalid key" errors).
+def http_status_error(
+    status_code: int, reason: str, headers: Headers, body: bytes, *, truncated: bool = False
+) -> HTTPStatusError:
+    """The :class:`HTTPStatusError` for a non-2xx response with this head and body.
 
-    Runs before the body is cut to size, so a key straddling the cut is masked whole.
-    When the body itself was cut short (by a limit, or a connection that broke), it
-    may end inside an echo of the key: that start of the key is masked too.
+    The one place the error is built from a response: the client raises it, and
+    tools that read a response kept as is (``chunkwise record`` and
+    ``inspect``) show the same error.  ``body`` is used as given (the client
+    has already cut it to :data:`MAX_ERROR_BODY` and masked an echoed key).
     """
-    secret_key = secret(api_key)  # a short key is no secret (see MIN_SECRET_LENGTH)
-    if not secret_key:
-        return body
-    key = secret_key.encode()
-    body = body.replace(key, b"***")
-    if cut:
-        for length in range(len(key) - 1, _MIN_KEY_PREFIX - 1, -1):
-            if body.endswith(key[:length]):
-                return body[:-length] + b"***"
-    return body
+    return HTTPStatusError(
+        status_code,
+        reason=reason,
+        error=parse_error_body(body),
+        body=body,
+        request_id=headers.get("x-request-id"),
+        retry_after=retry_after(headers),
+        truncated=truncated,
+    )
 
 
 def parse_error_body(body: bytes) -> StreamError | None:
@@ -355,27 +310,6 @@ def parse_error_body(body: bytes) -> StreamError | None:
     except ValueError:  # UnicodeDecodeError and JSONDecodeError included
         return None
     return parse_error_payload(payload)
-
-
-def _retry_after(headers: Headers) -> float | None:
-    """Seconds to wait, from ``retry-after-ms`` (OpenAI) or ``Retry-After``.
-
-    ``Retry-After`` is either delta-seconds or an HTTP-date (RFC 9110 10.2.3); a
-    date in the past means 0.  Anything unparseable means ``None``.
-    """
-    milliseconds = headers.get("retry-after-ms", "").strip()
-    if _RETRY_AFTER_SECONDS_RE.fullmatch(milliseconds):
-        return float(milliseconds) / 1000
-    value = headers.get("retry-after", "").strip()
-    if not value:
-        return None
-    if _RETRY_AFTER_SECONDS_RE.fullmatch(value):
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 def _request_headers(endpoint: Endpoint, content_length: int) -> list[tuple[bytes, bytes]]:

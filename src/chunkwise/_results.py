@@ -81,7 +81,15 @@ class ToolCall:
         error: Why the arguments cannot be used (invalid JSON, or the
             tool's schema rejects them), once completed.
         validated: True when arguments were checked against a schema and
-            passed, None when no schema was checked.
+            passed, False when they failed it (``error`` says how), None when
+            no schema was checked.
+        validation_skipped: Why the arguments of a completed call that parsed
+            were not checked against a schema: ``"jsonschema is not
+            installed"`` (the request has tools, but the optional
+            ``jsonschema`` package is missing) or ``"no tools were given"``.
+            None when they were checked (see ``validated``), when ``error``
+            says why they are unusable, and while the call is streaming.  So
+            "not checked" is never mistaken for "rejected".
     """
 
     index: int
@@ -93,6 +101,7 @@ class ToolCall:
     completed: bool = False
     error: ToolArgumentsError | None = None
     validated: bool | None = None
+    validation_skipped: str | None = None
     # Set once by the accumulator when the call completes (see _tools), so
     # parse_arguments() does not parse twice; not part of the public signature.
     _parsed: Any = attrs.field(default=_UNSET, init=False, repr=False, eq=False)

@@ -15,15 +15,22 @@ from ._errors import ToolArgumentsError
 from ._payloads import parse_json
 from ._results import ToolCall
 
-__all__ = ["ToolSchemas", "complete_tool_call"]
+__all__ = ["NO_JSONSCHEMA", "NO_TOOLS", "ToolSchemas", "complete_tool_call"]
+
+#: :attr:`ToolCall.validation_skipped` when the request has tools but the
+#: optional ``jsonschema`` package is not installed.
+NO_JSONSCHEMA = "jsonschema is not installed"
+#: :attr:`ToolCall.validation_skipped` when no tools were given to check against.
+NO_TOOLS = "no tools were given"
 
 
 class ToolSchemas:
     """The ``parameters`` schemas of a request's function tools, by name.
 
     Without the optional ``jsonschema`` package the schemas are not checked
-    (``ToolCall.validated`` stays ``None``); names still are.  The import is
-    tried here, once, so a missing extra never surfaces mid-stream.
+    (``ToolCall.validated`` stays ``None`` and ``ToolCall.validation_skipped``
+    says why); names still are.  The import is tried here, once, so a missing
+    extra never surfaces mid-stream.
     """
 
     def __init__(self, tools: Iterable[Mapping[str, Any]]) -> None:
@@ -81,6 +88,7 @@ def complete_tool_call(
     parsed: Any = None
     error: ToolArgumentsError | None = None
     validated: bool | None = None
+    skipped: str | None = None
     try:
         parsed = parse_json(arguments)
     except ValueError as exc:
@@ -90,7 +98,9 @@ def complete_tool_call(
         error = ToolArgumentsError(
             f"arguments of tool call {name!r} {what}", raw=arguments, tool_name=name
         )
-    if error is None and schemas is not None:
+    if error is None and schemas is None:
+        skipped = NO_TOOLS
+    elif error is None and schemas is not None:
         if name not in schemas:
             error = ToolArgumentsError(
                 f"tool call names {name!r}, which is not among the request's tools",
@@ -107,6 +117,8 @@ def complete_tool_call(
                     raw=arguments,
                     tool_name=name,
                 )
+        else:
+            skipped = NO_JSONSCHEMA
     call = ToolCall(
         index=index,
         id=id,
@@ -117,6 +129,7 @@ def complete_tool_call(
         completed=True,
         error=error,
         validated=validated,
+        validation_skipped=skipped,
     )
     if error is None:
         object.__setattr__(call, "_parsed", parsed)  # frozen: set before anyone sees it

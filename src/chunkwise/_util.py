@@ -21,7 +21,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import trio
 
@@ -31,13 +31,16 @@ if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup
 
 __all__ = [
+    "MIN_KEY_PREFIX",
     "MIN_SECRET_LENGTH",
+    "authority",
     "close_now",
     "exceptions_unwrapped",
     "fixup_module_metadata",
     "redact",
     "secret",
     "sole_exception",
+    "url_host",
 ]
 
 #: A key shorter than this is not treated as a secret to mask.  Local servers
@@ -52,15 +55,45 @@ def secret(key: str | None) -> str | None:
     return key if key is not None and len(key) >= MIN_SECRET_LENGTH else None
 
 
-def redact(text: str, key: str | None) -> str:
+#: The shortest start of a key masked at the end of a cut text (see :func:`redact`).
+MIN_KEY_PREFIX = 4
+
+AnyText = TypeVar("AnyText", str, bytes)
+
+
+def redact(text: AnyText, key: str | None, *, cut: bool = False) -> AnyText:
     """``text`` with every occurrence of ``key`` replaced by ``***``, if ``key`` is a secret.
 
     The one redaction rule of the library and the command line (see
-    :data:`MIN_SECRET_LENGTH`); for messages and printed documents, never for
-    the bytes a recording keeps.
+    :data:`MIN_SECRET_LENGTH`): for messages, printed documents and the start
+    of an error body a server quoted the key in, never for the bytes a
+    recording keeps.  ``cut=True`` says ``text`` was cut short (by a size
+    limit, or a connection that broke), so it may end inside an echo of the
+    key: that start of the key (at least :data:`MIN_KEY_PREFIX` characters) is
+    masked too.
     """
-    key = secret(key)
-    return text.replace(key, "***") if key else text
+    secret_key = secret(key)
+    if not secret_key:
+        return text
+    needle: Any = secret_key.encode() if isinstance(text, bytes) else secret_key
+    mask: Any = b"***" if isinstance(text, bytes) else "***"
+    text = text.replace(needle, mask)
+    if cut:
+        for length in range(len(needle) - 1, MIN_KEY_PREFIX - 1, -1):
+            if text.endswith(needle[:length]):
+                cut_text: AnyText = text[:-length] + mask
+                return cut_text
+    return text
+
+
+def url_host(host: str) -> str:
+    """``host`` as it is written in a URL or a ``Host`` header: IPv6 in brackets."""
+    return f"[{host}]" if ":" in host else host
+
+
+def authority(host: str, port: int) -> str:
+    """``host:port``, with an IPv6 address in brackets (``[::1]:8000``)."""
+    return f"{url_host(host)}:{port}"
 
 
 def sole_exception(group: BaseExceptionGroup[BaseException]) -> BaseException | None:

@@ -1,17 +1,9 @@
-"""``chunkwise chat`` against loopback servers.
-
-``main()`` is synchronous and runs its own ``trio.run``, so it runs in a worker
-thread while the test's trio loop serves the scripted responses.
-"""
+"""``chunkwise chat`` against loopback servers, in-process through ``main()`` and as a process."""
 
 from __future__ import annotations
 
 import io
 import json
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,58 +12,32 @@ import trio
 
 from chunkwise._cli import main
 from chunkwise.testing import RecordedRequest, ResponseWriter, ScriptedResponse, open_test_server
+from helpers import (
+    KEY,
+    KEY_VAR,
+    WEATHER_TOOL,
+    choice,
+    chunk,
+    interrupt,
+    run_main,
+    run_python,
+    slow_words,
+    tool,
+)
 
-KEY = "sk-test-SECRET-0123456789abcdef"
-KEY_VAR = "CHUNKWISE_TEST_KEY"
-
-
-def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion.chunk",
-        "created": 1,
-        "model": "m",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-        **extra,
-    }
-
+pytestmark = pytest.mark.usefixtures("api_key")
 
 USAGE = {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}
 TEXT_STREAM = ScriptedResponse.sse(
     [
-        chunk({"role": "assistant", "content": ""}),
-        chunk({"content": "Hello, "}),
-        chunk({"content": "wörld ✓"}),
-        chunk({}, "stop"),
-        {"id": "chatcmpl-1", "model": "m", "choices": [], "usage": USAGE},
+        chunk(choice(role="assistant", content="")),
+        chunk(choice(content="Hello, ")),
+        chunk(choice(content="wörld ✓")),
+        chunk(choice(finish_reason="stop")),
+        chunk(usage=USAGE),
     ],
     write_sizes=7,
 )
-
-WEATHER_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-        },
-    },
-}
-
-
-async def run_main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    status = await trio.to_thread.run_sync(main, list(argv))
-    out, err = capsys.readouterr()
-    return status, out, err
-
-
-@pytest.fixture(autouse=True)
-def _environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "CHUNKWISE_MODEL", "NO_COLOR"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv(KEY_VAR, KEY)
 
 
 def chat_args(server_url: str, *extra: str) -> list[str]:
@@ -155,29 +121,22 @@ async def test_default_model_and_no_key(
 async def test_reasoning_and_tool_calls(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     tools = tmp_path / "tools.json"
     tools.write_text(json.dumps([WEATHER_TOOL]))
-    call = {"index": 0, "id": "call_1", "type": "function"}
     body = ScriptedResponse.sse(
         [
-            chunk({"role": "assistant", "reasoning_content": "Thinking "}),
-            chunk({"reasoning_content": "hard."}),
-            chunk({"content": "Let me check."}),
-            chunk({"tool_calls": [{**call, "function": {"name": "get_weather", "arguments": ""}}]}),
-            chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"city": '}}]}),
-            chunk({"tool_calls": [{"index": 0, "function": {"arguments": '"Paris"}'}}]}),
+            chunk(choice(role="assistant", reasoning_content="Thinking ")),
+            chunk(choice(reasoning_content="hard.")),
+            chunk(choice(content="Let me check.")),
+            chunk(choice(tool_calls=[tool(0, id="call_1", name="get_weather", arguments="")])),
+            chunk(choice(tool_calls=[tool(0, arguments='{"city": ')])),
+            chunk(choice(tool_calls=[tool(0, arguments='"Paris"}')])),
             chunk(
-                {
-                    "tool_calls": [
-                        {
-                            "index": 1,
-                            "id": "call_2",
-                            "function": {"name": "get_weather", "arguments": '{"town": 1}'},
-                        }
-                    ]
-                }
+                choice(
+                    tool_calls=[tool(1, id="call_2", name="get_weather", arguments='{"town": 1}')]
+                )
             ),
-            chunk({"tool_calls": [{"index": 2, "id": "call_3", "function": {"name": "x"}}]}),
-            chunk({"tool_calls": [{"index": 2, "function": {"arguments": "{oops"}}]}),
-            chunk({}, "tool_calls"),
+            chunk(choice(tool_calls=[tool(2, id="call_3", name="x")])),
+            chunk(choice(tool_calls=[tool(2, arguments="{oops")])),
+            chunk(choice(finish_reason="tool_calls")),
         ]
     )
     async with open_test_server(body) as server:
@@ -201,9 +160,9 @@ async def test_reasoning_and_tool_calls(capsys: pytest.CaptureFixture[str], tmp_
 async def test_refusal_and_control_characters(capsys: pytest.CaptureFixture[str]) -> None:
     body = ScriptedResponse.sse(
         [
-            chunk({"content": "evil \x1b[31mred\x1b[0m\n"}),
-            chunk({"refusal": "I can't."}),
-            chunk({}, "stop"),
+            chunk(choice(content="evil \x1b[31mred\x1b[0m\n")),
+            chunk(choice(refusal="I can't.")),
+            chunk(choice(finish_reason="stop")),
         ]
     )
     async with open_test_server(body) as server:
@@ -214,15 +173,12 @@ async def test_refusal_and_control_characters(capsys: pytest.CaptureFixture[str]
 
 
 async def test_several_choices(capsys: pytest.CaptureFixture[str]) -> None:
-    def choice(index: int, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        return {"id": "c", "choices": [{"index": index, "delta": delta, "finish_reason": finish}]}
-
     body = ScriptedResponse.sse(
         [
-            choice(0, {"content": "A"}),
-            choice(1, {"content": "B"}),
-            choice(0, {}, "stop"),
-            choice(1, {}, "length"),
+            chunk(choice(0, content="A")),
+            chunk(choice(1, content="B")),
+            chunk(choice(0, "stop")),
+            chunk(choice(1, "length")),
         ]
     )
     async with open_test_server(body) as server:
@@ -248,6 +204,32 @@ async def test_json_lines(capsys: pytest.CaptureFixture[str]) -> None:
     assert documents[-1]["result"]["status"] == "complete"
     assert documents[-1]["result"]["choices"][0]["content"] == "Hello, wörld ✓"
     assert KEY not in out
+
+
+async def test_json_is_utf8_and_unescaped_like_the_text(capsys: pytest.CaptureFixture[str]) -> None:
+    async with open_test_server(TEXT_STREAM) as server:
+        _, text, _ = await run_main(capsys, *chat_args(server.base_url, "hi"))
+        _, lines, _ = await run_main(capsys, *chat_args(server.base_url, "hi", "--json"))
+    assert "wörld ✓" in text
+    assert '"text": "wörld ✓"' in lines
+    assert "\\u" not in lines
+
+
+async def test_json_is_utf8_whatever_the_locale_and_text_never_fails_to_encode() -> None:
+    # A stdout in latin-1 (a legacy locale, a Windows pipe): JSON is switched to
+    # UTF-8, the encoding of JSON between systems; text shows what latin-1
+    # cannot hold ("✓") as an escape instead of crashing.
+    latin1 = {"PYTHONIOENCODING": "latin-1"}
+    async with open_test_server(TEXT_STREAM) as server:
+        argv = ["-m", "chunkwise", *chat_args(server.base_url, "hi")]
+        status, out, err = await run_python(*argv, "--json", env=latin1, text=False)
+        assert (status, err) == (0, b"")
+        assert '"text": "wörld ✓"'.encode() in out
+        assert json.loads(out.splitlines()[-1].decode("utf-8"))["type"] == "StreamCompleted"
+
+        status, out, err = await run_python(*argv, env=latin1, text=False)
+        assert (status, b"Traceback" in err) == (0, False)
+        assert out == "Hello, wörld \\u2713\n".encode("latin-1")
 
 
 @pytest.mark.parametrize(
@@ -295,14 +277,12 @@ async def test_a_key_quoted_back_by_the_server_is_redacted(
     assert "Incorrect API key provided: ***." in err
 
 
-async def test_connection_refused(capsys: pytest.CaptureFixture[str]) -> None:
-    with trio.socket.socket() as sock:
-        await sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    status, out, err = await run_main(capsys, *chat_args(f"http://127.0.0.1:{port}/v1", "x"))
+async def test_connection_refused(capsys: pytest.CaptureFixture[str], refused_port: int) -> None:
+    argv = chat_args(f"http://127.0.0.1:{refused_port}/v1", "x")
+    status, out, err = await run_main(capsys, *argv)
     assert status == 1
     assert out == ""
-    assert err.startswith(f"chunkwise chat: error: cannot connect to 127.0.0.1:{port}")
+    assert err.startswith(f"chunkwise chat: error: cannot connect to 127.0.0.1:{refused_port}")
     assert err.count("\n") == 1
 
 
@@ -331,7 +311,10 @@ async def test_disconnect_is_incomplete(capsys: pytest.CaptureFixture[str]) -> N
 
 async def test_stream_error_is_failed(capsys: pytest.CaptureFixture[str]) -> None:
     body = ScriptedResponse.sse(
-        [chunk({"content": "Par"}), {"error": {"message": "overloaded", "type": "server_error"}}],
+        [
+            chunk(choice(content="Par")),
+            {"error": {"message": "overloaded", "type": "server_error"}},
+        ],
         done=False,
     )
     async with open_test_server(body) as server:
@@ -378,53 +361,12 @@ def test_bad_key_is_not_quoted(
     assert "api_key" in err
 
 
-def slow_words(count: int = 200, delay: float = 0.05) -> ScriptedResponse:
-    """``count`` words, one event per write, ``delay`` seconds apart."""
-    words = [chunk({"content": f"word{i} "}) for i in range(count)]
-    body = ScriptedResponse.sse([*words, chunk({}, "stop")])
-    sizes = [len(event) + 2 for event in body.body.split(b"\n\n")[:-1]]
-    return ScriptedResponse(body=body.body, write_sizes=sizes, delay=delay)
-
-
-async def interrupt(argv: list[str], marker: bytes) -> tuple[int, str, str]:
-    """Run ``python -m chunkwise *argv``, SIGINT it once ``marker`` is on stdout."""
-    env = {**os.environ, KEY_VAR: KEY, "PYTHONUNBUFFERED": "1"}
-    env.pop("OPENAI_BASE_URL", None)
-    out = bytearray()
-    err = bytearray()
-    async with trio.open_nursery() as nursery:
-        process = await trio.lowlevel.open_process(
-            [sys.executable, "-m", "chunkwise", *argv],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-        )
-        assert process.stdout is not None
-
-        async def read_stderr() -> None:
-            assert process.stderr is not None
-            async for data in process.stderr:
-                err.extend(data)
-
-        nursery.start_soon(read_stderr)
-        with trio.fail_after(20):
-            while marker not in out:
-                data = await process.stdout.receive_some()
-                assert data, bytes(err)
-                out.extend(data)
-            process.send_signal(signal.SIGINT)
-            async for data in process.stdout:
-                out.extend(data)
-            status = await process.wait()
-    return status, out.decode(), err.decode()
-
-
 @pytest.mark.parametrize("json_mode", [False, True])
 async def test_ctrl_c_keeps_partial_output_and_exits_130(json_mode: bool) -> None:
     """SIGINT to a real ``python -m chunkwise chat`` while a slow server streams."""
     async with open_test_server(slow_words()) as server:
         argv = chat_args(server.base_url, "count", *(["--json"] if json_mode else []))
-        status, out, err = await interrupt(argv, b"word2 ")
+        status, out, err = await interrupt(argv, after_stdout=b"word2 ")
         # The client closed its socket.
         with trio.fail_after(5):
             await server.wait_client_closed()
@@ -446,7 +388,8 @@ async def test_handler_form_key_not_echoed_in_json(capsys: pytest.CaptureFixture
     async def echo_auth(request: RecordedRequest, writer: ResponseWriter) -> None:
         # A hostile relay quoting the Authorization header back inside the stream.
         auth = request.headers.get("authorization", "")
-        await writer.play(ScriptedResponse.sse([chunk({"content": auth}), chunk({}, "stop")]))
+        stream = [chunk(choice(content=auth)), chunk(choice(finish_reason="stop"))]
+        await writer.play(ScriptedResponse.sse(stream))
 
     async with open_test_server(echo_auth) as server:
         status, out, _ = await run_main(capsys, *chat_args(server.base_url, "x", "--json"))
@@ -466,9 +409,9 @@ def test_reasoning_is_dimmed_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> N
 
     body = ScriptedResponse.sse(
         [
-            chunk({"reasoning_content": "Think."}),
-            chunk({"content": "Answer."}),
-            chunk({}, "stop"),
+            chunk(choice(reasoning_content="Think.")),
+            chunk(choice(content="Answer.")),
+            chunk(choice(finish_reason="stop")),
         ]
     ).body
     out, err = FakeTerminal(), io.StringIO()
@@ -489,23 +432,15 @@ def test_reasoning_is_dimmed_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 async def test_ctrl_c_before_the_response_began() -> None:
-    slow_head = ScriptedResponse.sse([chunk({"content": "late"}), chunk({}, "stop")], head_delay=30)
-    env = {**os.environ, KEY_VAR: KEY}
+    stream = [chunk(choice(content="late")), chunk(choice(finish_reason="stop"))]
+    slow_head = ScriptedResponse.sse(stream, head_delay=30)
     async with open_test_server(slow_head) as server:
-        argv = [sys.executable, "-m", "chunkwise", *chat_args(server.base_url, "x")]
-        with trio.fail_after(20):
-            process = await trio.lowlevel.open_process(
-                argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
-            )
-            await server.wait_requests(1)
-            process.send_signal(signal.SIGINT)
-            status = await process.wait()
+        argv = chat_args(server.base_url, "x")
+        status, out, err = await interrupt(argv, after=server.wait_requests)
+        with trio.fail_after(5):
             await server.wait_client_closed()
-    assert process.stdout is not None and process.stderr is not None
-    out = await process.stdout.receive_some()
-    err = (await process.stderr.receive_some()).decode()
     assert status == 130
-    assert out == b""
+    assert out == ""
     assert err == "status: incomplete (interrupted before the response began)\n"
 
 
@@ -524,4 +459,4 @@ def test_tools_need_jsonschema(
     monkeypatch.setattr(importlib.util, "find_spec", find_spec)
     assert main([*chat_args("http://127.0.0.1:9/v1", "x"), "--tools", str(tools)]) == 2
     _, err = capsys.readouterr()
-    assert "pip install 'chunkwise[jsonschema]'" in err
+    assert "pip install -e '.[jsonschema]'" in err

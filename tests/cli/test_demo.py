@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import io
-import os
-import subprocess
-import sys
 
 import pytest
 import trio
@@ -13,6 +10,7 @@ import trio
 from chunkwise._cli import main
 from chunkwise._cli._demo import _Console, run_demo
 from chunkwise.testing import SCENARIOS
+from helpers import run_python
 
 DEMO = SCENARIOS["demo"]
 _TEXT = "  text      │ "
@@ -49,18 +47,11 @@ def test_demo_in_process(capsys: pytest.CaptureFixture[str]) -> None:
     assert captured.err == ""
 
 
-def test_demo_as_a_process() -> None:
-    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
-    process = subprocess.run(
-        [sys.executable, "-m", "chunkwise", "demo", "--fast"],
-        capture_output=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
-    assert process.returncode == 0, process.stderr.decode()
-    _check_output(process.stdout.decode("utf-8"))
-    assert process.stderr == b""
+async def test_demo_as_a_process() -> None:
+    status, out, err = await run_python("-m", "chunkwise", "demo", "--fast")
+    assert status == 0, err
+    _check_output(out)
+    assert err == ""
 
 
 async def test_demo_with_delays_streams_visibly(autojump_clock: trio.testing.MockClock) -> None:

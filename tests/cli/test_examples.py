@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import os
-import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -13,28 +10,11 @@ import attrs
 import pytest
 
 import chunkwise
+from helpers import RECORDINGS, REPO, run_python
 
-REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
-RECORDINGS = Path(__file__).resolve().parents[1] / "data" / "openai_recordings"
 
 pytest.importorskip("openai")
-
-
-def run_example(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONUTF8="1")
-    # Offline mode must not depend on (or use) a key that happens to be set.
-    env.pop("OPENAI_API_KEY", None)
-    return subprocess.run(
-        [sys.executable, *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=120,
-        check=False,
-    )
 
 
 def load_example(name: str) -> ModuleType:
@@ -46,10 +26,12 @@ def load_example(name: str) -> ModuleType:
     return module
 
 
-def test_sdk_chunks_offline() -> None:
-    proc = run_example("examples/sdk_chunks.py")
-    assert (proc.returncode, proc.stderr) == (0, "")
-    lines = proc.stdout.splitlines()
+async def test_sdk_chunks_offline() -> None:
+    # Offline mode must not depend on (or use) a key that happens to be set:
+    # the conftest removes $OPENAI_API_KEY.
+    status, out, err = await run_python("examples/sdk_chunks.py")
+    assert (status, err) == (0, "")
+    lines = out.splitlines()
     assert lines[0] == "replaying parallel_tool_calls.sse as openai ChatCompletionChunk objects"
     assert (
         "[choice 0] tool call GetWeatherArgs (call_JMW1whyEaYG438VE1OIflxA2): "
@@ -64,19 +46,19 @@ def test_sdk_chunks_offline() -> None:
     assert lines[-1] == "status: complete"
 
 
-def test_sdk_chunks_offline_text() -> None:
+async def test_sdk_chunks_offline_text() -> None:
     recording = EXAMPLES / "recordings" / "text.sse"
-    proc = run_example("examples/sdk_chunks.py", str(recording.relative_to(REPO)))
-    assert (proc.returncode, proc.stderr) == (0, "")
+    status, out, err = await run_python("examples/sdk_chunks.py", str(recording.relative_to(REPO)))
+    assert (status, err) == (0, "")
     parser = chunkwise.ChatStreamParser()
     parser.feed(recording.read_bytes())
     parser.end()
-    assert parser.result.content in proc.stdout
-    assert "[choice 0] finish_reason: stop" in proc.stdout
-    assert proc.stdout.endswith("status: complete\n")
+    assert parser.result.content in out
+    assert "[choice 0] finish_reason: stop" in out
+    assert out.endswith("status: complete\n")
 
 
-@pytest.mark.parametrize("recording", sorted(RECORDINGS.glob("*.sse")), ids=lambda p: p.name)
+@pytest.mark.parametrize("recording", RECORDINGS, ids=lambda p: p.name)
 def test_sdk_path_matches_raw_bytes(recording: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # The SDK route the example shows reconstructs exactly what parsing the
     # raw body does; only [DONE], which the SDK swallows, is not seen.

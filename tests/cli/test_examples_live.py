@@ -9,15 +9,12 @@ more against the server of ``chunkwise serve``.
 
 from __future__ import annotations
 
+import ast
 import json
-import os
-import sys
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import Any
 
 import pytest
-import trio
 
 from chunkwise.testing import (
     RecordedRequest,
@@ -27,42 +24,26 @@ from chunkwise.testing import (
     open_chat_server,
     open_test_server,
 )
-
-REPO = Path(__file__).resolve().parents[2]
+from helpers import choice, chunk, run_python, slow_words, tool
 
 pytest.importorskip("jsonschema")  # the tool loop validates arguments
-
-
-def chunk(delta: Mapping[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-live",
-        "object": "chat.completion.chunk",
-        "created": 1_700_000_000,
-        "model": "scripted",
-        "choices": [{"index": 0, "delta": dict(delta), "finish_reason": finish_reason}],
-    }
-
 
 USAGE = {"prompt_tokens": 12, "completion_tokens": 9, "total_tokens": 21}
 
 
-def text_chunks(words: list[str], *, usage: bool = False) -> Iterator[dict[str, Any]]:
-    yield chunk({"role": "assistant", "content": ""})
+def text_chunks(words: list[str]) -> Iterator[dict[str, Any]]:
+    yield chunk(choice(role="assistant", content=""))
     for word in words:
-        yield chunk({"content": word})
-    yield chunk({}, "stop")
-    if usage:
-        yield {**chunk({}), "choices": [], "usage": USAGE}
+        yield chunk(choice(content=word))
+    yield chunk(choice(finish_reason="stop"))
 
 
-def tool_call_chunks(arguments: str, *, text: str = "") -> Iterator[dict[str, Any]]:
-    yield chunk({"role": "assistant", "content": text or None})
-    start = {"index": 0, "id": "call_w1", "type": "function"}
-    yield chunk({"tool_calls": [{**start, "function": {"name": "get_weather", "arguments": ""}}]})
+def tool_call_chunks(arguments: str) -> Iterator[dict[str, Any]]:
+    yield chunk(choice(role="assistant", content=None))
+    yield chunk(choice(tool_calls=[tool(0, id="call_w1", name="get_weather", arguments="")]))
     for i in range(0, len(arguments), 5):  # arguments arrive in fragments
-        fragment = {"index": 0, "function": {"arguments": arguments[i : i + 5]}}
-        yield chunk({"tool_calls": [fragment]})
-    yield chunk({}, "tool_calls")
+        yield chunk(choice(tool_calls=[tool(0, arguments=arguments[i : i + 5])]))
+    yield chunk(choice(finish_reason="tool_calls"))
 
 
 async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
@@ -70,7 +51,6 @@ async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
     model = body["model"]
     assert body["stream"] is True
     include_usage = body.get("stream_options", {}).get("include_usage", False)
-    options: dict[str, Any] = {"write_sizes": 64}
     if model == "basic":
         events = list(text_chunks(["Hello", ", wörld", "! こんにちは", " 👋"]))
     elif model == "fan-out":
@@ -79,7 +59,7 @@ async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
             *list(tool_call_chunks('{"city": "Paris"}'))[1:],
         ]
         if include_usage:
-            events.append({**chunk({}), "choices": [], "usage": USAGE})
+            events.append(chunk(usage=USAGE))
     elif model.startswith("tools"):
         tool_messages = [m for m in body["messages"] if m["role"] == "tool"]
         if tool_messages:
@@ -91,33 +71,20 @@ async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
             events = list(tool_call_chunks('{"city": "Paris", "unit": "celsius"}'))
     elif model == "slow":
         # One event per write, 0.05 s apart: five seconds in all.
-        events = list(text_chunks([f"word{i} " for i in range(100)]))
-        options = {
-            "delay": 0.05,
-            "write_sizes": [len(f"data: {json.dumps(e)}\n\n") for e in events],
-        }
+        await writer.play(slow_words(100, delay=0.05))
+        return
     else:
         await writer.play(ScriptedResponse.error(404, f"unknown model {model!r}"))
         return
-    await writer.play(ScriptedResponse.sse(events, **options))
+    await writer.play(ScriptedResponse.sse(events, write_sizes=64))
 
 
 async def run_example(
     name: str, base_url: str, model: str, *args: str, env: Mapping[str, str] | None = None
 ) -> tuple[int, str, str]:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-    environ.update(PYTHONUTF8="1", **(env or {}))
-    command = [sys.executable, f"examples/{name}.py", "--base-url", base_url, "--model", model]
-    with trio.fail_after(60):
-        proc = await trio.run_process(
-            [*command, *args],
-            cwd=REPO,
-            env=environ,
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-        )
-    return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
+    """Run ``examples/{name}.py`` against ``base_url`` and ``model``."""
+    argv = [f"examples/{name}.py", "--base-url", base_url, "--model", model, *args]
+    return await run_python(*argv, env=env)
 
 
 async def test_basic_stream() -> None:
@@ -217,7 +184,10 @@ async def test_deadline_keeps_the_partial_text() -> None:
         partial = lines[0]
         assert partial.startswith("word0 word1 ")
         assert "word99" not in partial
-        assert lines[3] == f"partial text: {partial!r}"
+        # The snapshot holds at least what was printed: the deadline may fire
+        # while an event that was already parsed waits to be printed.
+        kept = ast.literal_eval(lines[3].removeprefix("partial text: "))
+        assert isinstance(kept, str) and kept.startswith(partial), (kept, partial)
         # The example closed its socket when the deadline fired.
         await server.wait_client_closed()
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -12,11 +11,10 @@ import pytest
 
 import chunkwise
 from chunkwise._cli import main
-from chunkwise._cli._common import split_http_head
+from chunkwise._cli._common import parse_http_head, split_http_head
+from helpers import DATA, REPO, run_main, run_python
 
-HERE = Path(__file__).parents[1]
-REPO = HERE.parent
-RECORDINGS = HERE / "data" / "openai_recordings"
+RECORDINGS = DATA / "openai_recordings"
 
 # What each recording must show, independent of the parser: its finish_reason
 # and text that must appear (content, refusal, tool names, ids, arguments).
@@ -64,12 +62,6 @@ ERROR_STREAM = (
 )
 
 
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    status = main(list(argv))
-    captured = capsys.readouterr()
-    return status, captured.out, captured.err
-
-
 def parse(data: bytes) -> chunkwise.ChatResult:
     parser = chunkwise.ChatStreamParser()
     parser.feed(data)
@@ -91,9 +83,9 @@ def test_expectations_cover_every_recording() -> None:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_recording(capsys: pytest.CaptureFixture[str], name: str) -> None:
+async def test_recording(capsys: pytest.CaptureFixture[str], name: str) -> None:
     path = RECORDINGS / name
-    status, out, err = run(capsys, "inspect", str(path))
+    status, out, err = await run_main(capsys, "inspect", str(path))
     assert (status, err) == (0, "")
     finish_reason, snippets = EXPECTED[name]
     for snippet in snippets:
@@ -113,28 +105,28 @@ def test_recording(capsys: pytest.CaptureFixture[str], name: str) -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("mode", [[], ["--json"], ["--sse"]])
-def test_read_size_one_gives_identical_output(
+async def test_read_size_one_gives_identical_output(
     capsys: pytest.CaptureFixture[str], name: str, mode: list[str]
 ) -> None:
     path = str(RECORDINGS / name)
-    whole = run(capsys, "inspect", *mode, path)
-    assert run(capsys, "inspect", *mode, "--read-size", "1", path) == whole
-    assert run(capsys, "inspect", *mode, "--read-size", "7", path) == whole
+    whole = await run_main(capsys, "inspect", *mode, path)
+    assert await run_main(capsys, "inspect", *mode, "--read-size", "1", path) == whole
+    assert await run_main(capsys, "inspect", *mode, "--read-size", "7", path) == whole
 
 
-def test_stdin(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_stdin(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     data = (RECORDINGS / "f82268f2fefd.sse").read_bytes()
-    expected = run(capsys, "inspect", str(RECORDINGS / "f82268f2fefd.sse"))
+    expected = await run_main(capsys, "inspect", str(RECORDINGS / "f82268f2fefd.sse"))
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
-    assert run(capsys, "inspect", "-") == expected
+    assert await run_main(capsys, "inspect", "-") == expected
 
 
-def test_incomplete_stream(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+async def test_incomplete_stream(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     data = (RECORDINGS / "e2aad469b71d.sse").read_bytes()
     # Cut at the start of the event carrying the finish_reason.
     cut = data.rindex(b"data: ", 0, data.index(b'"finish_reason":"stop"'))
     path = write(tmp_path, data[:cut])
-    status, out, err = run(capsys, "inspect", path)
+    status, out, err = await run_main(capsys, "inspect", path)
     assert (status, err) == (1, "")
     assert "I'm unable to provide real-time weather updates." in out
     assert "finish_reason: none (unfinished)" in out
@@ -142,36 +134,38 @@ def test_incomplete_stream(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
     assert "anomalies" not in out
     assert out.splitlines()[-1] == "status: incomplete (unfinished)"
 
-    status, out, _ = run(capsys, "inspect", "--json", path)
+    status, out, _ = await run_main(capsys, "inspect", "--json", path)
     document = json.loads(out)
     assert status == 1
     assert (document["status"], document["reason"]) == ("incomplete", "unfinished")
     assert document["choices"][0]["content"] == parse(data[:cut]).content
 
 
-def test_stream_cut_inside_an_event(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+async def test_stream_cut_inside_an_event(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     data = (RECORDINGS / "e2aad469b71d.sse").read_bytes()
     path = write(tmp_path, data[:1500])
-    status, out, _ = run(capsys, "inspect", path)
+    status, out, _ = await run_main(capsys, "inspect", path)
     assert status == 1
     assert "anomalies:\n  - unterminated event: " in out
     assert out.splitlines()[-1] == "status: incomplete (unfinished)"
 
-    status, out, err = run(capsys, "inspect", "--sse", path)
+    status, out, err = await run_main(capsys, "inspect", "--sse", path)
     assert status == 1
     assert len(out.splitlines()) == data[:1500].count(b"\n\n")
     assert err == "chunkwise inspect: note: the body ended inside an event, which was discarded\n"
 
 
-def test_failed_stream(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+async def test_failed_stream(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = write(tmp_path, ERROR_STREAM)
-    status, out, err = run(capsys, "inspect", path)
+    status, out, err = await run_main(capsys, "inspect", path)
     assert (status, err) == (1, "")
     assert "Partial answer" in out
     assert "error: StreamError\n  type: server_error\n  code: 500\n" in out
     assert out.splitlines()[-1] == "status: failed: The server had an error"
 
-    status, out, _ = run(capsys, "inspect", "--json", path)
+    status, out, _ = await run_main(capsys, "inspect", "--json", path)
     assert status == 1
     document = json.loads(out)
     assert document["status"] == "failed"
@@ -186,7 +180,7 @@ def test_failed_stream(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> No
     }
 
 
-def test_invalid_tool_arguments(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+async def test_invalid_tool_arguments(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = write(
         tmp_path,
         b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1",'
@@ -194,13 +188,13 @@ def test_invalid_tool_arguments(capsys: pytest.CaptureFixture[str], tmp_path: Pa
         b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}\n\n'
         b"data: [DONE]\n\n",
     )
-    status, out, _ = run(capsys, "inspect", path)
+    status, out, _ = await run_main(capsys, "inspect", path)
     assert status == 0  # the stream is complete; only the arguments are unusable
     assert "  [tool call 0] lookup (call_1)\n    arguments error: " in out
     assert "not valid JSON" in out
     assert 'raw arguments: "{\\"q\\": \\"Par"' in out
 
-    status, out, _ = run(capsys, "inspect", "--json", path)
+    status, out, _ = await run_main(capsys, "inspect", "--json", path)
     call = json.loads(out)["choices"][0]["tool_calls"][0]
     assert call["arguments"] == '{"q": "Par'
     assert call["error"]["exception"] == "ToolArgumentsError"
@@ -208,7 +202,7 @@ def test_invalid_tool_arguments(capsys: pytest.CaptureFixture[str], tmp_path: Pa
     assert "parsed_arguments" not in call
 
 
-def test_reasoning_and_control_characters(
+async def test_reasoning_and_control_characters(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     path = write(
@@ -217,7 +211,7 @@ def test_reasoning_and_control_characters(
         b'data: {"choices":[{"index":0,"delta":{"content":"red \\u001b[31mtext\\r"},'
         b'"finish_reason":"stop"}]}\n\n',
     )
-    status, out, _ = run(capsys, "inspect", path)
+    status, out, _ = await run_main(capsys, "inspect", path)
     assert status == 0
     assert "  reasoning:\n    Think\n    harder\n  content:\n" in out
     # Escape sequences from a recording are shown, never sent to the terminal.
@@ -230,9 +224,9 @@ def test_reasoning_and_control_characters(
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_json(capsys: pytest.CaptureFixture[str], name: str) -> None:
+async def test_json(capsys: pytest.CaptureFixture[str], name: str) -> None:
     path = RECORDINGS / name
-    status, out, _ = run(capsys, "inspect", "--json", str(path))
+    status, out, _ = await run_main(capsys, "inspect", "--json", str(path))
     assert status == 0
     document = json.loads(out)
     result = parse(path.read_bytes())
@@ -254,9 +248,9 @@ def test_json(capsys: pytest.CaptureFixture[str], name: str) -> None:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_sse(capsys: pytest.CaptureFixture[str], name: str) -> None:
+async def test_sse(capsys: pytest.CaptureFixture[str], name: str) -> None:
     data = (RECORDINGS / name).read_bytes()
-    status, out, err = run(capsys, "inspect", "--sse", str(RECORDINGS / name))
+    status, out, err = await run_main(capsys, "inspect", "--sse", str(RECORDINGS / name))
     assert (status, err) == (0, "")
     events = [json.loads(line) for line in out.splitlines()]
     assert len(events) == sum(line.startswith(b"data:") for line in data.splitlines())
@@ -271,21 +265,21 @@ def test_sse(capsys: pytest.CaptureFixture[str], name: str) -> None:
 
 
 @pytest.mark.parametrize("newline", [b"\r\n", b"\n"])
-def test_http_head_is_skipped(
+async def test_http_head_is_skipped(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, newline: bytes
 ) -> None:
     body = (RECORDINGS / "f82268f2fefd.sse").read_bytes()
     head = newline.join([b"HTTP/1.1 200 OK", b"Content-Type: text/event-stream", b"", b""])
     path = write(tmp_path, head + body)
-    status, out, _ = run(capsys, "inspect", path)
+    status, out, _ = await run_main(capsys, "inspect", path)
     assert status == 0
     assert out.startswith("http: HTTP/1.1 200 OK\n")
     assert (
         out.replace("http: HTTP/1.1 200 OK\n\n", "", 1)
-        == run(capsys, "inspect", write(tmp_path, body, "body.sse"))[1]
+        == (await run_main(capsys, "inspect", write(tmp_path, body, "body.sse")))[1]
     )
 
-    status, out, _ = run(capsys, "inspect", "--json", "--read-size", "1", path)
+    status, out, _ = await run_main(capsys, "inspect", "--json", "--read-size", "1", path)
     document = json.loads(out)
     assert document["http_status_line"] == "HTTP/1.1 200 OK"
     assert document["status"] == "complete"
@@ -312,9 +306,11 @@ def test_split_http_head(data: bytes, expected: tuple[str | None, bytes]) -> Non
 
 
 @pytest.mark.parametrize("what", ["missing", "directory"])
-def test_unreadable_file(capsys: pytest.CaptureFixture[str], tmp_path: Path, what: str) -> None:
+async def test_unreadable_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, what: str
+) -> None:
     path = tmp_path / "missing.sse" if what == "missing" else tmp_path
-    status, out, err = run(capsys, "inspect", str(path))
+    status, out, err = await run_main(capsys, "inspect", str(path))
     assert status == 2
     assert out == ""
     assert err.startswith(f"chunkwise inspect: error: cannot read {str(path)!r}: ")
@@ -333,24 +329,24 @@ def test_unreadable_file(capsys: pytest.CaptureFixture[str], tmp_path: Path, wha
         [],
     ],
 )
-def test_usage_errors(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
-    status, out, err = run(capsys, *argv)
+async def test_usage_errors(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    status, out, err = await run_main(capsys, *argv)
     assert status == 2
     assert out == ""
     assert "error:" in err
     assert "Traceback" not in err
 
 
-def test_read_size_zero_message(capsys: pytest.CaptureFixture[str]) -> None:
-    _, _, err = run(capsys, "inspect", "--read-size", "0", "x.sse")
+async def test_read_size_zero_message(capsys: pytest.CaptureFixture[str]) -> None:
+    _, _, err = await run_main(capsys, "inspect", "--read-size", "0", "x.sse")
     assert "argument --read-size: must be at least 1, not 0" in err
 
 
-def test_help_and_version(capsys: pytest.CaptureFixture[str]) -> None:
-    status, out, _ = run(capsys, "inspect", "--help")
+async def test_help_and_version(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = await run_main(capsys, "inspect", "--help")
     assert status == 0
     assert "usage: chunkwise inspect [-h] [--read-size N] [--sse | --json] FILE" in out
-    status, out, _ = run(capsys, "--version")
+    status, out, _ = await run_main(capsys, "--version")
     assert (status, out) == (0, f"chunkwise {chunkwise.__version__}\n")
 
 
@@ -366,18 +362,141 @@ def test_broken_pipe(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.Mon
     assert capsys.readouterr().err == ""
 
 
-def test_python_dash_m() -> None:
+async def test_python_dash_m() -> None:
     recording = (REPO / "examples" / "recordings" / "parallel_tool_calls.sse").relative_to(REPO)
-    proc = subprocess.run(
-        [sys.executable, "-m", "chunkwise", "inspect", str(recording)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=60,
-        check=False,
+    status, out, err = await run_python("-m", "chunkwise", "inspect", str(recording))
+    assert (status, err) == (0, "")
+    assert "[tool call 0] GetWeatherArgs" in out
+    assert "[tool call 1] get_stock_price" in out
+    assert out.endswith("status: complete\n")
+
+
+# -- recordings that are not streams ---------------------------------------------
+
+LLAMA_401 = (
+    b"HTTP/1.1 401 Unauthorized\r\n"
+    b"Content-Type: application/json; charset=utf-8\r\n"
+    b"X-Request-Id: req_401\r\n"
+    b"\r\n"
+    b'{"error":{"code":401,"message":"Invalid API Key","type":"authentication_error"}}'
+)
+
+
+@pytest.mark.parametrize("read_size", ["65536", "1"])
+async def test_a_recorded_http_error_is_failed_with_the_servers_message(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, read_size: str
+) -> None:
+    path = write(tmp_path, LLAMA_401, "401.http")
+    status, out, err = await run_main(capsys, "inspect", "--read-size", read_size, path)
+    assert (status, err) == (1, "")
+    lines = out.splitlines()
+    assert lines[0] == "http: HTTP/1.1 401 Unauthorized"
+    assert lines[-1] == "status: failed: HTTP 401: Invalid API Key"
+    assert "error: HTTPStatusError" in lines
+    assert "  request_id: req_401" in lines
+    assert "empty stream" not in out
+    assert "unterminated event" not in out
+
+
+async def test_a_recorded_http_error_in_json(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    status, out, _ = await run_main(capsys, "inspect", "--json", write(tmp_path, LLAMA_401))
+    assert status == 1
+    document = json.loads(out)
+    assert document["status"] == "failed"
+    assert document["http_status_line"] == "HTTP/1.1 401 Unauthorized"
+    error = document["error"]
+    assert error["exception"] == "HTTPStatusError"
+    assert error["message"] == "HTTP 401: Invalid API Key"
+    assert (error["status_code"], error["reason"]) == (401, "Unauthorized")
+    assert error["error"]["message"] == "Invalid API Key"
+    assert error["error"]["type"] == "authentication_error"
+    assert error["error"]["code"] == 401
+
+
+async def test_a_recorded_http_error_is_not_a_stream_for_sse(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    status, out, err = await run_main(capsys, "inspect", "--sse", write(tmp_path, LLAMA_401))
+    assert (status, out) == (1, "")
+    assert err == (
+        "chunkwise inspect: HTTP 401: Invalid API Key (an error response, not a stream)\n"
     )
-    assert (proc.returncode, proc.stderr) == (0, "")
-    assert "[tool call 0] GetWeatherArgs" in proc.stdout
-    assert "[tool call 1] get_stock_price" in proc.stdout
-    assert proc.stdout.endswith("status: complete\n")
+
+
+async def test_a_recorded_error_without_a_json_body_gives_the_reason(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    data = b"HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/html\r\n\r\n<html>bad</html>"
+    status, out, _ = await run_main(capsys, "inspect", write(tmp_path, data))
+    assert status == 1
+    assert out.splitlines()[-1] == "status: failed: HTTP 502: Bad Gateway"
+
+
+NOT_SSE = {
+    "an HTML page": (b"<!DOCTYPE html>\n<html><body>Not found</body></html>\n", '"<!DOCTYPE html>'),
+    "a JSON document": (b'{\n  "id": "chatcmpl-1",\n  "choices": []\n}\n', '"{\\n  \\"id\\"'),
+    "an empty file": (b"", "it is empty"),
+}
+
+
+@pytest.mark.parametrize("what", sorted(NOT_SSE))
+@pytest.mark.parametrize("mode", [[], ["--json"], ["--sse"]])
+async def test_a_file_without_server_sent_events_says_so(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, what: str, mode: list[str]
+) -> None:
+    data, start = NOT_SSE[what]
+    path = write(tmp_path, data, "page.txt")
+    status, out, err = await run_main(capsys, "inspect", *mode, path)
+    assert (status, out) == (1, "")
+    assert err.startswith(f"chunkwise inspect: no server-sent events found in {path!r} (")
+    assert start in err
+    assert err.count("\n") == 1
+
+
+async def test_a_recorded_200_that_is_not_a_stream_names_its_content_type(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    data = b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n{"object": "chat.completion"}'
+    status, _, err = await run_main(capsys, "inspect", write(tmp_path, data))
+    assert status == 1
+    assert "no server-sent events found" in err
+    assert "content-type application/json; the body starts with" in err
+
+
+async def test_a_stream_of_keep_alive_events_is_still_a_stream(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # Events without chunks are SSE: an empty stream, not "no events".
+    status, out, err = await run_main(capsys, "inspect", write(tmp_path, b"data: [DONE]\n\n"))
+    assert (status, err) == (1, "")
+    assert out.splitlines()[-1] == "status: incomplete (empty stream)"
+
+
+def test_parse_http_head() -> None:
+    head, body = parse_http_head(LLAMA_401)
+    assert head is not None
+    assert (head.status_line, head.status_code, head.reason) == (
+        "HTTP/1.1 401 Unauthorized",
+        401,
+        "Unauthorized",
+    )
+    assert head.headers["x-request-id"] == "req_401"
+    assert body.startswith(b'{"error"')
+    head, _ = parse_http_head(b"HTTP/2 200\n\n")
+    assert head is not None and (head.status_code, head.reason) == (200, "")
+    head, _ = parse_http_head(b"HTTP/1.1 weird\r\n\r\n")
+    assert head is not None and head.status_code is None
+    assert parse_http_head(b"data: x\n\n") == (None, b"data: x\n\n")
+
+
+@pytest.mark.parametrize(
+    "data", [b'data: {"choices": [{"delta": {"con', b": keep-alive\n\n", b"\xef\xbb\xbfdata: {"]
+)
+async def test_a_stream_cut_before_its_first_event_is_an_empty_stream_not_another_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, data: bytes
+) -> None:
+    status, out, err = await run_main(capsys, "inspect", write(tmp_path, data))
+    assert (status, err) == (1, "")
+    assert out.splitlines()[-1] == "status: incomplete (empty stream)"

@@ -7,9 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-import trio
 
-from chunkwise._cli import main
+from chunkwise._cli import _probe, main
 from chunkwise._cli._probe import analyze_body
 from chunkwise.testing import (
     RecordedRequest,
@@ -19,71 +18,24 @@ from chunkwise.testing import (
     open_chat_server,
     open_test_server,
 )
+from helpers import KEY, KEY_VAR, choice, chunk, run_main, sse, tool
 
-KEY = "sk-probe-SECRET-00112233445566"
-KEY_VAR = "CHUNKWISE_TEST_KEY"
+pytestmark = pytest.mark.usefixtures("api_key")
 
 Chunk = dict[str, Any]
 
-
-@pytest.fixture(autouse=True)
-def _environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    monkeypatch.setenv(KEY_VAR, KEY)
-
-
-def chunk(delta: Chunk, finish: str | None = None, **extra: Any) -> Chunk:
-    return {
-        "id": "c1",
-        "model": "m",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-        **extra,
-    }
-
-
-USAGE_CHUNK = {"id": "c1", "model": "m", "choices": [], "usage": {"total_tokens": 9}}
+USAGE_CHUNK = chunk(usage={"total_tokens": 9})
 TEXT = [
-    chunk({"role": "assistant", "content": "Hello"}),
-    chunk({"content": "!"}),
-    chunk({}, "stop"),
+    chunk(choice(role="assistant", content="Hello")),
+    chunk(choice(content="!")),
+    chunk(choice(finish_reason="stop")),
 ]
 FRAGMENTED_TOOL = [
-    chunk(
-        {
-            "tool_calls": [
-                {
-                    "index": 0,
-                    "id": "call_1",
-                    "type": "function",
-                    "function": {"name": "get_weather"},
-                }
-            ]
-        }
-    ),
-    chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"city":'}}]}),
-    chunk({"tool_calls": [{"index": 0, "function": {"arguments": ' "Paris"}'}}]}),
-    chunk({}, "tool_calls"),
+    chunk(choice(tool_calls=[tool(0, id="call_1", name="get_weather")])),
+    chunk(choice(tool_calls=[tool(0, arguments='{"city":')])),
+    chunk(choice(tool_calls=[tool(0, arguments=' "Paris"}')])),
+    chunk(choice(finish_reason="tool_calls")),
 ]
-
-
-def sse(
-    chunks: list[Chunk],
-    *,
-    eol: str = "\n",
-    prefix: str = "data: ",
-    keepalive: bool = False,
-    done: bool = True,
-) -> bytes:
-    events = [json.dumps(c) for c in chunks] + (["[DONE]"] if done else [])
-    parts = []
-    for data in events:
-        if keepalive:
-            parts.append(f": keep-alive{eol}{eol}")
-        parts.append(f"{prefix}{data}{eol}{eol}")
-    return "".join(parts).encode()
-
-
-Reply = Callable[[dict[str, Any]], ScriptedResponse]
 
 
 def provider(
@@ -111,7 +63,7 @@ def provider(
             chunks = list(tools if "tools" in body else text)
             if include_usage and usage:
                 chunks.append(USAGE_CHUNK)
-            response = ScriptedResponse(body=sse(chunks, **style), write_sizes=9)
+            response = ScriptedResponse(body=sse(*chunks, **style), write_sizes=9)
         await writer.play(response)
 
     return handler
@@ -121,8 +73,7 @@ async def run_probe(
     capsys: pytest.CaptureFixture[str], base_url: str, *extra: str, model: str = "m"
 ) -> tuple[int, dict[str, Any]]:
     argv = ["probe", "--base-url", base_url, "--model", model, "--api-key-env", KEY_VAR]
-    status = await trio.to_thread.run_sync(main, [*argv, "--json", *extra])
-    out, err = capsys.readouterr()
+    status, out, err = await run_main(capsys, *argv, "--json", *extra)
     assert KEY not in out + err
     return status, json.loads(out)
 
@@ -163,7 +114,7 @@ async def test_a_well_behaved_provider(capsys: pytest.CaptureFixture[str]) -> No
 
 
 async def test_keepalive_comments_no_space_and_crlf(capsys: pytest.CaptureFixture[str]) -> None:
-    handler = provider(eol="\r\n", prefix="data:", keepalive=True)
+    handler = provider(eol="\r\n", space=False, keepalive=True)
     async with open_test_server(handler) as server:
         status, findings = await run_probe(capsys, server.base_url)
     assert status == 0
@@ -181,17 +132,14 @@ async def test_cr_line_endings(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 async def test_whole_tool_calls_with_null_index(capsys: pytest.CaptureFixture[str]) -> None:
-    def whole(index: Any, ident: str, city: str) -> Chunk:
-        call = {"id": ident, "type": "function", "function": {"name": "get_weather"}}
-        call["function"]["arguments"] = json.dumps({"city": city})
-        if index != "missing":
-            call["index"] = index
-        return call
+    def whole(ident: str, city: str) -> Chunk:
+        """A whole call in one delta, without an index."""
+        return tool(None, id=ident, name="get_weather", arguments=json.dumps({"city": city}))
 
     tools = [
-        chunk({"role": "assistant", "tool_calls": [whole(None, "call_a", "Paris")]}),
-        chunk({"tool_calls": [whole("missing", "call_b", "Rome")]}),
-        chunk({}, "tool_calls"),
+        chunk(choice(role="assistant", tool_calls=[{**whole("call_a", "Paris"), "index": None}])),
+        chunk(choice(tool_calls=[whole("call_b", "Rome")])),
+        chunk(choice(finish_reason="tool_calls")),
     ]
     async with open_test_server(provider(tools=tools)) as server:
         status, findings = await run_probe(capsys, server.base_url)
@@ -208,10 +156,10 @@ async def test_whole_tool_calls_with_null_index(capsys: pytest.CaptureFixture[st
 
 async def test_id_repeated_on_every_delta(capsys: pytest.CaptureFixture[str]) -> None:
     tools = [
-        chunk({"tool_calls": [{"index": 0, "id": "call_1", "function": {"name": "get_weather"}}]}),
-        chunk({"tool_calls": [{"index": 0, "id": "call_1", "function": {"arguments": '{"ci'}}]}),
-        chunk({"tool_calls": [{"index": 0, "id": "call_1", "function": {"arguments": 'ty":1}'}}]}),
-        chunk({}, "tool_calls"),
+        chunk(choice(tool_calls=[tool(0, id="call_1", name="get_weather")])),
+        chunk(choice(tool_calls=[tool(0, id="call_1", arguments='{"ci')])),
+        chunk(choice(tool_calls=[tool(0, id="call_1", arguments='ty":1}')])),
+        chunk(choice(finish_reason="tool_calls")),
     ]
     async with open_test_server(provider(tools=tools)) as server:
         status, findings = await run_probe(capsys, server.base_url)
@@ -247,8 +195,8 @@ async def test_usage_on_the_last_content_chunk_and_reasoning(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     text = [
-        chunk({"role": "assistant", "reasoning": "Hmm."}),
-        chunk({"content": "Hi"}, "stop", usage={"total_tokens": 3}),
+        chunk(choice(role="assistant", reasoning="Hmm.")),
+        chunk(choice(finish_reason="stop", content="Hi"), usage={"total_tokens": 3}),
     ]
     async with open_test_server(provider(text=text, usage=False)) as server:
         status, findings = await run_probe(capsys, server.base_url)
@@ -271,7 +219,7 @@ async def test_tool_request_rejected_is_reported_not_fatal(
         if "tools" in request.json():
             await writer.play(ScriptedResponse.error(400, "tools are not supported"))
         else:
-            await writer.play(ScriptedResponse(body=sse([*TEXT, USAGE_CHUNK])))
+            await writer.play(ScriptedResponse(body=sse(*TEXT, USAGE_CHUNK)))
 
     async with open_test_server(handler) as server:
         status, findings = await run_probe(capsys, server.base_url)
@@ -292,10 +240,10 @@ async def test_tool_request_rejected_is_reported_not_fatal(
             "expected a text/event-stream",
         ),
         (ScriptedResponse(body=b"data: [DONE]\n\n"), "no content"),
-        (ScriptedResponse(body=sse(TEXT[:2], done=False)), "stream incomplete"),
-        (ScriptedResponse(body=sse(TEXT), disconnect_after=40), "stream incomplete"),
+        (ScriptedResponse(body=sse(*TEXT[:2], done=False)), "stream incomplete"),
+        (ScriptedResponse(body=sse(*TEXT), disconnect_after=40), "stream incomplete"),
         (
-            ScriptedResponse(body=sse([*TEXT[:1], {"error": {"message": "boom"}}])),
+            ScriptedResponse(body=sse(*TEXT[:1], {"error": {"message": "boom"}})),
             "stream failed: boom",
         ),
     ],
@@ -319,17 +267,57 @@ async def test_error_status_sends_one_request(capsys: pytest.CaptureFixture[str]
     assert findings["tool_calls"] == {"verdict": "not tried"}
 
 
-async def test_connection_refused(capsys: pytest.CaptureFixture[str]) -> None:
-    with trio.socket.socket() as sock:
-        await sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    status, findings = await run_probe(capsys, f"http://127.0.0.1:{port}/v1")
+async def test_connection_refused(capsys: pytest.CaptureFixture[str], refused_port: int) -> None:
+    status, findings = await run_probe(capsys, f"http://127.0.0.1:{refused_port}/v1")
     assert status == 1
-    assert findings["problems"][0].startswith("text + include_usage: cannot connect to")
+    assert findings["problems"] == [
+        f"text + include_usage: cannot connect to 127.0.0.1:{refused_port}: connection refused"
+    ]
+
+
+async def test_what_a_failed_request_never_showed_is_unknown_not_none(
+    capsys: pytest.CaptureFixture[str], refused_port: int
+) -> None:
+    base_url = f"http://127.0.0.1:{refused_port}/v1"
+    status, findings = await run_probe(capsys, base_url)
+    assert status == 1
+    for key in ("reasoning_fields", "keep_alive_comments", "line_endings", "data_spacing"):
+        assert findings[key] is None, key
+    assert findings["finish_reasons"] is None
+    argv = ["probe", "--base-url", base_url, "--model", "m", "--api-key-env", KEY_VAR]
+    status, out, _ = await run_main(capsys, *argv)
+    assert status == 1
+    rows = dict(line.split("  ", 1) for line in out.splitlines()[2:14] if "  " in line)
+    rows = {label.strip(): value.strip() for label, value in rows.items()}
+    for label in (
+        "content type",
+        "[DONE] sent",
+        "include_usage",
+        "reasoning field",
+        "keep-alive comments",
+        "line endings",
+        "data: spacing",
+        "finish reasons",
+    ):
+        assert rows[label] == "unknown", label
+
+
+async def test_a_missing_key_is_named_in_a_hint(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(KEY_VAR)
+    async with open_chat_server(ServerOptions(api_key="sk-required-0123456789")) as server:
+        argv = ["probe", "--base-url", server.base_url, "--api-key-env", KEY_VAR]
+        status, out, _ = await run_main(capsys, *argv)
+        status_json, findings = await run_probe(capsys, server.base_url)
+    assert status == status_json == 1
+    hint = f"no API key was sent, because ${KEY_VAR} is unset or empty"
+    assert findings["requests"][0]["hint"].startswith(hint)
+    assert f"     hint: {hint}" in out
 
 
 async def test_timeout(capsys: pytest.CaptureFixture[str]) -> None:
-    slow = ScriptedResponse(body=sse(TEXT), write_sizes=20, delay=0.5)
+    slow = ScriptedResponse(body=sse(*TEXT), write_sizes=20, delay=0.5)
     async with open_test_server(slow) as server:
         status, findings = await run_probe(capsys, server.base_url, "--timeout", "0.3")
     assert status == 1
@@ -347,8 +335,7 @@ async def test_key_quoted_back_is_redacted(capsys: pytest.CaptureFixture[str]) -
 async def test_table(capsys: pytest.CaptureFixture[str]) -> None:
     async with open_test_server(provider(keepalive=True)) as server:
         argv = ["probe", "--base-url", server.base_url, "--model", "m", "--api-key-env", KEY_VAR]
-        status = await trio.to_thread.run_sync(main, argv)
-    out, _ = capsys.readouterr()
+        status, out, _ = await run_main(capsys, *argv)
     assert status == 0
     lines = out.splitlines()
     assert lines[0] == f"probe of {server.base_url} (model m)"
@@ -368,10 +355,35 @@ async def test_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert KEY not in out
 
 
-@pytest.mark.parametrize("argv", [["--model", "m"], ["--base-url", "http://x/v1"]])
-def test_required_options(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
-    assert main(["probe", *argv]) == 2
-    assert "required" in capsys.readouterr().err
+async def test_base_url_and_model_come_from_the_environment_like_chat(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with open_test_server(provider()) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("CHUNKWISE_MODEL", "env-model")
+        argv = ["probe", "--api-key-env", KEY_VAR, "--json"]
+        status, out, _ = await run_main(capsys, *argv)
+    findings = json.loads(out)
+    assert status == 0
+    assert findings["base_url"] == server.base_url
+    assert findings["model"] == "env-model"
+    assert {request.json()["model"] for request in server.requests} == {"env-model"}
+
+
+async def test_the_endpoint_keeps_its_headers_and_tls_context(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Only the timeouts are the probe's own: everything else of the endpoint
+    # the options describe is kept (attrs.evolve, not a rebuilt Endpoint).
+    async with open_test_server(provider(), tls=True) as server:
+        endpoint = server.endpoint(api_key=KEY, headers={"X-Relay-Token": "t1"})
+        monkeypatch.setattr(_probe, "endpoint_from_args", lambda args: endpoint)
+        argv = ["probe", "--model", "m", "--timeout", "7", "--json"]
+        status, out, _ = await run_main(capsys, *argv)
+    findings = json.loads(out)
+    assert status == 0, findings["problems"]
+    assert findings["base_url"].startswith("https://")
+    assert all(request.headers["x-relay-token"] == "t1" for request in server.requests)
 
 
 def test_bad_timeout(capsys: pytest.CaptureFixture[str]) -> None:

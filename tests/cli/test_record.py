@@ -4,50 +4,27 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 import trio
 
 from chunkwise._cli import main
 from chunkwise._cli._common import split_http_head
-from chunkwise._cli._record import KeyRedactor
-from chunkwise.testing import ScriptedResponse, open_test_server
+from chunkwise._cli._record import KeyWatch
+from chunkwise.testing import ScriptedResponse, ServerOptions, open_chat_server, open_test_server
+from helpers import KEY, KEY_VAR, choice, chunk, interrupt, run_main, slow_words
 
-KEY = "sk-record-SECRET-fedcba9876543210"
-KEY_VAR = "CHUNKWISE_TEST_KEY"
-
-
-def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-    return {
-        "id": "c1",
-        "model": "m",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
-
+pytestmark = pytest.mark.usefixtures("api_key")
 
 STREAM = ScriptedResponse.sse(
     [
-        chunk({"role": "assistant", "content": "Hi"}),
-        chunk({"content": " there"}),
-        chunk({}, "stop"),
+        chunk(choice(role="assistant", content="Hi")),
+        chunk(choice(content=" there")),
+        chunk(choice(finish_reason="stop")),
     ],
     headers={"X-Request-Id": "req_123", "Openai-Processing-Ms": "42"},
     write_sizes=5,
 )
-
-
-@pytest.fixture(autouse=True)
-def _environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "CHUNKWISE_MODEL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv(KEY_VAR, KEY)
-
-
-async def run_main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    status = await trio.to_thread.run_sync(main, list(argv))
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 def record_args(base_url: str, output: Path, *extra: str) -> list[str]:
@@ -120,60 +97,72 @@ async def test_error_responses_are_recorded(
 
 
 @pytest.mark.parametrize("where", ["error body", "stream body", "header"])
-async def test_a_key_quoted_back_is_redacted_everywhere(
+async def test_a_key_quoted_back_is_recorded_unchanged_with_a_warning(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, where: str
 ) -> None:
+    # A recording is evidence: never changed.  The key is not printed, but the
+    # user is told that the file holds it.
     output = tmp_path / "echo.http"
     if where == "error body":
         response = ScriptedResponse.error(401, f"Incorrect API key provided: {KEY}")
     elif where == "stream body":
         # Written 3 bytes at a time, so the key is split across many reads.
         response = ScriptedResponse.sse(
-            [chunk({"content": f"your key is {KEY}!"}), chunk({}, "stop")], write_sizes=3
+            [chunk(choice(content=f"your key is {KEY}!")), chunk(choice(finish_reason="stop"))],
+            write_sizes=3,
         )
     else:
-        response = ScriptedResponse.sse([chunk({}, "stop")], headers={"X-Echo": f"Bearer {KEY}"})
+        response = ScriptedResponse.sse(
+            [chunk(choice(finish_reason="stop"))], headers={"X-Echo": f"Bearer {KEY}"}
+        )
     async with open_test_server(response) as server:
         status, out, err = await run_main(capsys, *record_args(server.base_url, output, "x"))
     data = output.read_bytes()
-    assert KEY.encode() not in data
     assert KEY not in out + err
+    assert f"warning: the server quoted the API key back: {str(output)!r} holds it" in err
     if where == "error body":
         assert status == 1
-        assert b"Incorrect API key provided: ***" in data
-        assert "Incorrect API key provided: ***" in err
+        _, body = split_http_head(data)
+        assert body == response.body
+        assert json.loads(body)["error"]["message"] == f"Incorrect API key provided: {KEY}"
+        assert "error: HTTP 401: Incorrect API key provided: ***" in err
     elif where == "stream body":
         assert status == 0
-        assert b"your key is ***!" in data
+        assert split_http_head(data)[1] == response.body
+        assert f"your key is {KEY}!".encode() in data
     else:
-        assert b"X-Echo: Bearer ***\r\n" in data
+        assert f"X-Echo: Bearer {KEY}\r\n".encode() in data
+
+
+async def test_no_warning_when_the_key_is_not_in_the_recording(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    async with open_test_server(STREAM) as server:
+        status, _, err = await run_main(capsys, *record_args(server.base_url, tmp_path / "o", "x"))
+    assert status == 0
+    assert not any(line.startswith("warning:") for line in err.splitlines())
 
 
 @pytest.mark.parametrize("key", ["sk-abcdefghijklmn", "a" * 15 + "b", "ab" * 8, "k" * 16])
-def test_key_redactor_at_every_split(key: str) -> None:
-    text = f"x{key}{key}y{key[:-1]}z{key}".encode()
-    expected = text.replace(key.encode(), b"***")
+def test_key_watch_finds_the_key_at_every_split(key: str) -> None:
+    text = f"x{key[:-1]}y{key}z".encode()
     for split in range(len(text) + 1):
         for second in range(split, len(text) + 1):
-            redactor = KeyRedactor(key)
-            pieces = (text[:split], text[split:second], text[second:])
-            written = b"".join(redactor.feed(p) for p in pieces) + redactor.end()
-            assert written == expected, (split, second)
+            watch = KeyWatch(key)
+            for piece in (text[:split], text[split:second], text[second:]):
+                watch.feed(piece)
+            assert watch.seen, (split, second)
+    watch = KeyWatch(key)
+    for byte in f"x{key[:-1]}y{key[1:]}z".encode():
+        watch.feed(bytes([byte]))
+    assert not watch.seen  # near misses are not the key
 
 
-def test_key_redactor_without_key_and_held_start_of_key() -> None:
-    assert KeyRedactor(None).feed(b"abc") == b"abc"
-    redactor = KeyRedactor("sk-0123456789abcdef")
-    assert redactor.feed(b"data sk-0123") == b"data "
-    assert redactor.end() == b"***"  # a long start of the key is not written either
-
-
-@pytest.mark.parametrize("key", ["e", "x", "test", "sk-no-key-requ"])
-def test_key_redactor_leaves_bytes_alone_for_a_key_too_short_to_be_a_secret(key: str) -> None:
-    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"
-    body = b'data: {"choices":[{"delta":{"content":"test exceeds x"}}]}\n\n'
-    redactor = KeyRedactor(key)
-    assert redactor.feed(head) + redactor.feed(body) + redactor.end() == head + body
+@pytest.mark.parametrize("key", [None, "e", "x", "test", "sk-no-key-requ"])
+def test_key_watch_ignores_a_key_too_short_to_be_a_secret(key: str | None) -> None:
+    watch = KeyWatch(key)
+    watch.feed(f"HTTP/1.1 200 OK {key} Content-Type: text/event-stream test exceeds x".encode())
+    assert not watch.seen
 
 
 async def test_cut_off_stream_keeps_what_arrived(
@@ -210,22 +199,18 @@ async def test_request_json_is_sent_verbatim(
 async def test_output_to_stdout(capsysbinary: pytest.CaptureFixture[bytes]) -> None:
     async with open_test_server(STREAM) as server:
         argv = ["record", "--base-url", server.base_url, "-o", "-", "x"]
-        status = await trio.to_thread.run_sync(main, argv)
-    out, _ = capsysbinary.readouterr()
+        status, out, _ = await run_main(capsysbinary, *argv)
     assert status == 0
     assert out.startswith(b"HTTP/1.1 200 OK\r\n")
     assert out.endswith(STREAM.body)
 
 
 async def test_connection_refused_leaves_no_file(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, refused_port: int
 ) -> None:
-    with trio.socket.socket() as sock:
-        await sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
     output = tmp_path / "out.http"
     status, _, err = await run_main(
-        capsys, *record_args(f"http://127.0.0.1:{port}/v1", output, "x")
+        capsys, *record_args(f"http://127.0.0.1:{refused_port}/v1", output, "x")
     )
     assert status == 1
     assert err.startswith("chunkwise record: error: cannot connect")
@@ -257,13 +242,10 @@ def test_unwritable_output(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
     assert err.startswith("chunkwise record: error: cannot write")
 
 
-async def test_ctrl_c_keeps_what_was_recorded(tmp_path: Path) -> None:
-    from test_chat import interrupt, slow_words
-
-    output = tmp_path / "out.http"
+async def test_ctrl_c_keeps_what_was_recorded() -> None:
     async with open_test_server(slow_words()) as server:
         argv = ["record", "--base-url", server.base_url, "--api-key-env", KEY_VAR, "-o", "-", "x"]
-        status, out, err = await interrupt(argv, b"word2 ")
+        status, out, err = await interrupt(argv, after_stdout=b"word2 ")
         with trio.fail_after(5):
             await server.wait_client_closed()
     assert status == 130, err
@@ -271,7 +253,6 @@ async def test_ctrl_c_keeps_what_was_recorded(tmp_path: Path) -> None:
     assert "word2 " in out
     assert "word199" not in out
     assert err.splitlines()[-1] == "status: incomplete (interrupted)"
-    del output
 
 
 @pytest.mark.parametrize("short_key", ["e", "x", "test"])
@@ -299,3 +280,38 @@ async def test_a_short_api_key_never_rewrites_the_recording_or_the_json_output(
     assert all(json.loads(line)["type"] for line in out.splitlines())
     assert main(["inspect", str(output)]) == 0
     assert "Hi there" in capsys.readouterr()[0]
+
+
+async def test_a_recorded_401_reads_back_as_failed_with_the_servers_message(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(KEY_VAR)  # no key: the server refuses
+    output = tmp_path / "401.http"
+    async with open_chat_server(ServerOptions(api_key=KEY)) as server:
+        status, _, err = await run_main(capsys, *record_args(server.base_url, output, "hi"))
+    assert status == 1
+    assert err.splitlines()[1:] == [
+        "error: HTTP 401: Incorrect API key provided",
+        f"hint: no API key was sent, because ${KEY_VAR} is unset or empty "
+        "(set it, or name another variable with --api-key-env)",
+    ]
+    assert main(["inspect", str(output)]) == 1
+    out, _ = capsys.readouterr()
+    assert out.splitlines()[0] == "http: HTTP/1.1 401 Unauthorized"
+    assert out.splitlines()[-1] == "status: failed: HTTP 401: Incorrect API key provided"
+
+
+async def test_record_sends_what_chat_sends(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # One request lifecycle (open_http_response): the same head for both commands.
+    async with open_test_server(STREAM) as server:
+        await run_main(capsys, *record_args(server.base_url, tmp_path / "o", "hello"))
+        argv = ["chat", "--base-url", server.base_url, "--api-key-env", KEY_VAR, "hello"]
+        await run_main(capsys, *argv)
+    recorded, chatted = server.requests
+    assert recorded.target == chatted.target == "/v1/chat/completions"
+    assert recorded.headers == chatted.headers
+    assert recorded.headers["authorization"] == f"Bearer {KEY}"
+    assert recorded.headers["accept-encoding"] == "identity"
+    assert recorded.json() == chatted.json()

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import email.utils
 import json
-import socket
-import struct
 import time
 import traceback
 from collections.abc import Callable
@@ -44,15 +42,21 @@ from chunkwise._sse import SSEDecoder
 from chunkwise._tools import complete_tool_call
 from chunkwise._version import __version__
 from chunkwise.testing import (
+    Handler,
     RecordedRequest,
     ResponseWriter,
     ScriptedResponse,
+    ServerConnection,
     open_test_server,
+    serve_stream,
     tls_contexts,
 )
+from helpers import ResettingStream, TrackedStream, serving
 
 KEY = "sk-proj-SECRET0123456789abcdef"
 REQUEST = b'{"model":"gpt-test","stream":true,"messages":[{"role":"user","content":"hi"}]}'
+#: For requests sent over a memory stream: the host is only named, never resolved.
+MEMORY = Endpoint("http://x.example/v1")
 BODY = "".join(
     f'data: {{"n": {i}, "text": "h\u00e9llo w\u00f6rld \u2713 \U0001f600"}}\n\n' for i in range(30)
 ).encode()
@@ -200,31 +204,17 @@ async def test_close_delimited_body_just_ends_at_eof() -> None:
 
 
 async def test_reset_mid_body_is_incomplete_body() -> None:
-    """A TCP reset (not a FIN) after part of the body; the part is delivered first."""
-    delivered = trio.Event()
-    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
-    port = listeners[0].socket.getsockname()[1]
-
-    async def serve_once() -> None:
-        stream = await listeners[0].accept()
-        await _read_request(stream)
-        await stream.send_all(
-            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-            b"Content-Length: 1000\r\n\r\ndata: partial\n\n"
-        )
-        await delivered.wait()
-        stream.socket.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        await stream.aclose()
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(serve_once)
-        endpoint = Endpoint(f"http://127.0.0.1:{port}/v1")
-        async with open_http_response(endpoint, REQUEST) as response:
-            assert await response.receive_some() == b"data: partial\n\n"
-            delivered.set()
+    """A reset (not a clean close) after part of the body; the part is delivered first."""
+    partial = b"data: partial\n\n"
+    script = ScriptedResponse(
+        body=partial.ljust(1000), framing="content-length", disconnect_after=len(partial)
+    )
+    async with serving(script) as (client, _):
+        transport = ResettingStream(client)  # the server's close arrives as a reset
+        async with open_http_response(MEMORY, REQUEST, transport=transport) as response:
+            assert await response.receive_some() == partial
             with pytest.raises(IncompleteBody, match="reset") as info:
                 await response.receive_some()
-    await listeners[0].aclose()
     assert (info.value.received, info.value.expected) == (15, 1000)
     assert isinstance(info.value.__cause__, trio.BrokenResourceError)
 
@@ -387,19 +377,20 @@ async def test_truncated_error_body_still_raises_the_status() -> None:
     assert info.value.truncated
 
 
-STALLED_HEAD = (
-    b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\n"
-    b"Content-Length: 1000\r\n\r\n"
-)
 STALLED_START = b'{"error": {"message": "the upstream'
 
 
-async def _stall_after(stream: trio.abc.Stream, data: bytes) -> None:
-    """Answer the request with ``data``, then send nothing until the client hangs up."""
-    await _read_request(stream)
-    await stream.send_all(data)
-    while await stream.receive_some():
-        pass
+def _stall_after(status: int, content_type: str, start: bytes) -> Handler:
+    """Promise 1000 bytes of body, send ``start``, then nothing until the client hangs up."""
+
+    async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+        await writer.start(
+            status, content_type=content_type, framing="content-length", content_length=1000
+        )
+        await writer.write(start)
+        await trio.sleep_forever()
+
+    return handler
 
 
 @pytest.mark.parametrize(
@@ -415,10 +406,8 @@ async def test_stalled_error_body_is_cut_at_the_error_body_timeout(
     autojump_clock: trio.testing.MockClock, timeouts: Timeouts, bound: float
 ) -> None:
     """A 500 whose body stalls halfway is raised after seconds, not the 600 s idle timeout."""
-    client, server = trio.testing.memory_stream_pair()
     endpoint = Endpoint("http://x.example/v1", timeouts=timeouts)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(_stall_after, server, STALLED_HEAD + STALLED_START)
+    async with serving(_stall_after(500, "application/json", STALLED_START)) as (client, _):
         start = trio.current_time()
         with pytest.raises(HTTPStatusError) as info:
             async with open_http_response(endpoint, REQUEST, transport=client):
@@ -436,10 +425,7 @@ async def test_stalled_error_body_is_cut_at_the_error_body_timeout(
 async def test_stalled_unexpected_body_is_cut_at_the_error_body_timeout(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    client, server = trio.testing.memory_stream_pair()
-    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 1000\r\n\r\n"
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(_stall_after, server, head + b"<h1>Please wait")
+    async with serving(_stall_after(200, "text/html", b"<h1>Please wait")) as (client, _):
         start = trio.current_time()
         with pytest.raises(UnexpectedContentType) as info:
             async with open_http_response(
@@ -837,40 +823,28 @@ async def test_tls_wrong_hostname_fails_verification() -> None:
 # --- in-memory streams -----------------------------------------------------------------
 
 
-async def _read_request(stream: trio.abc.Stream) -> bytes:
-    parser = h11.Connection(h11.SERVER)
-    raw = b""
-    while True:
-        event = parser.next_event()
-        if type(event) is h11.EndOfMessage:
-            return raw
-        if event is h11.NEED_DATA:
-            data = await stream.receive_some()
-            raw += data
-            parser.receive_data(bytes(data))
-
-
 async def test_exact_request_bytes_over_a_memory_stream() -> None:
     client, server = trio.testing.memory_stream_pair()
+    received = TrackedStream(server)  # keeps every byte the server reads
     endpoint = Endpoint("https://relay.example:8443/api/v1/", api_key=KEY, headers={"X-T": "1"})
-    requests: list[bytes] = []
+    # HTTP/1.0 without a length: the close ends the body.
+    response_bytes = (
+        b"HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n"
+        b"HTTP/1.0 200 OK\r\ncontent-type: text/event-stream\r\nX-Request-Id: r1\r\n\r\n"
+        b"data: x\n\n"
+    )
 
-    async def serve() -> None:
-        requests.append(await _read_request(server))
-        await server.send_all(
-            b"HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n"
-            b"HTTP/1.0 200 OK\r\ncontent-type: text/event-stream\r\nX-Request-Id: r1\r\n\r\n"
-            b"data: x\n\n"
-        )
-        await server.aclose()  # HTTP/1.0 without a length: the close ends the body
+    async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+        await writer.send_raw(response_bytes)
 
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(serve)
+        connection: ServerConnection = await nursery.start(serve_stream, received, handler)
         async with open_http_response(endpoint, REQUEST, transport=client) as response:
             assert (response.status_code, response.http_version) == (200, "1.0")
             assert response.headers["x-request-id"] == "r1"
             assert await read_all(response) == b"data: x\n\n"
-    assert requests == [
+    assert len(connection.requests) == 1
+    assert received.data == (
         b"POST /api/v1/chat/completions HTTP/1.1\r\n"
         b"Host: relay.example:8443\r\n"
         b"User-Agent: chunkwise/" + __version__.encode() + b"\r\n"
@@ -881,40 +855,26 @@ async def test_exact_request_bytes_over_a_memory_stream() -> None:
         b"Content-Length: " + str(len(REQUEST)).encode() + b"\r\n"
         b"X-T: 1\r\n"
         b"\r\n" + REQUEST
-    ]
+    )
 
 
 async def test_memory_stream_peer_closes_without_response() -> None:
-    client, server = trio.testing.memory_stream_pair()
+    async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+        await writer.disconnect()
 
-    async def serve() -> None:
-        await _read_request(server)
-        await server.aclose()
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(serve)
+    async with serving(handler) as (client, server):
         with pytest.raises(ConnectionLost):
-            async with open_http_response(Endpoint("http://x.example"), b"{}", transport=client):
+            async with open_http_response(MEMORY, b"{}", transport=client):
                 pass
+    assert len(server.requests) == 1
 
 
 async def test_memory_stream_chunked_truncated() -> None:
-    client, server = trio.testing.memory_stream_pair()
-
-    async def serve() -> None:
-        await _read_request(server)
-        await server.send_all(
-            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-            b"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n5\r\nwor"
-        )
-        await server.aclose()
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(serve)
+    # "5\r\nhello\r\n5\r\nwor", then the close.
+    script = ScriptedResponse(body=b"helloworld", write_sizes=5, disconnect_after=8)
+    async with serving(script) as (client, _):
         received = bytearray()
-        async with open_http_response(
-            Endpoint("http://x.example"), b"{}", transport=client
-        ) as response:
+        async with open_http_response(MEMORY, b"{}", transport=client) as response:
             with pytest.raises(IncompleteBody, match="after 8 bytes") as info:
                 await read_until_error(response, received)
     assert received == b"hellowor"
@@ -977,21 +937,11 @@ def test_tool_call_arguments_error_raised_again_has_a_constant_traceback() -> No
 
 
 async def test_http_body_error_raised_again_has_a_constant_traceback() -> None:
-    client, server = trio.testing.memory_stream_pair()
-
-    async def serve() -> None:
-        await _read_request(server)
-        await server.send_all(
-            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-            b"Content-Length: 100\r\n\r\ndata: x\n\n"
-        )
-        await server.aclose()
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(serve)
-        async with open_http_response(
-            Endpoint("http://x.example"), b"{}", transport=client
-        ) as response:
+    script = ScriptedResponse(
+        body=b"data: x\n\n".ljust(100), framing="content-length", disconnect_after=9
+    )
+    async with serving(script) as (client, _):
+        async with open_http_response(MEMORY, b"{}", transport=client) as response:
             with pytest.raises(IncompleteBody) as first:
                 await read_until_error(response, bytearray())
             lengths: list[int] = []

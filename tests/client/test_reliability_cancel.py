@@ -38,10 +38,9 @@ import trio.lowlevel
 import trio.testing
 
 import chunkwise
-from _streams import choice, chunk, sse
-from _transports import TrackedStream
 from chunkwise import ChatStream, Event, IncompleteReason, StreamIncomplete
 from chunkwise.testing import ScriptedResponse, open_test_server
+from helpers import TrackedStream, choice, chunk, serving, sse
 
 REQUEST: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 PIECES = ["Hé", "llo", ", wö", "rld", " 中文", " 😀"]
@@ -89,37 +88,10 @@ class CancelAfterSteps(trio.abc.Instrument):
         self.live.discard(task)
 
 
-class MemoryServer:
-    """Answers one request over a memory stream, one event per write, then awaits EOF."""
-
-    def __init__(self, stream: trio.abc.Stream) -> None:
-        self.stream = stream
-        self.client_closed = trio.Event()
-
-    async def run(self) -> None:
-        try:
-            request = b""
-            while b"\r\n\r\n" not in request:
-                data = await self.stream.receive_some()
-                if not data:
-                    return
-                request += data
-            head = (
-                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                b"Transfer-Encoding: chunked\r\n\r\n"
-            )
-            await self.stream.send_all(head)
-            for event in BODY.split(b"\n\n")[:-1]:
-                piece = event + b"\n\n"
-                await self.stream.send_all(b"%x\r\n%s\r\n" % (len(piece), piece))
-                await trio.lowlevel.checkpoint()
-            await self.stream.send_all(b"0\r\n\r\n")
-            while await self.stream.receive_some():
-                pass
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
-        finally:
-            self.client_closed.set()
+#: The body in chunks of one event each, so that cancels land between events too.
+ONE_EVENT_PER_CHUNK = ScriptedResponse(
+    body=BODY, write_sizes=[len(event) + 2 for event in BODY.split(b"\n\n")[:-1]]
+)
 
 
 @attrs.define
@@ -205,11 +177,8 @@ ENDPOINT = chunkwise.Endpoint("http://chunkwise.invalid/v1", api_key="sk-cancel-
 
 
 async def memory_run(n: float) -> Outcome:
-    client, server_side = trio.testing.memory_stream_pair()
-    tracked = TrackedStream(client)
-    server = MemoryServer(server_side)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(server.run)
+    async with serving(ONE_EVENT_PER_CHUNK) as (client, server):
+        tracked = TrackedStream(client)
         with trio.fail_after(BOUND):
             outcome = await stream_with_three_subscribers(
                 n,
@@ -268,8 +237,6 @@ async def test_cancel_at_every_checkpoint_loopback(framing: str) -> None:
 async def test_consumer_task_gets_the_terminal_event_when_the_block_is_left_early(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    client, server_side = trio.testing.memory_stream_pair()
-    server = MemoryServer(server_side)
     received: list[Event] = []
 
     async def slow(channel: trio.MemoryReceiveChannel[Event]) -> None:
@@ -278,8 +245,7 @@ async def test_consumer_task_gets_the_terminal_event_when_the_block_is_left_earl
                 received.append(event)
                 await trio.sleep(1)
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(server.run)
+    async with serving(ONE_EVENT_PER_CHUNK) as (client, server):
         async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
             stream.start_soon(slow, stream.subscribe(buffer_size=1))
             await trio.sleep(0.5)  # leave while the consumer is behind

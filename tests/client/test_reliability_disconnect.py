@@ -30,7 +30,6 @@ import pytest
 import trio
 
 import chunkwise
-from _streams import choice, chunk, sse, tool
 from chunkwise import (
     AnomalyDetected,
     ChatResult,
@@ -47,6 +46,7 @@ from chunkwise.testing import (
     ScriptedResponse,
     open_test_server,
 )
+from helpers import choice, chunk, sse, tool
 
 LONG = os.environ.get("CHUNKWISE_LONG_TESTS", "") not in ("", "0")
 #: In the default run, streams other than the text one are cut every STRIDE bytes

@@ -5,7 +5,8 @@ tests/test_http.py; these go through the whole client and also check what the
 caller sees: the exception type or the result's status, the partial output, and
 that the connection is closed (the peer observes EOF).
 
-Servers that must be paced (a byte per second, bytes without end) run over
+Servers that must be paced (a byte per second, bytes without end) are handlers
+served by :func:`chunkwise.testing.serve_stream` over
 :func:`trio.testing.lockstep_stream_pair` with the autojump clock: virtual time
 makes them deterministic, and a lockstep stream hands the peer's bytes over only
 as the client reads them, so counting what the client read proves the client
@@ -27,8 +28,6 @@ import trio.testing
 import trustme
 
 import chunkwise
-from _streams import choice, chunk, sse
-from _transports import TrackedStream
 from chunkwise import (
     EventTooLarge,
     HTTPStatusError,
@@ -38,7 +37,14 @@ from chunkwise import (
     TransportError,
     UnexpectedContentEncoding,
 )
-from chunkwise.testing import RecordedRequest, ResponseWriter, ScriptedResponse, open_test_server
+from chunkwise.testing import (
+    RecordedRequest,
+    ResponseWriter,
+    Script,
+    ScriptedResponse,
+    open_test_server,
+)
+from helpers import TrackedStream, choice, chunk, serving, sse
 
 KEY = "sk-hostile-0123456789abcdef"
 REQUEST: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
@@ -60,38 +66,7 @@ def chunked(data: bytes) -> bytes:
     return b"%x\r\n%s\r\n" % (len(data), data)
 
 
-# --- a paced peer over a lockstep memory stream --------------------------------------
-
-Script = Callable[[trio.abc.Stream], Awaitable[None]]
-
-
-class PacedPeer:
-    """Reads one request, runs ``script`` to answer it, then waits for the client's EOF."""
-
-    def __init__(self, script: Script) -> None:
-        self.script = script
-        self.client_closed = trio.Event()
-        self.request_received = False
-
-    async def run(self, stream: trio.abc.Stream) -> None:
-        try:
-            data = b""
-            while b"\r\n\r\n" not in data:
-                piece = await stream.receive_some()
-                if not piece:
-                    return
-                data += piece
-            head, _, body = data.partition(b"\r\n\r\n")
-            length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
-            while len(body) < length:
-                body += await stream.receive_some()
-            self.request_received = True
-            with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                await self.script(stream)
-                while await stream.receive_some():
-                    pass
-        finally:
-            self.client_closed.set()
+# --- a paced server over a lockstep memory stream ------------------------------------
 
 
 async def run_paced(
@@ -99,20 +74,18 @@ async def run_paced(
     body: Callable[[chunkwise.Endpoint, TrackedStream], Awaitable[Any]],
     *,
     idle: float | None = 600.0,
-) -> tuple[Any, TrackedStream, PacedPeer]:
-    """Run ``body`` (the client) against a paced peer; check the client closed."""
-    client_side, server_side = trio.testing.lockstep_stream_pair()
-    transport = TrackedStream(client_side)
-    peer = PacedPeer(script)
+) -> tuple[Any, TrackedStream]:
+    """Run ``body`` (the client) against ``script``; check the client closed."""
     endpoint = chunkwise.Endpoint(
         "http://paced.invalid/v1", api_key=KEY, timeouts=Timeouts(idle=idle)
     )
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(peer.run, server_side)
+    async with serving(script, lockstep=True) as (client, server):
+        transport = TrackedStream(client)
         outcome = await body(endpoint, transport)
         assert transport.closed  # before open_chat_stream's __aexit__ returned
-        await peer.client_closed.wait()  # and the peer read EOF
-    return outcome, transport, peer
+        await server.client_closed.wait()  # and the server read EOF
+    assert len(server.requests) == 1
+    return outcome, transport
 
 
 async def stream_all(
@@ -128,19 +101,17 @@ async def stream_all(
         return events, await stream.result()
 
 
-async def one_byte_per_second(stream: trio.abc.Stream) -> None:
-    await stream.send_all(CHUNKED_HEAD + chunked(FIRST))
-    for i in range(len(BODY)):
-        await trio.sleep(1)
-        await stream.send_all(chunked(BODY[i : i + 1]))
-    await stream.send_all(b"0\r\n\r\n")
+#: The first event at once, then the body one byte (one chunk) per second.
+ONE_BYTE_PER_SECOND = ScriptedResponse(
+    body=FIRST + BODY, write_sizes=[len(FIRST), *[1] * len(BODY)], delay=1
+)
 
 
 async def test_one_byte_per_second_ends_at_the_idle_timeout(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    (events, result), _, _ = await run_paced(
-        one_byte_per_second, lambda ep, t: stream_all(ep, t), idle=0.9
+    (events, result), _ = await run_paced(
+        ONE_BYTE_PER_SECOND, lambda ep, t: stream_all(ep, t), idle=0.9
     )
     assert result.status == "incomplete"
     assert result.reason is IncompleteReason.IDLE_TIMEOUT
@@ -154,8 +125,8 @@ async def test_one_byte_per_second_is_not_idle_and_completes(
 ) -> None:
     # Every byte resets the idle timer: a slow but live stream is not cut off.
     start = trio.current_time()
-    (_events, result), _, _ = await run_paced(
-        one_byte_per_second, lambda ep, t: stream_all(ep, t), idle=1.5
+    (_events, result), _ = await run_paced(
+        ONE_BYTE_PER_SECOND, lambda ep, t: stream_all(ep, t), idle=1.5
     )
     assert result.status == "complete"
     assert result.content == "Hé" + TEXT
@@ -174,7 +145,7 @@ async def test_one_byte_per_second_caller_deadline_wins(
                 await s.result()
         return scope.cancelled_caught
 
-    cancelled, _, _ = await run_paced(one_byte_per_second, client, idle=5)
+    cancelled, _ = await run_paced(ONE_BYTE_PER_SECOND, client, idle=5)
     assert cancelled
     assert trio.current_time() == pytest.approx(100)
     # Read after the block: inside it, the reader may not have recorded the end yet.
@@ -187,10 +158,10 @@ async def test_one_byte_per_second_caller_deadline_wins(
 # --- endless headers, endless event, endless body ------------------------------------
 
 
-async def endless_headers(stream: trio.abc.Stream) -> None:
-    await stream.send_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n")
+async def endless_headers(request: RecordedRequest, writer: ResponseWriter) -> None:
+    await writer.send_raw(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n")
     for i in range(10**9):
-        await stream.send_all(b"X-Filler-%d: %s\r\n" % (i, b"a" * 1000))
+        await writer.send_raw(b"X-Filler-%d: %s\r\n" % (i, b"a" * 1000))
 
 
 async def test_endless_headers_are_bounded_by_h11(autojump_clock: trio.testing.MockClock) -> None:
@@ -200,7 +171,7 @@ async def test_endless_headers_are_bounded_by_h11(autojump_clock: trio.testing.M
                 pytest.fail("the block must not be entered")
         return info.value
 
-    error, transport, _ = await run_paced(endless_headers, client)
+    error, transport = await run_paced(endless_headers, client)
     assert "invalid HTTP response" in str(error)
     # h11 refuses a head over 16 KiB (max_incomplete_event_size); the client
     # stopped reading right there.
@@ -216,13 +187,14 @@ async def test_endless_headers_are_bounded_by_h11(autojump_clock: trio.testing.M
 async def test_endless_event_fails_with_event_too_large(
     autojump_clock: trio.testing.MockClock, opening: bytes, filler: bytes
 ) -> None:
-    async def endless_event(stream: trio.abc.Stream) -> None:
-        await stream.send_all(CHUNKED_HEAD + chunked(FIRST + opening))
+    async def endless_event(request: RecordedRequest, writer: ResponseWriter) -> None:
+        await writer.start()
+        await writer.write(FIRST + opening)
         while True:
-            await stream.send_all(chunked(filler))
+            await writer.write(filler)
 
     limit = 64 * 1024
-    (events, result), transport, _ = await run_paced(
+    (events, result), transport = await run_paced(
         endless_event, lambda ep, t: stream_all(ep, t, max_event_size=limit)
     )
     assert result.status == "failed"

@@ -15,10 +15,9 @@ import pytest
 import trio
 
 import chunkwise
-from _streams import choice, chunk, parse, sse
-from _transports import TrackedStream
 from chunkwise._http import connect
 from chunkwise.testing import LoopbackServer, ScriptedResponse, open_test_server
+from helpers import TrackedStream, choice, chunk, parse_chat, sse
 
 REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 BODY = sse(
@@ -149,7 +148,7 @@ async def test_every_framing_streams_the_same_result(framing: Any) -> None:
     script = ScriptedResponse(body=BODY, write_sizes=7, framing=framing)
     async with open_test_server(script) as server:
         result = await chunkwise.complete_chat(server.endpoint(), REQUEST)
-    assert result == parse([BODY])[1]
+    assert result == parse_chat([BODY])[1]
 
 
 async def test_tls_stream_with_trusted_certificate() -> None:

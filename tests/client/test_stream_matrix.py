@@ -1,9 +1,10 @@
 """The five promises of the trio layer, in every cell of a matrix.
 
 Server behaviour x subscriber set-up x way out of the block.  Every cell runs
-``open_chat_stream`` over a trio memory stream with virtual time (the
-autojump clock), so a hang shows up as ``TooSlowError`` from the
-``trio.fail_after`` around the block, at no real cost.  For each cell:
+``open_chat_stream`` over a trio memory stream served by
+``chunkwise.testing.serve_stream``, with virtual time (the autojump clock), so
+a hang shows up as ``TooSlowError`` from the ``trio.fail_after`` around the
+block, at no real cost.  For each cell:
 
 1. the block is left within the deadline (bounded exit);
 2. the client closed its transport before ``__aexit__`` returned, and the
@@ -22,7 +23,6 @@ from __future__ import annotations
 import copy
 import math
 import traceback
-from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -31,8 +31,6 @@ import trio
 import trio.testing
 
 import chunkwise
-from _streams import choice, chunk, sse
-from _transports import FakeServer, TrackedStream, head, pieces_of, serving
 from chunkwise import (
     ContentDelta,
     Event,
@@ -41,6 +39,8 @@ from chunkwise import (
     StreamFailed,
     StreamIncomplete,
 )
+from chunkwise.testing import ScriptedResponse
+from helpers import ResettingStream, choice, chunk, close_delimited, serving, sse
 
 ENDPOINT = chunkwise.Endpoint(base_url="http://127.0.0.1:9/v1", api_key="sk-test")
 REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
@@ -59,34 +59,16 @@ def body(*, done: bool = True, deltas: int = N_DELTAS, finish: bool = True) -> b
     )
 
 
-class ResettingStream(TrackedStream):
-    """A client transport whose peer resets the connection: once ``reset`` is
-    set, receiving raises ``BrokenResourceError`` as a reset socket does."""
-
-    def __init__(self, inner: trio.abc.Stream) -> None:
-        super().__init__(inner)
-        self.reset = False
-
-    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
-        data = await super().receive_some(max_bytes)
-        if not data and self.reset:
-            raise trio.BrokenResourceError("connection reset by peer")
-        return data
-
-
 # -- server behaviours ---------------------------------------------------------
 
-SERVERS: dict[str, Callable[[], tuple[FakeServer, bool]]] = {
-    # name: () -> (server, resets)
-    "fast-done": lambda: (FakeServer([head(), body()]), False),
-    "fast-no-done": lambda: (FakeServer([head(), body(done=False)]), False),
+SERVERS: dict[str, tuple[ScriptedResponse, bool]] = {
+    # name: (response, whether the server's close shows as a reset)
+    "fast-done": (close_delimited(body()), False),
+    "fast-no-done": (close_delimited(body(done=False)), False),
     # Just fills an unread subscriber's buffer (3) before the body ends.
-    "short-no-done": lambda: (
-        FakeServer([head(), body(done=False, deltas=2, finish=False)]),
-        False,
-    ),
-    "trickle": lambda: (FakeServer([head(), *pieces_of(body(), 40)], delay=0.01), False),
-    "reset": lambda: (FakeServer([head(), *pieces_of(body()[:600], 40)], delay=0.01), True),
+    "short-no-done": (close_delimited(body(done=False, deltas=2, finish=False)), False),
+    "trickle": (close_delimited(body(), write_sizes=40, delay=0.01), False),
+    "reset": (close_delimited(body()[:600], write_sizes=40, delay=0.01), True),
 }
 
 
@@ -207,15 +189,13 @@ def result_text(result: chunkwise.ChatResult) -> dict[int, str]:
 async def test_every_promise_holds(
     server_kind: str, setup: str, way: str, autojump_clock: trio.testing.MockClock
 ) -> None:
-    server, resets = SERVERS[server_kind]()
+    script, resets = SERVERS[server_kind]
     subs: list[Sub] = []
     stream: chunkwise.ChatStream | None = None
     raised: BaseException | None = None
 
-    async with serving(server) as client:
-        transport = ResettingStream(client)
-        if resets:
-            transport.reset = True  # the server's close shows as a reset
+    async with serving(script) as (client, server):
+        transport = ResettingStream(client, reset=resets)
         try:
             with trio.fail_after(DEADLINE):
                 with trio.move_on_after(0.05 if way == "deadline" else math.inf):

@@ -1,17 +1,13 @@
 """open_chat_stream over trio.testing memory streams: fan-out, backpressure,
-cancellation and timeouts with a fake server and a MockClock."""
+cancellation and timeouts against chunkwise.testing.serve_stream and a MockClock."""
 
 from __future__ import annotations
-
-import json
 
 import pytest
 import trio
 import trio.testing
 
 import chunkwise
-from _streams import choice, chunk, sse, tool
-from _transports import FakeServer, head, pieces_of, serving
 from chunkwise import (
     ContentDelta,
     EventsDropped,
@@ -21,6 +17,8 @@ from chunkwise import (
     StreamIncomplete,
     ToolCallCompleted,
 )
+from chunkwise.testing import ScriptedResponse
+from helpers import choice, chunk, close_delimited, serving, sse, then_hang, tool
 
 ENDPOINT = chunkwise.Endpoint(base_url="http://127.0.0.1:9/v1", api_key="sk-test-secret")
 REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
@@ -40,6 +38,10 @@ BODY = sse(
 N_EVENTS_BODY = 8  # content x2, tool started/args/completed, finished, usage, terminal
 
 
+#: Ten bytes every 0.1 s, then silence: a stream that is still running.
+TRICKLE_THEN_HANG = then_hang(close_delimited(BODY, write_sizes=10, delay=0.1))
+
+
 # Every test takes autojump_clock: virtual time, so delays and timeouts cost
 # nothing and nothing depends on the machine's load.
 
@@ -47,7 +49,7 @@ N_EVENTS_BODY = 8  # content x2, tool started/args/completed, finished, usage, t
 async def test_subscribers_each_receive_every_event_and_then_end_of_channel(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    server = FakeServer([head(), *pieces_of(BODY, 7)])
+    script = close_delimited(BODY, write_sizes=7)
     received: dict[str, list[chunkwise.Event]] = {"all": [], "choice": [], "tool": [], "life": []}
 
     async def consume(name: str, channel: trio.MemoryReceiveChannel[chunkwise.Event]) -> None:
@@ -55,7 +57,7 @@ async def test_subscribers_each_receive_every_event_and_then_end_of_channel(
             async for event in channel:
                 received[name].append(event)
 
-    async with serving(server) as client:
+    async with serving(script) as (client, server):
         async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
             stream.start_soon(consume, "all", stream.subscribe())
             stream.start_soon(consume, "choice", stream.subscribe("choice"))
@@ -65,7 +67,7 @@ async def test_subscribers_each_receive_every_event_and_then_end_of_channel(
         assert server.client_closed.is_set()
     assert result.status == "complete"
     assert result.content == "Hello, wörld"
-    assert server.request is not None and server.request["stream"] is True
+    assert [request.json()["stream"] for request in server.requests] == [True]
     everything = received["all"]
     assert isinstance(everything[0], ResponseStarted)
     assert isinstance(everything[-1], StreamCompleted)
@@ -79,8 +81,8 @@ async def test_subscribers_each_receive_every_event_and_then_end_of_channel(
 
 
 async def test_async_for_single_consumer_and_result(autojump_clock: trio.testing.MockClock) -> None:
-    server = FakeServer([head(), BODY])
-    async with serving(server) as client:
+    script = close_delimited(BODY)
+    async with serving(script) as (client, _):
         async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
             events = [event async for event in stream]
             result = await stream.result()
@@ -92,8 +94,8 @@ async def test_server_close_before_finish_is_incomplete_with_partial_text(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     cut = BODY.index("wörld".encode())
-    server = FakeServer([head(), BODY[:cut]])
-    async with serving(server) as client:
+    script = close_delimited(BODY[:cut])
+    async with serving(script) as (client, _):
         async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
             events = [event async for event in stream]
     result = stream.snapshot
@@ -105,10 +107,9 @@ async def test_server_close_before_finish_is_incomplete_with_partial_text(
 async def test_truncated_chunked_body_is_connection_lost_and_keeps_output(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    part = BODY[: BODY.index(b"tool_calls")]
-    chunked = f"{len(part) + 100:x}\r\n".encode() + part  # promises more than it sends
-    server = FakeServer([head("chunked"), chunked])
-    async with serving(server) as client:
+    # One chunk that promises the whole body and is cut off before the tool call.
+    script = ScriptedResponse(body=BODY, disconnect_after=BODY.index(b"tool_calls"))
+    async with serving(script) as (client, _):
         async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
             result = await stream.result()
     assert result.status == "incomplete"
@@ -123,9 +124,8 @@ async def test_idle_timeout_ends_stream_incomplete_with_partial_output(
     endpoint = chunkwise.Endpoint(
         base_url="http://127.0.0.1:9/v1", timeouts=chunkwise.Timeouts(idle=5.0)
     )
-    part = BODY[: BODY.index(b"tool_calls")]
-    server = FakeServer([head(), part], hang=True)
-    async with serving(server) as client:
+    script = then_hang(close_delimited(BODY[: BODY.index(b"tool_calls")]))
+    async with serving(script) as (client, _):
         start = trio.current_time()
         async with chunkwise.open_chat_stream(endpoint, REQUEST, transport=client) as stream:
             result = await stream.result()
@@ -138,14 +138,14 @@ async def test_idle_timeout_ends_stream_incomplete_with_partial_output(
 async def test_consumer_exception_cancels_stream_and_propagates_alone(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    server = FakeServer([head(), *pieces_of(BODY, 10)], delay=0.1, hang=True)
+    script = TRICKLE_THEN_HANG
 
     async def bad_consumer(channel: trio.MemoryReceiveChannel[chunkwise.Event]) -> None:
         async for event in channel:
             if isinstance(event, ContentDelta):
                 raise KeyError("consumer bug")
 
-    async with serving(server) as client:
+    async with serving(script) as (client, server):
         with pytest.raises(KeyError, match="consumer bug"):
             async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
                 stream.start_soon(bad_consumer, stream.subscribe())
@@ -157,8 +157,8 @@ async def test_consumer_exception_cancels_stream_and_propagates_alone(
 async def test_exception_in_block_propagates_alone_and_closes_socket(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    server = FakeServer([head(), *pieces_of(BODY, 10)], delay=0.1, hang=True)
-    async with serving(server) as client:
+    script = TRICKLE_THEN_HANG
+    async with serving(script) as (client, server):
         with pytest.raises(ValueError, match="user error"):
             async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
                 async for event in stream:
@@ -171,8 +171,8 @@ async def test_exception_in_block_propagates_alone_and_closes_socket(
 async def test_leaving_the_block_early_cancels_and_result_says_cancelled(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    server = FakeServer([head(), *pieces_of(BODY, 10)], delay=0.1, hang=True)
-    async with serving(server) as client:
+    script = TRICKLE_THEN_HANG
+    async with serving(script) as (client, server):
         async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
             channel = stream.subscribe()
             async for event in channel:
@@ -187,8 +187,8 @@ async def test_leaving_the_block_early_cancels_and_result_says_cancelled(
 async def test_stream_cancel_delivers_terminal_event_to_subscribers(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    server = FakeServer([head(), *pieces_of(BODY, 10)], delay=0.1, hang=True)
-    async with serving(server) as client:
+    script = TRICKLE_THEN_HANG
+    async with serving(script) as (client, _):
         async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
             events = []
             async for event in stream:
@@ -202,8 +202,8 @@ async def test_stream_cancel_delivers_terminal_event_to_subscribers(
 async def test_outer_deadline_mid_body_closes_socket_before_exit(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    server = FakeServer([head(), BODY[:50]], hang=True)
-    async with serving(server) as client:
+    script = then_hang(close_delimited(BODY[:50]))
+    async with serving(script) as (client, server):
         with trio.move_on_after(3) as scope:
             async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
                 await stream.result()
@@ -218,7 +218,7 @@ async def test_slow_lossless_subscriber_applies_backpressure_without_loss(
     many = sse(
         *[chunk(choice(content=str(i))) for i in range(50)], chunk(choice(finish_reason="stop"))
     )
-    server = FakeServer([head(), many])
+    script = close_delimited(many)
     slow: list[chunkwise.Event] = []
 
     async def slow_consumer(channel: trio.MemoryReceiveChannel[chunkwise.Event]) -> None:
@@ -226,7 +226,7 @@ async def test_slow_lossless_subscriber_applies_backpressure_without_loss(
             slow.append(event)
             await trio.sleep(0.01)
 
-    async with serving(server) as client:
+    async with serving(script) as (client, _):
         async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
             stream.start_soon(slow_consumer, stream.subscribe(buffer_size=2))
             fast = [event async for event in stream]
@@ -240,8 +240,8 @@ async def test_lossy_subscriber_reports_drops_and_still_gets_terminal(
     many = sse(
         *[chunk(choice(content=str(i))) for i in range(50)], chunk(choice(finish_reason="stop"))
     )
-    server = FakeServer([head(), many])
-    async with serving(server) as client:
+    script = close_delimited(many)
+    async with serving(script) as (client, _):
         async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
             lossy = stream.subscribe(buffer_size=3, lossy=True)
             fast = [event async for event in stream]
@@ -255,8 +255,8 @@ async def test_lossy_subscriber_reports_drops_and_still_gets_terminal(
 async def test_subscriber_closing_its_channel_does_not_disturb_others(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    server = FakeServer([head(), *pieces_of(BODY, 5)])
-    async with serving(server) as client:
+    script = close_delimited(BODY, write_sizes=5)
+    async with serving(script) as (client, _):
         async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
             quitter = stream.subscribe(buffer_size=0)
             stays = stream.subscribe()
@@ -273,8 +273,8 @@ async def test_subscriber_closing_its_channel_does_not_disturb_others(
 async def test_late_subscriber_after_end_gets_terminal_then_end_of_channel(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    server = FakeServer([head(), BODY])
-    async with serving(server) as client:
+    script = close_delimited(BODY)
+    async with serving(script) as (client, _):
         async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
             await stream.result()
             late = stream.subscribe()
@@ -284,13 +284,10 @@ async def test_late_subscriber_after_end_gets_terminal_then_end_of_channel(
 async def test_complete_chat_and_http_error_before_block(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    error = json.dumps({"error": {"message": "no such model", "type": "invalid_request_error"}})
-    response = (
-        "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(error)}\r\nx-request-id: req_1\r\n\r\n{error}"
-    ).encode()
-    server = FakeServer([response])
-    async with serving(server) as client:
+    script = ScriptedResponse.error(
+        404, "no such model", type="invalid_request_error", headers={"x-request-id": "req_1"}
+    )
+    async with serving(script) as (client, _):
         with pytest.raises(chunkwise.HTTPStatusError) as info:
             async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client):
                 pytest.fail("the block must not run")  # pragma: no cover
@@ -302,7 +299,7 @@ async def test_complete_chat_and_http_error_before_block(
 async def test_leaving_early_with_an_unread_subscriber_does_not_hang(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    server = FakeServer([head(), *pieces_of(BODY, 10)], delay=0.1, hang=True)
+    script = TRICKLE_THEN_HANG
     received: list[chunkwise.Event] = []
 
     async def consumer(channel: trio.MemoryReceiveChannel[chunkwise.Event]) -> None:
@@ -310,7 +307,7 @@ async def test_leaving_early_with_an_unread_subscriber_does_not_hang(
             received.append(event)
             await trio.sleep(0.05)
 
-    async with serving(server) as client:
+    async with serving(script) as (client, _):
         with trio.fail_after(10):
             async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
                 unread = stream.subscribe(buffer_size=1)  # nobody ever reads this one
@@ -326,8 +323,8 @@ async def test_leaving_early_with_an_unread_subscriber_does_not_hang(
 async def test_leaving_early_with_no_consumer_task_returns_at_once(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    server = FakeServer([head(), *pieces_of(BODY, 10)], delay=0.1, hang=True)
-    async with serving(server) as client:
+    script = TRICKLE_THEN_HANG
+    async with serving(script) as (client, _):
         async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
             stream.subscribe(buffer_size=1)
             await trio.sleep(0.3)

@@ -12,8 +12,6 @@ import trio
 import trio.testing
 
 import chunkwise
-from _streams import choice, chunk, sse
-from _transports import FakeServer, TrackedStream, head, pieces_of, serving
 from chunkwise import (
     ContentDelta,
     Event,
@@ -22,6 +20,8 @@ from chunkwise import (
     StreamFailed,
     StreamIncomplete,
 )
+from chunkwise.testing import Script
+from helpers import TrackedStream, choice, chunk, close_delimited, serving, sse, then_hang
 
 if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import ExceptionGroup
@@ -42,8 +42,8 @@ def text_body(n: int, *, done: bool = True, finish: bool = True) -> bytes:
 async def test_reader_waits_for_the_first_subscriber(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    server = FakeServer([head(), text_body(5)])
-    async with serving(server) as client:
+    script = close_delimited(text_body(5))
+    async with serving(script) as (client, _):
         async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
             await trio.sleep(10)  # the whole body has long arrived
             assert not stream.finished  # nobody listened, so nothing was read
@@ -56,8 +56,8 @@ async def test_reader_waits_for_the_first_subscriber(
 async def test_subscribers_created_before_the_first_checkpoint_see_the_same_events(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    server = FakeServer([head(), *pieces_of(text_body(5), 7)])
-    async with serving(server) as client:
+    script = close_delimited(text_body(5), write_sizes=7)
+    async with serving(script) as (client, _):
         async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
             first = stream.subscribe()
             second = stream.subscribe()
@@ -94,7 +94,7 @@ def drain(channel: trio.MemoryReceiveChannel[Event]) -> list[Event]:
 
 
 async def _socket_closed_before_terminal_event(
-    server: FakeServer, *, cancel_at: int | None = None, idle: float | None = None
+    script: Script, *, cancel_at: int | None = None, idle: float | None = None
 ) -> Event:
     """Run a stream; assert that no terminal event was published before the close."""
     endpoint = ENDPOINT
@@ -102,7 +102,7 @@ async def _socket_closed_before_terminal_event(
         endpoint = chunkwise.Endpoint(
             base_url="http://127.0.0.1:9/v1", timeouts=chunkwise.Timeouts(idle=idle)
         )
-    async with serving(server) as client:
+    async with serving(script) as (client, _):
         transport = CloseWatcher(client)
         async with chunkwise.open_chat_stream(endpoint, REQUEST, transport=transport) as stream:
             transport.channel = watched = stream.subscribe(buffer_size=math.inf)
@@ -122,24 +122,24 @@ async def _socket_closed_before_terminal_event(
 async def test_socket_closed_before_terminal_event_after_done(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    server = FakeServer([head(), text_body(3)], hang=True)
-    terminal = await _socket_closed_before_terminal_event(server)
+    script = then_hang(close_delimited(text_body(3)))
+    terminal = await _socket_closed_before_terminal_event(script)
     assert type(terminal) is StreamCompleted
 
 
 async def test_socket_closed_before_terminal_event_at_end_of_body(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    server = FakeServer([head(), text_body(3, done=False)])  # a close-delimited body ends
-    terminal = await _socket_closed_before_terminal_event(server)
+    script = close_delimited(text_body(3, done=False))  # the body ends with the close
+    terminal = await _socket_closed_before_terminal_event(script)
     assert type(terminal) is StreamCompleted
 
 
 async def test_socket_closed_before_terminal_event_on_cancel(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    server = FakeServer([head(), *pieces_of(text_body(20), 30)], delay=0.1, hang=True)
-    terminal = await _socket_closed_before_terminal_event(server, cancel_at=2)
+    script = then_hang(close_delimited(text_body(20), write_sizes=30, delay=0.1))
+    terminal = await _socket_closed_before_terminal_event(script, cancel_at=2)
     assert type(terminal) is StreamIncomplete
     assert terminal.reason is chunkwise.IncompleteReason.CANCELLED
 
@@ -147,8 +147,8 @@ async def test_socket_closed_before_terminal_event_on_cancel(
 async def test_socket_closed_before_terminal_event_on_idle_timeout(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    server = FakeServer([head(), text_body(3, done=False, finish=False)], hang=True)
-    terminal = await _socket_closed_before_terminal_event(server, idle=5.0)
+    script = then_hang(close_delimited(text_body(3, done=False, finish=False)))
+    terminal = await _socket_closed_before_terminal_event(script, idle=5.0)
     assert type(terminal) is StreamIncomplete
     assert terminal.reason is chunkwise.IncompleteReason.IDLE_TIMEOUT
 
@@ -163,7 +163,7 @@ async def test_waiting_on_a_slow_consumer_is_not_idle_time(
         base_url="http://127.0.0.1:9/v1", timeouts=chunkwise.Timeouts(idle=1.0)
     )
     # Many reads, each waiting on the consumer for longer than the idle timeout.
-    server = FakeServer([head(), *pieces_of(text_body(10), 40)], delay=0.01)
+    script = close_delimited(text_body(10), write_sizes=40, delay=0.01)
     received: list[Event] = []
 
     async def slow(channel: trio.MemoryReceiveChannel[Event]) -> None:
@@ -171,7 +171,7 @@ async def test_waiting_on_a_slow_consumer_is_not_idle_time(
             received.append(event)
             await trio.sleep(2.0)  # twice the idle timeout per event
 
-    async with serving(server) as client:
+    async with serving(script) as (client, _):
         start = trio.current_time()
         async with chunkwise.open_chat_stream(endpoint, REQUEST, transport=client) as stream:
             stream.start_soon(slow, stream.subscribe(buffer_size=1))
@@ -185,8 +185,8 @@ async def test_backpressure_bounds_bytes_read_while_a_subscriber_is_stalled(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     big = text_body(20_000)  # about 2 MiB
-    server = FakeServer([head(), big])
-    async with serving(server) as client:
+    script = close_delimited(big)
+    async with serving(script) as (client, _):
         transport = TrackedStream(client)
         async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=transport) as stream:
             stalled = stream.subscribe(buffer_size=1)
@@ -206,7 +206,7 @@ async def test_backpressure_bounds_bytes_read_while_a_subscriber_is_stalled(
 async def test_two_simultaneous_failures_come_out_as_an_exception_group(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    server = FakeServer([head(), *pieces_of(text_body(50), 30)], delay=0.1, hang=True)
+    script = then_hang(close_delimited(text_body(50), write_sizes=30, delay=0.1))
 
     go = trio.Event()
 
@@ -214,7 +214,7 @@ async def test_two_simultaneous_failures_come_out_as_an_exception_group(
         await go.wait()  # both wake in the same scheduler batch
         raise exc
 
-    async with serving(server) as client:
+    async with serving(script) as (client, _):
         with pytest.raises(ExceptionGroup) as info:
             async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
                 stream.start_soon(fail, ValueError("one"))
@@ -229,8 +229,8 @@ async def test_two_simultaneous_failures_come_out_as_an_exception_group(
 async def test_block_exception_keeps_its_context(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    server = FakeServer([head(), text_body(3)])
-    async with serving(server) as client:
+    script = close_delimited(text_body(3))
+    async with serving(script) as (client, _):
         with pytest.raises(ValueError, match="while handling") as info:
             async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client):
                 try:
@@ -245,8 +245,8 @@ async def test_block_exception_keeps_its_context(
 
 
 async def test_cancel_after_the_end_does_nothing(autojump_clock: trio.testing.MockClock) -> None:
-    server = FakeServer([head(), text_body(3)])
-    async with serving(server) as client:
+    script = close_delimited(text_body(3))
+    async with serving(script) as (client, _):
         async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
             channel = stream.subscribe()
             result = await stream.result()
@@ -258,12 +258,8 @@ async def test_cancel_after_the_end_does_nothing(autojump_clock: trio.testing.Mo
 
 
 async def test_status_code_headers_and_finished(autojump_clock: trio.testing.MockClock) -> None:
-    response_head = (
-        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-        b"X-Request-Id: req_42\r\nConnection: close\r\n\r\n"
-    )
-    server = FakeServer([response_head, text_body(3)])
-    async with serving(server) as client:
+    script = close_delimited(text_body(3), headers={"X-Request-Id": "req_42"})
+    async with serving(script) as (client, _):
         async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
             assert stream.status_code == 200
             assert stream.headers["x-request-id"] == "req_42"
@@ -289,8 +285,8 @@ async def test_status_code_headers_and_finished(autojump_clock: trio.testing.Moc
 async def test_subscribe_rejects_invalid_arguments(
     kwargs: dict[str, Any], error: type[Exception], autojump_clock: trio.testing.MockClock
 ) -> None:
-    server = FakeServer([head(), text_body(1)])
-    async with serving(server) as client:
+    script = close_delimited(text_body(1))
+    async with serving(script) as (client, _):
         async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
             with pytest.raises(error):
                 stream.subscribe(**kwargs)
@@ -310,8 +306,8 @@ async def test_subscribe_rejects_invalid_arguments(
 async def test_subscribe_accepts_valid_arguments(
     kwargs: dict[str, Any], autojump_clock: trio.testing.MockClock
 ) -> None:
-    server = FakeServer([head(), text_body(3)])
-    async with serving(server) as client:
+    script = close_delimited(text_body(3))
+    async with serving(script) as (client, _):
         async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
             channel: trio.MemoryReceiveChannel[Any] = stream.subscribe(**kwargs)
             items = [item async for item in channel]
@@ -326,8 +322,8 @@ async def test_batched_subscriber_gets_one_tuple_per_read_with_the_same_events(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     body = text_body(30)
-    server = FakeServer([head(), *pieces_of(body, 200)], delay=0.1)
-    async with serving(server) as client:
+    script = close_delimited(body, write_sizes=200, delay=0.1)
+    async with serving(script) as (client, _):
         async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
             batched = stream.subscribe(batched=True)
             plain = stream.subscribe()
@@ -346,8 +342,8 @@ async def test_batched_subscriber_gets_one_tuple_per_read_with_the_same_events(
 async def test_lossy_batched_subscriber_reports_dropped_events(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    server = FakeServer([head(), *pieces_of(text_body(30), 100)], delay=0.1)
-    async with serving(server) as client:
+    script = close_delimited(text_body(30), write_sizes=100, delay=0.1)
+    async with serving(script) as (client, _):
         async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
             lossy = stream.subscribe(batched=True, lossy=True, buffer_size=1)
             events = [event async for event in stream]

@@ -11,15 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import chunkwise
-from _streams import parse, splits
+from helpers import any_text, chunk_values, parse_chat, pieces_of, split_at
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-text = st.text(
-    alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)),
-    min_size=1,
-    max_size=12,
-)
 
 
 @st.composite
@@ -30,8 +24,8 @@ def streams(draw: st.DrawFn) -> tuple[bytes, dict[int, dict[str, Any]]]:
     plan: list[tuple[int, dict[str, Any]]] = []
     expected: dict[int, dict[str, Any]] = {}
     for index in range(n):
-        pieces = draw(st.lists(text, max_size=6))
-        calls = draw(st.lists(st.lists(text, min_size=1, max_size=4), max_size=2))
+        pieces = draw(st.lists(any_text, max_size=6))
+        calls = draw(st.lists(st.lists(any_text, min_size=1, max_size=4), max_size=2))
         expected[index] = {
             "content": "".join(pieces),
             "calls": [(f"call_{index}_{i}", "".join(args)) for i, args in enumerate(calls)],
@@ -77,7 +71,7 @@ def test_any_split_gives_the_events_and_result_of_one_read(
 ) -> None:
     body, _ = stream
     cuts = data.draw(st.lists(st.integers(1, max(1, len(body) - 1)), max_size=40))
-    assert parse(splits(body, cuts)) == parse([body])
+    assert parse_chat(split_at(body, cuts)) == parse_chat([body])
 
 
 @SETTINGS
@@ -86,7 +80,7 @@ def test_generated_stream_reconstructs_exactly(
     stream: tuple[bytes, dict[int, dict[str, Any]]],
 ) -> None:
     body, expected = stream
-    events, result = parse([body])
+    events, result = parse_chat([body])
     assert result.status == "complete"
     assert not result.anomalies
     assert result.usage == {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
@@ -109,76 +103,7 @@ def test_fixed_size_reads_match_one_read(
     stream: tuple[bytes, dict[int, dict[str, Any]]], size: int
 ) -> None:
     body, _ = stream
-    reads = [body[i : i + size] for i in range(0, len(body), size)]
-    assert parse(reads) == parse([body])
-
-
-# JSON has no NaN or infinity: json.dumps would write text the parser rejects.
-json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | text,
-    lambda children: (
-        st.lists(children, max_size=3)
-        | st.dictionaries(st.sampled_from(["a", "index", "delta", "content"]), children, max_size=3)
-    ),
-    max_leaves=8,
-)
-delta_values = st.fixed_dictionaries(
-    {},
-    optional={
-        "role": json_values,
-        "content": json_values,
-        "refusal": json_values,
-        "reasoning": json_values,
-        "reasoning_content": json_values,
-        "tool_calls": st.lists(
-            st.fixed_dictionaries(
-                {},
-                optional={
-                    "index": st.none() | st.integers(-1, 3) | text,
-                    "id": st.none() | st.sampled_from(["", "a", "b"]),
-                    "type": json_values,
-                    "function": st.fixed_dictionaries(
-                        {}, optional={"name": json_values, "arguments": json_values}
-                    )
-                    | json_values,
-                },
-            )
-            | json_values,
-            max_size=3,
-        )
-        | json_values,
-    },
-)
-chunk_values = st.fixed_dictionaries(
-    {},
-    optional={
-        "id": json_values,
-        "model": json_values,
-        "created": json_values,
-        "usage": json_values,
-        "error": st.none() | json_values,
-        "choices": st.lists(
-            st.fixed_dictionaries(
-                {},
-                optional={
-                    "index": st.integers(0, 2) | json_values,
-                    "delta": delta_values | json_values,
-                    "finish_reason": st.none()
-                    | st.sampled_from(["stop", "", "length"])
-                    | json_values,
-                    "logprobs": json_values,
-                },
-            )
-            | json_values,
-            max_size=3,
-        )
-        | json_values,
-    },
-)
+    assert parse_chat(pieces_of(body, size)) == parse_chat([body])
 
 
 @settings(max_examples=300, deadline=None)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
 import chunkwise
-from _streams import accumulate, choice, chunk, parse, sse, terminal, tool
 from chunkwise import (
     AnomalyDetected,
     ChoiceFinished,
@@ -24,6 +24,7 @@ from chunkwise import (
     ToolCallStarted,
     UsageReported,
 )
+from helpers import accumulate, choice, chunk, parse_chat, sse, terminal, tool
 
 # -- content and choices ---------------------------------------------------------
 
@@ -111,7 +112,11 @@ def test_reasoning_content_and_reasoning_in_one_delta_are_not_doubled() -> None:
 
 
 def test_choice_without_delta_is_ignored_and_starts_no_completion() -> None:
-    annotation = {"index": 1, "finish_reason": None, "content_filter_results": {"hate": {}}}
+    annotation: dict[str, Any] = {
+        "index": 1,
+        "finish_reason": None,
+        "content_filter_results": {"hate": {}},
+    }
     _, result = accumulate(
         [chunk(annotation), chunk(choice(0, content="hi", finish_reason="stop"))]
     )
@@ -200,20 +205,20 @@ def test_second_different_finish_reason_is_an_anomaly_first_kept() -> None:
 
 
 def test_done_after_finished_choices_is_complete() -> None:
-    events, result = parse([sse(chunk(choice(content="x", finish_reason="stop")))])
+    events, result = parse_chat([sse(chunk(choice(content="x", finish_reason="stop")))])
     assert result.status == "complete" and result.done_received
     assert isinstance(terminal(events), StreamCompleted)
 
 
 def test_missing_done_with_finished_choices_is_still_complete() -> None:
-    events, result = parse([sse(chunk(choice(content="x", finish_reason="stop")), done=False)])
+    events, result = parse_chat([sse(chunk(choice(content="x", finish_reason="stop")), done=False)])
     assert result.status == "complete"
     assert not result.done_received
     assert isinstance(terminal(events), StreamCompleted)
 
 
 def test_done_without_finish_reason_is_incomplete_not_success() -> None:
-    events, result = parse([sse(chunk(choice(content="partial")))])
+    events, result = parse_chat([sse(chunk(choice(content="partial")))])
     assert result.status == "incomplete"
     assert result.reason is IncompleteReason.UNFINISHED
     assert result.choice(0).content == "partial"
@@ -222,7 +227,7 @@ def test_done_without_finish_reason_is_incomplete_not_success() -> None:
 
 
 def test_zero_chunks_then_done_is_a_typed_empty_stream() -> None:
-    events, result = parse([b"data: [DONE]\n\n"])
+    events, result = parse_chat([b"data: [DONE]\n\n"])
     assert result.status == "incomplete"
     assert result.reason is IncompleteReason.EMPTY_STREAM
     assert result.done_received
@@ -230,7 +235,7 @@ def test_zero_chunks_then_done_is_a_typed_empty_stream() -> None:
 
 
 def test_nothing_at_all_is_an_empty_stream() -> None:
-    events, result = parse([])
+    events, result = parse_chat([])
     assert result.reason is IncompleteReason.EMPTY_STREAM
     assert len(events) == 1
 
@@ -239,7 +244,7 @@ def test_events_after_done_are_ignored() -> None:
     body = sse(chunk(choice(content="x", finish_reason="stop"))) + sse(
         chunk(choice(content="late")), done=False
     )
-    events, result = parse([body])
+    events, result = parse_chat([body])
     assert result.choice(0).content == "x"
     assert isinstance(events[-1], StreamCompleted)
     assert [a.kind for a in result.anomalies] == ["data after [DONE]"]
@@ -247,13 +252,15 @@ def test_events_after_done_are_ignored() -> None:
 
 @pytest.mark.parametrize("line", [b"data: [DONE]\n\n", b"data:[DONE]\n\n"])
 def test_done_matches_with_or_without_the_space(line: bytes) -> None:
-    _, result = parse([sse(chunk(choice(content="x", finish_reason="stop")), done=False) + line])
+    _, result = parse_chat(
+        [sse(chunk(choice(content="x", finish_reason="stop")), done=False) + line]
+    )
     assert result.done_received
 
 
 @pytest.mark.parametrize("data", [b"data:  [DONE]\n\n", b"data: [DONE] \n\n", b"data: [done]\n\n"])
 def test_done_is_an_exact_match(data: bytes) -> None:
-    _, result = parse([data])
+    _, result = parse_chat([data])
     assert not result.done_received
     assert result.status == "failed"
     assert isinstance(result.error, chunkwise.InvalidChunk)
@@ -329,7 +336,7 @@ def test_error_payload_with_string_message_fails_and_keeps_content() -> None:
         {"error": {"message": "overloaded", "type": "server_error", "code": 503}},
         done=False,
     )
-    events, result = parse([body])
+    events, result = parse_chat([body])
     assert result.status == "failed"
     assert result.choice(0).content == "partial "
     error = result.server_error
@@ -342,21 +349,21 @@ def test_error_payload_with_string_message_fails_and_keeps_content() -> None:
 
 def test_error_message_that_is_an_object_is_kept_as_json_text() -> None:
     body = sse({"error": {"message": {"detail": "bad"}, "code": "rate_limit"}}, done=False)
-    _, result = parse([body])
+    _, result = parse_chat([body])
     assert result.server_error is not None
     assert json.loads(result.server_error.message) == {"detail": "bad"}
     assert result.server_error.code == "rate_limit"
 
 
 def test_error_as_a_plain_string() -> None:
-    _, result = parse([sse({"error": "upstream timed out"}, done=False)])
+    _, result = parse_chat([sse({"error": "upstream timed out"}, done=False)])
     assert result.server_error is not None
     assert result.server_error.message == "upstream timed out"
 
 
 def test_sse_event_type_error_is_an_error_payload() -> None:
     body = b'event: error\ndata: {"message": "boom", "code": 500}\n\n'
-    _, result = parse([sse(chunk(choice(content="a")), done=False) + body])
+    _, result = parse_chat([sse(chunk(choice(content="a")), done=False) + body])
     assert result.status == "failed"
     assert result.server_error is not None
     assert (result.server_error.message, result.server_error.code) == ("boom", 500)
@@ -364,14 +371,14 @@ def test_sse_event_type_error_is_an_error_payload() -> None:
 
 
 def test_sse_event_type_error_with_non_json_data() -> None:
-    _, result = parse([b"event: error\ndata: something broke\n\n"])
+    _, result = parse_chat([b"event: error\ndata: something broke\n\n"])
     assert result.server_error is not None
     assert result.server_error.message == "something broke"
 
 
 def test_legacy_error_field_line_is_an_error_payload() -> None:
     body = b'error: {"code": 500, "message": "llama crashed", "type": "server_error"}\n\n'
-    _, result = parse([sse(chunk(choice(content="a")), done=False) + body])
+    _, result = parse_chat([sse(chunk(choice(content="a")), done=False) + body])
     assert result.status == "failed"
     assert result.server_error is not None
     assert result.server_error.message == "llama crashed"
@@ -379,7 +386,7 @@ def test_legacy_error_field_line_is_an_error_payload() -> None:
 
 def test_object_error_body_is_an_error_payload() -> None:
     body = sse({"object": "error", "message": "model not found", "type": "NotFoundError"})
-    _, result = parse([body])
+    _, result = parse_chat([body])
     assert result.server_error is not None
     assert result.server_error.message == "model not found"
     assert result.server_error.type == "NotFoundError"
@@ -394,7 +401,7 @@ def test_finish_reason_error_next_to_an_error_object_keeps_both() -> None:
         "error": {"message": "Provider returned error", "code": 502},
     }
     body = sse(chunk(choice(content="partial")), error_chunk, done=False)
-    events, result = parse([body])
+    events, result = parse_chat([body])
     assert result.status == "failed"
     assert result.choice(0).finish_reason == "error"
     assert result.choice(0).content == "partial"
@@ -408,7 +415,7 @@ def test_finish_reason_error_next_to_an_error_object_keeps_both() -> None:
 
 
 def test_ill_shaped_choices_next_to_an_error_object_fail_with_the_servers_error() -> None:
-    events, result = parse([sse({"error": {"message": "boom"}, "choices": "x"}, done=False)])
+    events, result = parse_chat([sse({"error": {"message": "boom"}, "choices": "x"}, done=False)])
     assert result.server_error is not None
     assert result.server_error.message == "boom"
     assert [a.kind for a in result.anomalies] == ["invalid chunk"]
@@ -417,7 +424,7 @@ def test_ill_shaped_choices_next_to_an_error_object_fail_with_the_servers_error(
 
 def test_done_after_an_error_does_not_make_it_complete() -> None:
     body = sse({"error": {"message": "x"}}, done=True)
-    events, result = parse([body])
+    events, result = parse_chat([body])
     assert result.status == "failed"
     terminal(events)
 
@@ -590,7 +597,7 @@ def test_tool_call_completed_once_even_if_finish_arrives_twice() -> None:
 
 
 def test_unfinished_tool_call_is_completed_at_end_of_stream_and_marked() -> None:
-    events, result = parse(
+    events, result = parse_chat(
         [
             sse(
                 chunk(choice(tool_calls=[tool(0, id="a", name="f", arguments='{"x": 1')])),
@@ -682,7 +689,7 @@ def test_null_tool_arguments_are_nothing_and_no_anomaly() -> None:
 
 def test_invalid_json_fails_with_typed_error_and_keeps_what_came_before() -> None:
     body = sse(chunk(choice(content="kept")), done=False) + b"data: {not json\n\n"
-    events, result = parse([body])
+    events, result = parse_chat([body])
     assert result.status == "failed"
     assert isinstance(result.error, chunkwise.InvalidChunk)
     assert result.error.data == "{not json"
@@ -704,7 +711,7 @@ def test_invalid_json_fails_with_typed_error_and_keeps_what_came_before() -> Non
 )
 def test_ill_shaped_chunks_fail_with_invalid_chunk(data: bytes, message: str) -> None:
     prefix = sse(chunk(choice(content="kept")), done=False)
-    events, result = parse([prefix + data])
+    events, result = parse_chat([prefix + data])
     assert isinstance(result.error, chunkwise.InvalidChunk)
     assert isinstance(result.error, chunkwise.RemoteProtocolError)
     assert message in str(result.error)
@@ -732,7 +739,7 @@ def test_json_the_parser_cannot_take_fails_with_invalid_chunk_keeping_earlier_ou
     prefix = sse(chunk(choice(content="kept")), done=False)
     body = prefix + b"data: " + data + b"\n\n"
     for reads in ([body], [body[:100], body[100:]]):
-        events, result = parse(reads)
+        events, result = parse_chat(reads)
         assert isinstance(result.error, chunkwise.InvalidChunk)
         assert message in str(result.error)
         assert result.error.data == data[:2000].decode()
@@ -744,7 +751,7 @@ def test_number_too_large_for_a_float_is_infinity_as_in_javascript() -> None:
     body = sse(chunk(choice(content="x", finish_reason="stop"), usage={"cost": 1e999}))
     assert b"Infinity" in body  # json.dumps writes inf so; the test needs 1e999
     body = body.replace(b"Infinity", b"1e999")
-    _, result = parse([body])
+    _, result = parse_chat([body])
     assert result.status == "complete"
     assert result.usage == {"cost": float("inf")}
 
@@ -754,7 +761,7 @@ def test_integer_within_the_digit_limit_is_kept_exactly() -> None:
 
     digits = sys.get_int_max_str_digits() or 4300
     body = sse(chunk(choice(content="x", finish_reason="stop"), usage={"n": 10 ** (digits - 1)}))
-    _, result = parse([body])
+    _, result = parse_chat([body])
     assert result.status == "complete"
     assert result.usage == {"n": 10 ** (digits - 1)}
 
@@ -764,7 +771,7 @@ def test_error_event_with_deeply_nested_data_is_a_stream_error_with_the_text() -
     body = (
         sse(chunk(choice(content="kept")), done=False) + f"event: error\ndata: {data}\n\n".encode()
     )
-    events, result = parse([body])
+    events, result = parse_chat([body])
     assert result.server_error is not None
     assert result.server_error.message == data
     assert result.content == "kept"
@@ -773,7 +780,7 @@ def test_error_event_with_deeply_nested_data_is_a_stream_error_with_the_text() -
 
 def test_invalid_utf8_is_replaced_never_raised() -> None:
     body = b'data: {"choices": [{"index": 0, "delta": {"content": "a\xff\xfeb"}}]}\n\n'
-    _, result = parse([body])
+    _, result = parse_chat([body])
     assert result.choice(0).content == "a\ufffd\ufffdb"
 
 
@@ -800,7 +807,7 @@ def test_feed_chunk_rejects_a_non_mapping_as_failure() -> None:
 def test_unterminated_final_event_is_discarded_and_recorded() -> None:
     body = sse(chunk(choice(content="a", finish_reason="stop")), done=False)
     tail = b'data: {"choices": [{"index": 0, "delta": {"content": "lost"}}]}'
-    _, result = parse([body + tail])
+    _, result = parse_chat([body + tail])
     assert result.content == "a"
     assert [a.kind for a in result.anomalies] == ["unterminated event"]
 
@@ -872,7 +879,7 @@ def test_parser_passes_tools_to_validation() -> None:
         chunk(choice(tool_calls=[tool(0, id="a", name="get_weather", arguments='{"city": 1}')])),
         chunk(choice(finish_reason="tool_calls")),
     )
-    _, result = parse([body], tools=TOOLS)
+    _, result = parse_chat([body], tools=TOOLS)
     assert result.choice(0).tool_calls[0].validated is False
 
 

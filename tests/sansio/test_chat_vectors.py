@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import chunkwise
-from _streams import RECORDINGS, every_size, load_vectors, parse, splits, terminal
+from helpers import RECORDINGS, load_vectors, parse_chat, pieces_of, split_at, terminal
 
 VECTORS = load_vectors()
 
@@ -49,7 +49,7 @@ def expected_of(vector: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("vector", VECTORS, ids=[v["name"] for v in VECTORS])
 def test_provider_vector_reconstructs_expected_result(vector: dict[str, Any]) -> None:
-    events, result = parse([vector["raw"].encode()])
+    events, result = parse_chat([vector["raw"].encode()])
     assert reconstruction(result) == expected_of(vector)
     terminal(events)
 
@@ -57,19 +57,19 @@ def test_provider_vector_reconstructs_expected_result(vector: dict[str, Any]) ->
 @pytest.mark.parametrize("vector", VECTORS, ids=[v["name"] for v in VECTORS])
 def test_provider_vector_is_split_invariant_at_every_offset(vector: dict[str, Any]) -> None:
     data = vector["raw"].encode()
-    whole_events, whole = parse([data])
+    whole_events, whole = parse_chat([data])
     for cut in range(1, len(data)):
-        events, result = parse(splits(data, [cut]))
+        events, result = parse_chat(split_at(data, [cut]))
         assert result == whole, cut
         assert events == whole_events, cut
-    events, result = parse(every_size(data, 1))
+    events, result = parse_chat(pieces_of(data, 1))
     assert (events, result) == (whole_events, whole)
 
 
 @pytest.mark.parametrize("path", RECORDINGS, ids=[p.stem for p in RECORDINGS])
 def test_openai_recording_completes_identically_for_any_read_size(path: Any) -> None:
     data = path.read_bytes()
-    whole_events, whole = parse([data])
+    whole_events, whole = parse_chat([data])
     assert whole.status == "complete"
     assert whole.done_received
     assert whole.usage is not None
@@ -77,15 +77,15 @@ def test_openai_recording_completes_identically_for_any_read_size(path: Any) -> 
     assert isinstance(terminal(whole_events), chunkwise.StreamCompleted)
     rng = random.Random(path.stem)
     for size in (1, 2, 3, 7, 64, 1000):
-        assert parse(every_size(data, size)) == (whole_events, whole), size
+        assert parse_chat(pieces_of(data, size)) == (whole_events, whole), size
     for _ in range(20):
         cuts = rng.sample(range(1, len(data)), k=min(30, len(data) - 1))
-        assert parse(splits(data, cuts)) == (whole_events, whole)
+        assert parse_chat(split_at(data, cuts)) == (whole_events, whole)
 
 
 def test_recording_with_three_choices_keeps_each_choice_apart() -> None:
     (path,) = [p for p in RECORDINGS if p.stem == "a491adda08c3"]
-    _, result = parse([path.read_bytes()])
+    _, result = parse_chat([path.read_bytes()])
     assert [c.index for c in result.choices] == [0, 1, 2]
     for c in result.choices:
         assert c.content.startswith('{"city":"San Francisco"')
@@ -95,27 +95,27 @@ def test_recording_with_three_choices_keeps_each_choice_apart() -> None:
 
 def test_recording_finish_reason_length_is_not_stop() -> None:
     (path,) = [p for p in RECORDINGS if p.stem == "4cc50a6135d2"]
-    _, result = parse([path.read_bytes()])
+    _, result = parse_chat([path.read_bytes()])
     assert result.choice(0).finish_reason == "length"
     assert result.status == "complete"
 
 
 def test_recording_refusal_is_kept_apart_from_content() -> None:
     (path,) = [p for p in RECORDINGS if p.stem == "173417d55340"]
-    _, result = parse([path.read_bytes()])
+    _, result = parse_chat([path.read_bytes()])
     assert result.choice(0).content == ""
-    assert result.choice(0).refusal is not None
-    assert result.choice(0).refusal.startswith("I'm sorry")
+    refusal = result.choice(0).refusal
+    assert refusal is not None and refusal.startswith("I'm sorry")
 
 
 def test_recording_logprobs_are_accumulated() -> None:
     with_logprobs = []
     for path in RECORDINGS:
-        _, result = parse([path.read_bytes()])
+        _, result = parse_chat([path.read_bytes()])
         lp = result.choices[0].logprobs
-        if lp is not None and (lp.get("content") or lp.get("refusal")):
+        tokens = (lp.get("content") or lp.get("refusal")) if lp is not None else None
+        if tokens:
             with_logprobs.append(path.stem)
-            tokens = lp.get("content") or lp.get("refusal")
             text = result.choices[0].content or result.choices[0].refusal
             assert "".join(t["token"] for t in tokens) == text
     assert len(with_logprobs) == 2
@@ -123,7 +123,7 @@ def test_recording_logprobs_are_accumulated() -> None:
 
 def test_recording_parallel_tool_calls_parse_into_two_calls() -> None:
     (path,) = [p for p in RECORDINGS if p.stem == "f82268f2fefd"]
-    events, result = parse([path.read_bytes()])
+    events, result = parse_chat([path.read_bytes()])
     calls = result.choice(0).tool_calls
     assert [c.index for c in calls] == [0, 1]
     assert len({c.id for c in calls}) == 2
@@ -143,9 +143,9 @@ def test_one_event_per_read_matches_one_read(path: Any) -> None:
     data = path.read_bytes()
     events = [e + b"\n\n" for e in data.split(b"\n\n") if e]
     assert b"".join(events) == data
-    assert parse(events) == parse([data])
+    assert parse_chat(events) == parse_chat([data])
     nospace = [e.replace(b"data: ", b"data:", 1) for e in events]
-    assert parse(nospace) == parse([b"".join(nospace)])
+    assert parse_chat(nospace) == parse_chat([b"".join(nospace)])
 
 
 @pytest.mark.parametrize(
@@ -154,4 +154,4 @@ def test_one_event_per_read_matches_one_read(path: Any) -> None:
 )
 def test_single_short_event_reads_match_the_general_path(read: bytes) -> None:
     prefix = b": comment\n\n"  # the fast path needs nothing pending; so does this
-    assert parse([prefix, read]) == parse([prefix + read])
+    assert parse_chat([prefix, read]) == parse_chat([prefix + read])

@@ -27,29 +27,29 @@ from __future__ import annotations
 import json
 import pathlib
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import pytest
 
 import chunkwise
-from _streams import parse
+from helpers import DATA, RECORDINGS, byte_reads, load_vectors, parse_chat
 
 openai = pytest.importorskip("openai")
 
-try:  # openai >= 3 uses httpx2; earlier versions use httpx.
+if TYPE_CHECKING:  # checked against the current SDK's HTTP library
     import httpx2 as _httpx
-except ImportError:  # pragma: no cover - depends on the installed SDK
-    import httpx as _httpx
+else:
+    try:  # openai >= 3 uses httpx2; earlier versions use httpx.
+        import httpx2 as _httpx
+    except ImportError:  # pragma: no cover - depends on the installed SDK
+        import httpx as _httpx
 
 from openai._streaming import Stream  # noqa: E402
 from openai.lib.streaming.chat import ChatCompletionStream  # noqa: E402
 from openai.types.chat import ChatCompletionChunk  # noqa: E402
 
-DATA = pathlib.Path(__file__).parents[1] / "data"
-RECORDINGS = sorted((DATA / "openai_recordings").glob("*.sse"))
-with open(DATA / "provider_streams.json", encoding="utf-8") as _f:
-    VECTORS: dict[str, dict[str, Any]] = {v["name"]: v for v in json.load(_f)}
+VECTORS: dict[str, dict[str, Any]] = {v["name"]: v for v in load_vectors()}
 
 # Vectors on which the SDK does not give the right result, and the test that
 # shows the difference.  Every other vector must agree.
@@ -165,10 +165,6 @@ def cw_view(result: chunkwise.ChatResult) -> dict[str, Any]:
     }
 
 
-def byte_reads(data: bytes) -> list[bytes]:
-    return [data[i : i + 1] for i in range(len(data))]
-
-
 READ_SPLITS = {"one-read": lambda data: [data], "byte-reads": byte_reads}
 
 
@@ -219,7 +215,7 @@ def tool_call(**fields: Any) -> dict[str, Any]:
 def test_recording_agrees_with_sdk(client: Any, path: pathlib.Path, split: str) -> None:
     reads = READ_SPLITS[split](path.read_bytes())
     sdk = run_sdk(client, reads)
-    _, result = parse(reads)
+    _, result = parse_chat(reads)
     assert sdk.error is None
     assert result.status == "complete"
     assert cw_view(result) == sdk_view(sdk.snapshot)
@@ -234,7 +230,7 @@ def test_every_recording_is_covered() -> None:
 def test_provider_vector_agrees_with_sdk(client: Any, name: str, split: str) -> None:
     reads = READ_SPLITS[split](VECTORS[name]["raw"].encode())
     sdk = run_sdk(client, reads)
-    _, result = parse(reads)
+    _, result = parse_chat(reads)
     assert sdk.error is None
     assert sdk.final_error is None
     assert cw_view(result) == sdk_view(sdk.snapshot)
@@ -253,7 +249,7 @@ def test_cr_at_end_of_read_then_lf_agrees_with_sdk(client: Any) -> None:
     reads = [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
     assert all(read.endswith(b"\r") for read in reads[:-1])
     sdk = run_sdk(client, reads)
-    _, result = parse(reads)
+    _, result = parse_chat(reads)
     assert sdk.error is None
     assert result.status == "complete"
     assert cw_view(result) == sdk_view(sdk.snapshot)
@@ -264,7 +260,7 @@ def test_cr_only_line_endings_agree_with_sdk(client: Any) -> None:
     data = HELLO.replace(b"\n", b"\r")
     reads = [data[:37], data[37:38], data[38:]]
     sdk = run_sdk(client, reads)
-    _, result = parse(reads)
+    _, result = parse_chat(reads)
     assert sdk.error is None
     assert cw_view(result) == sdk_view(sdk.snapshot)
     assert result.content == "Hello"
@@ -288,7 +284,7 @@ BODIES = {p.stem: p.read_bytes() for p in RECORDINGS} | {
 @pytest.mark.parametrize("name", BODIES)
 def test_sdk_chunks_through_accumulator_match_byte_parse(client: Any, name: str, dump: str) -> None:
     data = BODIES[name]
-    _, want = parse([data])
+    _, want = parse_chat([data])
     sdk = run_sdk(client, [data])
     acc = chunkwise.ChatAccumulator()
     for sdk_chunk in sdk.chunks:
@@ -328,7 +324,7 @@ def test_sdk_chunks_through_accumulator_match_byte_parse(client: Any, name: str,
 def test_leading_bom_sdk_drops_first_event(client: Any) -> None:
     data = b"\xef\xbb\xbf" + HELLO
     sdk = run_sdk(client, [data])
-    _, result = parse([data])
+    _, result = parse_chat([data])
     # SDK: the BOM stays glued to the first field name ("\ufeffdata"), an
     # unknown field, so the first event (role and "Hel") is lost.
     assert sdk.error is None
@@ -344,7 +340,7 @@ def test_invalid_utf8_sdk_raises_chunkwise_replaces(client: Any) -> None:
     bad = event(chunk(choice(content="lo"))).replace(b'"lo"', b'"l\xffo"')
     data = HELLO_PARTS[0] + bad + HELLO_PARTS[2] + DONE
     sdk = run_sdk(client, [data])
-    _, result = parse([data])
+    _, result = parse_chat([data])
     assert isinstance(sdk.error, UnicodeDecodeError)
     assert sdk.snapshot.choices[0].message.content == "Hel"
     assert result.status == "complete"
@@ -355,7 +351,7 @@ def test_invalid_utf8_sdk_raises_chunkwise_replaces(client: Any) -> None:
 def test_block_without_data_sdk_raises_json_error(client: Any, block: bytes) -> None:
     data = block + HELLO
     sdk = run_sdk(client, [data])
-    _, result = parse([data])
+    _, result = parse_chat([data])
     # SDK: dispatches an event with data "" and json.loads("") fails.
     assert isinstance(sdk.error, json.JSONDecodeError)
     assert sdk.chunks == []
@@ -369,7 +365,7 @@ def test_extra_blank_line_after_an_id_sdk_raises_json_error(client: Any) -> None
     # every further blank line as an event.
     data = b"id: 1\n" + HELLO_PARTS[0] + b"\n" + b"".join(HELLO_PARTS[1:])
     sdk = run_sdk(client, [data])
-    _, result = parse([data])
+    _, result = parse_chat([data])
     assert isinstance(sdk.error, json.JSONDecodeError)
     assert sdk.snapshot.choices[0].message.content == "Hel"
     assert result.status == "complete"
@@ -379,7 +375,7 @@ def test_extra_blank_line_after_an_id_sdk_raises_json_error(client: Any) -> None
 def test_empty_data_line_sdk_raises_json_error(client: Any) -> None:
     data = b"data:\n\n" + HELLO
     sdk = run_sdk(client, [data])
-    _, result = parse([data])
+    _, result = parse_chat([data])
     assert isinstance(sdk.error, json.JSONDecodeError)
     assert result.status == "complete"
     assert result.content == "Hello"
@@ -394,7 +390,7 @@ def test_tool_delta_without_index_sdk_raises_type_error(client: Any) -> None:
         + DONE
     )
     sdk = run_sdk(client, [data])
-    _, result = parse([data])
+    _, result = parse_chat([data])
     assert isinstance(sdk.error, TypeError)
     assert result.status == "complete"
     (call,) = result.choice(0).tool_calls
@@ -409,7 +405,7 @@ def test_repeated_tool_id_and_name_sdk_concatenates(client: Any) -> None:
 
     data = part('{"a":') + part("1}") + event(chunk(choice(finish_reason="tool_calls"))) + DONE
     sdk = run_sdk(client, [data])
-    _, result = parse([data])
+    _, result = parse_chat([data])
     assert sdk.error is None
     (sdk_call,) = sdk.final.choices[0].message.tool_calls
     assert (sdk_call.id, sdk_call.function.name) == ("call_1call_1", "ff")
@@ -426,7 +422,7 @@ def test_tool_index_not_starting_at_zero_sdk_raises_index_error(client: Any) -> 
         + DONE
     )
     sdk = run_sdk(client, [data])
-    _, result = parse([data])
+    _, result = parse_chat([data])
     assert isinstance(sdk.error, IndexError)
     assert result.status == "complete"
     (cw_call,) = result.choice(0).tool_calls
@@ -441,7 +437,7 @@ def test_role_repeated_in_every_delta_sdk_concatenates(client: Any) -> None:
         + DONE
     )
     sdk = run_sdk(client, [data])
-    _, result = parse([data])
+    _, result = parse_chat([data])
     assert sdk.error is None
     assert sdk.final.choices[0].message.role == "assistantassistant"
     assert result.choice(0).role == "assistant"
@@ -449,7 +445,7 @@ def test_role_repeated_in_every_delta_sdk_concatenates(client: Any) -> None:
     vector = VECTORS["openrouter_processing_comments_reasoning_field_usage_cost"]
     data = vector["raw"].encode()
     assert run_sdk(client, [data]).final.choices[0].message.role == "assistant" * 4
-    assert parse([data])[1].choice(0).role == "assistant"
+    assert parse_chat([data])[1].choice(0).role == "assistant"
 
 
 def test_choices_out_of_order_sdk_raises_index_error(client: Any) -> None:
@@ -461,7 +457,7 @@ def test_choices_out_of_order_sdk_raises_index_error(client: Any) -> None:
         + DONE
     )
     sdk = run_sdk(client, [data])
-    _, result = parse([data])
+    _, result = parse_chat([data])
     assert isinstance(sdk.error, IndexError)
     assert result.status == "complete"
     assert [(c.index, c.content) for c in result.choices] == [(0, "A"), (1, "B")]
@@ -476,7 +472,7 @@ def test_usage_chunk_without_choices_list_sdk_raises_type_error(client: Any, cho
         usage_chunk["choices"] = None
     data = b"".join(HELLO_PARTS[:3]) + event(usage_chunk) + DONE
     sdk = run_sdk(client, [data])
-    _, result = parse([data])
+    _, result = parse_chat([data])
     assert isinstance(sdk.error, TypeError)
     assert result.status == "complete"
     assert result.usage == USAGE
@@ -485,7 +481,7 @@ def test_usage_chunk_without_choices_list_sdk_raises_type_error(client: Any, cho
 def test_usage_under_x_groq_sdk_reports_none(client: Any) -> None:
     data = VECTORS["groq_whole_tool_call_usage_under_x_groq"]["raw"].encode()
     sdk = run_sdk(client, [data])
-    _, result = parse([data])
+    _, result = parse_chat([data])
     assert sdk.error is None
     assert sdk.final.usage is None
     assert result.usage is not None
@@ -510,7 +506,7 @@ def test_usage_not_on_the_last_chunk_sdk_reports_none(client: Any, where: str) -
             + DONE
         )
     sdk = run_sdk(client, [data])
-    _, result = parse([data])
+    _, result = parse_chat([data])
     # SDK: the snapshot's usage is the last chunk's, even when that is None.
     assert sdk.error is None
     assert sdk.final.usage is None
@@ -520,7 +516,7 @@ def test_usage_not_on_the_last_chunk_sdk_reports_none(client: Any, where: str) -
 def test_missing_done_and_finish_reason_sdk_reports_success(client: Any) -> None:
     data = b"".join(HELLO_PARTS[:2])  # the connection closed early
     sdk = run_sdk(client, [data])
-    events, result = parse([data])
+    events, result = parse_chat([data])
     assert sdk.error is None
     assert sdk.final_error is None
     assert sdk.final.choices[0].finish_reason is None
@@ -534,7 +530,7 @@ def test_missing_done_and_finish_reason_sdk_reports_success(client: Any) -> None
 def test_truncated_inside_an_event_sdk_reports_success(client: Any) -> None:
     data = HELLO_PARTS[0] + HELLO_PARTS[1][:30]
     sdk = run_sdk(client, [data])
-    _, result = parse([data])
+    _, result = parse_chat([data])
     assert sdk.error is None
     assert sdk.final_error is None
     assert sdk.final.choices[0].message.content == "Hel"
@@ -554,7 +550,7 @@ def test_finish_reason_length_or_content_filter_sdk_final_completion_raises(
 ) -> None:
     data = HELLO_PARTS[0] + event(chunk(choice(finish_reason=reason))) + DONE
     sdk = run_sdk(client, [data])
-    _, result = parse([data])
+    _, result = parse_chat([data])
     # SDK: iterating works, but get_final_completion() raises, even without
     # response_format or tools.
     assert sdk.error is None
@@ -569,7 +565,7 @@ def test_finish_reason_length_or_content_filter_sdk_final_completion_raises(
 def test_recorded_length_stream_sdk_final_completion_raises(client: Any) -> None:
     data = (DATA / "openai_recordings" / "4cc50a6135d2.sse").read_bytes()
     sdk = run_sdk(client, [data])
-    _, result = parse([data])
+    _, result = parse_chat([data])
     assert isinstance(sdk.final_error, openai.LengthFinishReasonError)
     assert result.status == "complete"
     assert result.choice(0).finish_reason == "length"
@@ -578,7 +574,7 @@ def test_recorded_length_stream_sdk_final_completion_raises(client: Any) -> None
 def test_finish_reason_error_sdk_reports_success(client: Any) -> None:
     data = HELLO_PARTS[0] + event(chunk(choice(finish_reason="error"))) + DONE
     sdk = run_sdk(client, [data])
-    events, result = parse([data])
+    events, result = parse_chat([data])
     assert sdk.error is None
     assert sdk.final_error is None
     assert sdk.final.choices[0].finish_reason == "error"
@@ -600,7 +596,7 @@ ERROR_SHAPES = {
 def test_error_without_error_key_sdk_ignores_it(client: Any, shape: str) -> None:
     data = HELLO_PARTS[0] + ERROR_SHAPES[shape]
     sdk = run_sdk(client, [data])
-    events, result = parse([data])
+    events, result = parse_chat([data])
     # SDK: no exception; the error body is dropped (not a chat.completion.chunk)
     # or never dispatched, and the partial answer looks like a success.
     assert sdk.error is None
@@ -617,7 +613,7 @@ def test_error_without_error_key_sdk_ignores_it(client: Any, shape: str) -> None
 def test_error_object_in_chunk_sdk_raises_api_error(client: Any) -> None:
     data = VECTORS["openai_midstream_error_event"]["raw"].encode()
     sdk = run_sdk(client, [data])
-    _, result = parse([data])
+    _, result = parse_chat([data])
     # Both report the error; the SDK as an exception out of the iteration
     # (the content so far is only in the state's snapshot), chunkwise as a
     # failed result that keeps the content and the error's type and code.
@@ -631,7 +627,7 @@ def test_error_object_in_chunk_sdk_raises_api_error(client: Any) -> None:
 
 def test_only_done_sdk_final_completion_fails(client: Any) -> None:
     sdk = run_sdk(client, [DONE])
-    _, result = parse([DONE])
+    _, result = parse_chat([DONE])
     assert sdk.error is None
     assert isinstance(sdk.final_error, AssertionError)
     assert result.status == "incomplete"
@@ -646,14 +642,14 @@ def test_event_larger_than_limit_sdk_buffers_it(client: Any) -> None:
         + DONE
     )
     sdk = run_sdk(client, [data])
-    _, result = parse([data], max_event_size=4096)
+    _, result = parse_chat([data], max_event_size=4096)
     # SDK: no limit on an event's size.
     assert sdk.error is None
     assert sdk.final.choices[0].message.content == big
     # chunkwise: a configurable bound (chunkwise.DEFAULT_MAX_EVENT_SIZE by default).
     assert result.status == "failed"
     assert isinstance(result.error, chunkwise.EventTooLarge)
-    assert parse([data])[1].content == big
+    assert parse_chat([data])[1].content == big
 
 
 def test_nan_in_a_chunk_sdk_accepts_it_chunkwise_fails_invalid_chunk(client: Any) -> None:
@@ -662,7 +658,7 @@ def test_nan_in_a_chunk_sdk_accepts_it_chunkwise_fails_invalid_chunk(client: Any
     )
     data = HELLO_PARTS[0] + nan + DONE
     sdk = run_sdk(client, [data])
-    _, result = parse([data])
+    _, result = parse_chat([data])
     # SDK: Python's json.loads accepts NaN, which is not JSON.
     assert sdk.error is None
     # chunkwise: strict JSON only; a NaN would make the result unequal to itself.

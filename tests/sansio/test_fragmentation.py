@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import chunkwise
-from _streams import choice, chunk, parse, splits, sse, terminal, tool
 from chunkwise import (
     ChoiceFinished,
     ContentDelta,
@@ -13,6 +12,7 @@ from chunkwise import (
     ToolCallCompleted,
     UsageReported,
 )
+from helpers import choice, chunk, parse_chat, split_at, sse, terminal, tool
 
 USAGE = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
 
@@ -28,13 +28,13 @@ def test_multibyte_character_and_event_delimiter_split_across_reads() -> None:
     umlaut = body.index("ü".encode())
     delimiter = body.index(b"\n\n", emoji)
     # Cut inside both multibyte characters and between the two LFs of a delimiter.
-    reads = splits(body, [umlaut + 1, emoji + 1, emoji + 3, delimiter + 1])
+    reads = split_at(body, [umlaut + 1, emoji + 1, emoji + 3, delimiter + 1])
     assert any(r.endswith(b"\n") and not r.endswith(b"\n\n") for r in reads)
-    events, result = parse(reads)
+    events, result = parse_chat(reads)
     assert result.content == "Grüße 🌍 ok"
     assert [e.text for e in events if isinstance(e, ContentDelta)] == ["Grüße 🌍", " ok"]
     assert "\ufffd" not in result.content
-    assert (events, result) == parse([body])
+    assert (events, result) == parse_chat([body])
 
 
 def test_several_events_in_one_read_with_comments_and_role_only_updates() -> None:
@@ -72,9 +72,9 @@ def test_interleaved_arguments_of_two_parallel_tool_calls_then_usage_chunk() -> 
         {**chunk(), "choices": [], "usage": USAGE},
         eol="\r\n",
     )
-    whole = parse([body])
+    whole = parse_chat([body])
     for cut in range(1, len(body)):
-        assert parse(splits(body, [cut])) == whole, cut
+        assert parse_chat(split_at(body, [cut])) == whole, cut
     events, result = whole
     calls = result.choice(0).tool_calls
     assert [(c.id, c.name, c.parse_arguments()) for c in calls] == [

@@ -31,10 +31,9 @@ import attrs
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from test_chat_properties import chunk_values
 
 import chunkwise
-from _streams import parse, splits
+from helpers import RECORDINGS, byte_reads, chunk_values, parse_chat, split_at
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "fuzz"))
 import _bytes
@@ -84,7 +83,7 @@ chat_bytes = st.lists(
 
 def cut(data: st.DataObject, body: bytes) -> list[bytes]:
     points = data.draw(st.lists(st.integers(0, len(body)), max_size=25), label="cuts")
-    return splits(body, points)
+    return split_at(body, points)
 
 
 def _nested(depth: int) -> bytes:
@@ -111,10 +110,10 @@ def _nested(depth: int) -> bytes:
 def test_parser_over_arbitrary_bytes_and_any_split(
     body: bytes, limit: int, cuts: list[int]
 ) -> None:
-    whole = parse([body], max_event_size=limit)
+    whole = parse_chat([body], max_event_size=limit)
     fuzz_parser.check(*whole, limit)
-    assert parse(splits(body, cuts), max_event_size=limit) == whole
-    assert parse([body[i : i + 1] for i in range(len(body))], max_event_size=limit) == whole
+    assert parse_chat(split_at(body, cuts), max_event_size=limit) == whole
+    assert parse_chat(byte_reads(body), max_event_size=limit) == whole
     if whole[1].status == "failed" and isinstance(whole[1].error, chunkwise.EventTooLarge):
         assert whole[1].error.limit == limit
 
@@ -138,9 +137,9 @@ def test_json_shaped_chunks_as_sse_any_split(
     data: st.DataObject, chunks: list[Any], eol: str, done: bool, ensure_ascii: bool
 ) -> None:
     body = sse_body(chunks, eol, done, ensure_ascii)
-    events, result = parse([body])
+    events, result = parse_chat([body])
     fuzz_parser.check(events, result, chunkwise.DEFAULT_MAX_EVENT_SIZE)
-    assert parse(cut(data, body)) == (events, result)
+    assert parse_chat(cut(data, body)) == (events, result)
     # Bytes in or chunks in: the same stream events and result.
     accumulator = chunkwise.ChatAccumulator()
     direct: list[chunkwise.Event] = []
@@ -282,9 +281,8 @@ def test_seeds_select_the_body_and_limit_they_are_meant_for() -> None:
 
 def test_fuzz_harnesses_on_the_recorded_streams() -> None:
     # Real streams as inputs (the README suggests them as seed corpus).
-    recordings = sorted((Path(__file__).parents[1] / "data" / "openai_recordings").glob("*.sse"))
-    assert recordings
-    for path in recordings:
+    assert RECORDINGS
+    for path in RECORDINGS:
         raw = path.read_bytes()
         for prefix in (b"", b"\x00\x00", b"\x01\x02\x00\x10", b"\x05\x00\x01\xff\x07"):
             fuzz_sse.TestOneInput(prefix + raw)

@@ -24,8 +24,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import chunkwise
-from _streams import accumulate, choice, chunk, parse, sse, terminal, tool
 from chunkwise._payloads import DATA_LIMIT, copy_json, dump_json, load_json, parse_json, preview
+from helpers import accumulate, byte_reads, choice, chunk, parse_chat, sse, terminal, tool
 
 # --- ChatStreamParser never raises -----------------------------------------------------
 
@@ -45,8 +45,8 @@ def test_parser_end_turns_a_cut_off_line_over_the_limit_into_a_failed_result() -
 def test_parser_end_keeps_what_came_before_a_cut_off_line_over_the_limit() -> None:
     body = sse(chunk(choice(content="kept")), done=False) + b"data: " + b"x" * 200 + b"\xc2"
     limit = len(sse(chunk(choice(content="kept")), done=False))  # room for the first event
-    for reads in ([body], [body[i : i + 1] for i in range(len(body))]):
-        events, result = parse(reads, max_event_size=limit)
+    for reads in ([body], byte_reads(body)):
+        events, result = parse_chat(reads, max_event_size=limit)
         assert isinstance(result.error, chunkwise.EventTooLarge)
         assert result.content == "kept"
         assert isinstance(terminal(events), chunkwise.StreamFailed)
@@ -61,8 +61,8 @@ def test_parser_accepts_an_event_of_exactly_max_event_size_and_fails_one_over(
     data = json.dumps(chunk(choice(content="x", finish_reason="stop"))).encode()
     body = b"data:" + space + data + b"\n\n"
     for limit, status in ((len(data), "complete"), (len(data) - 1, "failed")):
-        for reads in ([body], [body[i : i + 1] for i in range(len(body))], [body[:7], body[7:]]):
-            _, result = parse(reads, max_event_size=limit)
+        for reads in ([body], byte_reads(body), [body[:7], body[7:]]):
+            _, result = parse_chat(reads, max_event_size=limit)
             assert result.status == status, (limit, len(reads))
 
 
@@ -276,18 +276,22 @@ def test_snapshot_logprobs_do_not_grow_when_later_chunks_arrive() -> None:
     second = acc.result
     acc.feed_chunk(logprobs_chunk("c"))
     acc.end()
-    assert first.choice(0).logprobs is not None and second.choice(0).logprobs is not None
-    assert [t["token"] for t in first.choice(0).logprobs["content"]] == ["a"]
-    assert [t["token"] for t in second.choice(0).logprobs["content"]] == ["a", "b"]
+    first_logprobs, second_logprobs = first.choice(0).logprobs, second.choice(0).logprobs
+    assert first_logprobs is not None and second_logprobs is not None
+    assert [t["token"] for t in first_logprobs["content"]] == ["a"]
+    assert [t["token"] for t in second_logprobs["content"]] == ["a", "b"]
     assert acc.result.choice(0).logprobs == {
         "content": [{"token": t, "logprob": -0.1, "top_logprobs": []} for t in ("a", "b", "c")]
     }
 
 
 def test_feed_chunk_copies_what_it_keeps_from_the_callers_mapping() -> None:
-    usage = {"total_tokens": 3, "completion_tokens_details": {"reasoning_tokens": 1}}
-    logprobs = {"content": [{"token": "a", "logprob": -0.1}]}
-    error = {"message": "boom", "metadata": {"raw": ["upstream"]}}
+    usage: dict[str, Any] = {
+        "total_tokens": 3,
+        "completion_tokens_details": {"reasoning_tokens": 1},
+    }
+    logprobs: dict[str, Any] = {"content": [{"token": "a", "logprob": -0.1}]}
+    error: dict[str, Any] = {"message": "boom", "metadata": {"raw": ["upstream"]}}
     first = chunk({"index": 0, "delta": {"content": "a"}, "logprobs": logprobs}, usage=usage)
     acc = chunkwise.ChatAccumulator()
     events = acc.feed_chunk(first)

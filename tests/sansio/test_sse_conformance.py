@@ -19,14 +19,14 @@ import attrs
 import pytest
 
 import chunkwise
-from _sse_helpers import byte_reads, ev, parse, reference_parse, split_at
 from chunkwise import ServerSentEvent, SSEDecoder
+from helpers import byte_reads, decode_sse, ev, pieces_of, reference_decode_sse, split_at
 
 
 def assert_events(data: bytes, expected: list[ServerSentEvent], **kwargs: Any) -> None:
     """``data`` gives ``expected`` in one read and in one-byte reads."""
-    assert list(parse([data], **kwargs).events) == expected
-    assert list(parse(byte_reads(data), **kwargs).events) == expected
+    assert list(decode_sse([data], **kwargs).events) == expected
+    assert list(decode_sse(byte_reads(data), **kwargs).events) == expected
 
 
 # ---------------------------------------------------------------------------
@@ -66,7 +66,7 @@ def test_empty_reads_yield_nothing_and_change_nothing() -> None:
 )
 def test_stream_of_only_comments_yields_nothing_and_is_not_unterminated(data: bytes) -> None:
     for reads in ([data], byte_reads(data)):
-        outcome = parse(reads)
+        outcome = decode_sse(reads)
         assert outcome.events == ()
         assert outcome.unterminated is False
 
@@ -77,7 +77,7 @@ def test_comment_line_inside_an_event_is_ignored() -> None:
 
 def test_data_then_eof_without_blank_line_is_discarded_and_unterminated() -> None:
     for reads in ([b"data: x"], byte_reads(b"data: x")):
-        outcome = parse(reads)
+        outcome = decode_sse(reads)
         assert outcome.events == ()
         assert outcome.unterminated is True
 
@@ -96,10 +96,10 @@ def test_data_then_eof_without_blank_line_is_discarded_and_unterminated() -> Non
 def test_event_with_complete_lines_but_no_blank_line_is_discarded_and_unterminated(
     data: bytes,
 ) -> None:
-    outcome = parse([data])
+    outcome = decode_sse([data])
     assert outcome.unterminated is True
     assert all(e.data != "x" for e in outcome.events)
-    assert parse(byte_reads(data)) == outcome
+    assert decode_sse(byte_reads(data)) == outcome
 
 
 @pytest.mark.parametrize(
@@ -116,26 +116,26 @@ def test_event_with_complete_lines_but_no_blank_line_is_discarded_and_unterminat
     ],
 )
 def test_any_field_line_left_without_blank_line_is_unterminated(data: bytes) -> None:
-    assert parse([data]).unterminated is True
-    assert parse(byte_reads(data)).unterminated is True
+    assert decode_sse([data]).unterminated is True
+    assert decode_sse(byte_reads(data)).unterminated is True
 
 
 def test_partial_line_at_eof_is_unterminated() -> None:
-    outcome = parse([b"data: a\n\ndata"])
+    outcome = decode_sse([b"data: a\n\ndata"])
     assert outcome.events == (ev("a"),)
     assert outcome.unterminated is True
 
 
 def test_comment_leftover_after_last_event_is_not_unterminated() -> None:
     for data in (b"data: a\n\n: bye\n", b"data: a\n\n: bye", b"data: a\n\n:"):
-        outcome = parse([data])
+        outcome = decode_sse([data])
         assert outcome.events == (ev("a"),)
         assert outcome.unterminated is False
 
 
 def test_terminated_stream_is_not_unterminated() -> None:
     for data in (b"data: a\n\n", b"data: a\r\n\r\n", b"data: a\r\r", b"data: a\n\n\n\n"):
-        outcome = parse([data])
+        outcome = decode_sse([data])
         assert outcome.events == (ev("a"),)
         assert outcome.unterminated is False
 
@@ -196,7 +196,7 @@ def test_data_field_values(data: bytes, expected: list[ServerSentEvent]) -> None
 def test_whatwg_example_empty_and_newline_data() -> None:
     # From the HTML standard: "data\n\ndata\ndata\n\ndata:" fires two events,
     # "" then "\n"; the last block is never terminated and is discarded.
-    outcome = parse([b"data\n\ndata\ndata\n\ndata:"])
+    outcome = decode_sse([b"data\n\ndata\ndata\n\ndata:"])
     assert outcome.events == (ev(""), ev("\n"))
     assert outcome.unterminated is True
 
@@ -304,11 +304,11 @@ def test_id_persists_across_events() -> None:
         b"id: 1\ndata: a\n\ndata: b\n\nid: 2\ndata: c\n\ndata: d\n\n",
         [ev("a", id="1"), ev("b", id="1"), ev("c", id="2"), ev("d", id="2")],
     )
-    assert parse([b"id: 1\ndata: a\n\ndata: b\n\n"]).last_event_id == "1"
+    assert decode_sse([b"id: 1\ndata: a\n\ndata: b\n\n"]).last_event_id == "1"
 
 
 def test_id_in_a_block_without_data_applies_to_later_events() -> None:
-    outcome = parse([b"id: 5\n\n"])
+    outcome = decode_sse([b"id: 5\n\n"])
     assert outcome.events == ()
     assert outcome.last_event_id == "5"
     assert_events(b"id: 5\n\ndata: x\n\n", [ev("x", id="5")])
@@ -328,7 +328,7 @@ def test_id_in_a_block_the_stream_cuts_off_is_not_committed(tail: bytes) -> None
     # (a blank line) copies it to the last event ID.
     data = b"id: 1\ndata: a\n\n" + tail
     for reads in ([data], byte_reads(data), split_at(data, [len(data) - 2])):
-        outcome = parse(reads)
+        outcome = decode_sse(reads)
         assert outcome.events == (ev("a", id="1"),)
         assert outcome.last_event_id == "1"
         assert outcome.unterminated is True
@@ -363,13 +363,13 @@ def test_last_event_id_is_committed_when_the_block_ends_not_when_the_id_arrives(
 def test_empty_id_resets_the_last_event_id(reset: bytes) -> None:
     data = b"id: 1\ndata: a\n\n" + reset + b"\ndata: b\n\n"
     assert_events(data, [ev("a", id="1"), ev("b", id="")])
-    assert parse([data]).last_event_id == ""
+    assert decode_sse([data]).last_event_id == ""
 
 
 def test_id_containing_null_is_ignored() -> None:
     data = b"id: 1\ndata: a\n\nid: 2\x003\ndata: b\n\nid: \x00\ndata: c\n\n"
     assert_events(data, [ev("a", id="1"), ev("b", id="1"), ev("c", id="1")])
-    assert parse([data]).last_event_id == "1"
+    assert decode_sse([data]).last_event_id == "1"
 
 
 def test_id_keeps_spaces_and_unicode() -> None:
@@ -384,11 +384,11 @@ def test_id_keeps_spaces_and_unicode() -> None:
 def test_retry_sets_the_event_retry_and_the_decoder_retry() -> None:
     data = b"retry: 1500\ndata: x\n\n"
     assert_events(data, [ev("x", retry=1500)])
-    assert parse([data]).retry == 1500
+    assert decode_sse([data]).retry == 1500
 
 
 def test_retry_only_block_dispatches_nothing_but_updates_decoder_retry() -> None:
-    outcome = parse([b"retry: 3000\n\n"])
+    outcome = decode_sse([b"retry: 3000\n\n"])
     assert outcome.events == ()
     assert outcome.retry == 3000
 
@@ -396,7 +396,7 @@ def test_retry_only_block_dispatches_nothing_but_updates_decoder_retry() -> None
 def test_retry_does_not_carry_over_to_the_next_event() -> None:
     data = b"retry: 10\ndata: a\n\ndata: b\n\nretry: 20\n\ndata: c\n\n"
     assert_events(data, [ev("a", retry=10), ev("b"), ev("c")])
-    assert parse([data]).retry == 20
+    assert decode_sse([data]).retry == 20
 
 
 @pytest.mark.parametrize(
@@ -410,7 +410,7 @@ def test_retry_does_not_carry_over_to_the_next_event() -> None:
 def test_retry_ascii_digits_are_base_ten(value: bytes, expected: int) -> None:
     data = b"retry:" + value + b"\ndata: x\n\n"
     assert_events(data, [ev("x", retry=expected)])
-    assert parse([data]).retry == expected
+    assert decode_sse([data]).retry == expected
 
 
 @pytest.mark.parametrize(
@@ -438,7 +438,7 @@ def test_retry_ascii_digits_are_base_ten(value: bytes, expected: int) -> None:
 def test_invalid_retry_is_ignored(value: bytes) -> None:
     data = b"retry: 50\ndata: a\n\nretry:" + value + b"\ndata: b\n\n"
     assert_events(data, [ev("a", retry=50), ev("b")])
-    assert parse([data]).retry == 50
+    assert decode_sse([data]).retry == 50
 
 
 def test_invalid_retry_does_not_cancel_an_earlier_valid_one_in_the_block() -> None:
@@ -520,11 +520,11 @@ def test_bom_at_stream_start_is_stripped() -> None:
 @pytest.mark.parametrize("cut", [1, 2, 3])
 def test_bom_split_across_reads_is_stripped(cut: int) -> None:
     data = b"\xef\xbb\xbfdata: x\n\n"
-    assert list(parse([data[:cut], data[cut:]]).events) == [ev("x")]
+    assert list(decode_sse([data[:cut], data[cut:]]).events) == [ev("x")]
 
 
 def test_bom_then_field_in_separate_reads_is_stripped() -> None:
-    assert list(parse([b"\xef", b"\xbb", b"\xbf", b"data: x\n\n"]).events) == [ev("x")]
+    assert list(decode_sse([b"\xef", b"\xbb", b"\xbf", b"data: x\n\n"]).events) == [ev("x")]
 
 
 def test_second_bom_at_stream_start_is_not_stripped() -> None:
@@ -543,7 +543,7 @@ def test_bom_inside_a_value_is_kept() -> None:
 
 
 def test_bom_alone_is_an_empty_stream() -> None:
-    outcome = parse([b"\xef\xbb\xbf"])
+    outcome = decode_sse([b"\xef\xbb\xbf"])
     assert outcome.events == ()
     assert outcome.unterminated is False
 
@@ -588,15 +588,15 @@ def test_multibyte_character_split_at_every_offset(char: str) -> None:
     data = f"data: a{char}b\n\n".encode()
     expected = [ev(f"a{char}b")]
     for cut in range(len(data) + 1):
-        assert list(parse(split_at(data, [cut])).events) == expected, cut
-    assert list(parse(byte_reads(data)).events) == expected
+        assert list(decode_sse(split_at(data, [cut])).events) == expected, cut
+    assert list(decode_sse(byte_reads(data)).events) == expected
 
 
 def test_four_byte_emoji_split_at_every_offset_into_three_reads() -> None:
     data = "data: 😀😀\n\n".encode()
     for i in range(len(data) + 1):
         for j in range(i, len(data) + 1):
-            assert list(parse(split_at(data, [i, j])).events) == [ev("😀😀")], (i, j)
+            assert list(decode_sse(split_at(data, [i, j])).events) == [ev("😀😀")], (i, j)
 
 
 @pytest.mark.parametrize(
@@ -608,10 +608,10 @@ def test_four_byte_emoji_split_at_every_offset_into_three_reads() -> None:
     ],
 )
 def test_truncated_multibyte_at_end_is_discarded_with_its_line(tail: bytes) -> None:
-    outcome = parse([b"data: a\n\ndata: b" + tail])
+    outcome = decode_sse([b"data: a\n\ndata: b" + tail])
     assert outcome.events == (ev("a"),)
     assert outcome.unterminated is True
-    outcome = parse([b"data: a\n\n" + tail])
+    outcome = decode_sse([b"data: a\n\n" + tail])
     assert outcome.events == (ev("a"),)
     assert outcome.unterminated is True
 
@@ -629,8 +629,8 @@ def test_every_byte_value_in_a_value_decodes_with_replacement_in_any_reads() -> 
     assert_events(data, expected)
     # Line endings among them too: the whole-stream reference agrees.
     data = bytes(range(256)) * 4 + b"\n\n" + bytes(range(255, -1, -1)) + b"\r\r"
-    assert parse(byte_reads(data)) == parse([data])
-    assert parse([data]).events == reference_parse(data).events
+    assert decode_sse(byte_reads(data)) == decode_sse([data])
+    assert decode_sse([data]).events == reference_decode_sse(data).events
 
 
 # ---------------------------------------------------------------------------
@@ -700,7 +700,7 @@ def test_rich_stream_in_one_read() -> None:
 
 
 def test_one_event_split_at_every_possible_byte_boundary() -> None:
-    expected = parse([RICH_STREAM])
+    expected = decode_sse([RICH_STREAM])
     assert list(expected.events) == RICH_EVENTS
     for cut in range(len(RICH_STREAM) + 1):
         dec = SSEDecoder()
@@ -712,22 +712,22 @@ def test_one_event_split_at_every_possible_byte_boundary() -> None:
 
 
 def test_one_event_split_into_three_reads_at_every_pair_of_boundaries() -> None:
-    expected = parse([RICH_STREAM])
+    expected = decode_sse([RICH_STREAM])
     size = len(RICH_STREAM)
     for i in range(size + 1):
         for j in range(i, size + 1):
-            assert parse(split_at(RICH_STREAM, [i, j])) == expected, (i, j)
+            assert decode_sse(split_at(RICH_STREAM, [i, j])) == expected, (i, j)
 
 
 def test_one_byte_reads_equal_one_read() -> None:
-    assert parse(byte_reads(RICH_STREAM)) == parse([RICH_STREAM])
+    assert decode_sse(byte_reads(RICH_STREAM)) == decode_sse([RICH_STREAM])
 
 
 def test_very_long_line_split_across_reads() -> None:
     value = ("0123456789abcdef€😀" * 40_000)[:600_000]
     data = f"data: {value}\ndata: {value}\n\n".encode()
-    reads = [data[i : i + 4093] for i in range(0, len(data), 4093)]
-    assert list(parse(reads).events) == [ev(f"{value}\n{value}")]
+    reads = pieces_of(data, 4093)
+    assert list(decode_sse(reads).events) == [ev(f"{value}\n{value}")]
 
 
 # ---------------------------------------------------------------------------
@@ -873,7 +873,7 @@ def _too_large_or_events(
     reads: list[bytes], limit: int
 ) -> tuple[ServerSentEvent, ...] | type[Exception]:
     try:
-        return parse(reads, max_event_size=limit).events
+        return decode_sse(reads, max_event_size=limit).events
     except chunkwise.EventTooLarge:
         return chunkwise.EventTooLarge
 
@@ -920,7 +920,7 @@ def test_event_of_exactly_max_event_size_is_accepted_and_one_more_character_rais
     # The size: the kept values plus one between consecutive lines, so for
     # data lines only it is len(event.data), the joining "\n" included.
     data = block + b"\n\n"
-    expected = parse([data]).events
+    expected = decode_sse([data]).events
     assert sum(len(e.data) for e in expected) <= size
     for reads in _every_split(data):
         assert _too_large_or_events(reads, size) == expected
@@ -955,7 +955,7 @@ def test_event_with_data_under_the_limit_is_accepted_in_any_reads() -> None:
     # 97 characters of data is not larger than 100, however it arrives.
     data = b"data: " + b"x" * 97 + b"\n\n"
     for reads in ([data], byte_reads(data), split_at(data, [50])):
-        assert list(parse(reads, max_event_size=100).events) == [ev("x" * 97)]
+        assert list(decode_sse(reads, max_event_size=100).events) == [ev("x" * 97)]
 
 
 @pytest.mark.parametrize(
@@ -1046,7 +1046,7 @@ def test_server_sent_event_is_frozen_and_keyword_only() -> None:
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         event.data = "y"  # type: ignore[misc]
     with pytest.raises(TypeError):
-        ServerSentEvent("message", "x")  # type: ignore[misc]
+        ServerSentEvent("message", "x")  # type: ignore[call-arg]
 
 
 def test_server_sent_event_compares_by_value() -> None:

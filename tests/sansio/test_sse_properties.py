@@ -3,24 +3,26 @@
 The central property: however a byte stream is cut into reads, the decoder
 reports the same thing as when it gets the stream in one read.  The single
 read is in turn compared with a naive whole-stream transcription of the
-WHATWG algorithm (``_sse_helpers.reference_parse``).  The ``max_event_size``
+WHATWG algorithm (``helpers.reference_decode_sse``).  The ``max_event_size``
 rule (see :class:`chunkwise.SSEDecoder`) is checked at its exact boundary.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import hypothesis.strategies as st
 import pytest
 from hypothesis import given, settings
 
 import chunkwise
-from _sse_helpers import (
+from helpers import (
     BOM,
-    Outcome,
+    SSEOutcome,
     as_buffers,
     byte_reads,
-    parse,
-    reference_parse,
+    decode_sse,
+    reference_decode_sse,
     split_at,
 )
 
@@ -109,24 +111,22 @@ def test_any_split_of_an_event_stream_gives_the_same_outcome(
     data: st.DataObject, stream: bytes, legacy: bool
 ) -> None:
     reads = data.draw(reads_of(stream), label="reads")
-    assert parse(reads, legacy_error_field=legacy) == parse([stream], legacy_error_field=legacy)
+    assert decode_sse(reads, legacy_error_field=legacy) == decode_sse(
+        [stream], legacy_error_field=legacy
+    )
 
 
 @SETTINGS
 @given(stream=sse_streams(), legacy=st.booleans())
 def test_one_byte_reads_give_the_same_outcome_as_one_read(stream: bytes, legacy: bool) -> None:
-    assert parse(byte_reads(stream), legacy_error_field=legacy) == parse(
+    assert decode_sse(byte_reads(stream), legacy_error_field=legacy) == decode_sse(
         [stream], legacy_error_field=legacy
     )
 
 
 def _assert_matches_reference(stream: bytes, legacy: bool) -> None:
-    got = parse([stream], legacy_error_field=legacy)
-    want = reference_parse(stream, legacy_error_field=legacy)
-    assert got.events == want.events
-    assert got.last_event_id == want.last_event_id
-    assert got.retry == want.retry
-    assert got.unterminated == want.unterminated
+    got = decode_sse([stream], legacy_error_field=legacy)
+    assert got == reference_decode_sse(stream, legacy_error_field=legacy)
 
 
 @SETTINGS
@@ -147,7 +147,7 @@ def test_events_are_dispatched_as_soon_as_their_blank_line_arrives(
     events = []
     for read in data.draw(reads_of(stream[:cut]), label="reads"):
         events.extend(dec.feed(read))
-    assert tuple(events) == reference_parse(stream[:cut]).events
+    assert tuple(events) == reference_decode_sse(stream[:cut]).events
 
 
 @SETTINGS
@@ -156,7 +156,9 @@ def test_any_split_of_arbitrary_bytes_gives_the_same_outcome(
     data: st.DataObject, stream: bytes, legacy: bool
 ) -> None:
     reads = data.draw(reads_of(stream), label="reads")
-    assert parse(reads, legacy_error_field=legacy) == parse([stream], legacy_error_field=legacy)
+    assert decode_sse(reads, legacy_error_field=legacy) == decode_sse(
+        [stream], legacy_error_field=legacy
+    )
 
 
 @SETTINGS
@@ -173,7 +175,9 @@ def test_random_bytes_in_any_reads_match_the_reference_algorithm(
     # Uniform bytes rarely form fields, but they do hit invalid UTF-8, lone
     # CRs and NULs: whatever the reads, the outcome is the reference's.
     reads = data.draw(reads_of(stream), label="reads")
-    assert parse(reads, legacy_error_field=legacy) == parse([stream], legacy_error_field=legacy)
+    assert decode_sse(reads, legacy_error_field=legacy) == decode_sse(
+        [stream], legacy_error_field=legacy
+    )
     _assert_matches_reference(stream, legacy)
 
 
@@ -206,10 +210,10 @@ def test_random_bytes_with_a_small_limit_raise_only_event_too_large(
 
 
 def _outcome_or_too_large(
-    reads: list[bytes | bytearray | memoryview], limit: int, legacy: bool
-) -> Outcome | str:
+    reads: Sequence[bytes | bytearray | memoryview], limit: int, legacy: bool
+) -> SSEOutcome | str:
     try:
-        return parse(reads, max_event_size=limit, legacy_error_field=legacy)
+        return decode_sse(reads, max_event_size=limit, legacy_error_field=legacy)
     except chunkwise.EventTooLarge:
         return "EventTooLarge"
 

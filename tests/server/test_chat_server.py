@@ -3,7 +3,6 @@ from raw HTTP, from the command line and from the official ``openai`` SDK."""
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import signal
@@ -20,10 +19,10 @@ import trio.testing
 
 import chunkwise
 from chunkwise._cli import build_parser, main
-from chunkwise._cli._serve import options_from_args
+from chunkwise._cli._serve import options_from_args, serve
 from chunkwise._convert import completion_document
 from chunkwise._http import Headers, open_http_response
-from chunkwise._server._chat_server import DEFAULT_PORT, _describe_request, serve_forever
+from chunkwise._server._chat_server import DEFAULT_PORT, describe_request
 from chunkwise._server._scenarios import (
     scenario_body,
     scenario_chunks,
@@ -315,9 +314,9 @@ def test_request_log_lines() -> None:
             method="POST", target=target, http_version="1.1", headers=Headers(()), body=body
         )
 
-    assert _describe_request(request("/v1/x", b"")) == "POST /v1/x"
-    assert _describe_request(request("/v1/x", b"{")) == "POST /v1/x (malformed JSON body)"
-    assert _describe_request(request("/v1/x", b'{"model": "m"}')) == (
+    assert describe_request(request("/v1/x", b"")) == "POST /v1/x"
+    assert describe_request(request("/v1/x", b"{")) == "POST /v1/x (malformed JSON body)"
+    assert describe_request(request("/v1/x", b'{"model": "m"}')) == (
         "POST /v1/x model='m' stream=False"
     )
 
@@ -545,15 +544,17 @@ def test_server_options_validation() -> None:
         ServerOptions(delay=float("nan"))
 
 
-async def test_serve_forever_announces_its_base_url() -> None:
-    out = io.StringIO()
+async def test_serve_announces_its_base_url_and_logs_each_request(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     async with trio.open_nursery() as nursery:
-        server = await nursery.start(lambda task_status: serve_forever(
-            port=0, out=out, task_status=task_status))  # fmt: skip
+        server = await nursery.start(lambda task_status: serve(
+            ServerOptions(), host="127.0.0.1", port=0, task_status=task_status))  # fmt: skip
         result = await chunkwise.complete_chat(server.endpoint(), _request("reasoning"))
         nursery.cancel_scope.cancel()
-    assert out.getvalue().startswith(f"serving on http://127.0.0.1:{server.port}/v1\n")
-    assert out.getvalue().endswith("POST /v1/chat/completions model='reasoning' stream=True\n")
+    out = capsys.readouterr().out
+    assert out.startswith(f"serving on http://127.0.0.1:{server.port}/v1\n")
+    assert out.endswith("POST /v1/chat/completions model='reasoning' stream=True\n")
     assert result.choice(0).reasoning == SCENARIOS["reasoning"].reasoning_text
 
 

@@ -11,6 +11,7 @@ import pytest
 import trio
 import trio.testing
 
+from chunkwise._endpoint import Endpoint
 from chunkwise._errors import HTTPStatusError
 from chunkwise._http import open_http_response
 from chunkwise.testing import (
@@ -18,7 +19,9 @@ from chunkwise.testing import (
     RecordedRequest,
     ResponseWriter,
     ScriptedResponse,
+    ServerConnection,
     open_test_server,
+    serve_stream,
     serve_test_server,
     tls_contexts,
 )
@@ -325,6 +328,40 @@ async def test_cancelling_the_block_is_not_an_error() -> None:
         async with open_test_server(ScriptedResponse()):
             await trio.sleep_forever()
     assert scope.cancelled_caught
+
+
+# --- serve_stream: the same server on one connected stream ------------------------------
+
+
+async def test_serve_stream_answers_in_virtual_time_and_returns_after_the_client_closes(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    script = ScriptedResponse(body=b"data: x\n\n" * 3, write_sizes=9, delay=60)
+    client, server = trio.testing.memory_stream_pair()
+    with trio.fail_after(1000):  # only ends when serve_stream returns by itself
+        async with trio.open_nursery() as nursery:
+            connection: ServerConnection = await nursery.start(serve_stream, server, script)
+            start = trio.current_time()
+            endpoint = Endpoint("http://x.example/v1")
+            async with open_http_response(endpoint, REQUEST, transport=client) as response:
+                assert b"".join([data async for data in response]) == script.body
+            assert trio.current_time() - start == 120  # two delays, no real time
+            with trio.fail_after(1):
+                await connection.client_closed.wait()
+    [request] = connection.requests
+    assert (request.method, request.target) == ("POST", "/v1/chat/completions")
+    assert request.body == REQUEST
+
+
+async def test_serve_stream_handler_exception_propagates_unwrapped() -> None:
+    async def broken(request: RecordedRequest, writer: ResponseWriter) -> None:
+        raise Boom
+
+    client, server = trio.testing.memory_stream_pair()
+    await client.send_all(_request())
+    with pytest.raises(Boom):
+        await serve_stream(server, broken)
+    assert await client.receive_some() == b""  # and the server's end is closed
 
 
 # --- TLS and other clients ---------------------------------------------------------------

@@ -17,9 +17,17 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
+from .._util import exceptions_unwrapped
 from .._version import __version__
 from ._chat import add_chat_command
-from ._common import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, EXIT_USAGE, PROG, UsageError
+from ._common import (
+    EXIT_BROKEN_PIPE,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    PROG,
+    UsageError,
+    tolerate_stdout,
+)
 from ._demo import add_demo_command
 from ._inspect import add_inspect_command
 from ._probe import add_probe_command
@@ -32,22 +40,32 @@ _Handler = Callable[[argparse.Namespace], int]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit status."""
-    parser = build_parser()
+    """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit status.
+
+    Ctrl-C at any point once this runs (parsing, connecting, streaming) gives
+    status 130 without a traceback, and a closed stdout 141; commands that
+    have something to say about an interruption (``chat``, ``record``) catch
+    it themselves first.
+    """
+    command = None
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        # argparse exits for --help, --version and usage errors; callers of
-        # main() get a status either way.
-        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
-    handler: _Handler = args.handler
-    try:
-        status = handler(args)
+        parser = build_parser()
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:
+            # argparse exits for --help, --version and usage errors; callers of
+            # main() get a status either way.
+            return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+        command = args.command
+        handler: _Handler = args.handler
+        tolerate_stdout()
+        with exceptions_unwrapped():
+            status = handler(args)
         # Flush here, so a closed pipe is noticed while we can still handle it
         # rather than at interpreter exit.
         sys.stdout.flush()
     except UsageError as exc:
-        print(f"{PROG} {args.command}: error: {exc}", file=sys.stderr)
+        print(f"{PROG} {command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:
         _silence_stdout()
@@ -72,7 +90,11 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``chunkwise`` parser with every command (also used to generate the docs)."""
     parser = argparse.ArgumentParser(
         prog=PROG,
-        description="Parse and inspect OpenAI-style chat-completion streams.",
+        description=(
+            "Stream, record, inspect and probe OpenAI-compatible chat-completion streams "
+            "(server-sent events), and serve scripted ones locally.  Start with "
+            "'chunkwise demo'."
+        ),
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

@@ -8,7 +8,8 @@ refusals (prefixed ``[refusal]``) and each tool call once it is complete.  The
 summary -- finish reasons, usage and the ``status:`` line -- goes to stderr, so
 ``chunkwise chat ... > answer.txt`` keeps only the answer.  ``--json`` prints
 one JSON object a line on stdout instead (the same conversion as
-``chunkwise inspect --json``), the last one being the terminal event.
+``chunkwise inspect --json``), the last one being the terminal event; it is
+UTF-8 and unescaped, like the text.
 
 Ctrl-C is left to trio: ``KeyboardInterrupt`` is delivered into the stream's
 block, which cancels the reader and closes the socket before it propagates
@@ -17,7 +18,9 @@ is then reported as incomplete, and the exit status is 130.
 
 The API key never reaches the output: it is only read from the environment
 variable named by ``--api-key-env``, and every error or JSON line is passed
-through :func:`~chunkwise._util.redact` in case a server quotes it back.
+through :func:`~chunkwise._util.redact` in case a server quotes it back.  A
+failed request is explained by :func:`~._common.describe_failure`, with a hint
+when the cause is a likely slip (no key sent, a base URL without ``/v1``).
 """
 
 from __future__ import annotations
@@ -54,10 +57,17 @@ from ._common import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_STREAM,
+    INSTALL_JSONSCHEMA,
+    PROG,
     CommandsAction,
+    Failure,
     UsageError,
+    describe_failure,
     describe_tool_call,
+    json_text,
     one_line,
+    prepare_json_output,
+    print_failure,
     printable,
     status_text,
 )
@@ -111,11 +121,16 @@ def run_chat(args: argparse.Namespace) -> int:
     request = build_request(args, args.prompt)
     if "tools" in request and importlib.util.find_spec("jsonschema") is None:
         # The stream validates tool-call arguments against the tools' schemas.
-        raise UsageError("--tools needs the jsonschema extra: pip install 'chunkwise[jsonschema]'")
+        raise UsageError(
+            f"--tools needs the jsonschema extra to validate tool calls: {INSTALL_JSONSCHEMA}"
+        )
     key = endpoint.api_key
-    renderer: _Renderer = (
-        _JSONRenderer(sys.stdout, key) if args.json else _TextRenderer(sys.stdout, sys.stderr)
-    )
+    renderer: _Renderer
+    if args.json:
+        prepare_json_output()
+        renderer = _JSONRenderer(sys.stdout, key)
+    else:
+        renderer = _TextRenderer(sys.stdout, sys.stderr)
     session = _Session()
     try:
         trio.run(_chat, endpoint, request, renderer, session)
@@ -124,9 +139,9 @@ def run_chat(args: argparse.Namespace) -> int:
         renderer.interrupted(snapshot)
         return EXIT_INTERRUPTED
     except ChunkwiseError as exc:
-        message = one_line(redact(str(exc), key))
-        renderer.error(exc, message)
-        print(f"chunkwise chat: error: {message}", file=sys.stderr)
+        failure = describe_failure(exc, endpoint, args.api_key_env)
+        renderer.error(exc, failure)
+        print_failure(failure, f"{PROG} chat: error: ")
         return EXIT_STREAM
     assert session.result is not None
     return EXIT_OK if session.result.status == "complete" else EXIT_STREAM
@@ -146,7 +161,7 @@ class _Renderer:
     def event(self, event: Event) -> None:
         raise NotImplementedError
 
-    def error(self, exc: ChunkwiseError, message: str) -> None:
+    def error(self, exc: ChunkwiseError, failure: Failure) -> None:
         """A request that failed before (or instead of) streaming."""
 
     def interrupted(self, snapshot: ChatResult | None) -> None:
@@ -159,14 +174,17 @@ class _JSONRenderer(_Renderer):
         self._key = key
 
     def _write(self, document: Mapping[str, Any]) -> None:
-        self._out.write(redact(json.dumps(document), self._key) + "\n")
+        self._out.write(redact(json_text(document), self._key) + "\n")
         self._out.flush()
 
     def event(self, event: Event) -> None:
         self._write(event_to_json(event))
 
-    def error(self, exc: ChunkwiseError, message: str) -> None:
-        self._write({"type": "error", "error": to_json(exc)})
+    def error(self, exc: ChunkwiseError, failure: Failure) -> None:
+        document: dict[str, Any] = {"type": "error", "error": to_json(exc)}
+        if failure.hint is not None:
+            document["hint"] = failure.hint
+        self._write(document)
 
     def interrupted(self, snapshot: ChatResult | None) -> None:
         self._write(

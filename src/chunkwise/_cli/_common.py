@@ -8,19 +8,38 @@ process killed by SIGPIPE).
 Everything that turns received text into terminal output goes through
 :func:`printable`: a recording or a server's answer is untrusted input, and
 raw escape sequences would drive the terminal instead of being shown.
+
+JSON output (``--json``, ``--sse``) is UTF-8 and unescaped, like the text
+output: :func:`prepare_json_output` switches a stdout in another encoding to
+UTF-8 (RFC 8259 requires UTF-8 between systems), and :func:`json_text` escapes
+only when that was impossible.  Text output on a stdout that cannot encode a
+character shows it as an escape instead of failing (:func:`tolerate_stdout`).
+
+A request that failed is explained by :func:`describe_failure`, the one place
+that adds what the user can do about it: no key was sent, the base URL lacks
+``/v1``.
 """
 
 from __future__ import annotations
 
 import argparse
+import codecs
 import json
 import math
+import re
 import sys
 from collections.abc import Callable
-from typing import TypeAlias
+from typing import Any, TypeAlias
+from urllib.parse import urlsplit
 
-from .._errors import ToolArgumentsError
+import attrs
+
+from .._endpoint import Endpoint
+from .._errors import ChunkwiseError, HTTPStatusError, ToolArgumentsError
+from .._http import Headers
 from .._results import ChatResult, ToolCall
+from .._tools import NO_JSONSCHEMA
+from .._util import redact
 
 __all__ = [
     "EXIT_BROKEN_PIPE",
@@ -28,23 +47,35 @@ __all__ = [
     "EXIT_OK",
     "EXIT_STREAM",
     "EXIT_USAGE",
+    "INSTALL_JSONSCHEMA",
     "PROG",
     "CommandsAction",
+    "Failure",
+    "RecordedHead",
     "UsageError",
+    "describe_failure",
     "describe_tool_call",
     "error_status",
+    "json_text",
     "non_negative_int",
     "one_line",
+    "parse_http_head",
     "port",
     "positive_int",
+    "prepare_json_output",
+    "print_failure",
     "printable",
     "read_input",
     "seconds",
     "split_http_head",
     "status_text",
+    "tolerate_stdout",
 ]
 
 PROG = "chunkwise"
+
+#: How to get tool-argument validation, as the docs say it (from a clone).
+INSTALL_JSONSCHEMA = "pip install -e '.[jsonschema]'"
 
 EXIT_OK = 0
 EXIT_STREAM = 1
@@ -137,20 +168,55 @@ def read_input(name: str) -> bytes:
         raise UsageError(f"cannot read {what}: {exc.strerror or exc}") from None
 
 
-def split_http_head(data: bytes) -> tuple[str | None, bytes]:
-    """Split a recording into (HTTP status line or None, body).
+@attrs.frozen
+class RecordedHead:
+    """The HTTP response head at the start of a recording (as ``chunkwise record`` writes).
+
+    ``status_code`` is ``None`` when the status line has no three-digit code.
+    """
+
+    status_line: str
+    status_code: int | None
+    reason: str
+    headers: Headers
+
+
+_STATUS_LINE_RE = re.compile(r"HTTP/\S+ +(\d{3})(?: +(.*))?")
+
+
+def parse_http_head(data: bytes) -> tuple[RecordedHead | None, bytes]:
+    """Split a recording into its HTTP head (or ``None``) and its body.
 
     A recording that starts with ``HTTP/`` holds the response head first; it
     ends at the first blank line, written CRLF CRLF or LF LF.  A head that
-    never ends leaves an empty body.
+    never ends leaves an empty body.  Header lines without a colon are skipped.
     """
     if not data.startswith(b"HTTP/"):
         return None, data
     ends = [(found, len(sep)) for sep in (b"\r\n\r\n", b"\n\n") if (found := data.find(sep)) >= 0]
     head_end, sep_len = min(ends) if ends else (len(data), 0)
-    status_line = data[:head_end].split(b"\n", 1)[0].rstrip(b"\r")
+    first, *lines = (line.rstrip(b"\r") for line in data[:head_end].split(b"\n"))
     # Header bytes are ISO-8859-1 in HTTP/1.1, and latin-1 never fails.
-    return status_line.decode("latin-1"), data[head_end + sep_len :]
+    status_line = first.decode("latin-1")
+    match = _STATUS_LINE_RE.fullmatch(status_line)
+    fields = [
+        (name.strip(), value.strip())
+        for name, colon, value in (line.partition(b":") for line in lines)
+        if colon and name.strip()
+    ]
+    head = RecordedHead(
+        status_line=status_line,
+        status_code=int(match.group(1)) if match else None,
+        reason=(match.group(2) or "") if match else "",
+        headers=Headers(fields),
+    )
+    return head, data[head_end + sep_len :]
+
+
+def split_http_head(data: bytes) -> tuple[str | None, bytes]:
+    """Split a recording into (HTTP status line or None, body); see :func:`parse_http_head`."""
+    head, body = parse_http_head(data)
+    return (None if head is None else head.status_line), body
 
 
 # -- text ----------------------------------------------------------------------
@@ -187,6 +253,8 @@ def describe_tool_call(call: ToolCall) -> list[str]:
     """A tool call: its name and id, then its parsed arguments or why they are unusable."""
     ident = f" ({printable(call.id)})" if call.id else ""
     state = "" if call.finished else " (unfinished)"
+    if call.validation_skipped == NO_JSONSCHEMA:
+        state += f" (not validated: {NO_JSONSCHEMA})"
     head = f"[tool call {call.index}] {printable(call.name or '(no name)')}{ident}{state}"
     try:
         arguments = call.parse_arguments()
@@ -198,3 +266,90 @@ def describe_tool_call(call: ToolCall) -> list[str]:
             f"  raw arguments: {printable(json.dumps(exc.raw, ensure_ascii=False))}",
         ]
     return [f"{head}: {printable(json.dumps(arguments, ensure_ascii=False))}"]
+
+
+# -- failures --------------------------------------------------------------------
+
+
+@attrs.frozen
+class Failure:
+    """A failed request explained: the error on one line, and what may fix it."""
+
+    message: str
+    hint: str | None = None
+
+
+# A path segment such as v1, v2, v1beta: the API version most servers expect.
+_VERSION_SEGMENT_RE = re.compile(r"(?:^|/)v\d+[a-z0-9]*(?:/|$)")
+
+
+def describe_failure(exc: ChunkwiseError, endpoint: Endpoint, key_variable: str) -> Failure:
+    """``exc`` on one line (the key masked), with a hint when the cause is a likely slip.
+
+    The hints: a 401 or 403 when no key was sent names the unset variable; a
+    404 from a base URL without a version segment suggests ``<base>/v1``.
+    """
+    message = one_line(redact(str(exc), endpoint.api_key))
+    hint = None
+    if isinstance(exc, HTTPStatusError):
+        if exc.status_code in (401, 403) and endpoint.api_key is None:
+            hint = (
+                f"no API key was sent, because ${key_variable} is unset or empty "
+                "(set it, or name another variable with --api-key-env)"
+            )
+        elif exc.status_code == 404 and not _VERSION_SEGMENT_RE.search(
+            urlsplit(endpoint.base_url).path
+        ):
+            hint = (
+                "the base URL has no version path such as /v1; "
+                f"try --base-url {printable(endpoint.base_url)}/v1"
+            )
+    return Failure(message=message, hint=hint)
+
+
+def print_failure(failure: Failure, prefix: str) -> None:
+    """``failure`` on stderr: ``<prefix><message>``, then ``hint: <hint>`` if there is one."""
+    print(f"{prefix}{failure.message}", file=sys.stderr)
+    if failure.hint is not None:
+        print(f"hint: {failure.hint}", file=sys.stderr)
+
+
+# -- output encodings ------------------------------------------------------------
+
+
+def _is_utf8(encoding: str | None) -> bool:
+    if encoding is None:
+        return True  # a text buffer such as io.StringIO takes any character
+    try:
+        return codecs.lookup(encoding).name == "utf-8"
+    except LookupError:
+        return False
+
+
+def tolerate_stdout() -> None:
+    """Let text output show what stdout's encoding cannot hold as escapes, not fail."""
+    stdout = sys.stdout
+    if stdout is not None and not _is_utf8(getattr(stdout, "encoding", None)):
+        reconfigure = getattr(stdout, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
+
+
+def prepare_json_output() -> None:
+    """Make stdout UTF-8, the encoding of JSON between systems, if it is not already."""
+    stdout = sys.stdout
+    if stdout is not None and not _is_utf8(getattr(stdout, "encoding", None)):
+        reconfigure = getattr(stdout, "reconfigure", None)
+        if reconfigure is not None:
+            stdout.flush()
+            reconfigure(encoding="utf-8", errors="strict")
+
+
+def json_text(document: Any, *, indent: int | None = None) -> str:
+    """``document`` as JSON text for stdout: unescaped UTF-8, like the text output.
+
+    Escapes non-ASCII only when stdout is in another encoding and could not be
+    switched to UTF-8 (:func:`prepare_json_output`): the text stays valid JSON.
+    """
+    ascii_only = not _is_utf8(getattr(sys.stdout, "encoding", None))
+    return json.dumps(document, ensure_ascii=ascii_only, indent=indent)

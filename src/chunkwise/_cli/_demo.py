@@ -16,7 +16,8 @@ and run as tasks in the stream's own nursery (:meth:`ChatStream.start_soon`):
 * ``tools`` subscribes to the tool-call family and prints each call once its
   arguments are complete, parsed and validated against the request's JSON
   schema (validation needs the optional ``jsonschema`` package; without it the
-  demo says so and skips that step);
+  call says so in :attr:`~chunkwise.ToolCall.validation_skipped`, and the demo
+  shows it);
 * ``lifecycle`` subscribes to everything and prints the HTTP status, finish
   reasons, usage and the terminal status.
 
@@ -60,7 +61,8 @@ from .._results import ChatResult, IncompleteReason
 from .._server._chat_server import ServerOptions, open_chat_server
 from .._server._scenarios import SCENARIOS, scenario_events
 from .._stream import ChatStream, open_chat_stream
-from ._common import CommandsAction, status_text
+from .._tools import NO_JSONSCHEMA
+from ._common import INSTALL_JSONSCHEMA, CommandsAction, status_text
 
 __all__ = ["DEMO_TOOLS", "add_demo_command", "run_demo", "run_demo_command"]
 
@@ -193,11 +195,13 @@ async def _tool_consumer(channel: trio.MemoryReceiveChannel[Event], console: _Co
                 console.line("tools", f"  arguments: {_json(call.parse_arguments())}")
                 if call.validated:
                     console.line("tools", f"  validated: yes (matches the {call.name} schema)")
-                else:
+                elif call.validation_skipped == NO_JSONSCHEMA:
                     console.line(
                         "tools",
-                        "  validated: skipped (pip install 'chunkwise[jsonschema]' to check)",
+                        f"  validated: no, {NO_JSONSCHEMA} ({INSTALL_JSONSCHEMA} to check)",
                     )
+                else:
+                    console.line("tools", f"  validated: no, {call.validation_skipped}")
 
 
 async def _lifecycle_consumer(channel: trio.MemoryReceiveChannel[Event], console: _Console) -> None:
@@ -249,16 +253,16 @@ async def run_demo(*, fast: bool = False, out: TextIO | None = None) -> int:
     """Run both requests, printing to ``out`` (stdout); 0 when both behaved as expected."""
     console = _Console(sys.stdout if out is None else out)
     delay = 0.0 if fast else _DELAY
-    can_validate = importlib.util.find_spec("jsonschema") is not None
     with trio.fail_after(_DEADLINE):
-        first = await _first_request(console, delay, can_validate)
+        first = await _first_request(console, delay)
         second = await _second_request(console, delay)
     calls = first.choices[0].tool_calls if first.choices else ()
     first_ok = (
         first.status == "complete"
         and len(calls) == 1
         and calls[0].error is None
-        and (calls[0].validated or not can_validate)
+        # Without the jsonschema extra the call is parsed, and says why it is not validated.
+        and (calls[0].validated is True or calls[0].validation_skipped == NO_JSONSCHEMA)
     )
     second_ok = (
         second.status == "incomplete"
@@ -268,14 +272,15 @@ async def run_demo(*, fast: bool = False, out: TextIO | None = None) -> int:
     console.say()
     if first_ok and second_ok:
         console.say("Both requests behaved as expected:")
-        console.say("  1. complete, with its tool call parsed and validated")
+        validated = "validated" if calls[0].validated else f"not validated ({NO_JSONSCHEMA})"
+        console.say(f"  1. complete, with its tool call parsed and {validated}")
         console.say("  2. incomplete (connection lost), with its partial text kept")
         return 0
     console.say("Something went wrong: the requests did not end as expected (see above).")
     return 1
 
 
-async def _first_request(console: _Console, delay: float, can_validate: bool) -> ChatResult:
+async def _first_request(console: _Console, delay: float) -> ChatResult:
     async with open_chat_server(ServerOptions(scenario="demo", delay=delay)) as server:
         console.say("chunkwise demo: streaming chat completions, parsed as they arrive")
         console.say(f"A local OpenAI-compatible server is running at {server.base_url}")
@@ -292,11 +297,10 @@ async def _first_request(console: _Console, delay: float, can_validate: bool) ->
             "model": "demo",
             "messages": [{"role": "user", "content": "What's the weather in Zürich?"}],
             "stream_options": {"include_usage": True},
+            "tools": DEMO_TOOLS,
         }
-        if can_validate:
-            request["tools"] = DEMO_TOOLS
-        else:
-            console.say("(jsonschema is not installed: tool arguments are parsed, not validated)")
+        if importlib.util.find_spec("jsonschema") is None:
+            console.say(f"({NO_JSONSCHEMA}: tool arguments are parsed, not validated)")
         async with open_chat_stream(server.endpoint(), request) as stream:
             _start_consumers(stream, console)
             return await stream.result()
@@ -334,7 +338,7 @@ def add_demo_command(commands: CommandsAction) -> None:
             "shown by three independent consumers; one whose server hangs up mid-answer, "
             "which ends incomplete with its partial text.  Takes about three seconds."
         ),
-        epilog="exit status: 0 when both requests behave as expected, 1 otherwise",
+        epilog="exit status: 0 when both requests behave as expected, 1 otherwise, 130 interrupted",
     )
     demo.add_argument("--fast", action="store_true", help="no delays between events")
     demo.set_defaults(handler=run_demo_command)

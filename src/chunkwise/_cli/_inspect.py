@@ -4,12 +4,19 @@ The recording is a raw SSE body, optionally preceded by the HTTP head that
 ``chunkwise record`` writes.  The summary, ``--json`` and ``--sse`` views all
 come from the same parse: :class:`~chunkwise.ChatStreamParser` fed the body in
 ``--read-size`` pieces (so a recording can be replayed at any split).
+
+Two recordings are not streams, and say so rather than passing for an empty
+one: a non-2xx response (its result is ``failed`` with the
+:class:`~chunkwise.HTTPStatusError` the client would have raised, built by
+the same function from the recorded head and body), and a file in which no
+server-sent event is found at all (an HTML page, a JSON document).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -17,7 +24,8 @@ from typing import Any
 import attrs
 
 from .._convert import exception_fields, result_to_json, to_json
-from .._errors import ChunkwiseError, EventTooLarge
+from .._errors import ChunkwiseError, EventTooLarge, HTTPStatusError
+from .._http import http_status_error
 from .._parser import ChatStreamParser
 from .._results import ChatResult, ChoiceResult
 from .._sse import SSEDecoder
@@ -26,17 +34,24 @@ from ._common import (
     EXIT_STREAM,
     PROG,
     CommandsAction,
+    RecordedHead,
     describe_tool_call,
+    json_text,
+    one_line,
+    parse_http_head,
     positive_int,
+    prepare_json_output,
     printable,
     read_input,
-    split_http_head,
     status_text,
 )
 
 __all__ = ["add_inspect_command", "run_inspect"]
 
 _DEFAULT_READ_SIZE = 65536
+
+# How much of a body that holds no event is quoted.
+_PREVIEW = 60
 
 # How much of an error's field (e.g. the offending data) the summary shows;
 # --json has all of it.
@@ -52,11 +67,13 @@ def add_inspect_command(commands: CommandsAction) -> None:
             "Parse a recorded raw chat-completion SSE body and print the reconstruction: "
             "each choice's text, reasoning, refusal and tool calls, the usage, anomalies "
             "and the stream's status.  A recording that starts with an HTTP status line "
-            "and headers is accepted; the head is skipped."
+            "and headers (as 'chunkwise record' writes) is accepted; a non-2xx status "
+            "shows the server's error, as the client would have raised it."
         ),
         epilog=(
-            "exit status: 0 complete, 1 incomplete or failed (with --sse: the body ended "
-            "inside an event), 2 bad usage or unreadable FILE"
+            "exit status: 0 complete, 1 incomplete or failed, an error response, or no "
+            "server-sent events found (with --sse: also the body ended inside an event), "
+            "2 bad usage or unreadable FILE"
         ),
     )
     inspect.add_argument("file", metavar="FILE", help="the recorded body, or - for stdin")
@@ -79,23 +96,87 @@ def add_inspect_command(commands: CommandsAction) -> None:
 
 def run_inspect(args: argparse.Namespace) -> int:
     """``chunkwise inspect``: returns the exit status."""
-    status_line, body = split_http_head(read_input(args.file))
+    head, body = parse_http_head(read_input(args.file))
+    if args.json or args.sse:
+        prepare_json_output()
+    error = _recorded_http_error(head, body)
+    if error is None and not _is_event_stream(body):
+        _no_events(args.file, head, body)
+        return EXIT_STREAM
     if args.sse:
+        if error is not None:
+            print(
+                f"{PROG} inspect: {one_line(str(error))} (an error response, not a stream)",
+                file=sys.stderr,
+            )
+            return EXIT_STREAM
         return _print_sse(body, args.read_size)
     parser = ChatStreamParser()
-    for piece in _pieces(body, args.read_size):
-        parser.feed(piece)
-    parser.end()
+    if error is not None:
+        # The body is the server's error, not a stream: the result is that failure.
+        parser.fail(error)
+    else:
+        for piece in _pieces(body, args.read_size):
+            parser.feed(piece)
+        parser.end()
     result = parser.result
+    status_line = None if head is None else head.status_line
     if args.json:
         document = result_to_json(result)
         if status_line is not None:
             document["http_status_line"] = status_line
-        # ASCII escapes keep the document valid whatever stdout's encoding is.
-        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+        sys.stdout.write(json_text(document, indent=2) + "\n")
     else:
         sys.stdout.write("".join(line + "\n" for line in _describe(result, status_line)))
     return EXIT_OK if result.status == "complete" else EXIT_STREAM
+
+
+def _recorded_http_error(head: RecordedHead | None, body: bytes) -> HTTPStatusError | None:
+    """The error a client raises for this recorded response, if it is not a 2xx."""
+    if head is None or head.status_code is None or 200 <= head.status_code < 300:
+        return None
+    return http_status_error(head.status_code, head.reason, head.headers, body)
+
+
+# The first line of an event stream: a field the chat layer uses, or a comment.
+_SSE_START_RE = re.compile(rb"(?:\xef\xbb\xbf)?(?::|(?:data|event|id|retry|error)(?::|\r|\n|$))")
+
+
+def _is_event_stream(body: bytes) -> bool:
+    """Whether the body is server-sent events: it holds one, or starts like a stream.
+
+    A stream cut inside its first event holds no event, but it starts with a
+    field such as ``data:``: that is an empty stream, which the parser
+    reports, not a file of another kind.
+    """
+    if _SSE_START_RE.match(body):
+        return True
+    decoder = SSEDecoder(legacy_error_field=True)
+    try:
+        for piece in _pieces(body, _DEFAULT_READ_SIZE):
+            if decoder.feed(piece):
+                return True
+        return bool(decoder.end())
+    except EventTooLarge:
+        return True  # an event, too large to take: the parser reports it
+
+
+def _no_events(name: str, head: RecordedHead | None, body: bytes) -> None:
+    what = "stdin" if name == "-" else repr(name)
+    if not body:
+        detail = "it is empty" if head is None else "the body after the HTTP head is empty"
+    else:
+        start = body[:_PREVIEW].decode("utf-8", "replace")
+        quoted = json.dumps(start, ensure_ascii=False) + ("..." if len(body) > _PREVIEW else "")
+        if head is None:
+            detail = f"it starts with {quoted}"
+        else:
+            content_type = head.headers.get("content-type", "none")
+            detail = f"content-type {content_type}; the body starts with {quoted}"
+    print(
+        f"{PROG} inspect: no server-sent events found in {what} ({printable(detail)})",
+        file=sys.stderr,
+    )
 
 
 def _pieces(data: bytes, size: int) -> Iterator[memoryview]:
@@ -111,9 +192,9 @@ def _print_sse(body: bytes, read_size: int) -> int:
     try:
         for piece in _pieces(body, read_size):
             for event in decoder.feed(piece):
-                write(json.dumps(attrs.asdict(event)) + "\n")
+                write(json_text(attrs.asdict(event)) + "\n")
         for event in decoder.end():
-            write(json.dumps(attrs.asdict(event)) + "\n")
+            write(json_text(attrs.asdict(event)) + "\n")
     except EventTooLarge as exc:
         sys.stdout.flush()
         print(f"{PROG} inspect: {exc}", file=sys.stderr)

@@ -1,8 +1,9 @@
 """The options shared by the commands that send a request (``chat``, ``record``, ``probe``).
 
 Where the endpoint is and which key to use (``--base-url``, ``--api-key-env``,
-else ``$OPENAI_BASE_URL`` and ``$OPENAI_API_KEY``), and how a chat request body
-is built from the command line.
+else ``$OPENAI_BASE_URL`` and ``$OPENAI_API_KEY``), which model
+(``--model``, else ``$CHUNKWISE_MODEL``, else :data:`DEFAULT_MODEL`), and how a
+chat request body is built from the command line.
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ __all__ = [
     "DEFAULT_KEY_VARIABLE",
     "DEFAULT_MODEL",
     "add_endpoint_options",
+    "add_model_option",
     "add_request_options",
     "build_request",
     "endpoint_from_args",
+    "model_from_args",
 ]
 
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -51,14 +54,19 @@ def add_endpoint_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_request_options(parser: argparse.ArgumentParser) -> None:
-    """The options that build the request body (model, system prompt, ...)."""
+def add_model_option(parser: argparse.ArgumentParser) -> None:
+    """``--model``."""
     parser.add_argument(
         "--model",
         metavar="MODEL",
         default=None,
         help=f"the model (default: $CHUNKWISE_MODEL, else {DEFAULT_MODEL})",
     )
+
+
+def add_request_options(parser: argparse.ArgumentParser) -> None:
+    """The options that build the request body (model, system prompt, ...)."""
+    add_model_option(parser)
     parser.add_argument("--system", metavar="TEXT", help="a system message before the prompt")
     parser.add_argument("--max-tokens", metavar="N", type=positive_int, help="max_tokens")
     parser.add_argument("--temperature", metavar="T", type=float, help="temperature")
@@ -92,12 +100,17 @@ def endpoint_from_args(
         raise UsageError(str(exc)) from None
 
 
+def model_from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> str:
+    """The model named by ``--model``, else ``$CHUNKWISE_MODEL``, else :data:`DEFAULT_MODEL`."""
+    env = os.environ if environ is None else environ
+    return str(args.model or env.get("CHUNKWISE_MODEL", "").strip() or DEFAULT_MODEL)
+
+
 def build_request(
     args: argparse.Namespace, prompt: str, environ: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
     """The chat-completions request body the options describe (without ``stream``)."""
-    env = os.environ if environ is None else environ
-    model = args.model or env.get("CHUNKWISE_MODEL", "").strip() or DEFAULT_MODEL
+    model = model_from_args(args, environ)
     messages: list[dict[str, str]] = []
     if args.system is not None:
         messages.append({"role": "system", "content": args.system})

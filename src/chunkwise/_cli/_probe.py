@@ -28,6 +28,7 @@ does not complete.  A tool request that is refused is reported, not counted.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import sys
@@ -47,12 +48,34 @@ from .._parser import ChatStreamParser
 from .._results import ChatResult
 from .._sse import SSEDecoder
 from .._util import redact
-from ._common import EXIT_OK, EXIT_STREAM, CommandsAction, one_line, seconds, status_text
-from ._options import endpoint_from_args
+from ._common import (
+    EXIT_OK,
+    EXIT_STREAM,
+    CommandsAction,
+    describe_failure,
+    json_text,
+    one_line,
+    prepare_json_output,
+    seconds,
+    status_text,
+)
+from ._options import (
+    DEFAULT_KEY_VARIABLE,
+    add_endpoint_options,
+    add_model_option,
+    endpoint_from_args,
+    model_from_args,
+)
 
 __all__ = ["add_probe_command", "analyze_body", "probe", "render_table"]
 
 DEFAULT_TIMEOUT = 60.0
+
+# The endpoint's connect and idle timeouts are the time limit too, and their
+# errors say where the time went (the TCP connect, the TLS handshake, a silent
+# server); the overall limit of a request is checked this much later, so that
+# they win a tie.
+_OVERALL_SLACK = 0.25
 
 #: Raw bytes kept per response for the wire analysis.
 _MAX_BODY = 8 * 1024 * 1024
@@ -88,21 +111,12 @@ def add_probe_command(commands: CommandsAction) -> None:
             "streaming pattern, the reasoning field, keep-alive comments, line endings, "
             "data: spacing, finish reasons and latencies."
         ),
-        epilog="exit status: 0 streaming works, 1 streaming is broken, 2 bad usage",
+        epilog=(
+            "exit status: 0 streaming works, 1 streaming is broken, 2 bad usage, 130 interrupted"
+        ),
     )
-    probe_parser.add_argument(
-        "--base-url",
-        metavar="URL",
-        required=True,
-        help="the API base URL; /chat/completions is appended",
-    )
-    probe_parser.add_argument("--model", metavar="MODEL", required=True, help="the model")
-    probe_parser.add_argument(
-        "--api-key-env",
-        metavar="NAME",
-        default="OPENAI_API_KEY",
-        help="name of the environment variable holding the API key (default: OPENAI_API_KEY)",
-    )
+    add_endpoint_options(probe_parser)
+    add_model_option(probe_parser)
     probe_parser.add_argument(
         "--timeout",
         metavar="S",
@@ -118,15 +132,17 @@ def add_probe_command(commands: CommandsAction) -> None:
 
 def run_probe(args: argparse.Namespace) -> int:
     """The ``probe`` command: returns the exit status."""
-    endpoint = endpoint_from_args(args)
-    endpoint = Endpoint(
-        endpoint.base_url,
-        api_key=endpoint.api_key,
-        timeouts=Timeouts(connect=args.timeout, idle=args.timeout),
+    endpoint = attrs.evolve(
+        endpoint_from_args(args), timeouts=Timeouts(connect=args.timeout, idle=args.timeout)
     )
-    findings = trio.run(probe, endpoint, args.model, args.timeout)
+    findings = trio.run(
+        functools.partial(
+            probe, endpoint, model_from_args(args), args.timeout, key_variable=args.api_key_env
+        )
+    )
     if args.json:
-        text = json.dumps(findings, indent=2, ensure_ascii=False)
+        prepare_json_output()
+        text = json_text(findings, indent=2)
     else:
         text = render_table(findings)
     sys.stdout.write(redact(text, endpoint.api_key) + "\n")
@@ -144,6 +160,7 @@ class Exchange:
     status_code: int | None = None
     content_type: str | None = None
     error: str | None = None  # one line: the server's message, or what went wrong
+    hint: str | None = None  # what may fix it (see describe_failure)
     ttfb_ms: float | None = None
     first_token_ms: float | None = None
     body: bytearray = attrs.field(factory=bytearray)
@@ -156,10 +173,13 @@ class Exchange:
 
 
 async def _exchange(
-    endpoint: Endpoint, request: Mapping[str, Any], label: str, time_limit: float
+    endpoint: Endpoint,
+    request: Mapping[str, Any],
+    label: str,
+    time_limit: float,
+    key_variable: str,
 ) -> Exchange:
     exchange = Exchange(label=label)
-    key = endpoint.api_key
     body = json.dumps({**request, "stream": True}).encode()
     # No tools: validating arguments would need the optional jsonschema, and the
     # probe only looks at how calls are streamed.
@@ -170,7 +190,7 @@ async def _exchange(
         return round((time.perf_counter() - start) * 1000, 1)
 
     try:
-        with trio.fail_after(time_limit):
+        with trio.fail_after(time_limit + _OVERALL_SLACK):
             async with open_http_response(endpoint, body) as response:
                 exchange.ttfb_ms = elapsed()
                 exchange.status_code = response.status_code
@@ -188,16 +208,16 @@ async def _exchange(
                             (ContentDelta, ReasoningDelta, ToolCallStarted, ToolCallArgumentsDelta),
                         ):
                             exchange.first_token_ms = elapsed()
-    except HTTPStatusError as exc:
-        exchange.status_code = exc.status_code
-        exchange.error = one_line(redact(str(exc), key))
-    except UnexpectedContentType as exc:
-        exchange.status_code = exc.status_code
-        exchange.content_type = exc.content_type
-        exchange.error = one_line(redact(str(exc), key))
-        exchange.body += exc.body_start
     except ChunkwiseError as exc:
-        exchange.error = one_line(redact(str(exc), key))
+        if isinstance(exc, HTTPStatusError):
+            exchange.status_code = exc.status_code
+        elif isinstance(exc, UnexpectedContentType):
+            exchange.status_code = exc.status_code
+            exchange.content_type = exc.content_type
+            exchange.body += exc.body_start
+        failure = describe_failure(exc, endpoint, key_variable)
+        exchange.error = failure.message
+        exchange.hint = failure.hint
     except trio.TooSlowError:
         exchange.error = f"no complete response within {time_limit:g} s"
     if exchange.result is not None:
@@ -381,14 +401,24 @@ def _tool_request(model: str) -> dict[str, Any]:
 
 
 async def probe(
-    endpoint: Endpoint, model: str, time_limit: float = DEFAULT_TIMEOUT
+    endpoint: Endpoint,
+    model: str,
+    time_limit: float = DEFAULT_TIMEOUT,
+    *,
+    key_variable: str = DEFAULT_KEY_VARIABLE,
 ) -> dict[str, Any]:
-    """Run the probe requests against ``endpoint`` and return the findings."""
+    """Run the probe requests against ``endpoint`` and return the findings.
+
+    ``key_variable`` names where the key came from, for the hint when none was sent.
+    """
     exchanges: list[Exchange] = []
-    first = await _exchange(
-        endpoint, _text_request(model, True), "text + include_usage", time_limit
-    )
-    exchanges.append(first)
+
+    async def exchange(request: dict[str, Any], label: str) -> Exchange:
+        done = await _exchange(endpoint, request, label, time_limit, key_variable)
+        exchanges.append(done)
+        return done
+
+    first = await exchange(_text_request(model, True), "text + include_usage")
     text = first
     usage: dict[str, Any]
     if first.streamed:
@@ -410,8 +440,7 @@ async def probe(
         and 400 <= first.status_code < 500
         and first.status_code not in _NOT_ABOUT_THE_BODY
     ):
-        second = await _exchange(endpoint, _text_request(model, False), "text", time_limit)
-        exchanges.append(second)
+        second = await exchange(_text_request(model, False), "text")
         text = second
         usage = {
             "verdict": "rejected" if second.streamed else "unknown",
@@ -422,8 +451,7 @@ async def probe(
         usage = {"verdict": "unknown", "error": None, "positions": []}
     tools: Exchange | None = None
     if text.streamed:
-        tools = await _exchange(endpoint, _tool_request(model), "tool call", time_limit)
-        exchanges.append(tools)
+        tools = await exchange(_tool_request(model), "tool call")
     return _findings(endpoint, model, exchanges, text, tools, usage)
 
 
@@ -486,6 +514,9 @@ def _findings(
         else:
             tool_findings = {"verdict": "streamed", **pattern}
 
+    # What only a streamed body shows is unknown (null) when no body streamed,
+    # rather than an empty list that would read as "none seen".
+    observed = bool(analyses)
     return {
         "base_url": endpoint.base_url,
         "model": model,
@@ -496,11 +527,13 @@ def _findings(
         "done_sent": done_sent,
         "include_usage": usage,
         "tool_calls": tool_findings,
-        "reasoning_fields": sorted(reasoning),
-        "keep_alive_comments": {"count": comment_count, "examples": comment_examples},
-        "line_endings": sorted(endings),
-        "data_spacing": sorted(data_spacing),
-        "finish_reasons": finish_reasons,
+        "reasoning_fields": sorted(reasoning) if observed else None,
+        "keep_alive_comments": (
+            {"count": comment_count, "examples": comment_examples} if observed else None
+        ),
+        "line_endings": sorted(endings) if observed else None,
+        "data_spacing": sorted(data_spacing) if observed else None,
+        "finish_reasons": finish_reasons if observed else None,
         "ttfb_ms": text.ttfb_ms,
         "first_token_ms": text.first_token_ms,
         "requests": [_exchange_summary(e) for e in exchanges],
@@ -514,6 +547,7 @@ def _exchange_summary(exchange: Exchange) -> dict[str, Any]:
         "content_type": exchange.content_type,
         "stream_status": None if exchange.result is None else exchange.result.status,
         "error": exchange.error,
+        "hint": exchange.hint,
         "ttfb_ms": exchange.ttfb_ms,
         "first_token_ms": exchange.first_token_ms,
     }
@@ -524,17 +558,22 @@ def _exchange_summary(exchange: Exchange) -> dict[str, Any]:
 
 def render_table(findings: Mapping[str, Any]) -> str:
     """The findings as an aligned two-column table, then the requests sent."""
+    status_code = findings["status_code"]
+    if status_code is None or not 200 <= status_code < 300:
+        content_type = "unknown"  # no response, or an error whose head is not kept
+    else:
+        content_type = findings["content_type"] or "(none)"
     rows = [
         ("streaming works", "yes" if findings["streaming_works"] else "NO"),
-        ("content type", findings["content_type"] or "(none)"),
+        ("content type", content_type),
         ("[DONE] sent", _yes_no(findings["done_sent"])),
         ("include_usage", _usage_cell(findings["include_usage"])),
         ("tool-call streaming", _tool_cell(findings["tool_calls"])),
-        ("reasoning field", ", ".join(findings["reasoning_fields"]) or "none"),
+        ("reasoning field", _list_cell(findings["reasoning_fields"], "none")),
         ("keep-alive comments", _comments_cell(findings["keep_alive_comments"])),
-        ("line endings", ", ".join(findings["line_endings"]) or "(none)"),
-        ("data: spacing", ", ".join(findings["data_spacing"]) or "(none)"),
-        ("finish reasons", ", ".join(findings["finish_reasons"]) or "none"),
+        ("line endings", _list_cell(findings["line_endings"], "(none)")),
+        ("data: spacing", _list_cell(findings["data_spacing"], "(none)")),
+        ("finish reasons", _list_cell(findings["finish_reasons"], "none")),
         ("time to first byte", _ms(findings["ttfb_ms"])),
         ("time to first token", _ms(findings["first_token_ms"])),
     ]
@@ -551,9 +590,20 @@ def render_table(findings: Mapping[str, Any]) -> str:
         if request["stream_status"] is not None:
             parts.append(request["stream_status"])
         if request["error"]:
+            if request["error"].startswith(f"{parts[0]}:"):
+                parts.pop(0)  # the error names the status itself
             parts.append(request["error"])
         lines.append(f"  {number}. {request['label']}: {one_line(', '.join(parts))}")
+        if request["hint"]:
+            lines.append(f"     hint: {one_line(request['hint'])}")
     return "\n".join(lines)
+
+
+def _list_cell(values: list[str] | None, empty: str) -> str:
+    """The values seen; ``unknown`` when nothing could be seen (``None``)."""
+    if values is None:
+        return "unknown"
+    return ", ".join(values) or empty
 
 
 def _yes_no(value: bool | None) -> str:
@@ -589,7 +639,9 @@ def _tool_cell(tools: Mapping[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def _comments_cell(comments: Mapping[str, Any]) -> str:
+def _comments_cell(comments: Mapping[str, Any] | None) -> str:
+    if comments is None:
+        return "unknown"
     if not comments["count"]:
         return "none"
     examples = ", ".join(json.dumps(e, ensure_ascii=False) for e in comments["examples"])

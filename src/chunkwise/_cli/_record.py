@@ -10,21 +10,19 @@ Two things are not byte for byte what crossed the wire: the head is rebuilt
 from h11's parse (``name: value`` with CRLF line endings), and the body is
 stored after transfer decoding (without the chunked framing), because the body
 is what a client parses.  Non-2xx responses are recorded the same way, error
-body included.
+body included.  Nothing else is changed: a recording is evidence.
 
 Nothing of the request is ever written -- no request line, no request header --
 so the ``Authorization`` header cannot end up in the file.  A server may still
-quote the key back (OpenAI's 401 message does, masked; a careless relay might
-not): every occurrence of the key in the head or the body is written as
-``***``, the one change made to the bytes received, and only for a key long
-enough to be a secret (:data:`~chunkwise._util.MIN_SECRET_LENGTH`): a short
-key such as ``e`` or ``test`` would otherwise rewrite ordinary bytes.  To catch a key split
-across two reads, the last ``len(key) - 1`` bytes of a read are held back
-while they could begin the key.
+quote the key back (a careless relay's "invalid key" message): the bytes are
+written unchanged all the same, and a warning on stderr says that the file
+holds the key (without printing it), for a key long enough to be a secret
+(:data:`~chunkwise._util.MIN_SECRET_LENGTH`).
 
-This uses the HTTP layer's connection object directly: the client's
-:func:`~chunkwise._http.open_http_response` refuses non-2xx responses and
-does not show their headers, but a recording must keep both.
+The request goes through the client's one request lifecycle,
+:func:`~chunkwise._http.open_http_response`, with ``check=False`` so that an
+error status or another content type is handed over to be recorded instead of
+raised.
 """
 
 from __future__ import annotations
@@ -38,26 +36,31 @@ from collections.abc import Iterator
 from typing import IO
 
 import attrs
-import h11
 import trio
 
 from .._endpoint import Endpoint
 from .._errors import ChunkwiseError
-from .._http import Connection, connect, parse_error_body
+from .._http import Headers, HTTPResponse, http_status_error, open_http_response
 from .._parser import ChatStreamParser
 from .._util import redact, secret
 from ._common import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_STREAM,
+    PROG,
     CommandsAction,
     UsageError,
+    describe_failure,
     one_line,
+    print_failure,
     status_text,
 )
 from ._options import add_endpoint_options, add_request_options, build_request, endpoint_from_args
 
 __all__ = ["add_record_command", "format_head", "record_response"]
+
+#: How much of an error response's body is kept to explain it (all of it is recorded).
+_MAX_ERROR_BODY = 1024 * 1024
 
 
 def add_record_command(commands: CommandsAction) -> None:
@@ -68,13 +71,16 @@ def add_record_command(commands: CommandsAction) -> None:
         description=(
             "Send a streaming chat-completions request and save the response as received: "
             "the status line, the headers, a blank line, then the body bytes as they "
-            "arrive (after transfer decoding).  Error responses are saved too.  No request "
-            "header is written, so the API key never reaches the file.  Read the file back "
-            "with 'chunkwise inspect FILE'."
+            "arrive (after transfer decoding), never changed.  Error responses are saved "
+            "too.  No request header is written, so the API key does not reach the file "
+            "unless the server quotes it back, which a warning then says.  Read the file "
+            "back with 'chunkwise inspect FILE'."
         ),
         epilog=(
             "exit status: 0 a 2xx response whose stream is complete, 1 anything else "
-            "(the file is still written), 2 bad usage, 130 interrupted"
+            "(what was received is in the file; when nothing was, e.g. the connection "
+            "failed, no file is left behind), 2 bad usage, 130 interrupted (what was "
+            "received is kept)"
         ),
     )
     record.add_argument(
@@ -101,57 +107,43 @@ def add_record_command(commands: CommandsAction) -> None:
 class Recording:
     """What :func:`record_response` saw."""
 
+    key_watch: KeyWatch
     status_line: str | None = None
     status_code: int | None = None
+    reason: str = ""
+    headers: Headers = attrs.field(factory=lambda: Headers(()))
     body_bytes: int = 0
     error: ChunkwiseError | None = None
     error_body: bytearray = attrs.field(factory=bytearray)
     parser: ChatStreamParser = attrs.field(factory=ChatStreamParser)
-    redactor: KeyRedactor = attrs.field(factory=lambda: KeyRedactor(None))
 
 
-class KeyRedactor:
-    """Replaces every occurrence of ``key`` in a byte stream fed piece by piece by ``***``.
+class KeyWatch:
+    """Notices the API key in bytes fed piece by piece (a key split across reads too).
 
-    :meth:`feed` returns what can be written now; bytes that might be the
-    start of the key are held back until the next piece, or :meth:`end`.
+    Only watches a key long enough to be a secret: a short one ("e", "test")
+    is in every recording.  Changes nothing; :attr:`seen` says whether it came.
     """
 
     def __init__(self, key: str | None) -> None:
-        # Only a key long enough to be a secret: a short one ("e", "test")
-        # would turn every occurrence of those letters in the body into ***.
         key = secret(key)
-        self._key = key.encode("ascii") if key else b""
-        self._held = b""
+        self._key = key.encode("utf-8") if key else b""
+        self._tail = b""
+        self.seen = False
 
-    def feed(self, data: bytes) -> bytes:
-        """The redacted bytes that are safe to write after ``data``."""
-        key = self._key
-        if not key:
-            return data
-        buffer = (self._held + data).replace(key, b"***")
-        keep = 0
-        for size in range(min(len(key) - 1, len(buffer)), 0, -1):
-            if key.startswith(buffer[-size:]):
-                keep = size
-                break
-        self._held = buffer[len(buffer) - keep :]
-        return buffer[: len(buffer) - keep]
-
-    def end(self) -> bytes:
-        """The bytes held back.  A long start of the key is written as ``***`` too."""
-        held, self._held = self._held, b""
-        return b"***" if len(held) >= 4 else held
+    def feed(self, data: bytes) -> None:
+        if not self._key or self.seen:
+            return
+        window = self._tail + data
+        self.seen = self._key in window
+        self._tail = window[-(len(self._key) - 1) :] if len(self._key) > 1 else b""
 
 
 def run_record(args: argparse.Namespace) -> int:
     """The ``record`` command: returns the exit status."""
     endpoint = endpoint_from_args(args)
     body = _request_body(args)
-    # The parser only gives the summary's status line: no tool validation, which
-    # would need the optional jsonschema.
-    key = endpoint.api_key
-    recording = Recording(redactor=KeyRedactor(key))
+    recording = Recording(key_watch=KeyWatch(endpoint.api_key))
     name = "stdout" if args.output == "-" else repr(args.output)
     interrupted = False
     with _open_output(args.output) as out:
@@ -162,21 +154,28 @@ def run_record(args: argparse.Namespace) -> int:
         except ChunkwiseError as exc:
             if recording.status_line is None:
                 # Nothing was received: say so, and leave no empty file behind.
-                message = one_line(redact(str(exc), key))
-                print(f"chunkwise record: error: {message}", file=sys.stderr)
+                print_failure(
+                    describe_failure(exc, endpoint, args.api_key_env), f"{PROG} record: error: "
+                )
                 _remove_empty(args.output)
                 return EXIT_STREAM
             recording.error = exc
-        out.write(recording.redactor.end())
-    status = _report(recording, name, key, interrupted=interrupted)
+    if interrupted and recording.status_line is None:
+        _remove_empty(args.output)
+    status = _report(recording, name, endpoint, args.api_key_env, interrupted=interrupted)
     return EXIT_INTERRUPTED if interrupted else status
 
 
-def _report(recording: Recording, name: str, key: str | None, *, interrupted: bool) -> int:
+def _report(
+    recording: Recording, name: str, endpoint: Endpoint, key_variable: str, *, interrupted: bool
+) -> int:
     """Print what was recorded on stderr; return the exit status."""
+    key = endpoint.api_key
     if recording.status_line is None:
         print(
-            "status: incomplete (interrupted)" if interrupted else "nothing was received",
+            "status: incomplete (interrupted before the response began; nothing was recorded)"
+            if interrupted
+            else "nothing was received",
             file=sys.stderr,
         )
         return EXIT_STREAM
@@ -184,15 +183,23 @@ def _report(recording: Recording, name: str, key: str | None, *, interrupted: bo
         f"recorded {one_line(recording.status_line)}, {recording.body_bytes} body bytes, to {name}",
         file=sys.stderr,
     )
+    if recording.key_watch.seen:
+        print(
+            f"warning: the server quoted the API key back: {name} holds it (recorded "
+            "unchanged); remove it before sharing the file",
+            file=sys.stderr,
+        )
     status_code = recording.status_code or 0
     if not 200 <= status_code < 300:
-        error = parse_error_body(bytes(recording.error_body))
-        detail = f": {one_line(redact(error.message, key))}" if error is not None else ""
-        print(f"error: HTTP {status_code}{detail}", file=sys.stderr)
+        error = http_status_error(
+            status_code, recording.reason, recording.headers, bytes(recording.error_body)
+        )
+        print_failure(describe_failure(error, endpoint, key_variable), "error: ")
         return EXIT_STREAM
     parser = recording.parser
     if recording.error is not None:
-        print(f"transport error: {one_line(redact(str(recording.error), key))}", file=sys.stderr)
+        failure = describe_failure(recording.error, endpoint, key_variable)
+        print(f"transport error: {failure.message}", file=sys.stderr)
     if not parser.finished:
         parser.end()
     result = parser.result
@@ -242,10 +249,11 @@ def _remove_empty(name: str) -> None:
                 os.remove(name)
 
 
-def format_head(head: h11.Response) -> bytes:
-    """The status line and header fields of ``head``, then a blank line (CRLF endings)."""
-    lines = [b"HTTP/%s %d %s\r\n" % (head.http_version, head.status_code, head.reason)]
-    lines.extend(name + b": " + value + b"\r\n" for name, value in head.headers.raw_items())
+def format_head(response: HTTPResponse) -> bytes:
+    """The status line and header fields of ``response``, then a blank line (CRLF endings)."""
+    status_line = f"HTTP/{response.http_version} {response.status_code} {response.reason}"
+    lines = [status_line.encode("latin-1") + b"\r\n"]
+    lines.extend(name + b": " + value + b"\r\n" for name, value in response.headers.raw)
     lines.append(b"\r\n")
     return b"".join(lines)
 
@@ -259,29 +267,24 @@ async def record_response(
     knows what was written.  Raises the transport's errors; errors after the
     head arrived leave ``out`` holding everything received before.
     """
-    conn = Connection(await connect(endpoint), endpoint)
-    try:
-        await conn.send_request(endpoint, body)
-        head = await conn.receive_head()
-        redactor = recording.redactor
-        out.write(redactor.feed(format_head(head)) + redactor.end())
+    async with open_http_response(endpoint, body, check=False) as response:
+        head = format_head(response)
+        out.write(head)
         out.flush()
+        recording.key_watch.feed(head)
         recording.status_line = (
-            f"HTTP/{head.http_version.decode('ascii')} {head.status_code} "
-            f"{head.reason.decode('latin-1')}"
+            f"HTTP/{response.http_version} {response.status_code} {response.reason}"
         ).rstrip()
-        recording.status_code = head.status_code
-        success = 200 <= head.status_code < 300
-        while True:
-            data = await conn.receive_some()
-            if not data:
-                break
-            out.write(redactor.feed(data))
+        recording.status_code = response.status_code
+        recording.reason = response.reason
+        recording.headers = response.headers
+        success = 200 <= response.status_code < 300
+        async for data in response:
+            out.write(data)
             out.flush()
+            recording.key_watch.feed(data)
             recording.body_bytes += len(data)
             if success:
                 recording.parser.feed(data)
-            elif len(recording.error_body) < 1024 * 1024:
+            elif len(recording.error_body) < _MAX_ERROR_BODY:
                 recording.error_body += data
-    finally:
-        await conn.aclose()

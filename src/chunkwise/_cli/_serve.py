@@ -1,15 +1,26 @@
-"""``chunkwise serve``: the chat server on a port, until Ctrl-C."""
+"""``chunkwise serve``: the chat server on a port, until Ctrl-C.
+
+Only binding the port can fail as "cannot listen" (status 2): the error is
+caught around entering :func:`~chunkwise.testing.open_chat_server`, which
+binds before it yields, and nowhere else.  Anything later propagates: a closed
+stdout (``chunkwise serve | head -1``) is a :class:`BrokenPipeError`, which
+``main()`` turns into status 141 like every command's; Ctrl-C is status 130.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import os
+import sys
 
 import trio
 
-from .._server._chat_server import DEFAULT_HOST, DEFAULT_PORT, ServerOptions, serve_forever
+from .._server._chat_server import DEFAULT_HOST, DEFAULT_PORT, ServerOptions, open_chat_server
+from .._server._http_server import LoopbackServer
 from .._server._scenarios import DEFAULT_SCENARIO, SCENARIOS
+from .._util import authority
 from ._common import (
     CommandsAction,
     UsageError,
@@ -22,7 +33,7 @@ from ._common import (
     split_http_head,
 )
 
-__all__ = ["add_serve_command", "options_from_args", "run_serve"]
+__all__ = ["add_serve_command", "options_from_args", "run_serve", "serve"]
 
 
 def add_serve_command(commands: CommandsAction) -> None:
@@ -135,9 +146,45 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
 def run_serve(args: argparse.Namespace) -> int:
     """``chunkwise serve``: serve until Ctrl-C (``KeyboardInterrupt`` reaches ``main``)."""
     options = options_from_args(args)
-    try:
-        trio.run(functools.partial(serve_forever, options, host=args.host, port=args.port))
-    except OSError as exc:
-        where = f"{args.host}:{args.port}"
-        raise UsageError(f"cannot listen on {where}: {exc.strerror or exc}") from None
+    trio.run(functools.partial(serve, options, host=args.host, port=args.port))
     return 0
+
+
+async def serve(
+    options: ServerOptions,
+    *,
+    host: str,
+    port: int,
+    task_status: trio.TaskStatus[LoopbackServer] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve until cancelled, announcing the base URL and logging each request on stdout.
+
+    Under ``nursery.start`` it starts with the running server, once announced.
+
+    Raises:
+        UsageError: the port cannot be bound (in use, no such address...).
+    """
+
+    def log(line: str) -> None:
+        print(line, flush=True)
+
+    async with contextlib.AsyncExitStack() as stack:
+        try:
+            server = await stack.enter_async_context(
+                open_chat_server(options, host=host, port=port, log=log)
+            )
+        except OSError as exc:
+            where = authority(host, port)
+            raise UsageError(f"cannot listen on {where}: {exc.strerror or exc}") from None
+        print(f"serving on {server.base_url}")
+        if options.replay is not None:
+            print(f"replaying a recorded body ({len(options.replay)} bytes)")
+        else:
+            print(
+                f"scenario: chosen by the request's model (default {options.scenario!r}); "
+                f"models: {', '.join(SCENARIOS)}"
+            )
+        print("press Ctrl-C to stop")
+        sys.stdout.flush()
+        task_status.started(server)
+        await trio.sleep_forever()

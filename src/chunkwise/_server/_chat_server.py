@@ -27,8 +27,8 @@ Rules
 of a scenario, bytes per write, a delay between writes, a disconnect after N
 body bytes, a fixed HTTP error status, and a required API key.
 :func:`open_chat_server` runs the server for an ``async with`` block (an
-ephemeral loopback port by default); :func:`serve_forever` is what
-``chunkwise serve`` runs until Ctrl-C, logging one line per request.
+ephemeral loopback port by default), logging one line per request to ``log``;
+``chunkwise serve`` runs it until Ctrl-C.
 """
 
 from __future__ import annotations
@@ -36,10 +36,9 @@ from __future__ import annotations
 import hmac
 import itertools
 import json
-import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, TextIO
+from typing import Any
 
 import attrs
 import trio
@@ -55,8 +54,8 @@ __all__ = [
     "DEFAULT_PORT",
     "ChatServer",
     "ServerOptions",
+    "describe_request",
     "open_chat_server",
-    "serve_forever",
 ]
 
 DEFAULT_HOST = "127.0.0.1"
@@ -159,7 +158,7 @@ class ChatServer:
 
     async def __call__(self, request: RecordedRequest, writer: ResponseWriter) -> None:
         if self._log is not None:
-            self._log(_describe_request(request))
+            self._log(describe_request(request))
         try:
             await self._answer(request, writer)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -329,7 +328,7 @@ class ChatServer:
         await _send_json(writer, 200, completion_document(result), request_id)
 
 
-def _describe_request(request: RecordedRequest) -> str:
+def describe_request(request: RecordedRequest) -> str:
     """One log line: the request line, and the model and stream flag of a chat request."""
     line = f"{request.method} {request.target}"
     try:
@@ -439,33 +438,3 @@ async def open_chat_server(
     handler = ChatServer(options, log=log)
     async with open_test_server(handler, host=host, port=port) as server:
         yield server
-
-
-async def serve_forever(
-    options: ServerOptions | None = None,
-    *,
-    host: str = DEFAULT_HOST,
-    port: int = DEFAULT_PORT,
-    out: TextIO | None = None,
-    task_status: trio.TaskStatus[LoopbackServer] = trio.TASK_STATUS_IGNORED,
-) -> None:
-    """Serve until cancelled (Ctrl-C), announcing the base URL on ``out`` (stdout)."""
-    out = sys.stdout if out is None else out
-    options = options if options is not None else ServerOptions()
-
-    def log(line: str) -> None:
-        print(line, file=out, flush=True)
-
-    async with open_chat_server(options, host=host, port=port, log=log) as server:
-        print(f"serving on {server.base_url}", file=out)
-        if options.replay is not None:
-            print(f"replaying a recorded body ({len(options.replay)} bytes)", file=out)
-        else:
-            print(
-                f"scenario: chosen by the request's model (default {options.scenario!r}); "
-                f"models: {', '.join(SCENARIOS)}",
-                file=out,
-            )
-        print("press Ctrl-C to stop", file=out, flush=True)
-        task_status.started(server)
-        await trio.sleep_forever()

@@ -48,9 +48,9 @@ import attrs
 import h11
 import trio
 
-from .._endpoint import Endpoint, url_host
+from .._endpoint import Endpoint
 from .._http import Headers
-from .._util import close_now, exceptions_unwrapped
+from .._util import close_now, exceptions_unwrapped, url_host
 from ._responses import RecordedRequest, ResponseWriter, ScriptedResponse
 
 __all__ = [
@@ -415,12 +415,14 @@ async def serve_stream(
     ``nursery.start``, starts with) the :class:`ServerConnection`, whose
     ``requests`` and ``client_closed`` show what the client did.  Runs until
     the client closes its end, or the script ends the connection and the
-    client then closes; ``stream`` is closed on every path.  A handler that
-    raises propagates out of this call.
+    client then closes; ``stream`` is closed on every path.  An exception
+    raised by a handler propagates out of this call as itself, not wrapped in
+    an exception group (as from :func:`open_test_server`).
     """
     connection = ServerConnection(index=0)
     task_status.started(connection)
-    await ConnectionServer(_as_handler(script), connection).serve(stream)
+    with exceptions_unwrapped():
+        await ConnectionServer(_as_handler(script), connection).serve(stream)
     return connection
 
 

@@ -1,0 +1,99 @@
+"""When a request is tried again, and after how long: pure rules, no I/O.
+
+Rules (openai-python's, httpcore's and Go's behaviour, with their known bugs fixed)
+--------------------------------------------------------------------------------
+1. A request is retried only *before* the first byte of a 2xx body reaches the
+   parser; once a stream has started, a failure is the stream's outcome, never a
+   silent second request.
+2. Retried: connection errors (refused, reset, closed before the response head),
+   connect timeouts, and HTTP 408, 409, 429 and every 5xx.  Not retried: every other
+   status, a proxy's 407 and an HTTPS proxy's refusal of CONNECT.
+3. ``x-should-retry: true`` / ``false`` from the server overrides rule 2's status
+   rule (OpenAI sends it).
+4. The wait is the server's when it says one: ``retry-after-ms``, else
+   ``Retry-After`` (delta-seconds or an HTTP date), when it is in
+   ``(0, max_retry_after]``.  A server asking for longer is not waited for: the
+   error is raised at once, carrying its ``retry_after``.
+5. Otherwise the wait is ``min(initial_delay * 2**n, max_delay)`` for the n-th
+   retry (n from 0), shortened at random by up to 25% so that clients that failed
+   together do not come back together.
+6. At most ``max_retries`` retries; the wait is a trio sleep, so the caller's
+   cancel scope or deadline cuts it.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import random
+import re
+import time
+from collections.abc import Callable, Mapping
+
+import attrs
+
+from ._checks import non_negative_int, non_negative_seconds
+
+__all__ = ["RETRYABLE_STATUSES", "Retries", "backoff", "retry_after", "retryable_status"]
+
+#: Rule 2's statuses, beside every 5xx.
+RETRYABLE_STATUSES = frozenset({408, 409, 429})
+
+_DELTA_SECONDS_RE = re.compile(r"\d+(?:\.\d+)?")
+
+
+@attrs.frozen
+class Retries:
+    """How often and how patiently a request is tried again (see the module's rules).
+
+    ``Retries(max_retries=0)`` turns retrying off.
+    """
+
+    max_retries: int = attrs.field(default=2, validator=non_negative_int)
+    initial_delay: float = attrs.field(default=0.5, validator=non_negative_seconds)
+    max_delay: float = attrs.field(default=8.0, validator=non_negative_seconds)
+    max_retry_after: float = attrs.field(default=60.0, validator=non_negative_seconds)
+
+
+def retryable_status(status: int, headers: Mapping[str, str]) -> bool:
+    """Rules 2 and 3: whether a response with ``status`` may be retried."""
+    if status == 407:
+        return False  # the proxy wants credentials: asking again changes nothing
+    verdict = headers.get("x-should-retry", "").strip().lower()
+    if verdict == "true":
+        return True
+    if verdict == "false":
+        return False
+    return status in RETRYABLE_STATUSES or 500 <= status <= 599
+
+
+def retry_after(headers: Mapping[str, str], now: Callable[[], float] = time.time) -> float | None:
+    """Seconds the server asks to wait: ``retry-after-ms``, else ``Retry-After``.
+
+    ``Retry-After`` is either delta-seconds or an HTTP date (RFC 9110 10.2.3); a
+    date in the past means 0.  Anything absent or unparseable means ``None``.
+    """
+    milliseconds = headers.get("retry-after-ms", "").strip()
+    if _DELTA_SECONDS_RE.fullmatch(milliseconds):
+        return float(milliseconds) / 1000
+    text = headers.get("retry-after", "").strip()
+    if not text:
+        return None
+    if _DELTA_SECONDS_RE.fullmatch(text):
+        return float(text)
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # "-0000": email.utils's way of saying "no zone given"
+        return None
+    return max(0.0, when.timestamp() - now())
+
+
+def backoff(
+    retries: Retries, retry_number: int, rand: Callable[[], float] = random.random
+) -> float:
+    """Rule 5: the wait before retry ``retry_number`` (0 for the first retry)."""
+    # Capped before the power can overflow a float.
+    exponent = min(retry_number, 64)
+    delay = min(retries.initial_delay * 2.0**exponent, retries.max_delay)
+    return delay * (1 - 0.25 * rand())

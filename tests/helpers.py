@@ -1,0 +1,678 @@
+"""The helpers every test module shares (pytest puts ``tests/`` on ``sys.path``).
+
+Kept small on purpose, as h11's ``h11/tests/helpers.py`` is: anything used by
+one test module lives in that module.  Five groups:
+
+* data: :data:`RECORDINGS` (real OpenAI streams) and :func:`load_vectors`
+  (provider streams with their expected results);
+* building streams: :func:`chunk`, :func:`choice`, :func:`tool` make
+  ``chat.completion.chunk`` objects and :func:`sse` frames them as a body;
+  the hypothesis strategy :data:`chunk_values` makes arbitrary JSON shaped
+  like chunks;
+* cutting bytes into reads: :func:`split_at`, :func:`pieces_of`,
+  :func:`byte_reads`, :func:`as_buffers`;
+* running the layers: :func:`decode_sse` (the SSE decoder, checked against
+  :func:`reference_decode_sse`), :func:`parse_chat` and :func:`accumulate`
+  (the chat parser), and, for the trio client, :func:`serving` (a
+  :func:`chunkwise.testing.serve_stream` server on a memory stream) with the
+  client-side transports :class:`TrackedStream` and :class:`ResettingStream`;
+* the command line: :func:`run_main` runs ``main()`` in-process, :func:`run_python`
+  runs a Python process to its end and :func:`interrupt` sends one a Ctrl-C,
+  :func:`slow_words` is a stream to interrupt; :data:`KEY_VAR` and :data:`KEY`
+  are the API key the tests pass (``tests/cli/conftest.py`` cleans the
+  environment of every command-line test and has the ``api_key`` fixture).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, AnyStr, Literal, overload
+
+import attrs
+import pytest
+import trio
+import trio.testing
+from hypothesis import strategies as st
+
+import chunkwise
+from chunkwise._cli import main
+from chunkwise.testing import (
+    Handler,
+    RecordedRequest,
+    ResponseWriter,
+    Script,
+    ScriptedResponse,
+    ServerConnection,
+    serve_stream,
+)
+
+# --- data ------------------------------------------------------------------------------
+
+DATA = Path(__file__).parent / "data"
+#: Real OpenAI streams, recorded byte for byte (see data/README.md).
+RECORDINGS = sorted((DATA / "openai_recordings").glob("*.sse"))
+
+
+def load_vectors() -> list[dict[str, Any]]:
+    """The provider streams of ``data/provider_streams.json``, each with its expectations."""
+    with open(DATA / "provider_streams.json", encoding="utf-8") as f:
+        vectors: list[dict[str, Any]] = json.load(f)
+    return vectors
+
+
+# --- building streams ------------------------------------------------------------------
+
+
+def chunk(
+    *choices: Mapping[str, Any],
+    usage: Mapping[str, Any] | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """A ``chat.completion.chunk`` with these choices (see :func:`choice`)."""
+    body: dict[str, Any] = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1700000000,
+        "model": "test-model",
+        "choices": list(choices),
+    }
+    if usage is not None:
+        body["usage"] = usage
+    body.update(extra)
+    return body
+
+
+def choice(index: int = 0, finish_reason: str | None = None, **delta: Any) -> dict[str, Any]:
+    """One entry of a chunk's ``choices``; keyword arguments form its ``delta``."""
+    return {"index": index, "delta": delta, "finish_reason": finish_reason}
+
+
+def tool(
+    index: int | None = 0,
+    *,
+    id: str | None = None,
+    name: str | None = None,
+    arguments: str | None = None,
+) -> dict[str, Any]:
+    """One entry of a delta's ``tool_calls``; ``None`` leaves a field out."""
+    call: dict[str, Any] = {"function": {}}
+    if index is not None:
+        call["index"] = index
+    if id is not None:
+        call["id"] = id
+        call["type"] = "function"
+    if name is not None:
+        call["function"]["name"] = name
+    if arguments is not None:
+        call["function"]["arguments"] = arguments
+    return call
+
+
+def sse(
+    *payloads: Mapping[str, Any] | str,
+    done: bool = True,
+    eol: str = "\n",
+    ensure_ascii: bool = False,
+    space: bool = True,
+    keepalive: bool = False,
+) -> bytes:
+    """An SSE body with one ``data:`` event per payload (JSON unless a str), then ``[DONE]``.
+
+    ``space=False`` writes ``data:`` with no space after the colon, and
+    ``keepalive=True`` puts a ``: keep-alive`` comment before each event.
+    """
+    prefix = "data: " if space else "data:"
+    texts = [
+        payload if isinstance(payload, str) else json.dumps(payload, ensure_ascii=ensure_ascii)
+        for payload in payloads
+    ]
+    parts = []
+    for text in [*texts, "[DONE]"] if done else texts:
+        if keepalive:
+            parts.append(f": keep-alive{eol}{eol}")
+        parts.append(f"{prefix}{text}{eol}{eol}")
+    return "".join(parts).encode()
+
+
+# --- generating chunks (hypothesis) ---------------------------------------------------
+
+#: Any short text that UTF-8 can encode (no lone surrogates).
+any_text = st.text(
+    alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]),
+    min_size=1,
+    max_size=12,
+)
+# JSON has no NaN or infinity: json.dumps would write text the parser rejects.
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | any_text,
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(st.sampled_from(["a", "index", "delta", "content"]), children, max_size=3)
+    ),
+    max_leaves=8,
+)
+delta_values = st.fixed_dictionaries(
+    {},
+    optional={
+        "role": json_values,
+        "content": json_values,
+        "refusal": json_values,
+        "reasoning": json_values,
+        "reasoning_content": json_values,
+        "tool_calls": st.lists(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "index": st.none() | st.integers(-1, 3) | any_text,
+                    "id": st.none() | st.sampled_from(["", "a", "b"]),
+                    "type": json_values,
+                    "function": st.fixed_dictionaries(
+                        {}, optional={"name": json_values, "arguments": json_values}
+                    )
+                    | json_values,
+                },
+            )
+            | json_values,
+            max_size=3,
+        )
+        | json_values,
+    },
+)
+chunk_values = st.fixed_dictionaries(
+    {},
+    optional={
+        "id": json_values,
+        "model": json_values,
+        "created": json_values,
+        "usage": json_values,
+        "error": st.none() | json_values,
+        "choices": st.lists(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "index": st.integers(0, 2) | json_values,
+                    "delta": delta_values | json_values,
+                    "finish_reason": st.none()
+                    | st.sampled_from(["stop", "", "length"])
+                    | json_values,
+                    "logprobs": json_values,
+                },
+            )
+            | json_values,
+            max_size=3,
+        )
+        | json_values,
+    },
+)
+
+
+# --- cutting bytes into reads -------------------------------------------------------
+
+
+def split_at(data: bytes, cuts: Iterable[int]) -> list[bytes]:
+    """``data`` cut at the given offsets, which may come in any order.
+
+    Offsets are clamped to ``0..len(data)``; a repeated offset, or one at
+    either end, gives an empty read, which every layer must also accept.
+    """
+    points = [0, *sorted(min(max(cut, 0), len(data)) for cut in cuts), len(data)]
+    return [data[a:b] for a, b in itertools.pairwise(points)]
+
+
+def pieces_of(data: bytes, size: int) -> list[bytes]:
+    """``data`` as reads of ``size`` bytes (the last one may be shorter)."""
+    return [data[i : i + size] for i in range(0, len(data), size)]
+
+
+def byte_reads(data: bytes) -> list[bytes]:
+    """``data`` as one-byte reads."""
+    return pieces_of(data, 1)
+
+
+def as_buffers(
+    reads: Sequence[bytes], kinds: Sequence[int]
+) -> list[bytes | bytearray | memoryview]:
+    """Each read as bytes (0), a bytearray (1) or a memoryview (2), cycling through ``kinds``."""
+    out: list[bytes | bytearray | memoryview] = []
+    for i, read in enumerate(reads):
+        kind = kinds[i % len(kinds)] if kinds else 0
+        if kind == 1:
+            out.append(bytearray(read))
+        elif kind == 2:
+            # A view into the middle of a larger buffer, not offset 0.
+            out.append(memoryview(b"#" + read + b"#")[1:-1])
+        else:
+            out.append(read)
+    return out
+
+
+# --- the SSE decoder --------------------------------------------------------------------
+
+BOM = "\ufeff"
+_LINE_END = re.compile(r"\r\n|\r|\n")
+_ASCII_DIGITS = frozenset("0123456789")
+
+
+@attrs.frozen(kw_only=True)
+class SSEOutcome:
+    """Everything observable after a whole stream has been decoded and ended."""
+
+    events: tuple[chunkwise.ServerSentEvent, ...]
+    unterminated: bool
+    last_event_id: str
+    retry: int | None
+
+
+def decode_sse(
+    reads: Iterable[bytes | bytearray | memoryview],
+    *,
+    legacy_error_field: bool = False,
+    max_event_size: int | None = None,
+) -> SSEOutcome:
+    """Feed every read to a fresh :class:`chunkwise.SSEDecoder`, then ``end()`` it."""
+    if max_event_size is None:
+        decoder = chunkwise.SSEDecoder(legacy_error_field=legacy_error_field)
+    else:
+        decoder = chunkwise.SSEDecoder(
+            max_event_size=max_event_size, legacy_error_field=legacy_error_field
+        )
+    events: list[chunkwise.ServerSentEvent] = []
+    for read in reads:
+        events.extend(decoder.feed(read))
+    events.extend(decoder.end())
+    return SSEOutcome(
+        events=tuple(events),
+        unterminated=decoder.unterminated,
+        last_event_id=decoder.last_event_id,
+        retry=decoder.retry,
+    )
+
+
+def ev(
+    data: str, *, event: str = "message", id: str = "", retry: int | None = None
+) -> chunkwise.ServerSentEvent:
+    """Shorthand for an expected event."""
+    return chunkwise.ServerSentEvent(event=event, data=data, id=id, retry=retry)
+
+
+def reference_decode_sse(data: bytes, *, legacy_error_field: bool = False) -> SSEOutcome:
+    """The WHATWG "Interpreting an event stream" algorithm, transcribed naively.
+
+    It decodes the whole stream, splits it into lines and walks them: slow and
+    unbounded, but obviously correct, so the incremental decoder is compared
+    with it (``max_event_size`` does not exist here).
+    """
+    text = data.decode("utf-8", errors="replace")
+    if text.startswith(BOM):
+        text = text[1:]
+    *lines, partial = _LINE_END.split(text)
+
+    events: list[chunkwise.ServerSentEvent] = []
+    data_lines: list[str] = []
+    error_lines: list[str] = []
+    event_type = ""
+    last_event_id = ""
+    id_buffer = ""  # WHATWG's "last event ID buffer": committed at each blank line
+    retry: int | None = None
+    block_retry: int | None = None
+    pending_fields = False  # any non-comment line since the last blank line
+    for line in lines:
+        if line == "":
+            last_event_id = id_buffer
+            if data_lines:
+                events.append(
+                    chunkwise.ServerSentEvent(
+                        event=event_type or "message",
+                        data="\n".join(data_lines),
+                        id=last_event_id,
+                        retry=block_retry,
+                    )
+                )
+            elif legacy_error_field and error_lines:
+                events.append(
+                    chunkwise.ServerSentEvent(
+                        event="error",
+                        data="\n".join(error_lines),
+                        id=last_event_id,
+                        retry=block_retry,
+                    )
+                )
+            data_lines, error_lines = [], []
+            event_type, block_retry, pending_fields = "", None, False
+            continue
+        if line.startswith(":"):
+            continue
+        pending_fields = True
+        name, colon, value = line.partition(":")
+        if colon and value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            data_lines.append(value)
+        elif name == "event":
+            event_type = value
+        elif name == "id":
+            if "\0" not in value:
+                id_buffer = value
+        elif name == "retry":
+            if value and set(value) <= _ASCII_DIGITS:
+                retry = block_retry = int(value)
+        elif name == "error" and legacy_error_field:
+            error_lines.append(value)
+
+    # A partial line or any field line (known or not) not yet followed by a
+    # blank line is discarded: "unterminated".  Comments never count.
+    partial_is_field = bool(partial) and not partial.startswith(":")
+    return SSEOutcome(
+        events=tuple(events),
+        unterminated=pending_fields or partial_is_field,
+        last_event_id=last_event_id,
+        retry=retry,
+    )
+
+
+# --- the chat parser --------------------------------------------------------------------
+
+
+def parse_chat(
+    reads: Iterable[bytes], **kwargs: Any
+) -> tuple[list[chunkwise.Event], chunkwise.ChatResult]:
+    """Feed every read to a fresh :class:`chunkwise.ChatStreamParser`; its events and result."""
+    parser = chunkwise.ChatStreamParser(**kwargs)
+    events: list[chunkwise.Event] = []
+    for read in reads:
+        events += parser.feed(read)
+    events += parser.end()
+    return events, parser.result
+
+
+def accumulate(
+    chunks: Sequence[Mapping[str, Any]], **kwargs: Any
+) -> tuple[list[chunkwise.Event], chunkwise.ChatResult]:
+    """Feed decoded chunks to a fresh :class:`chunkwise.ChatAccumulator`."""
+    accumulator = chunkwise.ChatAccumulator(**kwargs)
+    events: list[chunkwise.Event] = []
+    for c in chunks:
+        events += accumulator.feed_chunk(c)
+    events += accumulator.end()
+    return events, accumulator.result
+
+
+def terminal(events: Sequence[chunkwise.Event]) -> chunkwise.Event:
+    """The one terminal event, checked to be the last one."""
+    terminals = [e for e in events if isinstance(e, chunkwise.TerminalEvent)]
+    assert len(terminals) == 1, terminals
+    assert events[-1] is terminals[0]
+    return terminals[0]
+
+
+# --- the trio client: a served memory stream and client-side transports ----------------
+
+
+@asynccontextmanager
+async def serving(
+    script: Script, *, lockstep: bool = False
+) -> AsyncIterator[tuple[trio.abc.HalfCloseableStream, ServerConnection]]:
+    """Serve ``script`` on one end of a memory stream; yield the client's end and the connection.
+
+    The server is :func:`chunkwise.testing.serve_stream`, so ``script`` is a
+    :class:`~chunkwise.testing.ScriptedResponse`, a list of them or a handler,
+    and the :class:`~chunkwise.testing.ServerConnection` records the requests
+    and sets ``client_closed`` once the client has closed its end.  Memory
+    streams run in virtual time under ``autojump_clock``; ``lockstep=True``
+    hands the server's bytes over only as the client reads them, so what the
+    client received is all the server could send.  Leaving the block stops the
+    server, finished or not.
+    """
+    pair = trio.testing.lockstep_stream_pair if lockstep else trio.testing.memory_stream_pair
+    client, server = pair()
+    async with trio.open_nursery() as nursery:
+        connection: ServerConnection = await nursery.start(serve_stream, server, script)
+        yield client, connection
+        nursery.cancel_scope.cancel()
+
+
+def close_delimited(body: bytes, **kwargs: Any) -> ScriptedResponse:
+    """A response whose body has no length: the server's close ends it."""
+    return ScriptedResponse(body=body, framing="close", **kwargs)
+
+
+def then_hang(response: ScriptedResponse) -> Handler:
+    """A handler playing ``response``, then neither ending it nor closing: a silent server.
+
+    Only a close-delimited body can be left open this way: the connection,
+    which would end it, is closed when the handler returns, and it never does.
+    """
+    if response.framing != "close":
+        raise ValueError("then_hang needs framing='close': other framings end the body")
+
+    async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+        await writer.play(response)
+        await trio.sleep_forever()
+
+    return handler
+
+
+class TrackedStream(trio.abc.Stream):
+    """Delegates to ``inner``; keeps the bytes received and remembers closing."""
+
+    def __init__(self, inner: trio.abc.Stream) -> None:
+        self.inner = inner
+        self.data = bytearray()
+        self.closed = False
+
+    @property
+    def received(self) -> int:
+        """How many bytes were received."""
+        return len(self.data)
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        await self.inner.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.inner.wait_send_all_might_not_block()
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
+        data = await self.inner.receive_some(max_bytes)
+        self.data += data
+        return data
+
+    async def aclose(self) -> None:
+        self.closed = True
+        await self.inner.aclose()
+
+
+class ResettingStream(TrackedStream):
+    """A client transport whose peer resets the connection instead of closing it.
+
+    While ``reset`` is true, the end of the peer's data raises
+    :class:`trio.BrokenResourceError`, as receiving on a socket that got a TCP
+    reset does; the data before it is delivered as usual.
+    """
+
+    def __init__(self, inner: trio.abc.Stream, *, reset: bool = True) -> None:
+        super().__init__(inner)
+        self.reset = reset
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
+        data = await super().receive_some(max_bytes)
+        if not data and self.reset:
+            raise trio.BrokenResourceError("connection reset by peer")
+        return data
+
+
+# --- the command line ---------------------------------------------------------------
+
+#: The repository: the examples and the docs are read, and processes run, from here.
+REPO = Path(__file__).resolve().parent.parent
+#: The variable the command-line tests name with ``--api-key-env``, and the key
+#: the ``api_key`` fixture (``tests/cli/conftest.py``) puts in it.
+KEY_VAR = "CHUNKWISE_TEST_KEY"
+KEY = "sk-test-SECRET-0123456789abcdef"
+
+#: A tool with a schema: ``{"city": str}``, ``city`` required.
+WEATHER_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
+    },
+}
+
+
+async def run_main(capsys: pytest.CaptureFixture[AnyStr], *argv: str) -> tuple[int, AnyStr, AnyStr]:
+    """Run ``chunkwise *argv`` in-process: its exit status and what it wrote to stdout and stderr.
+
+    ``main()`` runs its own ``trio.run``, so it runs in a worker thread while the
+    test's trio loop goes on (serving the requests it sends, say).  ``capsys``
+    or ``capsysbinary`` says whether the output is text or bytes.
+    """
+    status = await trio.to_thread.run_sync(main, list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def slow_words(count: int = 200, delay: float = 0.05) -> ScriptedResponse:
+    """``count`` words (``"word0 "``, ``"word1 "``...), an event a write, ``delay`` s apart."""
+    words = [chunk(choice(content=f"word{i} ")) for i in range(count)]
+    body = sse(*words, chunk(choice(finish_reason="stop")))
+    sizes = [len(event) + 2 for event in body.split(b"\n\n")[:-1]]
+    return ScriptedResponse(body=body, write_sizes=sizes, delay=delay)
+
+
+def child_environment(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The test's environment, in UTF-8 mode and unbuffered, with ``env`` added.
+
+    For the command-line tests that environment is already clean: their
+    conftest removes the variables (``OPENAI_*`` and others) a command reads.
+    """
+    return {**os.environ, "PYTHONUTF8": "1", "PYTHONUNBUFFERED": "1", **(env or {})}
+
+
+@overload
+async def run_python(
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    text: Literal[True] = True,
+) -> tuple[int, str, str]: ...
+
+
+@overload
+async def run_python(
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    text: Literal[False],
+) -> tuple[int, bytes, bytes]: ...
+
+
+async def run_python(
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    text: bool = True,
+) -> tuple[int, str, str] | tuple[int, bytes, bytes]:
+    """Run ``python *args`` in the repository to its end: its exit status, stdout and stderr.
+
+    The process has the test's environment and ``env``, in UTF-8 mode (which a
+    ``PYTHONIOENCODING`` in ``env`` overrides); its output is decoded from
+    UTF-8 unless ``text`` is false.  It must end within two minutes.
+    """
+    with trio.fail_after(120):
+        process = await trio.run_process(
+            [sys.executable, *args],
+            cwd=REPO,
+            env=child_environment(env),
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+    if text:
+        return process.returncode, process.stdout.decode(), process.stderr.decode()
+    return process.returncode, process.stdout, process.stderr
+
+
+async def read_until(stream: trio.abc.ReceiveStream, into: bytearray, marker: bytes) -> bool:
+    """Receive from ``stream`` into ``into`` until ``marker`` is there; false if it ended first."""
+    while marker not in into:
+        data = await stream.receive_some()
+        if not data:
+            return False
+        into.extend(data)
+    return True
+
+
+async def collect(stream: trio.abc.ReceiveStream, into: bytearray) -> None:
+    """Receive everything ``stream`` sends, up to its end, into ``into``."""
+    async for data in stream:
+        into.extend(data)
+
+
+# ``python -m chunkwise``, once chunkwise is imported and it said so on stderr:
+# a SIGINT during the imports would come before main() can handle anything.
+_READY = b"ready\n"
+_BOOT = (
+    "import runpy, sys, chunkwise._cli\n"
+    "print('ready', file=sys.stderr, flush=True)\n"
+    "runpy.run_module('chunkwise', run_name='__main__', alter_sys=True)\n"
+)
+
+
+async def interrupt(
+    argv: Sequence[str],
+    *,
+    after_stdout: bytes | None = None,
+    after: Callable[[], Awaitable[object]] | None = None,
+    wait: float = 0.0,
+) -> tuple[int, str, str]:
+    """Run ``python -m chunkwise *argv``, then SIGINT it: its exit status, stdout and stderr.
+
+    The signal comes once chunkwise is imported and then, in this order, once
+    ``after_stdout`` is on its stdout, ``after()`` has returned and ``wait``
+    more seconds have passed.  The process has the test's environment (see
+    :func:`child_environment`) and a stdin that stays open and empty
+    (``inspect -`` waits on it).  It must all take less than 30 seconds.
+    """
+    out = bytearray()
+    err = bytearray()
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            process = await trio.lowlevel.open_process(
+                [sys.executable, "-c", _BOOT, *argv],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=child_environment(),
+            )
+            assert process.stdin is not None
+            assert process.stdout is not None and process.stderr is not None
+            try:
+                assert await read_until(process.stderr, err, _READY), bytes(err)
+                nursery.start_soon(collect, process.stderr, err)
+                if after_stdout is not None:
+                    assert await read_until(process.stdout, out, after_stdout), bytes(err)
+                nursery.start_soon(collect, process.stdout, out)
+                if after is not None:
+                    await after()
+                await trio.sleep(wait)
+                process.send_signal(signal.SIGINT)
+                status = await process.wait()
+            finally:
+                if process.returncode is None:
+                    process.kill()
+            await process.stdin.aclose()
+    return status, out.decode(), err.decode().removeprefix(_READY.decode())
