@@ -5,6 +5,7 @@ need no trio.  Layers 4-5 (HTTP over trio, fan-out to subscribers) build on them
 """
 
 from ._accumulator import ChatAccumulator
+from ._client import Client
 from ._endpoint import DEFAULT_BASE_URL, Endpoint, Timeouts
 from ._errors import (
     ChunkwiseError,
@@ -18,6 +19,7 @@ from ._errors import (
     InvalidEndpoint,
     LocalProtocolError,
     ProtocolError,
+    ProxyError,
     RemoteProtocolError,
     StreamError,
     ToolArgumentsError,
@@ -48,9 +50,10 @@ from ._events import (
     UsageReported,
 )
 from ._fanout import DEFAULT_BUFFER_SIZE, Batch, Family
-from ._http import Headers
+from ._headers import Headers
 from ._parser import ChatStreamParser
 from ._results import Anomaly, ChatResult, ChoiceResult, IncompleteReason, Status, ToolCall
+from ._retries import Retries
 from ._sse import DEFAULT_MAX_EVENT_SIZE, ServerSentEvent, SSEDecoder
 from ._stream import ChatStream, complete_chat, open_chat_stream
 from ._util import fixup_module_metadata
@@ -71,6 +74,7 @@ __all__ = [
     "ChoiceFinished",
     "ChoiceResult",
     "ChunkwiseError",
+    "Client",
     "ConnectTimeout",
     "ConnectionLost",
     "ContentDelta",
@@ -89,10 +93,12 @@ __all__ = [
     "LifecycleEvent",
     "LocalProtocolError",
     "ProtocolError",
+    "ProxyError",
     "ReasoningDelta",
     "RefusalDelta",
     "RemoteProtocolError",
     "ResponseStarted",
+    "Retries",
     "SSEDecoder",
     "ServerSentEvent",
     "Status",

@@ -29,6 +29,8 @@ from urllib.parse import urlsplit
 import attrs
 
 from ._errors import InvalidEndpoint
+from ._proxy import Proxy, parse_proxy_url, select_proxy
+from ._retries import Retries
 from ._util import authority, url_host
 
 __all__ = ["DEFAULT_BASE_URL", "Endpoint", "Timeouts"]
@@ -217,6 +219,16 @@ def _check_ssl_context(_: Any, __: Any, value: Any) -> None:
         raise InvalidEndpoint("ssl_context must be an ssl.SSLContext or None")
 
 
+def _check_retries(_: Any, __: Any, value: Any) -> None:
+    if not isinstance(value, Retries):
+        raise InvalidEndpoint(f"retries must be a Retries, not {type(value).__name__}")
+
+
+def _check_proxy(_: Any, __: Any, value: Any) -> None:
+    if value is not None:
+        parse_proxy_url(value)  # raises InvalidEndpoint, never quoting the URL
+
+
 def _check_timeouts(_: Any, __: Any, value: Any) -> None:
     if not isinstance(value, Timeouts):
         raise InvalidEndpoint("timeouts must be a chunkwise.Timeouts")
@@ -240,6 +252,13 @@ class Endpoint:
         ssl_context: for ``https``; defaults to :func:`ssl.create_default_context`
             (certificate and host name verification on).
         timeouts: see :class:`Timeouts`.
+        retries: see :class:`Retries`: what is tried again, and how patiently,
+            before a stream starts (never after).
+        proxy: an HTTP proxy, ``"http://[user:password@]host[:port]"``;
+            ``None`` reads ``HTTPS_PROXY`` / ``HTTP_PROXY`` / ``ALL_PROXY`` and
+            ``NO_PROXY`` from the environment when ``trust_env`` is true.  The
+            password never appears in a repr or message.
+        trust_env: read the proxy environment variables (default True).
 
     Raises:
         InvalidEndpoint: a :class:`ValueError` naming what is wrong.
@@ -256,6 +275,9 @@ class Endpoint:
         default=None, kw_only=True, validator=_check_ssl_context
     )
     timeouts: Timeouts = attrs.field(factory=Timeouts, kw_only=True, validator=_check_timeouts)
+    retries: Retries = attrs.field(factory=Retries, kw_only=True, validator=_check_retries)
+    proxy: str | None = attrs.field(default=None, kw_only=True, repr=False, validator=_check_proxy)
+    trust_env: bool = attrs.field(default=True, kw_only=True)
     _parts: _URLParts = attrs.field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
@@ -327,7 +349,25 @@ class Endpoint:
         # Header values may be credentials too (e.g. an ``api-key`` header): names only.
         names = tuple(name for name, _ in self.headers)
         ctx = ", ssl_context=<custom>" if self.ssl_context is not None else ""
+        proxy = ""
+        if self.proxy is not None:
+            proxy = f", proxy={parse_proxy_url(self.proxy).url!r}"  # the password masked
+        env = "" if self.trust_env else ", trust_env=False"
         return (
             f"Endpoint({self.base_url!r}, api_key={key}, headers={names!r}{ctx}, "
-            f"timeouts={self.timeouts!r})"
+            f"timeouts={self.timeouts!r}, retries={self.retries!r}{proxy}{env})"
+        )
+
+    def select_proxy(self, environ: Mapping[str, str] | None = None) -> Proxy | None:
+        """The proxy requests to this endpoint go through, or ``None`` (direct).
+
+        ``environ`` defaults to :data:`os.environ`, read at each call.
+        """
+        return select_proxy(
+            self.proxy,
+            trust_env=self.trust_env,
+            environ=os.environ if environ is None else environ,
+            scheme=self.scheme,
+            host=self.host,
+            port=self.port,
         )

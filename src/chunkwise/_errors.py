@@ -155,7 +155,14 @@ class ToolArgumentsError(ChunkwiseError):
 
 
 class TransportError(ChunkwiseError):
-    """The connection failed: connect, TLS, or the socket broke mid-response."""
+    """The connection failed: connect, TLS, or the socket broke mid-response.
+
+    ``attempts`` is how many times the request was sent before this error
+    (retries, see :class:`~chunkwise.Retries`); the message says so when it
+    is more than one.
+    """
+
+    attempts: int = 1
 
 
 class HTTPStatusError(ChunkwiseError):
@@ -165,8 +172,12 @@ class HTTPStatusError(ChunkwiseError):
     is the start of the body: ``truncated`` is True when it is not all of it,
     because the body was longer than ``MAX_ERROR_BODY``, took longer than the
     endpoint's ``timeouts.error_body``, or the connection broke.  The API key
-    never appears here.
+    never appears here.  ``headers`` are the response's; ``attempts`` is how
+    many times the request was sent (retries), said in the message when more
+    than one.
     """
+
+    attempts: int = 1
 
     def __init__(
         self,
@@ -178,6 +189,7 @@ class HTTPStatusError(ChunkwiseError):
         request_id: str | None = None,
         retry_after: float | None = None,
         truncated: bool = False,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         detail = error.message if error is not None else reason
         message = f"HTTP {status_code}: {detail}" if detail else f"HTTP {status_code}"
@@ -191,6 +203,7 @@ class HTTPStatusError(ChunkwiseError):
         self.truncated = truncated
         self.request_id = request_id
         self.retry_after = retry_after
+        self.headers = headers
 
 
 # --- Endpoint configuration and transport (layer 4) ----------------------------------------

@@ -23,11 +23,20 @@ data and reveals an error (the peer closed mid-chunk), the data is returned firs
 and the error is raised by the next :meth:`HTTPResponse.receive_some`, so a
 truncated stream loses nothing that arrived.
 
-One request per connection: chat streams are long, so connection reuse would
-save little and cost a pool with its own cancellation story.  The socket is
-closed with :func:`trio.aclose_forcefully` on every exit path, which never blocks,
-so leaving the ``async with`` (error, cancellation, or a stream abandoned halfway)
-cannot hang and never leaves the socket open.
+Without a pool, one request per connection: the socket is closed with
+:func:`trio.aclose_forcefully` on every exit path, which never blocks, so leaving
+the ``async with`` (error, cancellation, or a stream abandoned halfway) cannot
+hang and never leaves the socket open.  With a pool (:class:`chunkwise.Client`)
+a connection whose exchange finished cleanly on both sides (h11 says both are
+``DONE``, neither asked to close) goes back to the pool instead
+(:meth:`HTTPResponse.release`); anything else is still closed at once.
+
+Retries (:mod:`chunkwise._retries`) happen here, before anything is yielded:
+a failed attempt is closed and the request sent again, so a caller only ever
+sees the response of the attempt that is streaming.  A request on a reused
+connection that fails before any response byte arrives (the server closed the
+idle connection at that moment) is sent once more on a new connection, free of
+the retry budget.
 
 The request is sent completely before the response is read.  Chat requests are
 small, so a server that answers before reading the body (an early 413) is not
@@ -36,9 +45,16 @@ worth a second task.
 
 from __future__ import annotations
 
+import functools
 import json
+import logging
 import math
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Hashable,
+)
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -46,7 +62,7 @@ import attrs
 import h11
 import trio
 
-from ._connect import Origin, open_connection
+from ._connect import Origin, open_connection, socket_of
 from ._endpoint import Endpoint
 from ._errors import (
     ChunkwiseError,
@@ -62,9 +78,12 @@ from ._errors import (
     UnexpectedContentType,
     raise_itself,
 )
+from ._headers import Headers
 from ._payloads import parse_error_payload, parse_json
-from ._retries import retry_after
-from ._util import authority, close_now, redact
+from ._pool import ConnectionPool
+from ._proxy import Proxy
+from ._retries import Retries, retry_after, retry_delay, with_attempts
+from ._util import close_now, redact
 from ._version import __version__
 
 __all__ = [
@@ -86,38 +105,32 @@ _READ_SIZE = 64 * 1024
 _USER_AGENT = f"chunkwise/{__version__}"
 
 
-def _pairs(items: Iterable[tuple[bytes, bytes]]) -> tuple[tuple[bytes, bytes], ...]:
-    return tuple(items)
-
-
 @attrs.frozen
-class Headers(Mapping[str, str]):
-    """HTTP header fields as received: order and spelling kept, lookup case-insensitive.
+class Request:
+    """A request ready for the wire: what the connection sends, and nothing about where."""
 
-    ``headers["x-request-id"]`` gives the value; a field sent several times gives
-    its values joined with ``", "`` (RFC 9110 5.3), and :meth:`get_all` gives them
-    separately.  Iteration yields each lower-cased name once.  ``raw`` holds the
-    ``(name, value)`` byte pairs exactly as h11 delivered them.
+    method: bytes
+    target: bytes
+    headers: tuple[tuple[bytes, bytes], ...]
+    body: bytes
+
+
+def prepare_request(endpoint: Endpoint, body: bytes, *, proxy: Proxy | None = None) -> Request:
+    """The ``POST`` of ``body`` to ``endpoint``; through ``proxy`` for an ``http`` endpoint.
+
+    An ``http`` request through a proxy goes to the proxy in absolute form
+    (``POST http://host:port/v1/chat/completions``) with the proxy's
+    credentials; an ``https`` one goes through a tunnel (see
+    :mod:`chunkwise._connect`) and is sent exactly as without a proxy, so the
+    proxy never sees it.
     """
-
-    raw: tuple[tuple[bytes, bytes], ...] = attrs.field(converter=_pairs)
-
-    def get_all(self, name: str) -> list[str]:
-        """Every value of ``name``, in order; ``[]`` when absent."""
-        key = name.lower().encode("latin-1")
-        return [value.decode("latin-1") for n, value in self.raw if n.lower() == key]
-
-    def __getitem__(self, name: str) -> str:
-        values = self.get_all(name)
-        if not values:
-            raise KeyError(name)
-        return ", ".join(values)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(dict.fromkeys(n.lower().decode("latin-1") for n, _ in self.raw))
-
-    def __len__(self) -> int:
-        return len({n.lower() for n, _ in self.raw})
+    target = endpoint.target
+    headers = _request_headers(endpoint, len(body))
+    if proxy is not None and endpoint.scheme == "http":
+        target = f"http://{endpoint.host_header}{target}"
+        if proxy.authorization is not None:
+            headers.append((b"Proxy-Authorization", proxy.authorization.encode("ascii")))
+    return Request(b"POST", target.encode("ascii"), tuple(headers), body)
 
 
 class HTTPResponse:
@@ -128,10 +141,25 @@ class HTTPResponse:
     iterator over body chunks (``async for data in response``).
     """
 
-    __slots__ = ("_conn", "headers", "http_version", "reason", "status_code")
+    __slots__ = (
+        "_conn",
+        "_release",
+        "_released",
+        "headers",
+        "http_version",
+        "reason",
+        "status_code",
+    )
 
-    def __init__(self, conn: Connection, head: h11.Response) -> None:
+    def __init__(
+        self,
+        conn: Connection,
+        head: h11.Response,
+        release: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
         self._conn = conn
+        self._release = release
+        self._released = False
         self.status_code: int = head.status_code
         self.reason: str = head.reason.decode("latin-1")
         self.http_version: str = head.http_version.decode("ascii")
@@ -154,9 +182,31 @@ class HTTPResponse:
         return await self._conn.receive_some()
 
     async def aclose(self) -> None:
-        """Close the connection now.  Never blocks; closes even when cancelled."""
+        """Close the connection now (unless :meth:`release` gave it back to a pool).
+
+        Never blocks; closes even when cancelled.
+        """
+        if self._released:
+            await trio.lowlevel.checkpoint()
+            return
         await self._conn.aclose()
         await trio.lowlevel.checkpoint()
+
+    async def release(self) -> None:
+        """Done with the response: keep the connection for the next request, or close it.
+
+        With a pool, a body whose end is near (read within a short grace) is
+        read to its end, and a connection whose exchange completed goes back
+        to the pool; anything else, and every connection without a pool, is
+        closed at once.  Never blocks for longer than that grace.
+        """
+        if self._released:
+            await trio.lowlevel.checkpoint()
+        elif self._release is None:
+            await self.aclose()
+        else:
+            self._released = True
+            await self._release()
 
     def __aiter__(self) -> HTTPResponse:
         return self
@@ -191,6 +241,7 @@ async def open_http_response(
     *,
     transport: trio.abc.Stream | None = None,
     check: bool = True,
+    pool: ConnectionPool[Connection] | None = None,
 ) -> AsyncIterator[HTTPResponse]:
     """POST ``body`` (JSON) to ``endpoint.url`` and yield the streaming response.
 
@@ -203,6 +254,14 @@ async def open_http_response(
     ``transport``, when given, is an already connected stream (TLS already
     applied, if wanted) used instead of connecting; it is closed on exit all the
     same.  Tests use it with :func:`trio.testing.memory_stream_pair`.
+
+    ``pool`` (a :class:`chunkwise.Client`'s) reuses a kept-alive connection to
+    the same place when one is idle, and takes the connection back when the
+    response is released after a complete exchange.
+
+    Failures before the response is yielded are retried by
+    ``endpoint.retries`` (see :mod:`chunkwise._retries`); the error raised
+    after the last attempt says how many were made.
 
     ``check=False`` yields whatever final response arrives, error statuses and
     other content types or codings included, for tools that record responses
@@ -219,17 +278,104 @@ async def open_http_response(
             and :meth:`HTTPResponse.receive_some`.
         RemoteProtocolError: the response is not valid HTTP/1.1.
     """
-    if transport is None:
-        transport = await connect(endpoint)
-    conn = Connection(transport, endpoint)
-    try:
-        await conn.send_request(endpoint, body)
-        response = HTTPResponse(conn, await conn.receive_head())
-        if check:
-            await _check_response(response, endpoint)
-        yield response
-    finally:
+    origin = Origin.of(endpoint)
+    proxy = endpoint.select_proxy() if transport is None else None
+    request = prepare_request(endpoint, body, proxy=proxy)
+    # A given transport cannot be opened again, so it is tried once.
+    retries = endpoint.retries if transport is None else _NO_RETRIES
+    key = (origin, proxy)
+    retried = 0  # retries made, against retries.max_retries
+    resent = False  # the one free re-send after a reused connection failed
+    while True:
+        async with _slot(pool):
+            conn = await pool.take(key) if pool is not None else None
+            reused = conn is not None
+            try:
+                if conn is None:
+                    if transport is None:
+                        stream = await open_connection(
+                            origin,
+                            connect_timeout=endpoint.timeouts.connect,
+                            ssl_context=endpoint.ssl_context,
+                            proxy=proxy,
+                        )
+                    else:
+                        stream, transport = transport, None
+                    conn = Connection(stream, origin, idle_timeout=endpoint.timeouts.idle)
+                await conn.send_request(request)
+                release = functools.partial(_release, conn, pool, key)
+                response = HTTPResponse(conn, await conn.receive_head(), release)
+                if check:
+                    await _check_response(response, endpoint)
+            except ChunkwiseError as exc:
+                if conn is not None:
+                    await conn.aclose()
+                failure = exc
+                stale = reused and conn is not None and not conn.response_started
+            except BaseException:
+                if conn is not None:
+                    await conn.aclose()
+                raise
+            else:
+                try:
+                    yield response
+                finally:
+                    await response.aclose()  # nothing to do once released
+                return
+        if stale and not resent and isinstance(failure, TransportError):
+            # The server closed the idle connection as the request went out:
+            # send it again on a new connection, free of the budget (curl, Go).
+            resent = True
+            continue
+        delay = retry_delay(failure, retries, retried)
+        if delay is None:
+            raise with_attempts(failure, retried + 1)
+        retried += 1
+        _log.info(
+            "retrying POST %s%s in %.2f s (retry %d of %d): %s",
+            origin.authority,
+            endpoint.target,
+            delay,
+            retried,
+            retries.max_retries,
+            failure,
+        )
+        await trio.sleep(delay)
+
+
+_NO_RETRIES = Retries(max_retries=0)
+#: After the caller is done with a pooled response, how long (seconds) and how
+#: much (bytes) of the rest of its body is read so that the connection can be
+#: reused: a stream ends with ``[DONE]`` just before the end of the body.
+_DRAIN_GRACE = 1.0
+_DRAIN_LIMIT = 64 * 1024
+
+_log = logging.getLogger("chunkwise")
+
+
+@asynccontextmanager
+async def _slot(pool: ConnectionPool[Connection] | None) -> AsyncIterator[None]:
+    if pool is None:
+        yield
+    else:
+        async with pool.slot():
+            yield
+
+
+async def _release(
+    conn: Connection, pool: ConnectionPool[Connection] | None, key: Hashable
+) -> None:
+    """End a response the caller is done with: back to the pool if the exchange completed."""
+    if pool is None:
         await conn.aclose()
+        return
+    try:
+        await conn.drain(_DRAIN_GRACE, _DRAIN_LIMIT)
+    finally:
+        reusable = conn.reusable
+        if reusable:
+            conn.start_next_exchange()
+        await pool.give_back(key, conn, reusable=reusable)
 
 
 async def _check_response(response: HTTPResponse, endpoint: Endpoint) -> None:
@@ -293,6 +439,7 @@ def http_status_error(
         error=parse_error_body(body),
         body=body,
         request_id=headers.get("x-request-id"),
+        headers=headers,
         retry_after=retry_after(headers),
         truncated=truncated,
     )
@@ -336,13 +483,19 @@ def _request_headers(endpoint: Endpoint, content_length: int) -> list[tuple[byte
 class Connection:
     """The h11 client state machine and the stream under it: the one place with I/O."""
 
-    def __init__(self, transport: trio.abc.Stream, endpoint: Endpoint) -> None:
+    def __init__(
+        self, transport: trio.abc.Stream, origin: Origin, *, idle_timeout: float | None
+    ) -> None:
         self._transport = transport
         self._h11 = h11.Connection(h11.CLIENT)
-        self._host = endpoint.host
-        self._port = endpoint.port
-        self._where = authority(endpoint.host, endpoint.port)
-        self._idle = math.inf if endpoint.timeouts.idle is None else endpoint.timeouts.idle
+        self._host = origin.host
+        self._port = origin.port
+        self._where = origin.authority
+        self._idle = math.inf if idle_timeout is None else idle_timeout
+        self._closed = False
+        self._start_exchange()
+
+    def _start_exchange(self) -> None:
         self._eof = False  # h11 has been told the peer closed
         self._in_body = False
         self._done = False  # EndOfMessage seen
@@ -351,18 +504,53 @@ class Connection:
         # Raised by every later receive_some, after the data that preceded it.
         self._error: ChunkwiseError | None = None
         self._busy = False
-        self._closed = False
+        #: Some bytes of a response arrived (a request that failed before any
+        #: did may be sent again on a new connection).
+        self.response_started = False
 
-    async def send_request(self, endpoint: Endpoint, body: bytes) -> None:
-        request = h11.Request(
-            method=b"POST",
-            target=endpoint.target.encode("ascii"),
-            headers=_request_headers(endpoint, len(body)),
+    @property
+    def reusable(self) -> bool:
+        """The exchange completed on both sides and neither asked to close."""
+        return (
+            not self._closed
+            and self._done
+            and self._error is None
+            and self._h11.our_state is h11.DONE
+            and self._h11.their_state is h11.DONE
+        )
+
+    def readable_while_idle(self) -> bool:
+        """Bytes or an EOF arrived while no response is expected: not reusable."""
+        sock = socket_of(self._transport)
+        return sock is not None and sock.is_readable()
+
+    def start_next_exchange(self) -> None:
+        """Make a :attr:`reusable` connection ready for the next request."""
+        self._h11.start_next_cycle()
+        self._start_exchange()
+
+    async def drain(self, grace: float, limit: int) -> None:
+        """Read what is left of the body for up to ``grace`` seconds and ``limit`` bytes.
+
+        Only to end an exchange so the connection can be reused: errors just
+        leave it unreusable.
+        """
+        with trio.move_on_after(grace):
+            total = 0
+            try:
+                while not self._done and total <= limit:
+                    total += len(await self.receive_some())
+            except (ChunkwiseError, trio.ClosedResourceError, trio.BusyResourceError):
+                pass
+
+    async def send_request(self, request: Request) -> None:
+        head = h11.Request(
+            method=request.method, target=request.target, headers=list(request.headers)
         )
         try:
             data = b"".join(
                 self._h11.send(event) or b""
-                for event in (request, h11.Data(data=body), h11.EndOfMessage())
+                for event in (head, h11.Data(data=request.body), h11.EndOfMessage())
             )
         except h11.LocalProtocolError:
             # Endpoint checked every header, so this is a chunkwise bug.  Not chained:
@@ -474,6 +662,8 @@ class Connection:
                 raise ConnectionLost(f"connection to {self._where} lost: {exc}") from exc
             if not data:
                 self._eof = True
+            else:
+                self.response_started = True
             self._h11.receive_data(bytes(data))  # a no-op for bytes; streams may give bytearray
             return
         raise IdleTimeout(self._host, self._port, self._idle)

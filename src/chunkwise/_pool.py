@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Hashable
 from contextlib import asynccontextmanager
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 import attrs
 import trio
@@ -61,6 +61,9 @@ async def _close(connection: Poolable) -> None:
         await connection.aclose()
 
 
+C = TypeVar("C", bound=Poolable)
+
+
 @attrs.frozen
 class PoolSettings:
     """The limits of a :class:`ConnectionPool` (see its rules)."""
@@ -71,19 +74,19 @@ class PoolSettings:
 
 
 @attrs.define
-class _Idle:
-    connection: Poolable
+class _Idle(Generic[C]):
+    connection: C
     since: float
 
 
-class ConnectionPool:
+class ConnectionPool(Generic[C]):
     """Idle keep-alive connections by key, and a bound on connections open at once."""
 
     def __init__(self, settings: PoolSettings | None = None) -> None:
         self.settings = settings if settings is not None else PoolSettings()
         self._slots = trio.Semaphore(self.settings.max_connections)
         # Oldest first, across keys, so rule 1 and rule 3 evict in one place.
-        self._idle: OrderedDict[int, tuple[Hashable, _Idle]] = OrderedDict()
+        self._idle: OrderedDict[int, tuple[Hashable, _Idle[C]]] = OrderedDict()
         self._closed = False
 
     @property
@@ -107,7 +110,7 @@ class ConnectionPool:
         finally:
             self._slots.release()
 
-    async def take(self, key: Hashable) -> Poolable | None:
+    async def take(self, key: Hashable) -> C | None:
         """An idle connection for ``key`` that passed rule 4, or ``None``.
 
         When ``None`` is returned the caller opens a new connection, so room is
@@ -128,7 +131,7 @@ class ConnectionPool:
             await self._evict_oldest()
         return None
 
-    async def give_back(self, key: Hashable, connection: Poolable, *, reusable: bool) -> None:
+    async def give_back(self, key: Hashable, connection: C, *, reusable: bool) -> None:
         """Keep ``connection`` for ``key`` if it is reusable, else close it (rules 2, 3, 5)."""
         if not reusable or self._closed or self.settings.max_idle_connections == 0:
             await _close(connection)

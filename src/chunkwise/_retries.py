@@ -32,8 +32,25 @@ from collections.abc import Callable, Mapping
 import attrs
 
 from ._checks import non_negative_int, non_negative_seconds
+from ._errors import (
+    ChunkwiseError,
+    ConnectionLost,
+    ConnectTimeout,
+    HTTPStatusError,
+    IdleTimeout,
+    ProxyError,
+    TransportError,
+)
 
-__all__ = ["RETRYABLE_STATUSES", "Retries", "backoff", "retry_after", "retryable_status"]
+__all__ = [
+    "RETRYABLE_STATUSES",
+    "Retries",
+    "backoff",
+    "retry_after",
+    "retry_delay",
+    "retryable_status",
+    "with_attempts",
+]
 
 #: Rule 2's statuses, beside every 5xx.
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
@@ -97,3 +114,40 @@ def backoff(
     exponent = min(retry_number, 64)
     delay = min(retries.initial_delay * 2.0**exponent, retries.max_delay)
     return delay * (1 - 0.25 * rand())
+
+
+def retry_delay(
+    failure: BaseException,
+    retries: Retries,
+    retry_number: int,
+    rand: Callable[[], float] = random.random,
+) -> float | None:
+    """Seconds to wait before retry ``retry_number`` (from 0), or ``None``: raise ``failure``.
+
+    Applies rules 2 to 6 to a failure that happened before any byte of a 2xx
+    body reached the parser (rule 1 is the caller's: it asks only then).
+    """
+    if retry_number >= retries.max_retries:
+        return None
+    if isinstance(failure, HTTPStatusError):
+        if not retryable_status(failure.status_code, failure.headers or {}):
+            return None
+        asked = failure.retry_after
+        if asked is not None and asked > 0:
+            return asked if asked <= retries.max_retry_after else None
+        return backoff(retries, retry_number, rand)
+    if isinstance(failure, (ProxyError, IdleTimeout)):
+        return None  # a refusal, or a server that took the request and went quiet
+    if isinstance(failure, (ConnectTimeout, ConnectionLost)):
+        return backoff(retries, retry_number, rand)
+    if isinstance(failure, TransportError) and isinstance(failure.__cause__, OSError):
+        return backoff(retries, retry_number, rand)  # TCP: refused, reset, unreachable
+    return None
+
+
+def with_attempts(exc: ChunkwiseError, attempts: int) -> ChunkwiseError:
+    """``exc``, saying how many attempts were made when there were several."""
+    if attempts > 1 and exc.args and isinstance(exc.args[0], str):
+        exc.args = (f"{exc.args[0]} (after {attempts} attempts)", *exc.args[1:])
+        exc.attempts = attempts  # type: ignore[attr-defined]
+    return exc

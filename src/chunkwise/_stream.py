@@ -41,7 +41,10 @@ These are the promises of the trio layer; each is tested in every cell of
 2. The socket is closed before ``__aexit__`` returns, on every path, and
    before the terminal event is published: the ending phase closes it first,
    and :func:`~chunkwise._http.open_http_response` closes it again on the way
-   out, shielded.
+   out, shielded.  With a :class:`~chunkwise.Client`, a stream that reached
+   its clean end gives its connection back to the pool instead (after reading
+   the end of the body for at most a second), also before the terminal event;
+   a stream that did not is closed as without a pool.
 3. Every subscriber whose channel is open and whose consumer is still running
    receives, in order, every event published after it subscribed (lossless)
    or the drop report in their place (lossy), then exactly one terminal
@@ -61,7 +64,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Literal, overload
 
 import trio
@@ -70,13 +73,14 @@ from ._endpoint import Endpoint
 from ._errors import ConnectionLost, IdleTimeout, RemoteProtocolError, TransportError
 from ._events import Event, ResponseStarted
 from ._fanout import DEFAULT_BUFFER_SIZE, Batch, Broadcaster, Family
-from ._http import HTTPResponse, open_http_response
+from ._http import Connection, HTTPResponse, open_http_response
 from ._parser import ChatStreamParser
+from ._pool import ConnectionPool
 from ._results import Anomaly, ChatResult, IncompleteReason
 from ._sse import DEFAULT_MAX_EVENT_SIZE
 from ._util import exceptions_unwrapped
 
-__all__ = ["ChatStream", "complete_chat", "open_chat_stream"]
+__all__ = ["ChatStream", "complete", "complete_chat", "open_chat_stream", "open_stream"]
 
 
 class ChatStream:
@@ -228,6 +232,7 @@ class ChatStream:
         reason: IncompleteReason | None = None
         problem: TransportError | None = None
         invalid: RemoteProtocolError | None = None
+        clean_end = False
         try:
             with self._reader_scope:
                 await broadcaster.has_subscribed.wait()
@@ -251,13 +256,19 @@ class ChatStream:
                         invalid = exc
                         break
                     if not data:
+                        clean_end = True
                         break
                     events = parser.feed(data)
                     if parser.finished:
-                        final = events  # published after the socket is closed (rule 2)
+                        final = events  # published after the socket is released (rule 2)
+                        clean_end = True
                         break
                     if events:
                         await broadcaster.publish(events)
+                if clean_end:
+                    # With a pool, the end of the body is read and the connection
+                    # kept for the next request; otherwise it is closed.
+                    await self._response.release()
             if self._reader_scope.cancelled_caught:
                 reason = IncompleteReason.CANCELLED
             await self._response.aclose()
@@ -282,14 +293,13 @@ class ChatStream:
         self._check_readers()
 
 
-@asynccontextmanager
-async def open_chat_stream(
+def open_chat_stream(
     endpoint: Endpoint,
     request: Mapping[str, Any],
     *,
     max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
     transport: trio.abc.Stream | None = None,
-) -> AsyncIterator[ChatStream]:
+) -> AbstractAsyncContextManager[ChatStream]:
     """Send a streamed chat-completions request and read it in a nursery.
 
     ``request`` is the JSON body you would send to ``/chat/completions``;
@@ -302,10 +312,23 @@ async def open_chat_stream(
         UnexpectedContentType: a 2xx response that is not an event stream.
         TransportError: connecting failed (:class:`~chunkwise.ConnectTimeout`...).
     """
+    return open_stream(endpoint, request, max_event_size=max_event_size, transport=transport)
+
+
+@asynccontextmanager
+async def open_stream(
+    endpoint: Endpoint,
+    request: Mapping[str, Any],
+    *,
+    max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+    transport: trio.abc.Stream | None = None,
+    pool: ConnectionPool[Connection] | None = None,
+) -> AsyncIterator[ChatStream]:
+    """:func:`open_chat_stream`, on ``pool``'s connections when one is given (a Client's)."""
     body = json.dumps({**request, "stream": True}, ensure_ascii=False).encode()
     tools = request.get("tools")
     parser = ChatStreamParser(tools=tools, max_event_size=max_event_size)
-    async with open_http_response(endpoint, body, transport=transport) as response:
+    async with open_http_response(endpoint, body, transport=transport, pool=pool) as response:
         stream = ChatStream(response, parser)
         try:
             with exceptions_unwrapped():
@@ -334,5 +357,16 @@ async def complete_chat(
     Check ``result.status``: an incomplete or failed stream is returned, not
     raised, so its partial output stays available.
     """
-    async with open_chat_stream(endpoint, request, max_event_size=max_event_size) as stream:
+    return await complete(endpoint, request, max_event_size=max_event_size)
+
+
+async def complete(
+    endpoint: Endpoint,
+    request: Mapping[str, Any],
+    *,
+    max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+    pool: ConnectionPool[Connection] | None = None,
+) -> ChatResult:
+    """:func:`complete_chat`, on ``pool``'s connections when one is given (a Client's)."""
+    async with open_stream(endpoint, request, max_event_size=max_event_size, pool=pool) as stream:
         return await stream.result()

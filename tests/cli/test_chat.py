@@ -249,7 +249,10 @@ async def test_http_errors_are_one_line(
         status, out, err = await run_main(capsys, *chat_args(server.base_url, "x"))
     assert status == 1
     assert out == ""
-    assert err == f"chunkwise chat: error: HTTP {status_code}: {' '.join(message.split())}\n"
+    # 429 and 5xx are retried (twice, by default) before the error is shown.
+    attempts = " (after 3 attempts)" if status_code in (429, 500, 503) else ""
+    expected = f"HTTP {status_code}: {' '.join(message.split())}{attempts}"
+    assert err == f"chunkwise chat: error: {expected}\n"
 
 
 async def test_http_error_in_json_mode(capsys: pytest.CaptureFixture[str]) -> None:

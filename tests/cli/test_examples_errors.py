@@ -18,9 +18,13 @@ from helpers import run_python
 @pytest.mark.parametrize("name", ["basic_stream", "fan_out", "tool_loop", "deadline"])
 async def test_the_trio_examples_report_a_refused_connection(refused_port: int, name: str) -> None:
     base_url = f"http://127.0.0.1:{refused_port}/v1"
-    status, out, err = await run_python(f"examples/{name}.py", "--base-url", base_url)
+    # The deadline example's own deadline must outlast the retries' waits.
+    extra = ["--seconds", "30"] if name == "deadline" else []
+    status, out, err = await run_python(f"examples/{name}.py", "--base-url", base_url, *extra)
     assert (status, out) == (1, "")
-    assert err == f"error: cannot connect to 127.0.0.1:{refused_port}: connection refused\n"
+    # Refused connections are retried (Endpoint.retries): the message counts the attempts.
+    expected = f"cannot connect to 127.0.0.1:{refused_port}: connection refused (after 3 attempts)"
+    assert err == f"error: {expected}\n"
 
 
 # -- examples/sdk_chunks.py --live --------------------------------------------------

@@ -31,13 +31,14 @@ from chunkwise._errors import (
     UnexpectedContentType,
     raise_itself,
 )
+from chunkwise._headers import Headers
 from chunkwise._http import (
     MAX_ERROR_BODY,
-    Headers,
     HTTPResponse,
     open_http_response,
     parse_error_body,
 )
+from chunkwise._retries import Retries
 from chunkwise._sse import SSEDecoder
 from chunkwise._tools import complete_tool_call
 from chunkwise._version import __version__
@@ -53,6 +54,7 @@ from chunkwise.testing import (
 )
 from helpers import ResettingStream, TrackedStream, serving
 
+NO_RETRIES = Retries(max_retries=0)
 KEY = "sk-proj-SECRET0123456789abcdef"
 REQUEST = b'{"model":"gpt-test","stream":true,"messages":[{"role":"user","content":"hi"}]}'
 #: For requests sent over a memory stream: the host is only named, never resolved.
@@ -769,7 +771,9 @@ async def test_connect_timeout_default(autojump_clock: trio.testing.MockClock) -
     with sock:
         start = trio.current_time()
         with pytest.raises(ConnectTimeout):
-            async with open_http_response(Endpoint(f"https://127.0.0.1:{port}/v1"), REQUEST):
+            async with open_http_response(
+                Endpoint(f"https://127.0.0.1:{port}/v1", retries=NO_RETRIES), REQUEST
+            ):
                 pass
     assert trio.current_time() - start == pytest.approx(10.0)
 

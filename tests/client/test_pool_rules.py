@@ -33,9 +33,10 @@ class StandIn:
 
 KEY = ("https", "api.example", 443, None)
 OTHER = ("https", "other.example", 443, None)
+Pool = ConnectionPool[StandIn]
 
 
-async def use(pool: ConnectionPool, key: object, name: str, *, reusable: bool = True) -> StandIn:
+async def use(pool: Pool, key: object, name: str, *, reusable: bool = True) -> StandIn:
     """One request: a slot, an idle connection or a new one, given back at the end."""
     async with pool.slot():
         taken = await pool.take(key)
@@ -45,21 +46,21 @@ async def use(pool: ConnectionPool, key: object, name: str, *, reusable: bool = 
 
 
 async def test_a_reusable_connection_is_used_again_for_the_same_key() -> None:
-    pool = ConnectionPool()
+    pool: Pool = ConnectionPool()
     first = await use(pool, KEY, "a")
     assert [await use(pool, KEY, f"n{i}") for i in range(5)] == [first] * 5
     assert not first.closed and pool.idle_count == 1
 
 
 async def test_another_key_gets_another_connection() -> None:
-    pool = ConnectionPool()
+    pool: Pool = ConnectionPool()
     first = await use(pool, KEY, "a")
     other = await use(pool, OTHER, "b")
     assert other is not first and pool.idle_count == 2
 
 
 async def test_a_connection_that_is_not_reusable_is_closed_not_kept() -> None:
-    pool = ConnectionPool()
+    pool: Pool = ConnectionPool()
     first = await use(pool, KEY, "a", reusable=False)
     assert first.closed and pool.idle_count == 0
     assert await use(pool, KEY, "b") is not first
@@ -68,7 +69,7 @@ async def test_a_connection_that_is_not_reusable_is_closed_not_kept() -> None:
 async def test_an_expired_idle_connection_is_closed_not_used(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    pool = ConnectionPool(PoolSettings(idle_expiry=5.0))
+    pool: Pool = ConnectionPool(PoolSettings(idle_expiry=5.0))
     first = await use(pool, KEY, "a")
     await trio.sleep(4.9)
     assert await use(pool, KEY, "b") is first  # still fresh
@@ -78,7 +79,7 @@ async def test_an_expired_idle_connection_is_closed_not_used(
 
 
 async def test_an_idle_connection_the_server_closed_is_not_used() -> None:
-    pool = ConnectionPool()
+    pool: Pool = ConnectionPool()
     first = await use(pool, KEY, "a")
     first.readable = True  # FIN, reset or stray bytes while idle
     second = await use(pool, KEY, "b")
@@ -86,7 +87,7 @@ async def test_an_idle_connection_the_server_closed_is_not_used() -> None:
 
 
 async def test_at_most_max_idle_connections_are_kept_oldest_closed_first() -> None:
-    pool = ConnectionPool(PoolSettings(max_idle_connections=2))
+    pool: Pool = ConnectionPool(PoolSettings(max_idle_connections=2))
     connections: list[StandIn] = []
     async with pool.slot(), pool.slot(), pool.slot():
         for name in "abc":
@@ -99,7 +100,7 @@ async def test_at_most_max_idle_connections_are_kept_oldest_closed_first() -> No
 
 
 async def test_zero_idle_connections_means_no_reuse() -> None:
-    pool = ConnectionPool(PoolSettings(max_idle_connections=0))
+    pool: Pool = ConnectionPool(PoolSettings(max_idle_connections=0))
     first = await use(pool, KEY, "a")
     assert first.closed and await use(pool, KEY, "b") is not first
 
@@ -107,7 +108,7 @@ async def test_zero_idle_connections_means_no_reuse() -> None:
 async def test_max_connections_makes_a_request_wait_for_a_slot(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    pool = ConnectionPool(PoolSettings(max_connections=2))
+    pool: Pool = ConnectionPool(PoolSettings(max_connections=2))
     started: list[float] = []
 
     async def request() -> None:
@@ -122,7 +123,7 @@ async def test_max_connections_makes_a_request_wait_for_a_slot(
 
 
 async def test_waiting_for_a_slot_is_cancellable(autojump_clock: trio.testing.MockClock) -> None:
-    pool = ConnectionPool(PoolSettings(max_connections=1))
+    pool: Pool = ConnectionPool(PoolSettings(max_connections=1))
     async with pool.slot():
         with trio.move_on_after(3) as scope:
             async with pool.slot():
@@ -132,7 +133,7 @@ async def test_waiting_for_a_slot_is_cancellable(autojump_clock: trio.testing.Mo
 
 
 async def test_a_new_connection_at_the_limit_closes_the_longest_idle_one() -> None:
-    pool = ConnectionPool(PoolSettings(max_connections=2, max_idle_connections=2))
+    pool: Pool = ConnectionPool(PoolSettings(max_connections=2, max_idle_connections=2))
     old = await use(pool, OTHER, "old")
     newer = await use(pool, OTHER, "newer")
     assert newer is old  # same key: reused
@@ -146,7 +147,7 @@ async def test_a_new_connection_at_the_limit_closes_the_longest_idle_one() -> No
 
 
 async def test_after_aclose_nothing_is_kept() -> None:
-    pool = ConnectionPool()
+    pool: Pool = ConnectionPool()
     idle = await use(pool, KEY, "a")
     async with pool.slot():
         in_use = StandIn("b")

@@ -21,7 +21,8 @@ import chunkwise
 from chunkwise._cli import build_parser, main
 from chunkwise._cli._serve import options_from_args, serve
 from chunkwise._convert import completion_document
-from chunkwise._http import Headers, open_http_response
+from chunkwise._headers import Headers
+from chunkwise._http import open_http_response
 from chunkwise._server._chat_server import DEFAULT_PORT, describe_request
 from chunkwise._server._scenarios import (
     scenario_body,

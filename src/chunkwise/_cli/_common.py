@@ -36,7 +36,7 @@ import attrs
 
 from .._endpoint import Endpoint
 from .._errors import ChunkwiseError, HTTPStatusError, ToolArgumentsError
-from .._http import Headers
+from .._headers import Headers
 from .._results import ChatResult, ToolCall
 from .._tools import NO_JSONSCHEMA
 from .._util import redact

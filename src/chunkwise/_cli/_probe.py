@@ -46,6 +46,7 @@ from .._events import ContentDelta, ReasoningDelta, ToolCallArgumentsDelta, Tool
 from .._http import open_http_response
 from .._parser import ChatStreamParser
 from .._results import ChatResult
+from .._retries import Retries
 from .._sse import SSEDecoder
 from .._util import redact
 from ._common import (
@@ -132,8 +133,11 @@ def add_probe_command(commands: CommandsAction) -> None:
 
 def run_probe(args: argparse.Namespace) -> int:
     """The ``probe`` command: returns the exit status."""
+    # No retries: a probe reports what the server does to one request.
     endpoint = attrs.evolve(
-        endpoint_from_args(args), timeouts=Timeouts(connect=args.timeout, idle=args.timeout)
+        endpoint_from_args(args),
+        timeouts=Timeouts(connect=args.timeout, idle=args.timeout),
+        retries=Retries(max_retries=0),
     )
     findings = trio.run(
         functools.partial(

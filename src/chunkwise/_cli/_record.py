@@ -40,8 +40,10 @@ import trio
 
 from .._endpoint import Endpoint
 from .._errors import ChunkwiseError
-from .._http import Headers, HTTPResponse, http_status_error, open_http_response
+from .._headers import Headers
+from .._http import HTTPResponse, http_status_error, open_http_response
 from .._parser import ChatStreamParser
+from .._retries import Retries
 from .._util import redact, secret
 from ._common import (
     EXIT_INTERRUPTED,
@@ -141,7 +143,8 @@ class KeyWatch:
 
 def run_record(args: argparse.Namespace) -> int:
     """The ``record`` command: returns the exit status."""
-    endpoint = endpoint_from_args(args)
+    # No retries: a recording is what the server answered to one request.
+    endpoint = attrs.evolve(endpoint_from_args(args), retries=Retries(max_retries=0))
     body = _request_body(args)
     recording = Recording(key_watch=KeyWatch(endpoint.api_key))
     name = "stdout" if args.output == "-" else repr(args.output)

@@ -49,7 +49,8 @@ import h11
 import trio
 
 from .._endpoint import Endpoint
-from .._http import Headers
+from .._headers import Headers
+from .._retries import Retries
 from .._util import close_now, exceptions_unwrapped, url_host
 from ._responses import RecordedRequest, ResponseWriter, ScriptedResponse
 
@@ -126,9 +127,17 @@ class LoopbackServer:
         self._changed = trio.Event()
 
     def endpoint(self, **kwargs: Any) -> Endpoint:
-        """An :class:`Endpoint` for this server; ``kwargs`` go to its constructor."""
+        """An :class:`Endpoint` for this server; ``kwargs`` go to its constructor.
+
+        Retries are off unless ``retries`` is given, so each scripted response
+        reaches the test that scripted it; and the proxy environment variables
+        are ignored unless ``trust_env`` is given (a loopback server is never
+        behind the machine's proxy).
+        """
         if self.client_ssl_context is not None:
             kwargs.setdefault("ssl_context", self.client_ssl_context)
+        kwargs.setdefault("retries", Retries(max_retries=0))
+        kwargs.setdefault("trust_env", False)
         return Endpoint(self.base_url, **kwargs)
 
     async def wait_requests(self, count: int = 1) -> None:

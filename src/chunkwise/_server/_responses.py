@@ -18,7 +18,7 @@ from typing import Any, Literal
 import attrs
 import trio
 
-from .._http import Headers
+from .._headers import Headers
 
 __all__ = ["Framing", "RecordedRequest", "ResponseWriter", "ScriptedResponse"]
 
@@ -245,6 +245,15 @@ class ResponseWriter:
         else:
             await trio.lowlevel.checkpoint()
         self._ended = True
+
+    def close_after(self) -> None:
+        """Close the connection after this response, without announcing it.
+
+        The response says nothing of it (no ``Connection: close``), so a client
+        keeps the connection for its next request and finds it closed: what a
+        server does to an idle keep-alive connection.
+        """
+        self._close = True
 
     async def disconnect(self) -> None:
         """Stop here: the connection is closed without finishing the response."""
