@@ -16,7 +16,7 @@ every step:
    certificate check), inside the tunnel when there is one.
 
 An ``http`` origin through a proxy needs no tunnel: the request itself is sent
-to the proxy in absolute form (see :func:`chunkwise._http.prepare_request`).
+to the proxy in absolute form (see :func:`chunkwise._request.prepare_request`).
 
 Every failure names its cause: ``connection refused``, a name that does not
 resolve, a server that does not speak TLS, a TLS handshake that never
@@ -129,6 +129,7 @@ async def open_connection(
             the TLS handshake failed; the ``OSError`` or TLS error is its cause.
     """
     tcp: trio.abc.Stream | None = None
+    tunnelled = proxy is None  # no tunnel to wait for
     with trio.move_on_after(math.inf if connect_timeout is None else connect_timeout):
         if proxy is None:
             tcp = await _open_tcp(origin.host, origin.port, "")
@@ -139,13 +140,18 @@ async def open_connection(
         try:
             if proxy is not None:
                 tcp = await _tunnel(tcp, proxy, origin)
+                tunnelled = True
             return await _tls_handshake(tcp, origin, ssl_context)
         except BaseException:
             await close_now(tcp)
             raise
     assert connect_timeout is not None
-    # The TCP stream exists only once the TCP connection was made: past that
-    # point, the time ran out in the tunnel or the TLS handshake.
+    # Where the time ran out: reaching the proxy, waiting for its tunnel, or
+    # (once a TCP connection, and tunnel, existed) in the TLS handshake.
+    if proxy is not None and not tunnelled:
+        raise ConnectTimeout(
+            origin.host, origin.port, connect_timeout, proxy=proxy.url, tunnel=tcp is not None
+        )
     raise ConnectTimeout(origin.host, origin.port, connect_timeout, tls_handshake=tcp is not None)
 
 

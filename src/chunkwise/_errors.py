@@ -234,15 +234,32 @@ class InvalidEndpoint(ChunkwiseError, ValueError):
 class ConnectTimeout(TransportError):
     """Connecting (TCP and, for ``https``, the TLS handshake) took longer than allowed.
 
-    ``tls_handshake`` is True when the TCP connection was made and the time ran
-    out in the TLS handshake: then the server is often not a TLS server at all
-    (a plain-HTTP server waiting for a request line), and the message says so.
+    ``host`` and ``port`` are the API's.  ``tls_handshake`` is True when the TCP
+    connection was made and the time ran out in the TLS handshake: then the
+    server is often not a TLS server at all (a plain-HTTP server waiting for a
+    request line), and the message says so.  ``proxy`` (the proxy's URL, its
+    password masked) is set when the time ran out reaching the proxy or
+    waiting for it to open its tunnel, which the message then names.
     """
 
     def __init__(
-        self, host: str, port: int, timeout: float, *, tls_handshake: bool = False
+        self,
+        host: str,
+        port: int,
+        timeout: float,
+        *,
+        tls_handshake: bool = False,
+        proxy: str | None = None,
+        tunnel: bool = False,
     ) -> None:
-        if tls_handshake:
+        if proxy is not None and tunnel:
+            message = (
+                f"timed out after {timeout:g} s waiting for the proxy {proxy} "
+                f"to open a tunnel to {host}:{port}"
+            )
+        elif proxy is not None:
+            message = f"timed out after {timeout:g} s connecting to the proxy {proxy}"
+        elif tls_handshake:
             message = (
                 f"timed out after {timeout:g} s in the TLS handshake with {host}:{port}: "
                 "the TCP connection was made, but the TLS handshake did not complete "
@@ -255,6 +272,7 @@ class ConnectTimeout(TransportError):
         self.port = port
         self.timeout = timeout
         self.tls_handshake = tls_handshake
+        self.proxy = proxy
 
 
 class ProxyError(TransportError):

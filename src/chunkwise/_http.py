@@ -58,7 +58,6 @@ from collections.abc import (
 from contextlib import asynccontextmanager
 from typing import Any
 
-import attrs
 import h11
 import trio
 
@@ -82,9 +81,9 @@ from ._headers import Headers
 from ._payloads import parse_error_payload, parse_json
 from ._pool import ConnectionPool
 from ._proxy import Proxy
+from ._request import Request, prepare_request
 from ._retries import Retries, retry_after, retry_delay, with_attempts
 from ._util import close_now, redact
-from ._version import __version__
 
 __all__ = [
     "MAX_ERROR_BODY",
@@ -102,35 +101,6 @@ MAX_ERROR_BODY = 64 * 1024
 # characters on; shorter tails are indistinguishable from ordinary text.
 
 _READ_SIZE = 64 * 1024
-_USER_AGENT = f"chunkwise/{__version__}"
-
-
-@attrs.frozen
-class Request:
-    """A request ready for the wire: what the connection sends, and nothing about where."""
-
-    method: bytes
-    target: bytes
-    headers: tuple[tuple[bytes, bytes], ...]
-    body: bytes
-
-
-def prepare_request(endpoint: Endpoint, body: bytes, *, proxy: Proxy | None = None) -> Request:
-    """The ``POST`` of ``body`` to ``endpoint``; through ``proxy`` for an ``http`` endpoint.
-
-    An ``http`` request through a proxy goes to the proxy in absolute form
-    (``POST http://host:port/v1/chat/completions``) with the proxy's
-    credentials; an ``https`` one goes through a tunnel (see
-    :mod:`chunkwise._connect`) and is sent exactly as without a proxy, so the
-    proxy never sees it.
-    """
-    target = endpoint.target
-    headers = _request_headers(endpoint, len(body))
-    if proxy is not None and endpoint.scheme == "http":
-        target = f"http://{endpoint.host_header}{target}"
-        if proxy.authorization is not None:
-            headers.append((b"Proxy-Authorization", proxy.authorization.encode("ascii")))
-    return Request(b"POST", target.encode("ascii"), tuple(headers), body)
 
 
 class HTTPResponse:
@@ -306,7 +276,7 @@ async def open_http_response(
                 release = functools.partial(_release, conn, pool, key)
                 response = HTTPResponse(conn, await conn.receive_head(), release)
                 if check:
-                    await _check_response(response, endpoint)
+                    await _check_response(response, endpoint, proxy)
             except ChunkwiseError as exc:
                 if conn is not None:
                     await conn.aclose()
@@ -378,12 +348,14 @@ async def _release(
         await pool.give_back(key, conn, reusable=reusable)
 
 
-async def _check_response(response: HTTPResponse, endpoint: Endpoint) -> None:
+async def _check_response(
+    response: HTTPResponse, endpoint: Endpoint, proxy: Proxy | None = None
+) -> None:
     """Raise unless the response is a 2xx event stream chunkwise can read."""
     status = response.status_code
     headers = response.headers
     if not 200 <= status < 300:
-        body, truncated = await _read_rejected_body(response, endpoint)
+        body, truncated = await _read_rejected_body(response, endpoint, proxy)
         raise http_status_error(status, response.reason, headers, body, truncated=truncated)
     encoding = headers.get("content-encoding", "")
     if any(c.strip().lower() not in ("", "identity") for c in encoding.split(",")):
@@ -394,11 +366,13 @@ async def _check_response(response: HTTPResponse, endpoint: Endpoint) -> None:
         raise UnexpectedContentType(
             status_code=status,
             content_type=content_type,
-            body_start=(await _read_rejected_body(response, endpoint))[0],
+            body_start=(await _read_rejected_body(response, endpoint, proxy))[0],
         )
 
 
-async def _read_rejected_body(response: HTTPResponse, endpoint: Endpoint) -> tuple[bytes, bool]:
+async def _read_rejected_body(
+    response: HTTPResponse, endpoint: Endpoint, proxy: Proxy | None = None
+) -> tuple[bytes, bool]:
     """The start of a body that is about to be raised as an error, and whether it was cut.
 
     Reading stops after :data:`MAX_ERROR_BODY` bytes, after ``timeouts.error_body``
@@ -419,8 +393,19 @@ async def _read_rejected_body(response: HTTPResponse, endpoint: Endpoint) -> tup
                 received += data
         except (TransportError, RemoteProtocolError):
             pass
-    body = redact(bytes(received), endpoint.api_key, cut=not complete)
+    body = bytes(received)
+    # Whatever secret the server (or a proxy) may quote back: the key, and the
+    # proxy's credentials as sent (the Basic token) or as typed (the password).
+    for secret_text in (endpoint.api_key, *_proxy_secrets(proxy)):
+        body = redact(body, secret_text, cut=not complete)
     return body[:MAX_ERROR_BODY], not complete
+
+
+def _proxy_secrets(proxy: Proxy | None) -> list[str]:
+    if proxy is None or proxy.authorization is None:
+        return []
+    token = proxy.authorization.removeprefix("Basic ")
+    return [token, *([proxy.password] if proxy.password else [])]
 
 
 def http_status_error(
@@ -457,27 +442,6 @@ def parse_error_body(body: bytes) -> StreamError | None:
     except ValueError:  # UnicodeDecodeError and JSONDecodeError included
         return None
     return parse_error_payload(payload)
-
-
-def _request_headers(endpoint: Endpoint, content_length: int) -> list[tuple[bytes, bytes]]:
-    defaults = {
-        "User-Agent": _USER_AGENT,
-        "Accept": "text/event-stream",
-        "Content-Type": "application/json",
-    }
-    if endpoint.api_key is not None:
-        defaults["Authorization"] = f"Bearer {endpoint.api_key}"
-    overridden = {name.lower() for name, _ in endpoint.headers}
-    fields = [
-        ("Host", endpoint.host_header),
-        *((name, value) for name, value in defaults.items() if name.lower() not in overridden),
-        # Without it any coding is acceptable (RFC 9110 12.5.3), and a gzipped event
-        # stream cannot be parsed incrementally here.
-        ("Accept-Encoding", "identity"),
-        ("Content-Length", str(content_length)),
-        *endpoint.headers,
-    ]
-    return [(name.encode("ascii"), value.encode("utf-8")) for name, value in fields]
 
 
 class Connection:

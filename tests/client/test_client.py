@@ -15,6 +15,9 @@ import trio
 
 import chunkwise
 from chunkwise import Client, HTTPStatusError, Retries, TransportError
+from chunkwise._connect import Origin
+from chunkwise._http import Connection
+from chunkwise._request import prepare_request
 from chunkwise.testing import (
     LoopbackServer,
     RecordedRequest,
@@ -108,10 +111,11 @@ async def test_a_close_delimited_body_is_not_kept() -> None:
         assert len(server.connections) == 2
 
 
-async def test_an_idle_connection_the_server_closed_is_not_used() -> None:
+@pytest.mark.parametrize("reset", [False, True], ids=["FIN", "RST"])
+async def test_an_idle_connection_the_server_closed_is_not_used(reset: bool) -> None:
     async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
         await writer.play(STREAM)
-        writer.close_after()  # keep-alive in the headers, closed all the same
+        writer.close_after(reset=reset)  # keep-alive in the headers, closed all the same
 
     async with open_test_server(handler) as server, client_for(server) as client:
         await client.complete_chat(REQUEST)
@@ -323,3 +327,26 @@ async def test_a_client_retries_too_and_keeps_the_good_connection() -> None:
             await client.complete_chat(REQUEST)
             await client.complete_chat(REQUEST)
         assert len(server.requests) == 3
+
+
+@pytest.mark.parametrize("reset", [False, True], ids=["FIN", "RST"])
+async def test_a_connection_the_peer_closed_is_readable_while_idle(reset: bool) -> None:
+    # What the pool checks before reuse, on a real socket: FIN and RST both show.
+
+    async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+        await writer.play(STREAM)
+        writer.close_after(reset=reset)
+
+    async with open_test_server(handler) as server:
+        stream = await trio.open_tcp_stream(server.host, server.port)
+        conn = Connection(stream, Origin("http", server.host, server.port), idle_timeout=5)
+        endpoint = server.endpoint()
+        await conn.send_request(prepare_request(endpoint, b"{}"))
+        await conn.receive_head()
+        while await conn.receive_some():
+            pass
+        assert conn.reusable  # keep-alive as far as HTTP is concerned
+        with trio.fail_after(5):
+            await trio.lowlevel.wait_readable(stream.socket)  # the FIN or RST arrives
+        assert conn.readable_while_idle()
+        await conn.aclose()

@@ -39,7 +39,9 @@ TLS needs the ``test`` extra (trustme); it is imported only by :func:`tls_contex
 from __future__ import annotations
 
 import functools
+import socket
 import ssl
+import struct
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager, suppress
 from typing import Any, Union
@@ -48,6 +50,7 @@ import attrs
 import h11
 import trio
 
+from .._connect import socket_of
 from .._endpoint import Endpoint
 from .._headers import Headers
 from .._retries import Retries
@@ -199,6 +202,7 @@ class ConnectionServer:
         self.connection = connection
         self._on_request = on_request
         self._on_error = on_error
+        self._reset = False  # a handler asked for a reset (ResponseWriter.close_after)
 
     async def serve(self, stream: trio.abc.Stream) -> None:
         """Serve until the connection ends; the stream is closed on every path."""
@@ -211,6 +215,10 @@ class ConnectionServer:
                     async for item in receive:
                         if not await self._respond(stream, item):
                             break
+                if self._reset:
+                    _reset(stream)
+                    nursery.cancel_scope.cancel()
+                    return
                 # The server ends the connection.  Half-close, so the reader can still
                 # see the client close; a TLS stream cannot, so stop reading.
                 if isinstance(stream, trio.abc.HalfCloseableStream):
@@ -314,7 +322,15 @@ class ConnectionServer:
                 )
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             return False  # the client went away; the reader will notice the close
+        self._reset = writer.reset
         return not writer.closes_connection
+
+
+def _reset(stream: trio.abc.Stream) -> None:
+    """Make closing ``stream`` send a TCP RST instead of a FIN (SO_LINGER 0)."""
+    sock = socket_of(stream)
+    if sock is not None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 
 
 async def _offer(

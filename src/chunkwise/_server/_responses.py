@@ -167,6 +167,8 @@ class ResponseWriter:
         self._stream = stream
         self._framing: Framing | None = None
         self._ended = False
+        #: Reset (RST) rather than close (FIN) when the connection ends.
+        self.reset = False
         self._close = request.http_version == "1.0" or "close" in (
             request.headers.get("connection", "").lower()
         )
@@ -246,14 +248,16 @@ class ResponseWriter:
             await trio.lowlevel.checkpoint()
         self._ended = True
 
-    def close_after(self) -> None:
+    def close_after(self, *, reset: bool = False) -> None:
         """Close the connection after this response, without announcing it.
 
         The response says nothing of it (no ``Connection: close``), so a client
         keeps the connection for its next request and finds it closed: what a
-        server does to an idle keep-alive connection.
+        server does to an idle keep-alive connection.  ``reset=True`` resets
+        it (TCP RST) instead of closing it (FIN).
         """
         self._close = True
+        self.reset = reset
 
     async def disconnect(self) -> None:
         """Stop here: the connection is closed without finishing the response."""
