@@ -1,13 +1,27 @@
-"""Fixtures for every test: ports nobody listens on, servers that never answer."""
+"""Fixtures for every test: no proxy from the environment, ports nobody listens on,
+servers that never answer."""
 
 from __future__ import annotations
 
 import functools
+import os
 import socket
 from collections.abc import AsyncIterator
 
 import pytest
 import trio
+
+#: The variables that send chunkwise through a proxy (either spelling counts).
+PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
+
+
+@pytest.fixture(autouse=True)
+def _no_proxy_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests talk to loopback servers: a proxy set on the machine (CI's, say) must not
+    intercept them.  Tests of the proxy variables set their own."""
+    for name in list(os.environ):
+        if name.lower() in PROXY_VARIABLES:
+            monkeypatch.delenv(name)
 
 
 @pytest.fixture
