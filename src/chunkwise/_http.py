@@ -292,9 +292,10 @@ async def open_http_response(
                 finally:
                     await response.aclose()  # nothing to do once released
                 return
-        if stale and not resent and isinstance(failure, TransportError):
+        if stale and not resent and isinstance(failure, ConnectionLost):
             # The server closed the idle connection as the request went out:
             # send it again on a new connection, free of the budget (curl, Go).
+            # Not after an idle timeout: that server took the request.
             resent = True
             continue
         delay = retry_delay(failure, retries, retried)

@@ -144,6 +144,22 @@ async def test_a_reused_connection_that_fails_before_any_response_byte_is_resent
         assert [connection_of(server, n) for n in range(3)] == [0, 0, 1]
 
 
+async def test_a_reused_connection_that_goes_quiet_is_not_sent_again() -> None:
+    # An idle timeout means the server took the request: no free re-send.
+    async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+        if len(server.requests) == 2:
+            await trio.sleep_forever()
+        await writer.play(STREAM)
+
+    async with open_test_server(handler) as server:
+        endpoint = server.endpoint(timeouts=chunkwise.Timeouts(idle=0.2))
+        async with Client(endpoint) as client:
+            await client.complete_chat(REQUEST)
+            with pytest.raises(chunkwise.IdleTimeout):
+                await client.complete_chat(REQUEST)
+        assert len(server.requests) == 2
+
+
 async def test_idle_expiry_zero_never_reuses() -> None:
     async with open_test_server(STREAM) as server, client_for(server, idle_expiry=0.0) as client:
         await client.complete_chat(REQUEST)
