@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Sequence
 from typing import Any
 
 # Words of a fake reply; a few are multibyte in UTF-8 (2, 3 and 4 bytes).
@@ -97,3 +98,22 @@ def content_events(n_chunks: int, *, seed: int = 2026) -> tuple[list[bytes], str
         parts.append(text)
         events.append(sse_event(make_chunk({"content": text})))
     return events, "".join(parts)
+
+
+def make_events(n_chunks: int, *, seed: int = 2026) -> tuple[list[bytes], str]:
+    """The events of a stream with ``n_chunks`` content chunks, and its text."""
+    content, text = content_events(n_chunks, seed=seed)
+    return [head_event(), *content, *tail_events(n_chunks)], text
+
+
+def print_table(head: tuple[str, ...], rows: Sequence[tuple[str, ...]], left: int = 1) -> None:
+    """A plain-text table: the first ``left`` columns left-aligned, the rest right-aligned."""
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    for n, row in enumerate([head, *rows]):
+        cells = [
+            c.ljust(w) if i < left else c.rjust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        ]
+        print("  ".join(cells).rstrip())
+        if n == 0:
+            print("  ".join("-" * w for w in widths))

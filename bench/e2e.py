@@ -94,7 +94,7 @@ from typing import Any
 
 import openai
 import trio
-from _workload import content_events, head_event, make_chunk, sse_event, tail_events
+from _workload import head_event, make_chunk, make_events, print_table, sse_event, tail_events
 
 import chunkwise
 from chunkwise.testing import RecordedRequest, ResponseWriter, open_test_server
@@ -105,12 +105,6 @@ MESSAGES = [{"role": "user", "content": "Say something long."}]
 
 
 # -- bodies -------------------------------------------------------------------
-
-
-def make_events(n_chunks: int, *, seed: int = 2026) -> tuple[list[bytes], str]:
-    """The events of a stream with ``n_chunks`` content chunks, and its text."""
-    content, text = content_events(n_chunks, seed=seed)
-    return [head_event(), *content, *tail_events(n_chunks)], text
 
 
 # -- the server -----------------------------------------------------------------
@@ -427,18 +421,6 @@ def raise_nofile(needed: int) -> str:
 
 
 # -- report -----------------------------------------------------------------------
-
-
-def print_table(head: tuple[str, ...], rows: list[tuple[str, ...]], left: int = 1) -> None:
-    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-    for n, row in enumerate([head, *rows]):
-        cells = [
-            c.ljust(w) if i < left else c.rjust(w)
-            for i, (c, w) in enumerate(zip(row, widths, strict=True))
-        ]
-        print("  ".join(cells).rstrip())
-        if n == 0:
-            print("  ".join("-" * w for w in widths))
 
 
 SDK = "sdk AsyncOpenAI"

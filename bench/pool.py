@@ -76,7 +76,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -84,7 +84,7 @@ from typing import Any
 import openai
 import trio
 import trustme
-from _workload import content_events, head_event, tail_events
+from _workload import make_events, print_table
 from openai.types.chat import ChatCompletionMessageParam
 
 import chunkwise
@@ -165,12 +165,6 @@ class ServerProcess:
 
 
 # -- the workload -----------------------------------------------------------------
-
-
-def make_events(n_chunks: int, *, seed: int = 2026) -> tuple[list[bytes], str]:
-    """The events of a stream with ``n_chunks`` content chunks, and its text."""
-    content, text = content_events(n_chunks, seed=seed)
-    return [head_event(), *content, *tail_events(n_chunks)], text
 
 
 def make_ca(folder: Path) -> tuple[str, str]:
@@ -342,18 +336,6 @@ def run_contender(name: str, plan: Plan) -> Phase:
 
 
 # -- report -----------------------------------------------------------------------
-
-
-def print_table(head: tuple[str, ...], rows: Sequence[tuple[str, ...]], left: int = 1) -> None:
-    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-    for n, row in enumerate([head, *rows]):
-        cells = [
-            c.ljust(w) if i < left else c.rjust(w)
-            for i, (c, w) in enumerate(zip(row, widths, strict=True))
-        ]
-        print("  ".join(cells).rstrip())
-        if n == 0:
-            print("  ".join("-" * w for w in widths))
 
 
 def main(argv: list[str] | None = None) -> int:
