@@ -25,8 +25,12 @@ SANS_IO = {
     "chunkwise._events",
     "chunkwise._parser",
     "chunkwise._payloads",
+    "chunkwise._response_accumulator",
+    "chunkwise._response_items",
+    "chunkwise._response_results",
     "chunkwise._results",
     "chunkwise._sse",
+    "chunkwise._structured",
     "chunkwise._tools",
     "chunkwise._version",
 }

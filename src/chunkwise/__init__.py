@@ -1,7 +1,9 @@
-"""chunkwise: OpenAI-style chat completion streams, parsed correctly at every chunk boundary.
+"""chunkwise: OpenAI-style model output streams, parsed correctly at every chunk boundary.
 
-Layers 1-3 (bytes to SSE events to chat events) are sans-IO: they do no I/O and
-need no trio.  Layers 4-5 (HTTP over trio, fan-out to subscribers) build on them.
+Both APIs: chat completions (``/chat/completions``) and the Responses API
+(``/responses``).  Layers 1-3 (bytes to SSE events to typed events and a
+result) are sans-IO: they do no I/O and need no trio.  Layers 4-5 (HTTP over
+trio, fan-out to subscribers) build on them.
 """
 
 from ._accumulator import ChatAccumulator
@@ -22,6 +24,7 @@ from ._errors import (
     ProxyError,
     RemoteProtocolError,
     StreamError,
+    StructuredOutputError,
     ToolArgumentsError,
     TransportError,
     UnexpectedContentEncoding,
@@ -29,15 +32,29 @@ from ._errors import (
 )
 from ._events import (
     AnomalyDetected,
+    ChatEvent,
     ChoiceEvent,
     ChoiceFinished,
     ContentDelta,
     Event,
     EventsDropped,
+    FunctionCallArgumentsDelta,
+    FunctionCallCompleted,
+    FunctionCallEvent,
+    FunctionCallStarted,
     LifecycleEvent,
+    OutputEvent,
+    OutputItemAdded,
+    OutputItemDone,
+    OutputRefusalDelta,
+    OutputTextDelta,
     ReasoningDelta,
+    ReasoningSummaryDelta,
+    ReasoningTextDelta,
     RefusalDelta,
+    ResponseEvent,
     ResponseStarted,
+    ResponseStatusChanged,
     StreamCompleted,
     StreamErrorReceived,
     StreamFailed,
@@ -51,11 +68,20 @@ from ._events import (
 )
 from ._fanout import DEFAULT_BUFFER_SIZE, Batch, Family
 from ._headers import Headers
-from ._parser import ChatStreamParser
+from ._parser import ChatStreamParser, ResponseStreamParser
+from ._response_accumulator import ResponseAccumulator
+from ._response_results import ContentPart, FunctionCall, OutputItem, ResponseResult
 from ._results import Anomaly, ChatResult, ChoiceResult, IncompleteReason, Status, ToolCall
 from ._retries import Retries
 from ._sse import DEFAULT_MAX_EVENT_SIZE, ServerSentEvent, SSEDecoder
-from ._stream import ChatStream, complete_chat, open_chat_stream
+from ._stream import (
+    ChatStream,
+    ResponseStream,
+    complete_chat,
+    complete_response,
+    open_chat_stream,
+    open_response_stream,
+)
 from ._util import fixup_module_metadata
 from ._version import __version__
 
@@ -67,6 +93,7 @@ __all__ = [
     "AnomalyDetected",
     "Batch",
     "ChatAccumulator",
+    "ChatEvent",
     "ChatResult",
     "ChatStream",
     "ChatStreamParser",
@@ -78,11 +105,17 @@ __all__ = [
     "ConnectTimeout",
     "ConnectionLost",
     "ContentDelta",
+    "ContentPart",
     "Endpoint",
     "Event",
     "EventTooLarge",
     "EventsDropped",
     "Family",
+    "FunctionCall",
+    "FunctionCallArgumentsDelta",
+    "FunctionCallCompleted",
+    "FunctionCallEvent",
+    "FunctionCallStarted",
     "HTTPStatusError",
     "Headers",
     "IdleTimeout",
@@ -92,12 +125,26 @@ __all__ = [
     "InvalidEndpoint",
     "LifecycleEvent",
     "LocalProtocolError",
+    "OutputEvent",
+    "OutputItem",
+    "OutputItemAdded",
+    "OutputItemDone",
+    "OutputRefusalDelta",
+    "OutputTextDelta",
     "ProtocolError",
     "ProxyError",
     "ReasoningDelta",
+    "ReasoningSummaryDelta",
+    "ReasoningTextDelta",
     "RefusalDelta",
     "RemoteProtocolError",
+    "ResponseAccumulator",
+    "ResponseEvent",
+    "ResponseResult",
     "ResponseStarted",
+    "ResponseStatusChanged",
+    "ResponseStream",
+    "ResponseStreamParser",
     "Retries",
     "SSEDecoder",
     "ServerSentEvent",
@@ -107,6 +154,7 @@ __all__ = [
     "StreamErrorReceived",
     "StreamFailed",
     "StreamIncomplete",
+    "StructuredOutputError",
     "TerminalEvent",
     "Timeouts",
     "ToolArgumentsError",
@@ -121,7 +169,9 @@ __all__ = [
     "UsageReported",
     "__version__",
     "complete_chat",
+    "complete_response",
     "open_chat_stream",
+    "open_response_stream",
 ]
 
 fixup_module_metadata(__name__, globals())

@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ._errors import ChunkwiseError, InvalidChunk, StreamError
+from ._errors import ChunkwiseError, InvalidChunk, StreamError, StructuredOutputError
 from ._events import (
     AnomalyDetected,
     ChoiceFinished,
@@ -64,6 +64,7 @@ from ._payloads import (
 )
 from ._results import Anomaly, ChatResult, ChoiceResult, IncompleteReason, Status, ToolCall
 from ._sse import ServerSentEvent
+from ._structured import OutputSchema
 from ._tools import ToolSchemas, complete_tool_call
 
 __all__ = ["ChatAccumulator"]
@@ -113,6 +114,8 @@ class _ChoiceState:
         "index",
         "logprobs",
         "logprobs_shared",
+        "parse_error",
+        "parsed",
         "reasoning",
         "refusal",
         "role",
@@ -133,6 +136,9 @@ class _ChoiceState:
         self.logprobs: dict[str, Any] | None = None
         # True once a snapshot holds ``logprobs``: the next merge copies it first.
         self.logprobs_shared = False
+        # Structured output, checked once at the end (see _structured).
+        self.parsed: Any = None
+        self.parse_error: StructuredOutputError | None = None
 
     def to_result(self) -> ChoiceResult:
         self.logprobs_shared = True
@@ -145,6 +151,8 @@ class _ChoiceState:
             tool_calls=tuple(t.to_result() for t in self.tools),
             finish_reason=self.finish_reason,
             logprobs=self.logprobs,
+            parsed=self.parsed,
+            parse_error=self.parse_error,
         )
 
 
@@ -162,10 +170,20 @@ class ChatAccumulator:
         tools: The request's ``tools`` list.  When given, each completed tool
             call's arguments are validated against the matching function's
             JSON schema (needs the ``jsonschema`` extra).
+        response_format: The request's ``response_format``.  When it asks for
+            JSON (``json_schema`` or ``json_object``), the content of each
+            finished choice is parsed and validated once, at the end
+            (:attr:`ChoiceResult.parsed`, :attr:`ChoiceResult.parse_error`).
     """
 
-    def __init__(self, *, tools: Iterable[Mapping[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        tools: Iterable[Mapping[str, Any]] | None = None,
+        response_format: Mapping[str, Any] | None = None,
+    ) -> None:
         self._schemas = ToolSchemas(tools) if tools is not None else None
+        self._output_schema = OutputSchema.from_response_format(response_format)
         self._choices: dict[int, _ChoiceState] = {}
         self._id: str | None = None
         self._model: str | None = None
@@ -212,9 +230,10 @@ class ChatAccumulator:
 
     def feed_event(self, event: ServerSentEvent) -> list[Event]:
         """Interpret one server-sent event: ``[DONE]``, an error, or a JSON chunk."""
-        return self._feed_data(event.event, event.data)
+        return self.feed_data(event.event, event.data)
 
-    def _feed_data(self, kind: str, data: str) -> list[Event]:
+    def feed_data(self, kind: str, data: str) -> list[Event]:
+        """:meth:`feed_event` for an SSE event given as its type and data."""
         if self._ended:
             return self._ignore()
         if kind == "error":
@@ -566,15 +585,7 @@ class ChatAccumulator:
                 continue
             call.finished = finished
             call.completed = True
-            call.snapshot = complete_tool_call(
-                index=call.index,
-                id=call.id,
-                type=call.type,
-                name=call.name,
-                arguments=call.arguments(),
-                finished=finished,
-                schemas=self._schemas,
-            )
+            call.snapshot = complete_tool_call(call.to_result(), schemas=self._schemas)
             events.append(
                 ToolCallCompleted(
                     choice_index=state.index, tool_index=call.index, call=call.snapshot
@@ -610,6 +621,7 @@ class ChatAccumulator:
         events: list[Event] = []
         for index in sorted(self._choices):
             self._complete_tools(self._choices[index], False, events)
+            self._structured(self._choices[index])
         self._ended = True
         self._cache = None
         if self._error is None:
@@ -633,6 +645,23 @@ class ChatAccumulator:
             self._reason = reason or IncompleteReason.UNFINISHED
         events.append(StreamIncomplete(result=self.result, reason=self._reason))
         return events
+
+    def _structured(self, state: _ChoiceState) -> None:
+        # The rules of _structured: finished choices only, never a cut answer
+        # as if whole, a refusal or a tool-call-only answer left alone.
+        schema = self._output_schema
+        if schema is None or not state.finished:
+            return
+        content = _joined(state.content)
+        if not content and (state.refusal or state.tools):
+            return
+        reason = state.finish_reason
+        cut = f"finish_reason {reason!r}" if reason in _CUT_SHORT else None
+        state.parsed, state.parse_error = schema.check(content, cut_short=cut)
+
+
+#: Finish reasons that say the content is not the whole answer.
+_CUT_SHORT = frozenset({"length", "content_filter", "error"})
 
 
 def _merge_logprobs(state: _ChoiceState, logprobs: Any) -> None:

@@ -3,7 +3,8 @@
 :class:`Client` is a resource in trio's sense: ``async with Client(endpoint) as
 client`` owns a :class:`~chunkwise._pool.ConnectionPool`, and leaving the block
 closes every idle connection.  Requests made through it are the module-level
-ones (:func:`~chunkwise.open_chat_stream`, :func:`~chunkwise.complete_chat`),
+ones (:func:`~chunkwise.open_chat_stream`, :func:`~chunkwise.complete_chat`,
+:func:`~chunkwise.open_response_stream`, :func:`~chunkwise.complete_response`),
 with the same stream object, fan-out, retries and guarantees; the only
 difference is where their connection comes from and where it goes afterwards.
 No task runs in the background: an idle connection the server closed is
@@ -20,9 +21,10 @@ from typing import Any
 from ._endpoint import Endpoint
 from ._http import Connection
 from ._pool import ConnectionPool, PoolSettings
+from ._response_results import ResponseResult
 from ._results import ChatResult
 from ._sse import DEFAULT_MAX_EVENT_SIZE
-from ._stream import ChatStream, complete, open_stream
+from ._stream import CHAT, RESPONSES, ChatStream, ResponseStream, complete, open_stream
 
 __all__ = ["Client"]
 
@@ -73,14 +75,32 @@ class Client:
         self, request: Mapping[str, Any], *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE
     ) -> AbstractAsyncContextManager[ChatStream]:
         """:func:`chunkwise.open_chat_stream` on this client's connections."""
-        return open_stream(self.endpoint, request, max_event_size=max_event_size, pool=self._pool)
+        return open_stream(
+            CHAT, self.endpoint, request, max_event_size=max_event_size, pool=self._pool
+        )
 
     async def complete_chat(
         self, request: Mapping[str, Any], *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE
     ) -> ChatResult:
         """:func:`chunkwise.complete_chat` on this client's connections."""
         return await complete(
-            self.endpoint, request, max_event_size=max_event_size, pool=self._pool
+            CHAT, self.endpoint, request, max_event_size=max_event_size, pool=self._pool
+        )
+
+    def open_response_stream(
+        self, request: Mapping[str, Any], *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE
+    ) -> AbstractAsyncContextManager[ResponseStream]:
+        """:func:`chunkwise.open_response_stream` on this client's connections."""
+        return open_stream(
+            RESPONSES, self.endpoint, request, max_event_size=max_event_size, pool=self._pool
+        )
+
+    async def complete_response(
+        self, request: Mapping[str, Any], *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE
+    ) -> ResponseResult:
+        """:func:`chunkwise.complete_response` on this client's connections."""
+        return await complete(
+            RESPONSES, self.endpoint, request, max_event_size=max_event_size, pool=self._pool
         )
 
     async def aclose(self) -> None:

@@ -335,7 +335,11 @@ class Endpoint:
     @property
     def target(self) -> str:
         """Request target: the base URL's path plus ``/chat/completions``."""
-        return self._parts.path + _COMPLETIONS_PATH
+        return self.target_for(_COMPLETIONS_PATH)
+
+    def target_for(self, path: str) -> str:
+        """Request target of an API path (``/responses``): the base URL's path plus it."""
+        return self._parts.path + path
 
     @property
     def host_header(self) -> str:

@@ -20,6 +20,7 @@ __all__ = [
     "ProtocolError",
     "RemoteProtocolError",
     "StreamError",
+    "StructuredOutputError",
     "ToolArgumentsError",
     "TransportError",
 ]
@@ -152,6 +153,19 @@ class ToolArgumentsError(ChunkwiseError):
         super().__init__(message)
         self.raw = raw
         self.tool_name = tool_name
+
+
+class StructuredOutputError(ChunkwiseError):
+    """A finished answer is not the JSON its schema asked for (structured outputs).
+
+    ``raw`` is the answer's text exactly as received; ``schema_name`` the
+    name of the requested schema, when it has one.
+    """
+
+    def __init__(self, message: str, *, raw: str, schema_name: str | None = None) -> None:
+        super().__init__(message)
+        self.raw = raw
+        self.schema_name = schema_name
 
 
 class TransportError(ChunkwiseError):

@@ -1,40 +1,66 @@
-"""Stream events: what the chat layer tells its consumers, in three families.
+"""Stream events: what the parsers tell their consumers, in three families.
 
-* choice events describe one choice's text: :class:`ContentDelta`,
+* choice events describe text.  For chat, one choice's: :class:`ContentDelta`,
   :class:`RefusalDelta`, :class:`ReasoningDelta`, :class:`ChoiceFinished`;
-* tool-call events follow one tool call: :class:`ToolCallStarted`,
-  :class:`ToolCallArgumentsDelta`, :class:`ToolCallCompleted`;
-* lifecycle events describe the stream: :class:`ResponseStarted`,
+  for the Responses API, one output item's (:data:`OutputEvent`):
+  :class:`OutputItemAdded`, :class:`OutputTextDelta`,
+  :class:`OutputRefusalDelta`, :class:`ReasoningSummaryDelta`,
+  :class:`ReasoningTextDelta`, :class:`OutputItemDone`;
+* tool-call events follow one call.  For chat: :class:`ToolCallStarted`,
+  :class:`ToolCallArgumentsDelta`, :class:`ToolCallCompleted`; for the
+  Responses API (:data:`FunctionCallEvent`): :class:`FunctionCallStarted`,
+  :class:`FunctionCallArgumentsDelta`, :class:`FunctionCallCompleted`;
+* lifecycle events describe the stream, the same for both APIs:
+  :class:`ResponseStarted`, :class:`ResponseStatusChanged` (Responses),
   :class:`UsageReported`, :class:`StreamErrorReceived`,
   :class:`AnomalyDetected`, :class:`EventsDropped`, and exactly one terminal
   event per stream: :class:`StreamCompleted`, :class:`StreamIncomplete` or
-  :class:`StreamFailed`.
+  :class:`StreamFailed`, carrying the final :class:`~chunkwise.ChatResult`
+  or :class:`~chunkwise.ResponseResult` (they are generic in it:
+  ``StreamCompleted[ResponseResult]``).
 
 All are small frozen attrs classes, compared by value; dispatch with
-``match`` or ``type(event) is ...``.
+``match`` or ``type(event) is ...``.  :data:`ChatEvent` and
+:data:`ResponseEvent` are the events each parser produces; :data:`Event`
+is every event a stream's subscriber may receive.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeAlias
+from typing import Any, Generic, TypeAlias, TypeVar
 
 import attrs
 
 from ._errors import ChunkwiseError, StreamError
-from ._results import Anomaly, ChatResult, IncompleteReason, ToolCall
+from ._response_results import FunctionCall, OutputItem
+from ._results import Anomaly, IncompleteReason, ToolCall
 
 __all__ = [
     "AnomalyDetected",
+    "ChatEvent",
     "ChoiceEvent",
     "ChoiceFinished",
     "ContentDelta",
     "Event",
     "EventsDropped",
+    "FunctionCallArgumentsDelta",
+    "FunctionCallCompleted",
+    "FunctionCallEvent",
+    "FunctionCallStarted",
     "LifecycleEvent",
+    "OutputEvent",
+    "OutputItemAdded",
+    "OutputItemDone",
+    "OutputRefusalDelta",
+    "OutputTextDelta",
     "ReasoningDelta",
+    "ReasoningSummaryDelta",
+    "ReasoningTextDelta",
     "RefusalDelta",
+    "ResponseEvent",
     "ResponseStarted",
+    "ResponseStatusChanged",
     "StreamCompleted",
     "StreamErrorReceived",
     "StreamFailed",
@@ -83,6 +109,75 @@ class ChoiceFinished:
     finish_reason: str
 
 
+# -- choice family, Responses API ---------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class OutputItemAdded:
+    """A new output item began (``response.output_item.added``).
+
+    ``output_index`` is the item's position (its arrival position when the
+    server sent none); ``type`` is ``"message"``, ``"function_call"``,
+    ``"reasoning"``...
+    """
+
+    output_index: int
+    item_id: str | None
+    type: str | None
+
+
+@attrs.frozen(kw_only=True)
+class OutputTextDelta:
+    """Text appended to a message part (``response.output_text.delta``)."""
+
+    output_index: int
+    content_index: int
+    item_id: str | None
+    text: str
+
+
+@attrs.frozen(kw_only=True)
+class OutputRefusalDelta:
+    """Refusal text appended to a message part (``response.refusal.delta``)."""
+
+    output_index: int
+    content_index: int
+    item_id: str | None
+    text: str
+
+
+@attrs.frozen(kw_only=True)
+class ReasoningSummaryDelta:
+    """Text appended to a reasoning summary (``response.reasoning_summary_text.delta``)."""
+
+    output_index: int
+    summary_index: int
+    item_id: str | None
+    text: str
+
+
+@attrs.frozen(kw_only=True)
+class ReasoningTextDelta:
+    """Text appended to a reasoning item's text (``response.reasoning_text.delta``)."""
+
+    output_index: int
+    content_index: int
+    item_id: str | None
+    text: str
+
+
+@attrs.frozen(kw_only=True)
+class OutputItemDone:
+    """An output item finished; ``item`` is its final state.
+
+    The server's finished item replaces what the deltas built; when its text
+    differs from the deltas an :class:`AnomalyDetected` says so first.
+    """
+
+    output_index: int
+    item: OutputItem
+
+
 # -- tool-call family ---------------------------------------------------------
 
 
@@ -119,6 +214,43 @@ class ToolCallCompleted:
     call: ToolCall
 
 
+# -- tool-call family, Responses API ------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class FunctionCallStarted:
+    """A ``function_call`` item began: ``call_id`` and ``name`` as sent (maybe None)."""
+
+    output_index: int
+    item_id: str | None
+    call_id: str | None
+    name: str | None
+
+
+@attrs.frozen(kw_only=True)
+class FunctionCallArgumentsDelta:
+    """A fragment of a function call's arguments (unparsed JSON text)."""
+
+    output_index: int
+    item_id: str | None
+    fragment: str
+
+
+@attrs.frozen(kw_only=True)
+class FunctionCallCompleted:
+    """A function call is over: arguments final, parsed and (given tools) validated.
+
+    Sent once per call, when the server finishes it
+    (``function_call_arguments.done`` or the finished item), or at the end
+    of the stream with ``call.finished`` false.  ``call.error`` says why the
+    arguments cannot be used; :meth:`~chunkwise.ToolCall.parse_arguments`
+    gives them.
+    """
+
+    output_index: int
+    call: FunctionCall
+
+
 # -- lifecycle family ---------------------------------------------------------
 
 
@@ -128,6 +260,19 @@ class ResponseStarted:
 
     status_code: int
     headers: Sequence[tuple[str, str]]
+
+
+@attrs.frozen(kw_only=True)
+class ResponseStatusChanged:
+    """The server's ``response.status`` changed (``queued``, ``in_progress``...).
+
+    Sent for the lifecycle events of a Responses stream
+    (``response.created``, ``response.queued``, ``response.in_progress``)
+    when they carry a new status; the terminal status is in the terminal
+    event's result (:attr:`~chunkwise.ResponseResult.response_status`).
+    """
+
+    status: str
 
 
 @attrs.frozen(kw_only=True)
@@ -158,44 +303,70 @@ class EventsDropped:
     count: int
 
 
-@attrs.frozen(kw_only=True)
-class StreamCompleted:
-    """Terminal: no error, and every choice finished."""
-
-    result: ChatResult
+#: The result a terminal event carries: a ChatResult or a ResponseResult.
+R = TypeVar("R")
 
 
 @attrs.frozen(kw_only=True)
-class StreamIncomplete:
-    """Terminal: the stream ended before every choice finished; partial output kept."""
+class StreamCompleted(Generic[R]):
+    """Terminal: the answer is complete.
 
-    result: ChatResult
+    Chat: no error, and every choice finished.  Responses: no error, and the
+    server's terminal response says ``completed``.
+    """
+
+    result: R
+
+
+@attrs.frozen(kw_only=True)
+class StreamIncomplete(Generic[R]):
+    """Terminal: the answer is not complete; ``reason`` says why, partial output kept."""
+
+    result: R
     reason: IncompleteReason
 
 
 @attrs.frozen(kw_only=True)
-class StreamFailed:
+class StreamFailed(Generic[R]):
     """Terminal: the server sent an error, or the stream could not be interpreted.
 
     ``error`` is a :class:`~chunkwise.StreamError` for server-reported errors,
     or the :class:`~chunkwise.RemoteProtocolError` that stopped parsing.
     """
 
-    result: ChatResult
+    result: R
     error: ChunkwiseError
 
 
 ChoiceEvent: TypeAlias = ContentDelta | RefusalDelta | ReasoningDelta | ChoiceFinished
+OutputEvent: TypeAlias = (
+    OutputItemAdded
+    | OutputTextDelta
+    | OutputRefusalDelta
+    | ReasoningSummaryDelta
+    | ReasoningTextDelta
+    | OutputItemDone
+)
 ToolCallEvent: TypeAlias = ToolCallStarted | ToolCallArgumentsDelta | ToolCallCompleted
-TerminalEvent: TypeAlias = StreamCompleted | StreamIncomplete | StreamFailed
+FunctionCallEvent: TypeAlias = (
+    FunctionCallStarted | FunctionCallArgumentsDelta | FunctionCallCompleted
+)
+# The terminal events are generic in their result.  The unions name the bare
+# classes (StreamCompleted[Any] to a type checker), so that one subscriber
+# type serves both APIs and isinstance(event, TerminalEvent) keeps working,
+# which a union of subscripted generics would refuse.
+TerminalEvent: TypeAlias = StreamCompleted | StreamIncomplete | StreamFailed  # type: ignore[type-arg]
 LifecycleEvent: TypeAlias = (
     ResponseStarted
+    | ResponseStatusChanged
     | UsageReported
     | StreamErrorReceived
     | AnomalyDetected
     | EventsDropped
-    | StreamCompleted
-    | StreamIncomplete
-    | StreamFailed
+    | StreamCompleted  # type: ignore[type-arg]
+    | StreamIncomplete  # type: ignore[type-arg]
+    | StreamFailed  # type: ignore[type-arg]
 )
-Event: TypeAlias = ChoiceEvent | ToolCallEvent | LifecycleEvent
+Event: TypeAlias = ChoiceEvent | OutputEvent | ToolCallEvent | FunctionCallEvent | LifecycleEvent
+ChatEvent: TypeAlias = ChoiceEvent | ToolCallEvent | LifecycleEvent
+ResponseEvent: TypeAlias = OutputEvent | FunctionCallEvent | LifecycleEvent

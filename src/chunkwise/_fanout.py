@@ -53,6 +53,8 @@ from ._events import (
     ChoiceEvent,
     Event,
     EventsDropped,
+    FunctionCallEvent,
+    OutputEvent,
     TerminalEvent,
     ToolCallEvent,
 )
@@ -70,11 +72,19 @@ Family = Literal["choice", "tool_call", "lifecycle"]
 #: What a batched subscriber receives: the events of one network read for it.
 Batch = tuple[Event, ...]
 
+
+def _classes(union: Any) -> frozenset[type[Any]]:
+    # The classes of a union's members (StreamCompleted[Any] is StreamCompleted).
+    return frozenset(typing.get_origin(member) or member for member in typing.get_args(union))
+
+
 # The families, derived from the event unions so that a new event type joins
-# its family in one place (_events.py).
-_CHOICE: frozenset[type[Any]] = frozenset(typing.get_args(ChoiceEvent))
-_TOOL_CALL: frozenset[type[Any]] = frozenset(typing.get_args(ToolCallEvent))
-_TERMINAL: frozenset[type[Any]] = frozenset(typing.get_args(TerminalEvent))
+# its family in one place (_events.py).  A Responses stream's text events
+# (OutputEvent) are its "choice" family, its function calls its "tool_call".
+_CHOICE = _classes(ChoiceEvent | OutputEvent)
+_TOOL_CALL = _classes(ToolCallEvent | FunctionCallEvent)
+_TERMINAL = _classes(TerminalEvent)
+_ALL = _classes(Event)
 _FAMILIES = typing.get_args(Family)
 
 
@@ -97,7 +107,7 @@ def _wanted(family: Family | None) -> frozenset[type[Any]] | None:
         return _CHOICE | _TERMINAL
     if family == "tool_call":
         return _TOOL_CALL | _TERMINAL
-    return frozenset(typing.get_args(Event)) - _CHOICE - _TOOL_CALL
+    return _ALL - _CHOICE - _TOOL_CALL
 
 
 class _Subscriber:

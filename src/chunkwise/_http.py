@@ -209,11 +209,14 @@ async def open_http_response(
     endpoint: Endpoint,
     body: bytes,
     *,
+    path: str = "/chat/completions",
     transport: trio.abc.Stream | None = None,
     check: bool = True,
     pool: ConnectionPool[Connection] | None = None,
 ) -> AsyncIterator[HTTPResponse]:
-    """POST ``body`` (JSON) to ``endpoint.url`` and yield the streaming response.
+    """POST ``body`` (JSON) to ``path`` under ``endpoint``'s base URL; yield the response.
+
+    ``path`` is the API's: ``/chat/completions`` (the default) or ``/responses``.
 
     Sends ``Host``, ``User-Agent: chunkwise/<version>``, ``Accept:
     text/event-stream``, ``Accept-Encoding: identity``, ``Content-Type:
@@ -250,7 +253,7 @@ async def open_http_response(
     """
     origin = Origin.of(endpoint)
     proxy = endpoint.select_proxy() if transport is None else None
-    request = prepare_request(endpoint, body, proxy=proxy)
+    request = prepare_request(endpoint, body, path=path, proxy=proxy)
     # A given transport cannot be opened again, so it is tried once.
     retries = endpoint.retries if transport is None else _NO_RETRIES
     key = (origin, proxy)
@@ -305,7 +308,7 @@ async def open_http_response(
         _log.info(
             "retrying POST %s%s in %.2f s (retry %d of %d): %s",
             origin.authority,
-            endpoint.target,
+            endpoint.target_for(path),
             delay,
             retried,
             retries.max_retries,

@@ -1,49 +1,71 @@
-"""Layers 1-3 together: bytes of a chat-completion SSE body in, stream events out."""
+"""Layers 1-3 together: bytes of an SSE body in, stream events out, for either API.
+
+:class:`StreamParser` composes an :class:`~chunkwise.SSEDecoder` and an
+accumulator through their public methods (wsproto's ``WSConnection`` composing
+two machines is the model); :class:`ChatStreamParser` and
+:class:`ResponseStreamParser` are the two choices of accumulator.  Whatever the
+server sends, ``feed()`` and ``end()`` do not raise: a stream that cannot be
+interpreted ends with :class:`~chunkwise.StreamFailed`, and ``result`` keeps
+everything received before.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from ._accumulator import ChatAccumulator
 from ._errors import ChunkwiseError, EventTooLarge, LocalProtocolError
 from ._events import Event
+from ._response_accumulator import ResponseAccumulator
+from ._response_results import ResponseResult
 from ._results import Anomaly, ChatResult, IncompleteReason
 from ._sse import DEFAULT_MAX_EVENT_SIZE, SSEDecoder
 
-__all__ = ["ChatStreamParser"]
+__all__ = ["Accumulator", "ChatStreamParser", "ResponseStreamParser", "StreamParser"]
+
+R = TypeVar("R", covariant=True)
 
 
-class ChatStreamParser:
-    """Sans-IO parser of a streamed chat completion: ``feed()`` bytes, get events.
+class Accumulator(Protocol[R]):
+    """What :class:`StreamParser` needs of an accumulator (both APIs' have it)."""
 
-    Combines an :class:`~chunkwise.SSEDecoder` (with llama.cpp's legacy
-    ``error:`` field enabled) and a :class:`~chunkwise.ChatAccumulator`.
-    Whatever the server sends, ``feed()`` and ``end()`` do not raise: a stream
-    that cannot be interpreted ends with :class:`~chunkwise.StreamFailed`, and
-    :attr:`result` keeps everything received before.
+    @property
+    def result(self) -> R: ...
+
+    @property
+    def finished(self) -> bool: ...
+
+    def feed_data(self, kind: str, data: str) -> list[Event]: ...
+
+    def end(self, reason: IncompleteReason | None = None) -> list[Event]: ...
+
+    def fail(self, error: ChunkwiseError) -> list[Event]: ...
+
+    def note_anomaly(self, anomaly: Anomaly) -> list[Event]: ...
+
+
+class StreamParser(Generic[R]):
+    """Sans-IO parser of a streamed body: ``feed()`` bytes, get events; ``end()``.
 
     Args:
-        tools: The request's ``tools``, to validate tool-call arguments.
+        accumulator: What the SSE events mean (chat or Responses).
         max_event_size: Passed to the :class:`~chunkwise.SSEDecoder`.
     """
 
     def __init__(
-        self,
-        *,
-        tools: Iterable[Mapping[str, Any]] | None = None,
-        max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+        self, accumulator: Accumulator[R], *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE
     ) -> None:
         self._decoder = SSEDecoder(max_event_size=max_event_size, legacy_error_field=True)
         self._decoder._pairs = True  # (event type, data) pairs; see SSEDecoder
-        self._accumulator = ChatAccumulator(tools=tools)
+        self._accumulator = accumulator
         self._ended = False
 
     @property
-    def result(self) -> ChatResult:
+    def result(self) -> R:
         """A snapshot of everything received so far.
 
-        After the terminal event only :attr:`ChatResult.anomalies` can still
+        After the terminal event only the result's ``anomalies`` can still
         change, to note data that arrived after the end.
         """
         return self._accumulator.result
@@ -113,7 +135,7 @@ class ChatStreamParser:
             return self._accumulator.fail(exc)
         # After the terminal event the accumulator ignores events but notes
         # that they came, whichever read they arrived in.
-        feed = self._accumulator._feed_data
+        feed = self._accumulator.feed_data
         if len(sse_events) == 1 and decoder.error is None:
             return feed(*sse_events[0])
         events: list[Event] = []
@@ -122,3 +144,61 @@ class ChatStreamParser:
         if decoder.error is not None:
             events += self._accumulator.fail(decoder.error)
         return events
+
+
+class ChatStreamParser(StreamParser[ChatResult]):
+    """Sans-IO parser of a streamed chat completion: ``feed()`` bytes, get events.
+
+    An :class:`~chunkwise.SSEDecoder` (with llama.cpp's legacy ``error:``
+    field enabled) and a :class:`~chunkwise.ChatAccumulator`.
+
+    Args:
+        tools: The request's ``tools``, to validate tool-call arguments.
+        response_format: The request's ``response_format``: when it asks for
+            JSON, each finished choice's content is parsed and validated
+            (:attr:`ChoiceResult.parsed`).
+        max_event_size: Passed to the :class:`~chunkwise.SSEDecoder`.
+    """
+
+    def __init__(
+        self,
+        *,
+        tools: Iterable[Mapping[str, Any]] | None = None,
+        response_format: Mapping[str, Any] | None = None,
+        max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+    ) -> None:
+        super().__init__(
+            ChatAccumulator(tools=tools, response_format=response_format),
+            max_event_size=max_event_size,
+        )
+
+
+class ResponseStreamParser(StreamParser[ResponseResult]):
+    """Sans-IO parser of a streamed Responses API body (``POST /responses``).
+
+    An :class:`~chunkwise.SSEDecoder` and a :class:`~chunkwise.ResponseAccumulator`.
+
+    Args:
+        tools: The request's ``tools``, to validate function-call arguments.
+        text_format: The request's ``text.format``: when it asks for JSON, the
+            message text of a completed response is parsed and validated
+            (:attr:`ResponseResult.parsed`).
+        max_output_tokens: The request's ``max_output_tokens`` (see
+            :class:`~chunkwise.ResponseAccumulator`).
+        max_event_size: Passed to the :class:`~chunkwise.SSEDecoder`.
+    """
+
+    def __init__(
+        self,
+        *,
+        tools: Iterable[Mapping[str, Any]] | None = None,
+        text_format: Mapping[str, Any] | None = None,
+        max_output_tokens: int | None = None,
+        max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+    ) -> None:
+        super().__init__(
+            ResponseAccumulator(
+                tools=tools, text_format=text_format, max_output_tokens=max_output_tokens
+            ),
+            max_event_size=max_event_size,
+        )

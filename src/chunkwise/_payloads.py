@@ -45,6 +45,7 @@ __all__ = [
     "copy_json",
     "dump_json",
     "load_json",
+    "parse_error_event",
     "parse_error_payload",
     "parse_json",
     "preview",
@@ -195,6 +196,19 @@ def parse_error_payload(payload: Any) -> StreamError:
         param=param if isinstance(param, str) else None,
         body=dict(error),
     )
+
+
+def parse_error_event(event: Mapping[str, Any]) -> StreamError:
+    """The error of a Responses ``error`` event, in either of its two shapes.
+
+    Nested, ``{"type": "error", "error": {...}}`` (and llama.cpp's bare
+    ``{"error": {...}}``), is read as any payload; flat, ``{"type": "error",
+    "code", "message", "param"}``, without the event's own ``type``, which
+    names the event, not the error.
+    """
+    if isinstance(event.get("error"), (Mapping, str)):
+        return parse_error_payload(event)
+    return parse_error_payload({key: value for key, value in event.items() if key != "type"})
 
 
 def _json_text(value: Any) -> str:

@@ -29,7 +29,13 @@ class Request:
     body: bytes
 
 
-def prepare_request(endpoint: Endpoint, body: bytes, *, proxy: Proxy | None = None) -> Request:
+def prepare_request(
+    endpoint: Endpoint,
+    body: bytes,
+    *,
+    path: str = "/chat/completions",
+    proxy: Proxy | None = None,
+) -> Request:
     """The ``POST`` of ``body`` to ``endpoint``; through ``proxy`` for an ``http`` endpoint.
 
     An ``http`` request through a proxy goes to the proxy in absolute form
@@ -38,7 +44,7 @@ def prepare_request(endpoint: Endpoint, body: bytes, *, proxy: Proxy | None = No
     :mod:`chunkwise._connect`) and is sent exactly as without a proxy, so the
     proxy never sees it.
     """
-    target = endpoint.target
+    target = endpoint.target_for(path)
     headers = _request_headers(endpoint, len(body))
     if proxy is not None and endpoint.scheme == "http":
         target = f"http://{endpoint.host_header}{target}"

@@ -8,7 +8,13 @@ from typing import Any, Literal
 
 import attrs
 
-from ._errors import ChunkwiseError, StreamError, ToolArgumentsError, raise_itself
+from ._errors import (
+    ChunkwiseError,
+    StreamError,
+    StructuredOutputError,
+    ToolArgumentsError,
+    raise_itself,
+)
 from ._payloads import copy_json, parse_json
 
 __all__ = [
@@ -26,7 +32,8 @@ Status = Literal["streaming", "complete", "incomplete", "failed"]
 class IncompleteReason(str, enum.Enum):
     """Why a stream ended ``incomplete``."""
 
-    #: The stream ended before every choice received a finish_reason.
+    #: The stream ended before it was over: a chat choice without a
+    #: finish_reason, or a Responses stream without its terminal event.
     UNFINISHED = "unfinished"
     #: No chunk carried a choice (e.g. ``data: [DONE]`` alone).
     EMPTY_STREAM = "empty stream"
@@ -36,6 +43,9 @@ class IncompleteReason(str, enum.Enum):
     IDLE_TIMEOUT = "idle timeout"
     #: The caller cancelled the stream.
     CANCELLED = "cancelled"
+    #: The server itself said the answer is incomplete (a Responses stream's
+    #: ``incomplete`` status; its ``incomplete_details.reason`` says why).
+    SERVER_REPORTED = "reported by the server"
 
     def __str__(self) -> str:
         return self.value
@@ -133,6 +143,13 @@ class ChoiceResult:
     ``content`` is ``""`` when no text arrived; ``refusal`` and ``reasoning``
     are ``None`` when none arrived.  ``finish_reason`` is the raw string sent,
     or ``None`` while the choice is unfinished.
+
+    When the request's ``response_format`` asked for JSON, a finished
+    choice's content is parsed and validated once, at the end of the stream:
+    :attr:`parsed` holds the value, :attr:`parse_error` a
+    :class:`~chunkwise.StructuredOutputError` (raw text in ``.raw``); both
+    are None when no JSON was asked for, the choice did not finish, or it
+    refused.
     """
 
     index: int
@@ -143,6 +160,15 @@ class ChoiceResult:
     tool_calls: tuple[ToolCall, ...] = ()
     finish_reason: str | None = None
     logprobs: Mapping[str, Any] | None = None
+    # Given as ``parsed=``; read through the property, which copies, so that
+    # a result never changes even if a caller edits the value it was given.
+    _parsed: Any = attrs.field(default=None, alias="parsed")
+    parse_error: StructuredOutputError | None = None
+
+    @property
+    def parsed(self) -> Any:
+        """The structured output (a new copy on each access), or None; see the class."""
+        return copy_json(self._parsed)
 
     @property
     def finished(self) -> bool:

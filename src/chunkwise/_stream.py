@@ -1,11 +1,17 @@
-"""Layer 5: one streamed chat completion as a trio resource.
+"""Layer 5: one streamed answer (chat completion or Responses API) as a trio resource.
 
 Theory of operation
 -------------------
-:func:`open_chat_stream` opens the HTTP response (raising a typed error for a
+:func:`open_chat_stream` and :func:`open_response_stream` are one
+implementation, :func:`open_stream`, parametrised by an :class:`Api`: the
+path to post to, the sans-IO parser to read the body with, and the stream
+class to hand out.  Everything below is the same for both APIs.
+
+:func:`open_stream` opens the HTTP response (raising a typed error for a
 non-2xx status before the block is entered), then owns a nursery with one
-reader task.  The reader receives body bytes, feeds the sans-IO
-:class:`~chunkwise.ChatStreamParser`, and publishes each read's events through
+reader task.  The reader receives body bytes, feeds the sans-IO parser
+(:class:`~chunkwise.ChatStreamParser` or
+:class:`~chunkwise.ResponseStreamParser`), and publishes each read's events through
 a :class:`~chunkwise._fanout.Broadcaster` to every subscriber.  Backpressure
 is lossless by default: a full subscriber makes the reader wait, which stops
 reads from the socket.
@@ -56,8 +62,9 @@ These are the promises of the trio layer; each is tested in every cell of
    with its own ``__cause__``, ``__context__`` and traceback
    (:func:`~chunkwise._util.exceptions_unwrapped`).  Two at once propagate as
    an :class:`ExceptionGroup`.
-5. A :class:`~chunkwise.ChatResult` never changes after it was handed out:
-   results are frozen, and the parser builds a new one for each change.
+5. A :class:`~chunkwise.ChatResult` (or :class:`~chunkwise.ResponseResult`)
+   never changes after it was handed out: results are frozen, and the parser
+   builds a new one for each change.
 """
 
 from __future__ import annotations
@@ -65,8 +72,9 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, Literal, overload
+from typing import Any, Generic, Literal, TypeVar, overload
 
+import attrs
 import trio
 
 from ._endpoint import Endpoint
@@ -74,19 +82,36 @@ from ._errors import ConnectionLost, IdleTimeout, RemoteProtocolError, Transport
 from ._events import Event, ResponseStarted
 from ._fanout import DEFAULT_BUFFER_SIZE, Batch, Broadcaster, Family
 from ._http import Connection, HTTPResponse, open_http_response
-from ._parser import ChatStreamParser
+from ._parser import ChatStreamParser, ResponseStreamParser, StreamParser
 from ._pool import ConnectionPool
+from ._response_results import ResponseResult
 from ._results import Anomaly, ChatResult, IncompleteReason
 from ._sse import DEFAULT_MAX_EVENT_SIZE
 from ._util import exceptions_unwrapped
 
-__all__ = ["ChatStream", "complete", "complete_chat", "open_chat_stream", "open_stream"]
+__all__ = [
+    "CHAT",
+    "RESPONSES",
+    "Api",
+    "ChatStream",
+    "ResponseStream",
+    "Stream",
+    "complete",
+    "complete_chat",
+    "complete_response",
+    "open_chat_stream",
+    "open_response_stream",
+    "open_stream",
+]
+
+#: The result type of a stream: ChatResult or ResponseResult.
+R = TypeVar("R")
 
 
-class ChatStream:
-    """A chat completion being streamed; created by :func:`open_chat_stream`."""
+class Stream(Generic[R]):
+    """An answer being streamed: the one implementation behind both APIs' streams."""
 
-    def __init__(self, response: HTTPResponse, parser: ChatStreamParser) -> None:
+    def __init__(self, response: HTTPResponse, parser: StreamParser[R]) -> None:
         self._response = response
         self._parser = parser
         self._broadcaster = Broadcaster()
@@ -109,7 +134,7 @@ class ChatStream:
         return self._response.headers
 
     @property
-    def snapshot(self) -> ChatResult:
+    def snapshot(self) -> R:
         """What the stream delivered so far (final once :attr:`finished`)."""
         return self._parser.result
 
@@ -210,7 +235,7 @@ class ChatStream:
         """
         self._reader_scope.cancel()
 
-    async def result(self) -> ChatResult:
+    async def result(self) -> R:
         """Wait for the end of the stream and return the final result."""
         self._broadcaster.has_subscribed.set()
         await self._ended.wait()
@@ -293,6 +318,64 @@ class ChatStream:
         self._check_readers()
 
 
+class ChatStream(Stream[ChatResult]):
+    """A chat completion being streamed; created by :func:`open_chat_stream`.
+
+    Subscribers receive :data:`~chunkwise.ChatEvent` events; the result is a
+    :class:`~chunkwise.ChatResult`.
+    """
+
+
+class ResponseStream(Stream[ResponseResult]):
+    """A Responses API answer being streamed; created by :func:`open_response_stream`.
+
+    The same object as :class:`ChatStream` (subscribers, fan-out, consumer
+    tasks, cancellation and the five rules), for the Responses API:
+    subscribers receive :data:`~chunkwise.ResponseEvent` events (its text
+    events are the ``"choice"`` family, its function calls the
+    ``"tool_call"`` family); the result is a :class:`~chunkwise.ResponseResult`.
+    """
+
+
+S = TypeVar("S", bound=Stream[Any], covariant=True)
+
+
+@attrs.frozen
+class Api(Generic[S]):
+    """What differs between the two APIs: where to post, how to parse, what to hand out."""
+
+    #: Appended to the endpoint's base URL.
+    path: str
+    #: The sans-IO parser for a request body (which tools, which schema...).
+    make_parser: Callable[[Mapping[str, Any], int], StreamParser[Any]]
+    #: The stream class handed to the caller.
+    stream_class: type[S]
+
+
+def _chat_parser(request: Mapping[str, Any], max_event_size: int) -> StreamParser[ChatResult]:
+    return ChatStreamParser(
+        tools=request.get("tools"),
+        response_format=request.get("response_format"),
+        max_event_size=max_event_size,
+    )
+
+
+def _response_parser(
+    request: Mapping[str, Any], max_event_size: int
+) -> StreamParser[ResponseResult]:
+    text = request.get("text")
+    return ResponseStreamParser(
+        tools=request.get("tools"),
+        text_format=text.get("format") if isinstance(text, Mapping) else None,
+        max_output_tokens=request.get("max_output_tokens"),
+        max_event_size=max_event_size,
+    )
+
+
+CHAT: Api[ChatStream] = Api("/chat/completions", _chat_parser, ChatStream)
+RESPONSES: Api[ResponseStream] = Api("/responses", _response_parser, ResponseStream)
+
+
 def open_chat_stream(
     endpoint: Endpoint,
     request: Mapping[str, Any],
@@ -312,24 +395,52 @@ def open_chat_stream(
         UnexpectedContentType: a 2xx response that is not an event stream.
         TransportError: connecting failed (:class:`~chunkwise.ConnectTimeout`...).
     """
-    return open_stream(endpoint, request, max_event_size=max_event_size, transport=transport)
+    return open_stream(CHAT, endpoint, request, max_event_size=max_event_size, transport=transport)
+
+
+def open_response_stream(
+    endpoint: Endpoint,
+    request: Mapping[str, Any],
+    *,
+    max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+    transport: trio.abc.Stream | None = None,
+) -> AbstractAsyncContextManager[ResponseStream]:
+    """Send a streamed Responses API request (``POST /responses``) and read it in a nursery.
+
+    ``request`` is the JSON body you would send to ``/responses``;
+    ``"stream": true`` is set for you.  The request's ``tools`` validate
+    function-call arguments, its ``text.format`` asks for structured output,
+    its ``max_output_tokens`` is checked against the usage.  Everything else
+    is as :func:`open_chat_stream`: the same stream object, fan-out, retries,
+    timeouts and guarantees.
+
+    Raises:
+        HTTPStatusError: a non-2xx response (before the block is entered).
+        UnexpectedContentType: a 2xx response that is not an event stream.
+        TransportError: connecting failed (:class:`~chunkwise.ConnectTimeout`...).
+    """
+    return open_stream(
+        RESPONSES, endpoint, request, max_event_size=max_event_size, transport=transport
+    )
 
 
 @asynccontextmanager
 async def open_stream(
+    api: Api[S],
     endpoint: Endpoint,
     request: Mapping[str, Any],
     *,
     max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
     transport: trio.abc.Stream | None = None,
     pool: ConnectionPool[Connection] | None = None,
-) -> AsyncIterator[ChatStream]:
-    """:func:`open_chat_stream`, on ``pool``'s connections when one is given (a Client's)."""
+) -> AsyncIterator[S]:
+    """Open a stream of ``api``, on ``pool``'s connections when one is given (a Client's)."""
     body = json.dumps({**request, "stream": True}, ensure_ascii=False).encode()
-    tools = request.get("tools")
-    parser = ChatStreamParser(tools=tools, max_event_size=max_event_size)
-    async with open_http_response(endpoint, body, transport=transport, pool=pool) as response:
-        stream = ChatStream(response, parser)
+    parser = api.make_parser(request, max_event_size)
+    async with open_http_response(
+        endpoint, body, path=api.path, transport=transport, pool=pool
+    ) as response:
+        stream = api.stream_class(response, parser)
         try:
             with exceptions_unwrapped():
                 async with trio.open_nursery() as nursery:
@@ -357,16 +468,33 @@ async def complete_chat(
     Check ``result.status``: an incomplete or failed stream is returned, not
     raised, so its partial output stays available.
     """
-    return await complete(endpoint, request, max_event_size=max_event_size)
+    return await complete(CHAT, endpoint, request, max_event_size=max_event_size)
+
+
+async def complete_response(
+    endpoint: Endpoint,
+    request: Mapping[str, Any],
+    *,
+    max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+) -> ResponseResult:
+    """Stream one Responses API answer to its end and return the :class:`ResponseResult`.
+
+    Check ``result.status``: an incomplete or failed stream is returned, not
+    raised, so its partial output stays available.
+    """
+    return await complete(RESPONSES, endpoint, request, max_event_size=max_event_size)
 
 
 async def complete(
+    api: Api[Stream[R]],
     endpoint: Endpoint,
     request: Mapping[str, Any],
     *,
     max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
     pool: ConnectionPool[Connection] | None = None,
-) -> ChatResult:
-    """:func:`complete_chat`, on ``pool``'s connections when one is given (a Client's)."""
-    async with open_stream(endpoint, request, max_event_size=max_event_size, pool=pool) as stream:
+) -> R:
+    """Stream ``api``'s answer to its end, on ``pool``'s connections when one is given."""
+    async with open_stream(
+        api, endpoint, request, max_event_size=max_event_size, pool=pool
+    ) as stream:
         return await stream.result()

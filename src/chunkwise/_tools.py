@@ -3,19 +3,33 @@
 Arguments stream as JSON text fragments; a prefix of valid JSON is not
 valid JSON, so parsing waits for the call to complete.  Validation uses the
 optional ``jsonschema`` package and the ``parameters`` schema of the request's
-matching function tool.
+matching function tool, in either API's shape: chat's
+``{"type": "function", "function": {"name", "parameters"}}`` or the Responses
+API's flat ``{"type": "function", "name", "parameters"}``.  The same
+completion serves a chat :class:`~chunkwise.ToolCall` and a Responses
+:class:`~chunkwise.FunctionCall`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
+
+import attrs
 
 from ._errors import ToolArgumentsError
 from ._payloads import parse_json
 from ._results import ToolCall
 
-__all__ = ["NO_JSONSCHEMA", "NO_TOOLS", "ToolSchemas", "complete_tool_call"]
+__all__ = [
+    "NO_JSONSCHEMA",
+    "NO_TOOLS",
+    "ToolSchemas",
+    "complete_tool_call",
+    "jsonschema_module",
+    "make_validator",
+    "schema_problem",
+]
 
 #: :attr:`ToolCall.validation_skipped` when the request has tools but the
 #: optional ``jsonschema`` package is not installed.
@@ -36,21 +50,18 @@ class ToolSchemas:
     def __init__(self, tools: Iterable[Mapping[str, Any]]) -> None:
         self._schemas: dict[str, Mapping[str, Any]] = {}
         for tool in tools:
-            function = tool.get("function")
-            if tool.get("type", "function") != "function" or not isinstance(function, Mapping):
+            if not isinstance(tool, Mapping) or tool.get("type", "function") != "function":
+                continue
+            # Chat nests the function; the Responses API puts it in the tool.
+            function = tool.get("function", tool)
+            if not isinstance(function, Mapping):
                 continue
             name = function.get("name")
             parameters = function.get("parameters")
             if isinstance(name, str):
                 self._schemas[name] = parameters if isinstance(parameters, Mapping) else {}
         self._validators: dict[str, Any] = {}
-        try:
-            # Optional dependency (the jsonschema extra): imported only when used.
-            import jsonschema
-        except ImportError:
-            self._jsonschema: Any = None
-        else:
-            self._jsonschema = jsonschema
+        self._jsonschema = jsonschema_module()
 
     @property
     def can_validate(self) -> bool:
@@ -64,27 +75,45 @@ class ToolSchemas:
         """Return a message describing why ``value`` fails ``name``'s schema, or None."""
         validator = self._validators.get(name)
         if validator is None:
-            schema = self._schemas[name]
-            cls = self._jsonschema.validators.validator_for(schema)
-            validator = self._validators[name] = cls(schema)
-        error = next(iter(validator.iter_errors(value)), None)
-        if error is None:
-            return None
-        where = "/".join(str(p) for p in error.absolute_path) or "(root)"
-        return f"{where}: {error.message}"
+            validator = self._validators[name] = make_validator(self._schemas[name])
+        return schema_problem(validator, value)
 
 
-def complete_tool_call(
-    *,
-    index: int,
-    id: str | None,
-    type: str | None,
-    name: str | None,
-    arguments: str,
-    finished: bool,
-    schemas: ToolSchemas | None,
-) -> ToolCall:
-    """Parse (and validate) a finished call's arguments into a :class:`ToolCall`."""
+def jsonschema_module() -> Any:
+    """The ``jsonschema`` module, or None when the optional extra is not installed."""
+    try:
+        # Optional dependency (the jsonschema extra): imported only when used.
+        import jsonschema
+    except ImportError:
+        return None
+    return jsonschema
+
+
+def make_validator(schema: Mapping[str, Any]) -> Any:
+    """A ``jsonschema`` validator of ``schema``'s own draft (needs the extra)."""
+    jsonschema = jsonschema_module()
+    return jsonschema.validators.validator_for(schema)(schema)
+
+
+def schema_problem(validator: Any, value: Any) -> str | None:
+    """Where and why ``value`` fails ``validator``'s schema (the first error), or None."""
+    error = next(iter(validator.iter_errors(value)), None)
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+    return f"{where}: {error.message}"
+
+
+C = TypeVar("C", bound=ToolCall)
+
+
+def complete_tool_call(call: C, *, schemas: ToolSchemas | None) -> C:
+    """``call`` completed: its arguments parsed (and validated), ``completed`` set.
+
+    ``call`` is the call as streamed, with ``finished`` saying whether the
+    server finished it; the result is a new call of the same class.
+    """
+    name, arguments, finished = call.name, call.arguments, call.finished
     parsed: Any = None
     error: ToolArgumentsError | None = None
     validated: bool | None = None
@@ -119,17 +148,8 @@ def complete_tool_call(
                 )
         else:
             skipped = NO_JSONSCHEMA
-    call = ToolCall(
-        index=index,
-        id=id,
-        type=type,
-        name=name,
-        arguments=arguments,
-        finished=finished,
-        completed=True,
-        error=error,
-        validated=validated,
-        validation_skipped=skipped,
+    call = attrs.evolve(
+        call, completed=True, error=error, validated=validated, validation_skipped=skipped
     )
     if error is None:
         object.__setattr__(call, "_parsed", parsed)  # frozen: set before anyone sees it

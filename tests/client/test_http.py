@@ -38,6 +38,7 @@ from chunkwise._http import (
     open_http_response,
     parse_error_body,
 )
+from chunkwise._results import ToolCall
 from chunkwise._retries import Retries
 from chunkwise._sse import SSEDecoder
 from chunkwise._tools import complete_tool_call
@@ -933,7 +934,8 @@ def test_sse_decoder_error_raised_again_has_a_constant_traceback() -> None:
 
 def test_tool_call_arguments_error_raised_again_has_a_constant_traceback() -> None:
     call = complete_tool_call(
-        index=0, id="c", type="function", name="f", arguments="{", finished=True, schemas=None
+        ToolCall(index=0, id="c", type="function", name="f", arguments="{", finished=True),
+        schemas=None,
     )
     assert isinstance(call.error, ToolArgumentsError)
     lengths = _raise_thrice(call.parse_arguments)

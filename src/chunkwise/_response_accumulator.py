@@ -1,0 +1,700 @@
+"""Layer 3 for the Responses API: stream events to typed events and a result, sans-IO.
+
+Theory of operation
+-------------------
+:class:`ResponseAccumulator` takes the events of a streamed ``POST
+/responses`` one at a time, either already decoded (:meth:`feed_event`, e.g.
+``event.model_dump()`` from the official SDK) or as server-sent events
+(:meth:`feed_sse`).  It keeps one state per *output item* and, inside an item,
+per *part*, and builds a :class:`~chunkwise.ResponseResult` snapshot on
+demand.
+
+Rules
+-----
+1. Dispatch is on the data's ``type``; the SSE ``event:`` field is used only
+   when ``type`` is missing.  Unknown event types (``keepalive``,
+   ``response.keep_alive``...) and unknown fields are ignored, never fatal.
+   ``data: [DONE]`` (added by some proxies) and empty data are ignored: they
+   prove nothing.
+2. Items are keyed by ``output_index``; an event without one (llama.cpp)
+   finds its item by ``item_id``, and without that, the item that arrived
+   last.  A new item without an index takes the position after the last one.
+   Parts are keyed by ``content_index`` (``summary_index`` for summaries) the
+   same way.  An event for an item never added creates it, with an anomaly.
+3. Deltas append.  The ``.done`` events (``output_text.done``,
+   ``refusal.done``, ``reasoning_text.done``, ``reasoning_summary_text.done``,
+   ``content_part.done``, ``function_call_arguments.done``,
+   ``output_item.done``) and the terminal response's ``output`` are
+   authoritative: they *replace* what the deltas built, and an anomaly says
+   so when the texts differ.  A terminal ``output`` that is null or empty
+   keeps the items as they are.
+4. A function call is complete, and its arguments parsed and validated once,
+   at ``function_call_arguments.done`` or ``output_item.done``, whichever
+   comes first; at the end of the stream an unfinished call is completed
+   with ``finished`` false.  A later authoritative version replaces it in the
+   result (with an anomaly when the arguments differ).
+5. Errors arrive as an ``error`` event, flat (``code``, ``message`` at the top)
+   or nested (``{"error": {...}}``), as llama.cpp's bare ``{"error": {...}}``
+   frame without ``type``, or as the terminal response's ``error``.  Each is
+   read by :func:`~chunkwise._payloads.parse_error_payload`; the stream goes
+   on until its terminal event (OpenAI sends ``response.failed`` after the
+   ``error`` event), and ends ``failed``.
+6. The outcome comes from the terminal response's ``status``, not from the
+   event's name: ``completed`` is complete, ``incomplete`` and ``cancelled``
+   are incomplete (:attr:`IncompleteReason.SERVER_REPORTED`), ``failed`` is
+   failed; an event whose name disagrees with its status gets an anomaly.
+   The end of the stream before any terminal event is incomplete, whatever
+   arrived, with the partial output kept.
+7. Usage is the terminal response's ``usage``.  When the request set
+   ``max_output_tokens`` and a ``completed`` response used that many output
+   tokens, an anomaly says the answer may have been cut (llama.cpp reports
+   truncation as completed); the status stays what the server said.
+8. Nothing fed raises because of what the *server* sent: data that is not a
+   JSON object ends the stream ``failed`` with a typed error, keeping
+   everything received before.  Anything after the terminal event is
+   ignored, with one anomaly.
+9. A result never changes once handed out: snapshots are new objects, values
+   taken from the caller's mappings are copied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import attrs
+
+from ._errors import ChunkwiseError, InvalidChunk, StreamError
+from ._events import (
+    AnomalyDetected,
+    Event,
+    FunctionCallArgumentsDelta,
+    FunctionCallCompleted,
+    FunctionCallStarted,
+    OutputItemAdded,
+    OutputItemDone,
+    OutputTextDelta,
+    ReasoningSummaryDelta,
+    ResponseStatusChanged,
+    StreamCompleted,
+    StreamErrorReceived,
+    StreamFailed,
+    StreamIncomplete,
+    UsageReported,
+)
+from ._payloads import (
+    DATA_LIMIT,
+    copy_json,
+    load_json,
+    parse_error_event,
+    parse_error_payload,
+    preview,
+)
+from ._response_items import (
+    PART_DELTAS,
+    PART_EVENTS,
+    PART_LISTS,
+    TEXT_DELTAS,
+    TEXT_DONES,
+    ItemState,
+    ItemTable,
+    PartState,
+    Which,
+    as_index,
+    as_str,
+)
+from ._response_results import FunctionCall, ResponseResult
+from ._results import Anomaly, IncompleteReason, Status
+from ._sse import ServerSentEvent
+from ._structured import OutputSchema
+from ._tools import ToolSchemas, complete_tool_call
+
+__all__ = ["ResponseAccumulator"]
+
+_DONE = "[DONE]"
+_TERMINAL_TYPES = {
+    "response.completed": "completed",
+    "response.incomplete": "incomplete",
+    "response.failed": "failed",
+}
+_LIFECYCLE_TYPES = frozenset({"response.created", "response.queued", "response.in_progress"})
+
+
+class ResponseAccumulator:
+    """Accumulate Responses API stream events into typed events and a :class:`ResponseResult`.
+
+    Args:
+        tools: The request's ``tools``: each completed function call's
+            arguments are validated against the matching function's
+            ``parameters`` (needs the ``jsonschema`` extra).
+        text_format: The request's ``text.format``: when it asks for JSON, the
+            message text of a completed response is parsed and validated into
+            :attr:`ResponseResult.parsed` (or :attr:`ResponseResult.parse_error`).
+        max_output_tokens: The request's ``max_output_tokens``, to notice a
+            ``completed`` response that used them all (rule 7).
+    """
+
+    def __init__(
+        self,
+        *,
+        tools: Iterable[Mapping[str, Any]] | None = None,
+        text_format: Mapping[str, Any] | None = None,
+        max_output_tokens: int | None = None,
+    ) -> None:
+        self._schemas = ToolSchemas(tools) if tools is not None else None
+        self._output_schema = OutputSchema.from_text_format(text_format)
+        self._max_output_tokens = as_index(max_output_tokens)
+        self._items = ItemTable()
+        self._id: str | None = None
+        self._model: str | None = None
+        self._created_at: int | float | None = None
+        self._response_status: str | None = None
+        self._incomplete_reason: str | None = None
+        self._usage: Mapping[str, Any] | None = None
+        self._error: ChunkwiseError | None = None
+        self._anomalies: list[Anomaly] = []
+        self._status: Status = "streaming"
+        self._reason: IncompleteReason | None = None
+        self._parsed: Any = None
+        self._parse_error: Any = None
+        self._sequence = -1
+        self._ended = False
+        self._ignored_after_end = 0
+        self._cache: ResponseResult | None = None
+
+    # -- public API --------------------------------------------------------
+
+    @property
+    def result(self) -> ResponseResult:
+        """A snapshot of everything received so far."""
+        if self._cache is None:
+            self._cache = ResponseResult(
+                id=self._id,
+                model=self._model,
+                created_at=self._created_at,
+                status=self._status,
+                response_status=self._response_status,
+                incomplete_reason=self._incomplete_reason,
+                reason=self._reason,
+                output=self._items.snapshot(),
+                usage=self._usage,
+                error=self._error,
+                anomalies=tuple(self._anomalies),
+                parsed=self._parsed,
+                parse_error=self._parse_error,
+            )
+        return self._cache
+
+    @property
+    def finished(self) -> bool:
+        """True once the terminal event was produced."""
+        return self._ended
+
+    def feed_event(self, event: Mapping[str, Any]) -> list[Event]:
+        """Accumulate one decoded stream event (any mapping with a ``type``).
+
+        What the result keeps from ``event`` is copied: changing it afterwards
+        changes no result.
+        """
+        if self._ended:
+            return self._ignore()
+        if not isinstance(event, Mapping):
+            return self.fail(
+                InvalidChunk(f"an event must be a mapping, not {type(event).__name__}")
+            )
+        return self._event(copy_json(dict(event)), None)
+
+    def feed_sse(self, event: ServerSentEvent) -> list[Event]:
+        """Interpret one server-sent event of a Responses stream."""
+        return self.feed_data(event.event, event.data)
+
+    def feed_data(self, kind: str, data: str) -> list[Event]:
+        """:meth:`feed_sse` for an SSE event given as its type and data."""
+        if self._ended:
+            return self._ignore()
+        if not data or data == _DONE:
+            return []  # rule 1
+        try:
+            value = load_json(data)
+        except InvalidChunk as exc:
+            if kind == "error":  # an error event whose data is not JSON: its text
+                return self._error_event(StreamError(data))
+            return self.fail(exc)
+        if type(value) is not dict:
+            return self.fail(
+                InvalidChunk(
+                    f"event data is JSON {type(value).__name__}, not an object", data[:DATA_LIMIT]
+                )
+            )
+        return self._event(value, kind)
+
+    def end(self, reason: IncompleteReason | None = None) -> list[Event]:
+        """The stream is over: produce the terminal event (unless already produced).
+
+        Without a terminal response event the stream is ``incomplete``
+        (``reason``, or :attr:`IncompleteReason.UNFINISHED`), or ``failed``
+        when the server reported an error.
+        """
+        if self._ended:
+            return []
+        return self._finish(reason)
+
+    def note_anomaly(self, anomaly: Anomaly) -> list[Event]:
+        """Record an anomaly seen outside the events (e.g. by the SSE layer)."""
+        events: list[Event] = []
+        self._anomaly(events, anomaly.kind, anomaly.detail)
+        return events
+
+    def fail(self, error: ChunkwiseError) -> list[Event]:
+        """End the stream as ``failed`` with ``error`` (e.g. a protocol error)."""
+        if self._ended:
+            return self._ignore()
+        self._error = error
+        return self._finish()
+
+    # -- dispatch ------------------------------------------------------------
+
+    def _event(self, data: dict[str, Any], kind: str | None) -> list[Event]:
+        self._cache = None
+        events: list[Event] = []
+        etype = data.get("type")
+        if type(etype) is not str:
+            if kind is not None and kind != "message":
+                etype = kind  # rule 1: the SSE event field, when type is missing
+            elif "error" in data:
+                etype = "error"  # llama.cpp's bare error frame
+            else:
+                self._anomaly(events, "event without type", preview(data))
+                return events
+        self._sequence_number(data, events)
+        handler = _HANDLERS.get(etype)
+        if handler is not None:
+            handler(self, etype, data, events)
+        # Anything else (keepalive, hosted tools' progress...) is ignored: rule 1.
+        return events
+
+    def _sequence_number(self, data: dict[str, Any], events: list[Event]) -> None:
+        number = as_index(data.get("sequence_number"))
+        if number is None:
+            return
+        if number <= self._sequence:
+            self._anomaly(
+                events,
+                "sequence number out of order",
+                f"sequence_number {number} after {self._sequence}",
+            )
+        self._sequence = max(self._sequence, number)
+
+    # -- items and parts -------------------------------------------------------
+
+    def _find_item(self, data: Mapping[str, Any], events: list[Event], what: str) -> ItemState:
+        # Rule 2, with an anomaly for an item never added.
+        index = as_index(data.get("output_index"))
+        item_id = as_str(data.get("item_id"))
+        item = self._items.find(index, item_id)
+        if item is None:
+            self._anomaly(events, "event for an unknown item", f"{what}: {preview(data)}")
+            item = self._items.new(index, item_id)
+        return item
+
+    def _item_added(self, etype: str, data: dict[str, Any], events: list[Event]) -> None:
+        raw = data.get("item")
+        if type(raw) is not dict:
+            self._anomaly(events, "invalid item", preview(raw))
+            return
+        index = as_index(data.get("output_index"))
+        item = self._items.at(index) if index is not None else None
+        if item is None:
+            item = self._items.new(index, None)
+        self._take_item(item, raw, events, streaming=True)
+
+    def _take_item(
+        self, item: ItemState, raw: dict[str, Any], events: list[Event], *, streaming: bool
+    ) -> None:
+        """Take an item the server sent whole: on ``added`` (``streaming``) or authoritative."""
+        item.data = raw
+        self._items.identify(item, as_str(raw.get("id")))
+        item.type = as_str(raw.get("type")) or item.type
+        item.status = as_str(raw.get("status")) or item.status
+        item.role = as_str(raw.get("role")) or item.role
+        if streaming:
+            events.append(OutputItemAdded(output_index=item.index, item_id=item.id, type=item.type))
+        if item.type == "function_call":
+            self._take_call(item, raw, events, streaming=streaming)
+        for which in PART_LISTS:
+            parts = raw.get(which)
+            for position, part in enumerate(parts if type(parts) is list else ()):
+                if type(part) is dict:
+                    self._take_part(item, which, part, position, events, streaming=streaming)
+
+    def _take_call(
+        self, item: ItemState, raw: dict[str, Any], events: list[Event], *, streaming: bool
+    ) -> None:
+        item.name = item.name or as_str(raw.get("name"))
+        item.call_id = item.call_id or as_str(raw.get("call_id"))
+        arguments = as_str(raw.get("arguments"))
+        if streaming:
+            events.append(
+                FunctionCallStarted(
+                    output_index=item.index, item_id=item.id, call_id=item.call_id, name=item.name
+                )
+            )
+            if arguments:  # a call sent whole when it is added
+                item.args.append(arguments)
+                events.append(
+                    FunctionCallArgumentsDelta(
+                        output_index=item.index, item_id=item.id, fragment=arguments
+                    )
+                )
+        elif arguments is not None:
+            self._replace_arguments(item, arguments, events)
+
+    def _take_part(
+        self,
+        item: ItemState,
+        which: Which,
+        raw: dict[str, Any],
+        position: int,
+        events: list[Event],
+        *,
+        streaming: bool,
+    ) -> None:
+        kind = as_str(raw.get("type")) or PART_LISTS[which]
+        text = as_str(raw.get("refusal" if kind == "refusal" else "text"))
+        part = self._items.part(item, which, kind, position)
+        part.type = kind
+        annotations = raw.get("annotations")
+        if type(annotations) is list:
+            part.annotations = [a for a in annotations if type(a) is dict]
+        if text is None:
+            return
+        if streaming:
+            if text and not part.text:
+                self._append(item, which, part, text, events)
+        else:
+            self._replace_text(item, part, text, events)
+            part.done = True
+
+    def _item_done(self, etype: str, data: dict[str, Any], events: list[Event]) -> None:
+        raw = data.get("item")
+        if type(raw) is not dict:
+            self._anomaly(events, "invalid item", preview(raw))
+            return
+        if as_index(data.get("output_index")) is None and "item_id" not in data:
+            data = {**data, "item_id": raw.get("id")}
+        item = self._find_item(data, events, "response.output_item.done")
+        self._take_item(item, raw, events, streaming=False)
+        self._close_item(item, events)
+
+    def _close_item(self, item: ItemState, events: list[Event]) -> None:
+        if item.done:
+            return
+        item.done = True
+        for part in (*item.content.values(), *item.summary.values()):
+            part.done = True
+        if item.type == "function_call":
+            self._complete_call(item, events)
+        events.append(OutputItemDone(output_index=item.index, item=item.to_result()))
+
+    def _part_event(self, etype: str, data: dict[str, Any], events: list[Event]) -> None:
+        # content_part.added/.done and reasoning_summary_part.added/.done
+        which, kind, key = PART_EVENTS[etype]
+        raw = data.get("part")
+        if type(raw) is not dict:
+            self._anomaly(events, "invalid part", preview(raw))
+            raw = {}
+        item = self._find_item(data, events, etype)
+        part = self._items.part(item, which, as_str(raw.get("type")) or kind, data.get(key))
+        self._take_part(item, which, raw, part.index, events, streaming=etype.endswith(".added"))
+
+    def _text_delta(self, etype: str, data: dict[str, Any], events: list[Event]) -> None:
+        text = data.get("delta")
+        if type(text) is not str or not text:
+            return
+        which, kind, key = TEXT_DELTAS[etype]
+        item = self._find_item(data, events, etype)
+        part = self._items.part(item, which, kind, data.get(key))
+        if part.done:
+            self._anomaly(events, "delta after done", f"{etype}: {preview(text)}")
+            return
+        self._append(item, which, part, text, events)
+
+    def _append(
+        self, item: ItemState, which: Which, part: PartState, text: str, events: list[Event]
+    ) -> None:
+        part.text.append(text)
+        if which == "summary":
+            events.append(
+                ReasoningSummaryDelta(
+                    output_index=item.index, summary_index=part.index, item_id=item.id, text=text
+                )
+            )
+            return
+        cls = PART_DELTAS.get(part.type, OutputTextDelta)
+        events.append(
+            cls(output_index=item.index, content_index=part.index, item_id=item.id, text=text)
+        )
+
+    def _text_done(self, etype: str, data: dict[str, Any], events: list[Event]) -> None:
+        which, kind, key, text_key = TEXT_DONES[etype]
+        item = self._find_item(data, events, etype)
+        part = self._items.part(item, which, kind, data.get(key))
+        text = as_str(data.get(text_key))
+        if text is not None:
+            self._replace_text(item, part, text, events)
+        part.done = True
+
+    def _replace_text(
+        self, item: ItemState, part: PartState, text: str, events: list[Event]
+    ) -> None:
+        # Rule 3: the server's final text wins.
+        current = part.joined()
+        if text == current:
+            return
+        if current:
+            self._anomaly(
+                events,
+                "final text differs from deltas",
+                f"output {item.index} part {part.index}: the deltas gave {preview(current)}, "
+                f"the final text is {preview(text)}",
+            )
+        part.text[:] = [text]
+
+    def _annotation(self, etype: str, data: dict[str, Any], events: list[Event]) -> None:
+        annotation = data.get("annotation")
+        if type(annotation) is not dict:
+            return
+        item = self._find_item(data, events, "response.output_text.annotation.added")
+        part = self._items.part(item, "content", "output_text", data.get("content_index"))
+        part.annotations.append(annotation)
+
+    # -- function calls --------------------------------------------------------
+
+    def _arguments_delta(self, etype: str, data: dict[str, Any], events: list[Event]) -> None:
+        fragment = data.get("delta")
+        if type(fragment) is not str or not fragment:
+            return
+        item = self._find_item(data, events, "response.function_call_arguments.delta")
+        if item.call is not None:
+            self._anomaly(events, "arguments after done", preview(fragment))
+            return
+        item.type = item.type or "function_call"
+        item.args.append(fragment)
+        events.append(
+            FunctionCallArgumentsDelta(output_index=item.index, item_id=item.id, fragment=fragment)
+        )
+
+    def _arguments_done(self, etype: str, data: dict[str, Any], events: list[Event]) -> None:
+        item = self._find_item(data, events, "response.function_call_arguments.done")
+        item.type = item.type or "function_call"
+        item.name = item.name or as_str(data.get("name"))
+        arguments = as_str(data.get("arguments"))
+        if arguments is not None:
+            self._replace_arguments(item, arguments, events)
+        self._complete_call(item, events, finished=True)
+
+    def _replace_arguments(self, item: ItemState, arguments: str, events: list[Event]) -> None:
+        current = item.call.arguments if item.call is not None else item.arguments()
+        if arguments == current:
+            return
+        if current:
+            self._anomaly(
+                events,
+                "final arguments differ from deltas",
+                f"output {item.index}: the deltas gave {preview(current)}, "
+                f"the final arguments are {preview(arguments)}",
+            )
+        item.args[:] = [arguments]
+        if item.call is not None:  # rule 4: the later version replaces the completed one
+            item.call = complete_tool_call(item.streaming_call(), schemas=self._schemas)
+            item.call = _with_finished(item.call, item.call.finished or item.done)
+
+    def _complete_call(
+        self, item: ItemState, events: list[Event], *, finished: bool | None = None
+    ) -> None:
+        if item.call is not None:
+            return
+        call = item.streaming_call()
+        if finished is not None and finished != call.finished:
+            call = _with_finished(call, finished)
+        item.call = complete_tool_call(call, schemas=self._schemas)
+        events.append(FunctionCallCompleted(output_index=item.index, call=item.call))
+
+    # -- the response ----------------------------------------------------------
+
+    def _lifecycle(self, etype: str, data: dict[str, Any], events: list[Event]) -> None:
+        response = data.get("response")
+        if type(response) is not dict:
+            return
+        self._metadata(response)
+        status = as_str(response.get("status"))
+        if status is not None and status != self._response_status:
+            self._response_status = status
+            events.append(ResponseStatusChanged(status=status))
+
+    def _metadata(self, response: dict[str, Any]) -> None:
+        self._id = self._id or as_str(response.get("id"))
+        self._model = self._model or as_str(response.get("model"))
+        created = response.get("created_at")
+        if self._created_at is None and type(created) in (int, float):
+            self._created_at = created
+
+    def _terminal(self, etype: str, data: dict[str, Any], events: list[Event]) -> None:
+        response = data.get("response")
+        if type(response) is not dict:
+            response = {}
+            self._anomaly(events, "terminal event without response", etype)
+        self._metadata(response)
+        status = as_str(response.get("status"))
+        if status is None:
+            status = _TERMINAL_TYPES[etype]
+        elif status != _TERMINAL_TYPES[etype]:
+            self._anomaly(
+                events,
+                "terminal event disagrees with status",
+                f"{etype} carries status {status!r}; the status is taken",
+            )
+        self._response_status = status
+        details = response.get("incomplete_details")
+        if type(details) is dict:
+            self._incomplete_reason = as_str(details.get("reason"))
+        output = response.get("output")
+        if type(output) is list and output:
+            self._take_output(output, events)
+        usage = response.get("usage")
+        if type(usage) is dict:
+            self._usage = usage
+            events.append(UsageReported(usage=usage))
+        error = response.get("error")
+        if error is not None and self._error is None:
+            self._error = parse_error_payload(error)
+        elif status == "failed" and self._error is None:
+            self._error = StreamError("the response failed without an error")
+        events += self._finish()
+
+    def _take_output(self, output: list[Any], events: list[Event]) -> None:
+        # Rule 3: the terminal output replaces the items, position by position.
+        for position, raw in enumerate(output):
+            if type(raw) is not dict:
+                continue
+            item = self._items.at(position)
+            raw_id = as_str(raw.get("id"))
+            if item is None or (raw_id is not None and item.id not in (None, raw_id)):
+                item = self._items.with_id(raw_id) if raw_id is not None else None
+                if item is None:
+                    item = self._items.new(position, raw_id)
+            self._take_item(item, raw, events, streaming=False)
+            self._close_item(item, events)
+
+    def _error_frame(self, etype: str, data: dict[str, Any], events: list[Event]) -> None:
+        events += self._error_event(parse_error_event(data))
+
+    def _error_event(self, error: StreamError) -> list[Event]:
+        # Rule 5: remembered, and the stream goes on to its terminal event.
+        self._cache = None
+        if self._error is None:
+            self._error = error
+        return [StreamErrorReceived(error=error)]
+
+    # -- anomalies and the end -------------------------------------------------
+
+    def _anomaly(self, events: list[Event], kind: str, detail: str) -> None:
+        anomaly = Anomaly(kind=kind, detail=detail)
+        self._anomalies.append(anomaly)
+        self._cache = None
+        events.append(AnomalyDetected(anomaly=anomaly))
+
+    def _ignore(self) -> list[Event]:
+        self._ignored_after_end += 1
+        if self._ignored_after_end == 1:
+            anomaly = Anomaly(
+                kind="data after end", detail="events after the terminal event are ignored"
+            )
+            self._anomalies.append(anomaly)
+            self._cache = None
+        return []
+
+    def _finish(self, reason: IncompleteReason | None = None) -> list[Event]:
+        events: list[Event] = []
+        terminal = self._response_status in ("completed", "incomplete", "failed", "cancelled")
+        for item in self._items:
+            if item.type == "function_call":
+                self._complete_call(item, events)  # rule 4: finished is False
+        self._ended = True
+        self._cache = None
+        if self._error is not None or self._response_status == "failed":
+            self._status = "failed"
+            if self._error is None:
+                self._error = StreamError("the response failed without an error")
+            events.append(StreamFailed(result=self._final(), error=self._error))
+            return events
+        if terminal and self._response_status == "completed":
+            self._check_length(events)
+            self._status = "complete"
+            self._structured()
+            events.append(StreamCompleted(result=self._final()))
+            return events
+        self._status = "incomplete"
+        if terminal:
+            self._reason = IncompleteReason.SERVER_REPORTED
+            if self._response_status == "cancelled" and self._incomplete_reason is None:
+                self._incomplete_reason = "cancelled"
+        elif not self._items and self._id is None:
+            self._reason = reason or IncompleteReason.EMPTY_STREAM
+        else:
+            self._reason = reason or IncompleteReason.UNFINISHED
+        events.append(StreamIncomplete(result=self._final(), reason=self._reason))
+        return events
+
+    def _final(self) -> ResponseResult:
+        self._cache = None
+        return self.result
+
+    def _check_length(self, events: list[Event]) -> None:
+        # Rule 7.
+        limit = self._max_output_tokens
+        used = self._usage.get("output_tokens") if self._usage is not None else None
+        if limit is not None and type(used) is int and used >= limit:
+            self._anomaly(
+                events,
+                "max_output_tokens reached",
+                f"the response says completed, but used {used} output tokens of "
+                f"max_output_tokens {limit}: the answer may have been cut",
+            )
+
+    def _structured(self) -> None:
+        # The rules of _structured, for the message items of a completed response.
+        messages = [i for i in self._items.snapshot() if i.type == "message"]
+        schema = self._output_schema
+        if schema is None or not any(p.type == "output_text" for i in messages for p in i.content):
+            return  # nothing to parse: a refusal, or no message at all
+        cut = next(
+            (
+                f"message status {i.status!r}"
+                for i in messages
+                if i.status not in (None, "completed")
+            ),
+            None,
+        )
+        text = "".join(item.text for item in messages)
+        self._parsed, self._parse_error = schema.check(text, cut_short=cut)
+
+
+def _with_finished(call: FunctionCall, finished: bool) -> FunctionCall:
+    return attrs.evolve(call, finished=finished)
+
+
+#: What each event type does (rule 1: any other type is ignored).
+_HANDLERS: dict[str, Callable[[ResponseAccumulator, str, dict[str, Any], list[Event]], None]] = {
+    **dict.fromkeys(TEXT_DELTAS, ResponseAccumulator._text_delta),
+    **dict.fromkeys(TEXT_DONES, ResponseAccumulator._text_done),
+    "response.function_call_arguments.delta": ResponseAccumulator._arguments_delta,
+    "response.function_call_arguments.done": ResponseAccumulator._arguments_done,
+    "response.output_item.added": ResponseAccumulator._item_added,
+    "response.output_item.done": ResponseAccumulator._item_done,
+    **dict.fromkeys(PART_EVENTS, ResponseAccumulator._part_event),
+    "response.output_text.annotation.added": ResponseAccumulator._annotation,
+    **dict.fromkeys(_LIFECYCLE_TYPES, ResponseAccumulator._lifecycle),
+    **dict.fromkeys(_TERMINAL_TYPES, ResponseAccumulator._terminal),
+    "error": ResponseAccumulator._error_frame,
+}

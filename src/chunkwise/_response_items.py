@@ -1,0 +1,245 @@
+"""The output items of a Responses stream as they build up, and how events find them.
+
+Each item keeps its parts (a message's text and refusals, a reasoning item's
+text and summary) and, for a function call, its argument fragments; the
+accumulator (:mod:`chunkwise._response_accumulator`) decides what goes in,
+these classes only hold it and turn it into results.
+
+Addressing (rule 2 of the accumulator):
+
+1. An item is found by its ``output_index``; without one (llama.cpp sends
+   none), by its ``item_id``; without that, it is the item that arrived last.
+2. A new item without an index takes the position after the last one.
+3. A part is found by its index (``content_index``, ``summary_index``);
+   without one, it is the last part of the same type, or a new one after the
+   last part.
+
+The tables say which events carry a part's text, and where it goes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any, Literal
+
+from ._events import OutputRefusalDelta, OutputTextDelta, ReasoningTextDelta
+from ._response_results import ContentPart, FunctionCall, OutputItem
+
+__all__ = [
+    "PART_DELTAS",
+    "PART_EVENTS",
+    "PART_LISTS",
+    "TEXT_DELTAS",
+    "TEXT_DONES",
+    "ItemState",
+    "ItemTable",
+    "PartState",
+    "Which",
+    "as_index",
+    "as_str",
+]
+
+#: Which list of parts an event addresses.
+Which = Literal["content", "summary"]
+#: The part lists of an item, with the type of a part that does not say.
+PART_LISTS: dict[Which, str] = {"content": "output_text", "summary": "summary_text"}
+#: The events that add or finish a part: (part list, default part type, index key).
+PART_EVENTS: dict[str, tuple[Which, str, str]] = {
+    "response.content_part.added": ("content", "output_text", "content_index"),
+    "response.content_part.done": ("content", "output_text", "content_index"),
+    "response.reasoning_summary_part.added": ("summary", "summary_text", "summary_index"),
+    "response.reasoning_summary_part.done": ("summary", "summary_text", "summary_index"),
+}
+# The delta events whose text goes to a part: (part list, part type, index key).
+TEXT_DELTAS: dict[str, tuple[Which, str, str]] = {
+    "response.output_text.delta": ("content", "output_text", "content_index"),
+    "response.refusal.delta": ("content", "refusal", "content_index"),
+    "response.reasoning_text.delta": ("content", "reasoning_text", "content_index"),
+    "response.reasoning_summary_text.delta": ("summary", "summary_text", "summary_index"),
+}
+# The delta event of each kind of content part.
+PART_DELTAS: dict[str, type[OutputTextDelta | OutputRefusalDelta | ReasoningTextDelta]] = {
+    "output_text": OutputTextDelta,
+    "refusal": OutputRefusalDelta,
+    "reasoning_text": ReasoningTextDelta,
+}
+# The .done events that replace one part's text: (part list, part type, index key, text key).
+TEXT_DONES: dict[str, tuple[Which, str, str, str]] = {
+    "response.output_text.done": ("content", "output_text", "content_index", "text"),
+    "response.refusal.done": ("content", "refusal", "content_index", "refusal"),
+    "response.reasoning_text.done": ("content", "reasoning_text", "content_index", "text"),
+    "response.reasoning_summary_text.done": ("summary", "summary_text", "summary_index", "text"),
+}
+
+
+def as_index(value: Any) -> int | None:
+    """``value`` when it is an index (an int >= 0, not a bool), else None."""
+    return value if type(value) is int and value >= 0 else None
+
+
+def as_str(value: Any) -> str | None:
+    """``value`` when it is a string, else None."""
+    return value if type(value) is str else None
+
+
+class PartState:
+    """One part's text (fragments, joined on demand), annotations and doneness."""
+
+    __slots__ = ("annotations", "done", "index", "text", "type")
+
+    def __init__(self, index: int, kind: str) -> None:
+        self.index = index
+        self.type = kind
+        self.text: list[str] = []
+        self.annotations: list[Mapping[str, Any]] = []
+        self.done = False
+
+    def joined(self) -> str:
+        # Join once and keep the joined string, so repeated snapshots stay cheap.
+        if len(self.text) > 1:
+            self.text[:] = ["".join(self.text)]
+        return self.text[0] if self.text else ""
+
+    def to_result(self) -> ContentPart:
+        return ContentPart(
+            index=self.index,
+            type=self.type,
+            text=self.joined(),
+            annotations=tuple(self.annotations),
+            done=self.done,
+        )
+
+
+class ItemState:
+    """One output item: its identity, parts, call fields and doneness."""
+
+    __slots__ = (
+        "args",
+        "call",
+        "call_id",
+        "content",
+        "data",
+        "done",
+        "id",
+        "index",
+        "name",
+        "role",
+        "status",
+        "summary",
+        "type",
+    )
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.id: str | None = None
+        self.type: str | None = None
+        self.status: str | None = None
+        self.role: str | None = None
+        self.content: dict[int, PartState] = {}
+        self.summary: dict[int, PartState] = {}
+        self.name: str | None = None
+        self.call_id: str | None = None
+        self.args: list[str] = []
+        self.call: FunctionCall | None = None  # set once completed
+        self.data: Mapping[str, Any] | None = None
+        self.done = False
+
+    def arguments(self) -> str:
+        if len(self.args) > 1:
+            self.args[:] = ["".join(self.args)]
+        return self.args[0] if self.args else ""
+
+    def streaming_call(self) -> FunctionCall:
+        """The call as streamed so far (not completed: nothing parsed yet)."""
+        return FunctionCall(
+            index=self.index,
+            id=self.id,
+            type=self.type,
+            name=self.name,
+            arguments=self.arguments(),
+            finished=self.done,
+            call_id=self.call_id,
+        )
+
+    def to_result(self) -> OutputItem:
+        call = None
+        if self.type == "function_call":
+            call = self.call if self.call is not None else self.streaming_call()
+        return OutputItem(
+            index=self.index,
+            id=self.id,
+            type=self.type,
+            status=self.status,
+            role=self.role,
+            content=tuple(self.content[i].to_result() for i in sorted(self.content)),
+            summary=tuple(self.summary[i].to_result() for i in sorted(self.summary)),
+            call=call,
+            data=self.data,
+            done=self.done,
+        )
+
+
+class ItemTable:
+    """The items of one response, by position, with the addressing rules above."""
+
+    def __init__(self) -> None:
+        self._items: dict[int, ItemState] = {}
+        self._by_id: dict[str, ItemState] = {}
+        self._last: ItemState | None = None
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[ItemState]:
+        """The items in output order."""
+        return iter([self._items[i] for i in sorted(self._items)])
+
+    def at(self, index: int) -> ItemState | None:
+        return self._items.get(index)
+
+    def with_id(self, item_id: str) -> ItemState | None:
+        return self._by_id.get(item_id)
+
+    def find(self, index: int | None, item_id: str | None) -> ItemState | None:
+        """Rule 1: the item an event addresses, or None when there is none yet."""
+        if index is not None:
+            return self._items.get(index)
+        if item_id is not None:
+            return self._by_id.get(item_id)
+        return self._last
+
+    def new(self, index: int | None, item_id: str | None) -> ItemState:
+        """A new item at ``index`` (rule 2 without one)."""
+        if index is None:
+            index = max(self._items) + 1 if self._items else 0
+        item = ItemState(index)
+        item.id = item_id
+        self._items[index] = item
+        if item_id is not None:
+            self._by_id[item_id] = item
+        self._last = item
+        return item
+
+    def identify(self, item: ItemState, item_id: str | None) -> None:
+        """``item`` is (also) known by ``item_id`` from now on."""
+        if item_id is not None:
+            item.id = item_id
+            self._by_id[item_id] = item
+
+    @staticmethod
+    def part(item: ItemState, which: Which, kind: str, index: Any) -> PartState:
+        """Rule 3: the part of ``item`` an event addresses, created when new."""
+        parts = item.content if which == "content" else item.summary
+        position = as_index(index)
+        if position is None:
+            for existing in reversed(parts.values()):
+                if existing.type == kind:
+                    return existing
+            position = max(parts) + 1 if parts else 0
+        part = parts.get(position)
+        if part is None:
+            part = parts[position] = PartState(position, kind)
+        return part
+
+    def snapshot(self) -> tuple[OutputItem, ...]:
+        return tuple(item.to_result() for item in self)
