@@ -444,6 +444,14 @@ async def serving(
         nursery.cancel_scope.cancel()
 
 
+def sse_typed(*events: Mapping[str, Any], eol: str = "\n") -> bytes:
+    """A Responses API body: ``event: <type>`` + ``data: <json>`` per event, no ``[DONE]``."""
+    return "".join(
+        f"event: {event['type']}{eol}data: {json.dumps(event, ensure_ascii=False)}{eol}{eol}"
+        for event in events
+    ).encode()
+
+
 def close_delimited(body: bytes, **kwargs: Any) -> ScriptedResponse:
     """A response whose body has no length: the server's close ends it."""
     return ScriptedResponse(body=body, framing="close", **kwargs)
@@ -676,3 +684,351 @@ async def interrupt(
                     process.kill()
             await process.stdin.aclose()
     return status, out.decode(), err.decode().removeprefix(_READY.decode())
+
+
+# --- the Responses API --------------------------------------------------------------
+
+
+def response_sse(
+    *payloads: Mapping[str, Any] | str, eol: str = "\n", event_field: bool = True
+) -> bytes:
+    """A Responses SSE body: each payload as ``event: <type>`` and one ``data:`` line.
+
+    A str payload is written as the data as is (``[DONE]``, invalid JSON...);
+    ``event_field=False`` leaves the ``event:`` lines out.
+    """
+    parts = []
+    for payload in payloads:
+        if isinstance(payload, str):
+            parts.append(f"data: {payload}{eol}{eol}")
+            continue
+        kind = payload.get("type")
+        head = f"event: {kind}{eol}" if event_field and isinstance(kind, str) else ""
+        parts.append(f"{head}data: {json.dumps(payload, ensure_ascii=False)}{eol}{eol}")
+    return "".join(parts).encode()
+
+
+def parse_response(
+    reads: Iterable[bytes], **kwargs: Any
+) -> tuple[list[chunkwise.Event], chunkwise.ResponseResult]:
+    """Feed every read to a fresh :class:`chunkwise.ResponseStreamParser`; its events and result."""
+    parser = chunkwise.ResponseStreamParser(**kwargs)
+    events: list[chunkwise.Event] = []
+    for read in reads:
+        events += parser.feed(read)
+    events += parser.end()
+    return events, parser.result
+
+
+def accumulate_response(
+    events: Iterable[Mapping[str, Any]], **kwargs: Any
+) -> tuple[list[chunkwise.Event], chunkwise.ResponseResult]:
+    """Feed decoded events to a fresh :class:`chunkwise.ResponseAccumulator`, then end it."""
+    accumulator = chunkwise.ResponseAccumulator(**kwargs)
+    out: list[chunkwise.Event] = []
+    for event in events:
+        out += accumulator.feed_event(event)
+    out += accumulator.end()
+    return out, accumulator.result
+
+
+def response_object(
+    status: str = "in_progress",
+    output: Sequence[Mapping[str, Any]] | None = (),
+    usage: Mapping[str, Any] | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """A Responses ``response`` object as OpenAI sends it in lifecycle and terminal events."""
+    return {
+        "id": "resp_1",
+        "object": "response",
+        "created_at": 1741290958,
+        "status": status,
+        "error": None,
+        "incomplete_details": None,
+        "model": "gpt-4.1-2025-04-14",
+        "output": None if output is None else list(output),
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": None if usage is None else dict(usage),
+        **extra,
+    }
+
+
+def response_usage(input_tokens: int = 10, output_tokens: int = 5) -> dict[str, Any]:
+    """A Responses ``usage`` object, with its detail objects."""
+    return {
+        "input_tokens": input_tokens,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": output_tokens,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": input_tokens + output_tokens,
+    }
+
+
+def message_item(
+    item_id: str = "msg_1", *texts: str, status: str = "completed", refusal: str | None = None
+) -> dict[str, Any]:
+    """A finished ``message`` item: one ``output_text`` part per text (then a refusal part)."""
+    content: list[dict[str, Any]] = [
+        {"type": "output_text", "text": text, "annotations": [], "logprobs": []} for text in texts
+    ]
+    if refusal is not None:
+        content.append({"type": "refusal", "refusal": refusal})
+    return {
+        "id": item_id,
+        "type": "message",
+        "status": status,
+        "role": "assistant",
+        "content": content,
+    }
+
+
+def call_item(
+    item_id: str, call_id: str, name: str, arguments: str, status: str = "completed"
+) -> dict[str, Any]:
+    """A ``function_call`` item."""
+    return {
+        "id": item_id,
+        "type": "function_call",
+        "status": status,
+        "call_id": call_id,
+        "name": name,
+        "arguments": arguments,
+    }
+
+
+def text_events(
+    output_index: int | None, item_id: str, pieces: Sequence[str], content_index: int | None = 0
+) -> list[dict[str, Any]]:
+    """The events of one message with one ``output_text`` part, OpenAI's order, without
+    ``sequence_number`` (see :func:`numbered`); a None index is left out (llama.cpp)."""
+    text = "".join(pieces)
+    where = _indices(output_index, content_index)
+    part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+    events: list[dict[str, Any]] = [
+        {
+            "type": "response.output_item.added",
+            **_indices(output_index, None),
+            "item": {**message_item(item_id, status="in_progress"), "content": []},
+        },
+        {"type": "response.content_part.added", "item_id": item_id, **where, "part": part},
+    ]
+    events += [
+        {"type": "response.output_text.delta", "item_id": item_id, **where, "delta": p}
+        for p in pieces
+    ]
+    events += [
+        {"type": "response.output_text.done", "item_id": item_id, **where, "text": text},
+        {
+            "type": "response.content_part.done",
+            "item_id": item_id,
+            **where,
+            "part": {**part, "text": text},
+        },
+        {
+            "type": "response.output_item.done",
+            **_indices(output_index, None),
+            "item": message_item(item_id, text),
+        },
+    ]
+    return events
+
+
+def call_events(
+    output_index: int | None, item_id: str, call_id: str, name: str, pieces: Sequence[str]
+) -> list[dict[str, Any]]:
+    """The events of one function call, OpenAI's order (see :func:`text_events`)."""
+    arguments = "".join(pieces)
+    where = {**_indices(output_index, None), "item_id": item_id}
+    events: list[dict[str, Any]] = [
+        {
+            "type": "response.output_item.added",
+            **_indices(output_index, None),
+            "item": call_item(item_id, call_id, name, "", status="in_progress"),
+        }
+    ]
+    events += [
+        {"type": "response.function_call_arguments.delta", **where, "delta": p} for p in pieces
+    ]
+    events += [
+        {"type": "response.function_call_arguments.done", **where, "arguments": arguments},
+        {
+            "type": "response.output_item.done",
+            **_indices(output_index, None),
+            "item": call_item(item_id, call_id, name, arguments),
+        },
+    ]
+    return events
+
+
+def _indices(output_index: int | None, content_index: int | None) -> dict[str, int]:
+    where = {}
+    if output_index is not None:
+        where["output_index"] = output_index
+    if content_index is not None:
+        where["content_index"] = content_index
+    return where
+
+
+def numbered(events: Iterable[Mapping[str, Any]], start: int = 0) -> list[dict[str, Any]]:
+    """The events with ``sequence_number`` 0, 1, 2... (from ``start``), as OpenAI numbers them."""
+    return [{**event, "sequence_number": start + i} for i, event in enumerate(events)]
+
+
+#: Short texts for Responses streams: any UTF-8 text, with astral characters,
+#: combining marks and ZWJ sequences made likely.
+response_text = st.lists(
+    st.sampled_from(["😀", "e\u0301", "\u0301", "𝄞", "\U0001f468\u200d\U0001f469", "ß", " "])
+    | st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=3),
+    max_size=3,
+).map("".join)
+
+
+@attrs.frozen(kw_only=True)
+class GeneratedResponse:
+    """A generated Responses stream (:func:`response_streams`) and what it must give.
+
+    ``events`` are the decoded events in order (keepalives included, the
+    comments and a proxy's ``[DONE]`` are only in ``body``); ``parts`` maps
+    ``(output position, "content" or "summary", part index)`` to the part's
+    type and text; ``calls`` are ``(call_id, name, arguments)`` in output order;
+    ``terminal_end`` is the offset in ``body`` just after the terminal event.
+    ``indexed`` is false for a llama.cpp-style stream (no ``output_index``,
+    ``content_index``, ``summary_index`` nor ``sequence_number``).
+    """
+
+    events: tuple[Mapping[str, Any], ...]
+    body: bytes
+    parts: Mapping[tuple[int, str, int], tuple[str, str]]
+    calls: tuple[tuple[str, str, str], ...]
+    output_text: str
+    terminal_end: int
+    indexed: bool
+
+
+#: For messages and reasoning items: the part list, its index key, the part
+#: events' and the text events' names.
+_PART_NAMES = {
+    "message": ("content", "content_index", "content_part", "output_text"),
+    "reasoning": ("summary", "summary_index", "reasoning_summary_part", "reasoning_summary_text"),
+}
+
+
+def _generated_item(
+    draw: st.DrawFn, position: int, indexed: bool
+) -> tuple[
+    list[dict[str, Any]], dict[str, Any], dict[tuple[int, str, int], tuple[str, str]], list[str]
+]:
+    """One item's events (its own order), the finished item, its parts' texts and call."""
+    kind = draw(st.sampled_from(["message", "function_call", "reasoning"]))
+    at = {"output_index": position} if indexed else {}
+    item_id = f"{kind[:2]}_{position}"
+    parts: dict[tuple[int, str, int], tuple[str, str]] = {}
+    if kind == "function_call":
+        pieces = draw(st.lists(response_text, max_size=4))
+        call_id, name = f"call_{position}", draw(st.sampled_from(["f", "get_weather"]))
+        events = call_events(position if indexed else None, item_id, call_id, name, pieces)
+        return events, events[-1]["item"], parts, [call_id, name, "".join(pieces)]
+    which, index_key, part_event, delta_event = _PART_NAMES[kind]
+    done_event, text_key, list_key = f"response.{delta_event}.done", "text", which
+    head: dict[str, Any] = {"id": item_id, "type": kind}
+    head.update({"summary": []} if kind == "reasoning" else {"role": "assistant", "content": []})
+    events = [
+        {"type": "response.output_item.added", **at, "item": {**head, "status": "in_progress"}}
+    ]
+    finished: list[dict[str, Any]] = []
+    for p in range(draw(st.integers(1, 3)) if indexed else 1):
+        part_type = "summary_text" if kind == "reasoning" else "output_text"
+        is_refusal = kind == "message" and indexed and draw(st.integers(0, 3)) == 0
+        delta_type, done_type, key = (
+            ("response.refusal.delta", "response.refusal.done", "refusal")
+            if is_refusal
+            else (f"response.{delta_event}.delta", done_event, text_key)
+        )
+        part_type = "refusal" if is_refusal else part_type
+        where = {"item_id": item_id, **at, **({index_key: p} if indexed else {})}
+        pieces = draw(st.lists(response_text, max_size=4))
+        text = "".join(pieces)
+        empty = {"type": part_type, key: ""}
+        events.append({"type": f"response.{part_event}.added", **where, "part": empty})
+        events += [
+            {"type": delta_type, **where, "delta": piece, "obfuscation": "x1"}
+            for piece in pieces
+            if piece
+        ]
+        events.append({"type": done_type, **where, key: text})
+        events.append(
+            {"type": f"response.{part_event}.done", **where, "part": {**empty, key: text}}
+        )
+        finished.append({"type": part_type, key: text})
+        parts[(position, which, p)] = (part_type, text)
+    item = {**head, "status": "completed", list_key: finished}
+    events.append({"type": "response.output_item.done", **at, "item": item})
+    return events, item, parts, []
+
+
+@st.composite
+def response_streams(draw: st.DrawFn) -> GeneratedResponse:
+    """A Responses stream: interleaved items, keepalives, comments, any line ending."""
+    indexed = draw(st.booleans())
+    queues: list[list[dict[str, Any]]] = []
+    items: list[dict[str, Any]] = []
+    parts: dict[tuple[int, str, int], tuple[str, str]] = {}
+    calls: list[tuple[str, str, str]] = []
+    for position in range(draw(st.integers(1, 4))):
+        events, item, item_parts, call = _generated_item(draw, position, indexed)
+        queues.append(events)
+        items.append(item)
+        parts.update(item_parts)
+        if call:
+            calls.append((call[0], call[1], call[2]))
+    # Interleave the items, each in its own order; items are added in output order.
+    order: list[dict[str, Any]] = [
+        {"type": "response.created", "response": response_object()},
+        {"type": "response.in_progress", "response": response_object()},
+    ]
+    started = 0
+    while any(queues):
+        ready = [i for i, q in enumerate(queues) if q and i <= started]
+        i = draw(st.sampled_from(ready))
+        started = max(started, i + 1)
+        order.append(queues[i].pop(0))
+        if draw(st.integers(0, 7)) == 0:
+            order.append({"type": "keepalive"})
+    output = draw(st.sampled_from(["items", "null", "empty"]))
+    final = response_object(
+        "completed", None if output == "null" else ([] if output == "empty" else items)
+    )
+    final["usage"] = response_usage(3, 4)
+    order.append({"type": "response.completed", "response": final})
+    if indexed:
+        order = numbered(order)
+    else:
+        order = [{k: v for k, v in e.items() if k != "sequence_number"} for e in order]
+        order[0]["response"] = {"id": "resp_1", "object": "response", "status": "in_progress"}
+    eol = draw(st.sampled_from(["\n", "\r\n", "\r"]))
+    event_field = draw(st.booleans())
+    ascii_only = draw(st.booleans())
+    chunks: list[str] = []
+    for event in order:
+        if draw(st.integers(0, 6)) == 0:
+            chunks.append(f": ping{eol}{eol}")
+        head = f"event: {event['type']}{eol}" if event_field else ""
+        chunks.append(f"{head}data: {json.dumps(event, ensure_ascii=ascii_only)}{eol}{eol}")
+    terminal_end = len("".join(chunks).encode())
+    if draw(st.booleans()):
+        chunks.append(f"data: [DONE]{eol}{eol}")
+    output_text = "".join(
+        text for _, (kind, text) in sorted(parts.items()) if kind == "output_text"
+    )
+    return GeneratedResponse(
+        events=tuple(order),
+        body="".join(chunks).encode(),
+        parts=parts,
+        calls=tuple(calls),
+        output_text=output_text,
+        terminal_end=terminal_end,
+        indexed=indexed,
+    )

@@ -117,13 +117,13 @@ class OutputItemAdded:
     """A new output item began (``response.output_item.added``).
 
     ``output_index`` is the item's position (its arrival position when the
-    server sent none); ``type`` is ``"message"``, ``"function_call"``,
+    server sent none); ``item_type`` is ``"message"``, ``"function_call"``,
     ``"reasoning"``...
     """
 
     output_index: int
     item_id: str | None
-    type: str | None
+    item_type: str | None
 
 
 @attrs.frozen(kw_only=True)

@@ -62,8 +62,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-import attrs
-
 from ._errors import ChunkwiseError, InvalidChunk, StreamError
 from ._events import (
     AnomalyDetected,
@@ -89,6 +87,7 @@ from ._payloads import (
     parse_error_event,
     parse_error_payload,
     preview,
+    scan_json,
 )
 from ._response_items import (
     PART_DELTAS,
@@ -103,7 +102,7 @@ from ._response_items import (
     as_index,
     as_str,
 )
-from ._response_results import FunctionCall, ResponseResult
+from ._response_results import ResponseResult
 from ._results import Anomaly, IncompleteReason, Status
 from ._sse import ServerSentEvent
 from ._structured import OutputSchema
@@ -210,16 +209,25 @@ class ResponseAccumulator:
 
     def feed_data(self, kind: str, data: str) -> list[Event]:
         """:meth:`feed_sse` for an SSE event given as its type and data."""
+        if not data or data == _DONE:
+            return []  # rule 1, even after the terminal event (a proxy's [DONE])
         if self._ended:
             return self._ignore()
-        if not data or data == _DONE:
-            return []  # rule 1
-        try:
-            value = load_json(data)
-        except InvalidChunk as exc:
-            if kind == "error":  # an error event whose data is not JSON: its text
-                return self._error_event(StreamError(data))
-            return self.fail(exc)
+        value: Any = None
+        if data[0] == "{":  # the hot path: the bare scanner, as in the chat accumulator
+            try:
+                value, end = scan_json(data, 0)
+            except (StopIteration, ValueError, RecursionError):
+                value = None
+            else:
+                value = value if end == len(data) else None
+        if value is None:
+            try:
+                value = load_json(data)
+            except InvalidChunk as exc:
+                if kind == "error":  # an error event whose data is not JSON: its text
+                    return self._error_event(StreamError(data))
+                return self.fail(exc)
         if type(value) is not dict:
             return self.fail(
                 InvalidChunk(
@@ -318,7 +326,9 @@ class ResponseAccumulator:
         item.status = as_str(raw.get("status")) or item.status
         item.role = as_str(raw.get("role")) or item.role
         if streaming:
-            events.append(OutputItemAdded(output_index=item.index, item_id=item.id, type=item.type))
+            events.append(
+                OutputItemAdded(output_index=item.index, item_id=item.id, item_type=item.type)
+            )
         if item.type == "function_call":
             self._take_call(item, raw, events, streaming=streaming)
         for which in PART_LISTS:
@@ -332,6 +342,7 @@ class ResponseAccumulator:
     ) -> None:
         item.name = item.name or as_str(raw.get("name"))
         item.call_id = item.call_id or as_str(raw.get("call_id"))
+        self._items.alias(item, item.call_id)
         arguments = as_str(raw.get("arguments"))
         if streaming:
             events.append(
@@ -381,7 +392,8 @@ class ResponseAccumulator:
             self._anomaly(events, "invalid item", preview(raw))
             return
         if as_index(data.get("output_index")) is None and "item_id" not in data:
-            data = {**data, "item_id": raw.get("id")}
+            # llama.cpp: no index, and a call without an id is known by its call_id.
+            data = {**data, "item_id": raw.get("id") or raw.get("call_id")}
         item = self._find_item(data, events, "response.output_item.done")
         self._take_item(item, raw, events, streaming=False)
         self._close_item(item, events)
@@ -506,18 +518,15 @@ class ResponseAccumulator:
             )
         item.args[:] = [arguments]
         if item.call is not None:  # rule 4: the later version replaces the completed one
-            item.call = complete_tool_call(item.streaming_call(), schemas=self._schemas)
-            item.call = _with_finished(item.call, item.call.finished or item.done)
+            # Authoritative: the server finished it.
+            item.call = complete_tool_call(item.streaming_call(True), schemas=self._schemas)
 
     def _complete_call(
         self, item: ItemState, events: list[Event], *, finished: bool | None = None
     ) -> None:
         if item.call is not None:
             return
-        call = item.streaming_call()
-        if finished is not None and finished != call.finished:
-            call = _with_finished(call, finished)
-        item.call = complete_tool_call(call, schemas=self._schemas)
+        item.call = complete_tool_call(item.streaming_call(finished), schemas=self._schemas)
         events.append(FunctionCallCompleted(output_index=item.index, call=item.call))
 
     # -- the response ----------------------------------------------------------
@@ -526,14 +535,19 @@ class ResponseAccumulator:
         response = data.get("response")
         if type(response) is not dict:
             return
-        self._metadata(response)
+        self._metadata(response, events)
         status = as_str(response.get("status"))
         if status is not None and status != self._response_status:
             self._response_status = status
             events.append(ResponseStatusChanged(status=status))
 
-    def _metadata(self, response: dict[str, Any]) -> None:
-        self._id = self._id or as_str(response.get("id"))
+    def _metadata(self, response: dict[str, Any], events: list[Event]) -> None:
+        response_id = as_str(response.get("id"))
+        if response_id is not None and self._id not in (None, response_id):
+            # llama.cpp streams n > 1 answers as several responses in one body.
+            detail = f"{response_id!r} after {self._id!r}; the first is kept"
+            self._anomaly(events, "response id changed", detail)
+        self._id = self._id or response_id
         self._model = self._model or as_str(response.get("model"))
         created = response.get("created_at")
         if self._created_at is None and type(created) in (int, float):
@@ -544,7 +558,7 @@ class ResponseAccumulator:
         if type(response) is not dict:
             response = {}
             self._anomaly(events, "terminal event without response", etype)
-        self._metadata(response)
+        self._metadata(response, events)
         status = as_str(response.get("status"))
         if status is None:
             status = _TERMINAL_TYPES[etype]
@@ -631,7 +645,9 @@ class ResponseAccumulator:
         if terminal and self._response_status == "completed":
             self._check_length(events)
             self._status = "complete"
-            self._structured()
+            if self._output_schema is not None:
+                checked = self._output_schema.check_output(self._items.snapshot())
+                self._parsed, self._parse_error = checked
             events.append(StreamCompleted(result=self._final()))
             return events
         self._status = "incomplete"
@@ -661,27 +677,6 @@ class ResponseAccumulator:
                 f"the response says completed, but used {used} output tokens of "
                 f"max_output_tokens {limit}: the answer may have been cut",
             )
-
-    def _structured(self) -> None:
-        # The rules of _structured, for the message items of a completed response.
-        messages = [i for i in self._items.snapshot() if i.type == "message"]
-        schema = self._output_schema
-        if schema is None or not any(p.type == "output_text" for i in messages for p in i.content):
-            return  # nothing to parse: a refusal, or no message at all
-        cut = next(
-            (
-                f"message status {i.status!r}"
-                for i in messages
-                if i.status not in (None, "completed")
-            ),
-            None,
-        )
-        text = "".join(item.text for item in messages)
-        self._parsed, self._parse_error = schema.check(text, cut_short=cut)
-
-
-def _with_finished(call: FunctionCall, finished: bool) -> FunctionCall:
-    return attrs.evolve(call, finished=finished)
 
 
 #: What each event type does (rule 1: any other type is ignored).

@@ -8,7 +8,9 @@ these classes only hold it and turn it into results.
 Addressing (rule 2 of the accumulator):
 
 1. An item is found by its ``output_index``; without one (llama.cpp sends
-   none), by its ``item_id``; without that, it is the item that arrived last.
+   none), by its ``item_id`` (a function call's ``call_id`` counts too:
+   llama.cpp's calls have no id of their own); without that, it is the item
+   that arrived last.
 2. A new item without an index takes the position after the last one.
 3. A part is found by its index (``content_index``, ``summary_index``);
    without one, it is the last part of the same type, or a new one after the
@@ -149,15 +151,19 @@ class ItemState:
             self.args[:] = ["".join(self.args)]
         return self.args[0] if self.args else ""
 
-    def streaming_call(self) -> FunctionCall:
-        """The call as streamed so far (not completed: nothing parsed yet)."""
+    def streaming_call(self, finished: bool | None = None) -> FunctionCall:
+        """The call as streamed so far (not completed: nothing parsed yet).
+
+        ``finished`` says whether the server finished it; by default, whether
+        the item is done.
+        """
         return FunctionCall(
             index=self.index,
             id=self.id,
             type=self.type,
             name=self.name,
             arguments=self.arguments(),
-            finished=self.done,
+            finished=self.done if finished is None else finished,
             call_id=self.call_id,
         )
 
@@ -225,6 +231,15 @@ class ItemTable:
         if item_id is not None:
             item.id = item_id
             self._by_id[item_id] = item
+
+    def alias(self, item: ItemState, key: str | None) -> None:
+        """Events may address ``item`` by ``key`` too, unless another item has that id.
+
+        llama.cpp's function calls have no ``id``; their events' ``item_id``
+        is the call's ``call_id``.
+        """
+        if key is not None:
+            self._by_id.setdefault(key, item)
 
     @staticmethod
     def part(item: ItemState, which: Which, kind: str, index: Any) -> PartState:

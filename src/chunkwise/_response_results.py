@@ -141,8 +141,6 @@ class ResponseResult:
         error: The server's error (a :class:`~chunkwise.StreamError`), or the
             protocol error that stopped parsing.
         anomalies: Recoverable breaks of the rules, recorded rather than hidden.
-        parsed: The message text parsed as JSON and validated against the
-            request's ``text.format`` schema, once the response completed.
         parse_error: Why the text of a completed response is not what its
             schema asked for (the raw text in ``.raw``), or None.
     """
@@ -165,7 +163,13 @@ class ResponseResult:
 
     @property
     def parsed(self) -> Any:
-        """The structured output (a new copy on each access), or None; see the class."""
+        """The structured output: the message text parsed and validated.
+
+        When the request's ``text.format`` asked for JSON and the response
+        completed, the message text parsed as JSON and validated against the
+        schema; otherwise None (see :attr:`parse_error`).  A new copy on each
+        access.
+        """
         return copy_json(self._parsed)
 
     @property

@@ -22,11 +22,12 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._errors import StructuredOutputError
 from ._payloads import parse_json
+from ._response_results import OutputItem
 from ._tools import jsonschema_module, make_validator, schema_problem
 
 __all__ = ["OutputSchema"]
@@ -99,6 +100,21 @@ class OutputSchema:
         if problem is not None:
             return None, self._error(f"the answer does not match the schema: {problem}", text)
         return value, None
+
+    def check_output(
+        self, output: Sequence[OutputItem]
+    ) -> tuple[Any, StructuredOutputError | None]:
+        """:meth:`check` of a completed Responses answer: the text of its messages.
+
+        ``(None, None)`` when no message has text (a refusal, only calls);
+        cut short when a message's status is not ``completed`` (rule 2).
+        """
+        messages = [item for item in output if item.type == "message"]
+        if not any(part.type == "output_text" for item in messages for part in item.content):
+            return None, None
+        unfinished = [i.status for i in messages if i.status not in (None, "completed")]
+        cut = f"message status {unfinished[0]!r}" if unfinished else None
+        return self.check("".join(item.text for item in messages), cut_short=cut)
 
     def _validate(self, value: Any) -> str | None:
         if self._validator is None:
