@@ -1,0 +1,274 @@
+"""chunkwise's trio client against a real llama-server's ``/v1/responses`` (opt-in).
+
+Skipped unless ``CHUNKWISE_LLAMA_SERVER`` names a ``llama-server`` binary;
+``CHUNKWISE_LLAMA_MODEL`` names the scripted ``tiny.gguf`` (default:
+``tiny.gguf`` beside the ``build/`` directory the binary is in, as
+``tests/llama_server/setup.sh`` lays them out).  Build both with that script
+(about 10 minutes), then::
+
+    CHUNKWISE_LLAMA_SERVER=/tmp/llama/build/bin/llama-server \\
+        .venv/bin/python -m pytest --no-cov tests/live
+
+The server starts once for the module, on a free loopback port, with the
+arguments the captures were made with (``tests/data/llama_cpp/responses_server.json``),
+and gets the captured requests again: each live result must be the captured
+stream's result, ids and timestamps aside.  CI has no llama-server and skips
+this module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+import chunkwise
+from helpers import DATA
+
+BINARY = os.environ.get("CHUNKWISE_LLAMA_SERVER", "")
+if not BINARY:
+    pytest.skip(
+        "set CHUNKWISE_LLAMA_SERVER to a llama-server binary (tests/llama_server/setup.sh)",
+        allow_module_level=True,
+    )
+
+LLAMA = DATA / "llama_cpp"
+STREAMS = ["text", "max_output_tokens", "tool", "tool_max_output_tokens", "error_mid_stream"]
+SENTENCE = (
+    'Hello world!\nThe tiny model streams café, 日本語 🙂 "quotes" back\\slash and jalapeño 😀.'
+)
+#: The "choice" family's events in a text stream (the terminal event reaches everyone).
+TEXT_FAMILY = (
+    chunkwise.OutputItemAdded,
+    chunkwise.OutputTextDelta,
+    chunkwise.OutputItemDone,
+    chunkwise.StreamCompleted,
+)
+_IDS = re.compile(r"\b(resp|msg|fc|call)_[A-Za-z0-9]+")
+_CREATED = re.compile(r"created_at=\d+")
+
+
+def request(name: str) -> dict[str, Any]:
+    """The captured request, without ``stream`` (chunkwise sets it)."""
+    loaded: dict[str, Any] = json.loads((LLAMA / f"responses_{name}.request.json").read_bytes())
+    loaded.pop("stream")
+    return loaded
+
+
+def captured(name: str) -> tuple[list[chunkwise.Event], chunkwise.ResponseResult]:
+    """The captured stream's events and result, parsed as the live request's stream is."""
+    sent = request(name)
+    parser = chunkwise.ResponseStreamParser(
+        tools=sent.get("tools"), max_output_tokens=sent.get("max_output_tokens")
+    )
+    events = parser.feed((LLAMA / f"responses_{name}.sse").read_bytes())
+    events += parser.end()
+    return events, parser.result
+
+
+def without_ids(value: object) -> str:
+    """``repr(value)`` with the per-run ids and timestamps blanked."""
+    return _CREATED.sub("created_at=T", _IDS.sub(r"\1_X", repr(value)))
+
+
+def view(result: chunkwise.ResponseResult) -> dict[str, Any]:
+    """Everything a result says that does not change from run to run."""
+    for item in result.output:
+        assert item.id is not None
+        assert item.id.startswith("fc_" if item.type == "function_call" else "msg_")
+        if item.call is not None:
+            assert item.call.call_id is not None and item.call.call_id.startswith("call_")
+    assert result.id is not None and result.id.startswith("resp_")
+    return {
+        "status": result.status,
+        "response_status": result.response_status,
+        "incomplete_reason": result.incomplete_reason,
+        "reason": result.reason,
+        "model": result.model,
+        "output_text": result.output_text,
+        "usage": result.usage,
+        "anomalies": result.anomalies,
+        "error": without_ids(result.error),
+        "output": [without_ids(attrs_without_data(item)) for item in result.output],
+    }
+
+
+def attrs_without_data(item: chunkwise.OutputItem) -> tuple[Any, ...]:
+    call = item.call
+    return (
+        item.index,
+        item.type,
+        item.status,
+        item.role,
+        item.done,
+        item.content,
+        None
+        if call is None
+        else (call.name, call.arguments, call.finished, call.completed, call.validated, call.error),
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+@pytest.fixture(scope="module")
+def endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[chunkwise.Endpoint]:
+    binary = Path(BINARY)
+    model = Path(
+        os.environ.get("CHUNKWISE_LLAMA_MODEL")
+        or binary.resolve().parent.parent.parent / "tiny.gguf"
+    )
+    assert binary.is_file(), f"CHUNKWISE_LLAMA_SERVER: no file {binary}"
+    assert model.is_file(), f"no scripted model at {model}: set CHUNKWISE_LLAMA_MODEL"
+    server = json.loads((LLAMA / "responses_server.json").read_bytes())
+    port = free_port()
+    log = tmp_path_factory.mktemp("llama") / "llama-server.log"
+    command = [str(binary), "-m", str(model), "--host", "127.0.0.1", "--port", str(port)]
+    with log.open("wb") as log_file:
+        process = subprocess.Popen(
+            [*command, *server["llama_server_args"]],
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                assert process.poll() is None, f"llama-server exited; see {log}"
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2):
+                        break
+                except (urllib.error.URLError, OSError):
+                    assert time.monotonic() < deadline, f"llama-server not healthy; see {log}"
+                    time.sleep(0.1)
+            yield chunkwise.Endpoint(f"http://127.0.0.1:{port}/v1", trust_env=False)
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+@pytest.mark.parametrize("name", STREAMS)
+async def test_complete_response_gives_the_captured_result(
+    endpoint: chunkwise.Endpoint, name: str
+) -> None:
+    result = await chunkwise.complete_response(endpoint, request(name))
+    _, expected = captured(name)
+    assert view(result) == view(expected)
+
+
+async def drain(channel: trio.MemoryReceiveChannel[chunkwise.Event], into: list[Any]) -> None:
+    async with channel:
+        async for event in channel:
+            into.append(event)
+
+
+async def test_subscribers_get_the_captured_events(endpoint: chunkwise.Endpoint) -> None:
+    everything: list[chunkwise.Event] = []
+    text: list[chunkwise.Event] = []
+    lifecycle: list[chunkwise.Event] = []
+    async with chunkwise.open_response_stream(endpoint, request("text")) as stream:
+        assert stream.status_code == 200
+        assert stream.headers["content-type"] == "text/event-stream"
+        stream.start_soon(drain, stream.subscribe(), everything)
+        stream.start_soon(drain, stream.subscribe("choice"), text)
+        stream.start_soon(drain, stream.subscribe("lifecycle"), lifecycle)
+        result = await stream.result()
+
+    expected_events, expected = captured("text")
+    assert result.output_text == SENTENCE
+    assert view(result) == view(expected)
+    # The parser's events, as the sans-IO parse of the capture gives them
+    # (after the transport's ResponseStarted).
+    started, *rest = everything
+    assert isinstance(started, chunkwise.ResponseStarted) and started.status_code == 200
+    assert [without_ids(e) for e in rest] == [without_ids(e) for e in expected_events]
+    assert text == [e for e in rest if isinstance(e, TEXT_FAMILY)]
+    assert "".join(e.text for e in text if isinstance(e, chunkwise.OutputTextDelta)) == SENTENCE
+    assert [type(e) for e in lifecycle] == [
+        chunkwise.ResponseStarted,
+        chunkwise.ResponseStatusChanged,
+        chunkwise.UsageReported,
+        chunkwise.StreamCompleted,
+    ]
+    assert everything[-1] is text[-1] is lifecycle[-1]
+
+
+async def test_tool_call_subscriber(endpoint: chunkwise.Endpoint) -> None:
+    calls: list[chunkwise.Event] = []
+    async with chunkwise.open_response_stream(endpoint, request("tool")) as stream:
+        stream.start_soon(drain, stream.subscribe("tool_call"), calls)
+        result = await stream.result()
+
+    [call] = result.function_calls
+    assert call.name == "get_weather"
+    assert call.parse_arguments() == {"city": "Zürich"}
+    assert call.call_id is not None and call.call_id.startswith("call_")
+    started, *fragments, completed, terminal = calls
+    assert isinstance(started, chunkwise.FunctionCallStarted)
+    assert (started.call_id, started.name) == (call.call_id, "get_weather")
+    assert [
+        e.fragment for e in fragments if isinstance(e, chunkwise.FunctionCallArgumentsDelta)
+    ] == ['{"', "city", '": "', "Zürich", '"}']
+    assert isinstance(completed, chunkwise.FunctionCallCompleted) and completed.call is call
+    assert isinstance(terminal, chunkwise.StreamCompleted) and terminal.result is result
+
+
+async def test_max_output_tokens_reached(endpoint: chunkwise.Endpoint) -> None:
+    async with chunkwise.open_response_stream(endpoint, request("max_output_tokens")) as stream:
+        events = [event async for event in stream]
+    result = stream.snapshot
+    assert result.status == "complete" and result.response_status == "completed"
+    assert result.output_text == SENTENCE[: SENTENCE.index("ñ")]
+    [anomaly] = result.anomalies
+    assert anomaly.kind == "max_output_tokens reached"
+    assert [type(e) for e in events[-2:]] == [chunkwise.AnomalyDetected, chunkwise.StreamCompleted]
+
+
+async def test_mid_stream_error(endpoint: chunkwise.Endpoint) -> None:
+    async with chunkwise.open_response_stream(endpoint, request("error_mid_stream")) as stream:
+        assert stream.status_code == 200
+        events = [event async for event in stream]
+    result = stream.snapshot
+    assert result.status == "failed"
+    error = result.server_error
+    assert error is not None
+    assert (error.message, error.code) == ("context shift cannot be used for shared prompt", 500)
+    assert len(result.output) == 2
+    failed = events[-1]
+    assert isinstance(failed, chunkwise.StreamFailed) and failed.error is error
+
+
+@pytest.mark.parametrize(
+    ("extra", "status", "message"),
+    [
+        ({"previous_response_id": "resp_1"}, 400, "does not support 'previous_response_id'"),
+        ({"input": "Hi " * 300}, 400, "exceeds the available context size"),
+    ],
+)
+async def test_errors_before_streaming_are_http_errors(
+    endpoint: chunkwise.Endpoint, extra: dict[str, Any], status: int, message: str
+) -> None:
+    with pytest.raises(chunkwise.HTTPStatusError) as raised:
+        async with chunkwise.open_response_stream(endpoint, {**request("text"), **extra}):
+            pytest.fail("no stream expected")  # pragma: no cover
+    assert raised.value.status_code == status
+    assert raised.value.error is not None and message in raised.value.error.message

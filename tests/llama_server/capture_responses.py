@@ -1,0 +1,253 @@
+"""Capture llama.cpp's ``/v1/responses`` answers into ``tests/data/llama_cpp/``.
+
+Not a test (pytest collects only ``test_*.py``): run it by hand when the peer
+changes, then review the diff::
+
+    .venv/bin/python tests/llama_server/capture_responses.py
+
+It starts ``llama-server`` (built by ``setup.sh`` beside this file when the
+binary or the model is missing) on a free loopback port, sends each request of
+:data:`CAPTURES`, and writes, for a capture named ``NAME``:
+
+- ``responses_NAME.request.json``: the request body, exactly the bytes sent;
+- ``responses_NAME.sse`` (streamed) or ``responses_NAME.json`` (not streamed):
+  the response body exactly as received (HTTP framing removed, nothing else).
+
+and ``responses_server.json``: the server's version and arguments, which the
+opt-in live tests (``tests/live/``) reuse.
+
+The scripted model is greedy, so the text, the calls and the usage are the
+same on every run; the ids (``resp_``, ``msg_``, ``fc_``, ``call_``),
+``created_at`` and ``timings`` are not.  ``--no-cache-prompt`` keeps
+``cached_tokens`` at 0 whatever was asked before.
+
+Environment (or the options of the same meaning): ``CHUNKWISE_LLAMA_SERVER``
+(the binary), ``CHUNKWISE_LLAMA_MODEL`` (the scripted ``tiny.gguf``; default:
+``tiny.gguf`` in the directory above ``build/``), ``LLAMA_PEER_DIR`` (where
+``setup.sh`` builds; default ``llama/`` in the system temp directory).
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE.parent / "data" / "llama_cpp"
+
+#: llama-cpp-python's sdist that setup.sh builds llama.cpp from.
+LLAMA_CPP_PYTHON = "0.3.36"
+
+#: 4 slots of 512 tokens.  --context-shift is what makes the mid-stream error
+#: possible (see ``error_mid_stream``); it changes nothing for the requests
+#: that fit.  --no-cache-prompt: ``cached_tokens`` is 0 on every run.
+SERVER_ARGS = ["-c", "2048", "-np", "4", "--alias", "tiny", "--context-shift", "--no-cache-prompt"]
+
+GET_WEATHER = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "Get the current weather for a city.",
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+        "additionalProperties": False,
+    },
+}
+TEXT = {"model": "tiny", "input": "Say hello.", "temperature": 0}
+TOOL = {
+    "model": "tiny",
+    "input": "What is the weather in Zürich?",
+    "tools": [GET_WEATHER],
+    "temperature": 0,
+}
+
+#: name -> request body.  The model answers the README's sentence (27 tokens,
+#: end token included) without tools, get_weather({"city": "Zürich"})
+#: (10 tokens) with the tool.
+CAPTURES: dict[str, dict[str, Any]] = {
+    "text": {**TEXT, "stream": True},
+    "text_nonstream": {**TEXT, "stream": False},
+    # 18 output tokens stop between the two bytes of "ñ": the text ends in
+    # "jalape" and the response still says completed.
+    "max_output_tokens": {**TEXT, "max_output_tokens": 18, "stream": True},
+    "tool": {**TOOL, "stream": True},
+    "tool_nonstream": {**TOOL, "stream": False},
+    # 6 output tokens stop inside the call: arguments '{"city": "', completed.
+    "tool_max_output_tokens": {**TOOL, "max_output_tokens": 6, "stream": True},
+    # The only mid-stream error found that a request can cause: `n` (llama.cpp's
+    # n_cmpl) makes two completions share the prompt, which fills the 512-token
+    # slot but 12 tokens; when a slot is full, context shift refuses a shared
+    # prompt and the stream ends in a bare `data: {"error": ...}` frame.  The
+    # two completions arrive interleaved in one stream, each with its own
+    # response.created.
+    "error_mid_stream": {"model": "tiny", "input": "Hi " * 246, "n": 2, "stream": True},
+}
+
+#: What every capture must show; a change of the peer fails the capture.
+CHECKS: dict[str, tuple[bytes, ...]] = {
+    "text": (b'"status":"completed"', "jalapeño 😀.".encode()),
+    "text_nonstream": (b'"status":"completed"',),
+    "max_output_tokens": (b'"status":"completed"', b'"output_tokens":18'),
+    "tool": (b'"name":"get_weather"', "Zürich".encode()),
+    "tool_nonstream": (b'"name":"get_weather"',),
+    "tool_max_output_tokens": (b'"output_tokens":6',),
+    "error_mid_stream": (b'data: {"error":', b"context shift cannot be used for shared prompt"),
+}
+
+
+def peer_dir() -> Path:
+    return Path(os.environ.get("LLAMA_PEER_DIR") or Path(tempfile.gettempdir()) / "llama")
+
+
+def default_model(binary: Path) -> Path:
+    """``tiny.gguf`` beside ``build/`` (setup.sh's layout: ROOT/build/bin/llama-server)."""
+    return binary.resolve().parent.parent.parent / "tiny.gguf"
+
+
+def find_peer(binary: str | None, model: str | None) -> tuple[Path, Path]:
+    """The binary and the model, building them with setup.sh when the defaults are missing."""
+    binary = binary or os.environ.get("CHUNKWISE_LLAMA_SERVER")
+    model = model or os.environ.get("CHUNKWISE_LLAMA_MODEL")
+    if binary is not None:
+        found = Path(binary)
+        if not found.is_file():
+            sys.exit(f"no llama-server at {found}")
+        found_model = Path(model) if model else default_model(found)
+        if not found_model.is_file():
+            sys.exit(f"no model at {found_model}: run {HERE / 'setup.sh'}")
+        return found, found_model
+    found = peer_dir() / "build" / "bin" / "llama-server"
+    found_model = Path(model) if model else peer_dir() / "tiny.gguf"
+    if not (found.is_file() and found_model.is_file()):
+        print(f"building the peer with {HERE / 'setup.sh'} (about 10 minutes)", file=sys.stderr)
+        out = subprocess.run(
+            ["bash", str(HERE / "setup.sh")], check=True, stdout=subprocess.PIPE, text=True
+        )
+        found = Path(out.stdout.strip().splitlines()[-1])
+    return found, found_model
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+def server_version(binary: Path) -> str:
+    out = subprocess.run(
+        [str(binary), "--version"], check=False, capture_output=True, text=True, timeout=30
+    )
+    lines = [line for line in (out.stdout + out.stderr).splitlines() if "version" in line]
+    return lines[0].strip() if lines else "unknown"
+
+
+@contextmanager
+def running_server(
+    binary: Path, model: Path, args: list[str], log: Path
+) -> Iterator[tuple[str, int]]:
+    """Start llama-server on a free loopback port; yield (host, port) once /health answers."""
+    port = free_port()
+    command = [str(binary), "-m", str(model), "--host", "127.0.0.1", "--port", str(port), *args]
+    with log.open("wb") as log_file:
+        process = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                if process.poll() is not None:
+                    raise RuntimeError(f"llama-server exited early; see {log}")
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2):
+                        break
+                except (urllib.error.URLError, OSError):
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"llama-server is not healthy; see {log}") from None
+                    time.sleep(0.1)
+            yield "127.0.0.1", port
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def request_bytes(body: Mapping[str, Any]) -> bytes:
+    """The request as sent and as stored: indented UTF-8 JSON and a final newline."""
+    return (json.dumps(body, ensure_ascii=False, indent=2) + "\n").encode()
+
+
+def post(host: str, port: int, body: bytes) -> tuple[int, str, bytes]:
+    """POST ``/v1/responses``; the status, the content type and the whole body as received."""
+    connection = http.client.HTTPConnection(host, port, timeout=120)
+    try:
+        connection.request(
+            "POST",
+            "/v1/responses",
+            body=body,
+            headers={"Content-Type": "application/json", "Accept-Encoding": "identity"},
+        )
+        response = connection.getresponse()
+        return response.status, response.getheader("Content-Type") or "", response.read()
+    finally:
+        connection.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--llama-server", help="the binary (default: $CHUNKWISE_LLAMA_SERVER)")
+    parser.add_argument("--model", help="the scripted tiny.gguf")
+    parser.add_argument("--out", type=Path, default=OUT, help=f"default: {OUT}")
+    parser.add_argument("names", nargs="*", help="captures to make (default: all)")
+    options = parser.parse_args(argv)
+    names = options.names or list(CAPTURES)
+    unknown = set(names) - set(CAPTURES)
+    if unknown:
+        parser.error(f"unknown captures: {sorted(unknown)}; known: {list(CAPTURES)}")
+
+    binary, model = find_peer(options.llama_server, options.model)
+    out: Path = options.out
+    out.mkdir(parents=True, exist_ok=True)
+    log = Path(tempfile.gettempdir()) / "chunkwise-llama-capture.log"
+    failed = False
+    with running_server(binary, model, SERVER_ARGS, log) as (host, port):
+        for name in names:
+            request = CAPTURES[name]
+            sent = request_bytes(request)
+            status, content_type, body = post(host, port, sent)
+            suffix = ".sse" if request.get("stream") else ".json"
+            (out / f"responses_{name}.request.json").write_bytes(sent)
+            (out / f"responses_{name}{suffix}").write_bytes(body)
+            missing = [m for m in CHECKS[name] if m not in body]
+            problem = f"HTTP {status}" if status != 200 else f"missing {missing}" if missing else ""
+            failed = failed or bool(problem)
+            print(f"{name}: {status} {content_type}, {len(body)} bytes {problem}".rstrip())
+    info = {
+        "llama_cpp_python": LLAMA_CPP_PYTHON,
+        "llama_server_version": server_version(binary),
+        "llama_server_args": SERVER_ARGS,
+        "model": "tiny.gguf from tests/llama_server/make_model.py (scripted)",
+    }
+    (out / "responses_server.json").write_text(json.dumps(info, indent=2) + "\n")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
