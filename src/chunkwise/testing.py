@@ -1,4 +1,4 @@
-"""Test support: a real loopback HTTP/1.1 server, scripted responses, and the chat server.
+"""Test support: a real loopback HTTP/1.1 server, scripted responses, and the OpenAI server.
 
 Tests of a streaming client are only convincing against real sockets: the kernel
 splits and merges writes, a peer that closes early produces a real EOF or reset,
@@ -13,8 +13,9 @@ face over trio's private modules:
   writing through a :class:`ResponseWriter`; every request is recorded.
 * :func:`serve_stream`: the same server on one connected stream, e.g. an end of
   :func:`trio.testing.memory_stream_pair`, for virtual-time tests.
-* :func:`open_chat_server`: the OpenAI-compatible chat server that
-  ``chunkwise serve`` runs, with :data:`SCENARIOS` and :class:`ServerOptions`.
+* :func:`open_chat_server`: the OpenAI-compatible server that ``chunkwise
+  serve`` runs (``/v1/chat/completions`` and ``/v1/responses``), with
+  :data:`SCENARIOS`, :data:`RESPONSE_SCENARIOS` and :class:`ServerOptions`.
 * :func:`tls_contexts`: a throwaway CA (needs ``trustme``, the ``test`` extra).
 
 Everything runs in the caller's task tree: leaving an ``async with`` cancels the
@@ -32,17 +33,21 @@ from ._server._http_server import (
     serve_test_server,
     tls_contexts,
 )
+from ._server._response_scenarios import RESPONSE_SCENARIOS, ResponseScenario, ResponseStyle
 from ._server._responses import Framing, RecordedRequest, ResponseWriter, ScriptedResponse
 from ._server._scenarios import SCENARIOS, Scenario, ToolCallScript, WireStyle
 from ._util import fixup_module_metadata
 
 __all__ = [
+    "RESPONSE_SCENARIOS",
     "SCENARIOS",
     "ChatServer",
     "Framing",
     "Handler",
     "LoopbackServer",
     "RecordedRequest",
+    "ResponseScenario",
+    "ResponseStyle",
     "ResponseWriter",
     "Scenario",
     "Script",

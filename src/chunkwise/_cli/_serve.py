@@ -1,4 +1,4 @@
-"""``chunkwise serve``: the chat server on a port, until Ctrl-C.
+"""``chunkwise serve``: the chat and Responses server on a port, until Ctrl-C.
 
 Only binding the port can fail as "cannot listen" (status 2): the error is
 caught around entering :func:`~chunkwise.testing.open_chat_server`, which
@@ -19,6 +19,7 @@ import trio
 
 from .._server._chat_server import DEFAULT_HOST, DEFAULT_PORT, ServerOptions, open_chat_server
 from .._server._http_server import LoopbackServer
+from .._server._response_scenarios import RESPONSE_SCENARIOS
 from .._server._scenarios import DEFAULT_SCENARIO, SCENARIOS
 from .._util import authority
 from ._common import (
@@ -39,21 +40,28 @@ __all__ = ["add_serve_command", "options_from_args", "run_serve", "serve"]
 def add_serve_command(commands: CommandsAction) -> None:
     """Register ``chunkwise serve``."""
     scenarios = "\n".join(f"  {s.name:<25}{s.summary}" for s in SCENARIOS.values())
+    responses = "\n".join(f"  {s.name:<27}{s.summary}" for s in RESPONSE_SCENARIOS.values())
     serve = commands.add_parser(
         "serve",
         help="run a local OpenAI-compatible server that streams scripted replies",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description=(
-            "Run an OpenAI-compatible server (POST /v1/chat/completions, GET /v1/models)\n"
-            "that answers with scripted streams, for trying chunkwise or testing any client.\n"
-            "The request's model names the scenario; other models get --scenario.\n"
-            "stream_options.include_usage, n and stream: false are honoured."
+            "Run an OpenAI-compatible server (POST /v1/chat/completions, POST /v1/responses,\n"
+            "GET /v1/models) that answers with scripted streams, for trying chunkwise or\n"
+            "testing any client.  The request's model names the scenario; other models get\n"
+            "--scenario (chat) and --response-scenario (Responses).  Chat honours\n"
+            "stream_options.include_usage, n and stream: false; Responses honours stream,\n"
+            "max_output_tokens and function_call_output input.  --replay, --write-size,\n"
+            "--delay, --disconnect-after, --status and --api-key apply to both APIs."
         ),
         epilog=(
-            f"scenarios (model names):\n{scenarios}\n\n"
+            f"chat scenarios (model names):\n{scenarios}\n\n"
+            f"Responses scenarios (model names):\n{responses}\n\n"
             "example:\n"
             "  chunkwise serve --port 8000 --write-size 7 --delay 0.05\n"
-            '  OPENAI_BASE_URL=http://127.0.0.1:8000/v1 chunkwise chat --model tools "hi"\n\n'
+            '  OPENAI_BASE_URL=http://127.0.0.1:8000/v1 chunkwise chat --model tools "hi"\n'
+            "  curl -N http://127.0.0.1:8000/v1/responses -H 'Content-Type: application/json' \\\n"
+            '    -d \'{"model": "tools", "input": "hi", "stream": true}\'\n\n'
             "Runs until Ctrl-C (exit status 130)."
         ),
     )
@@ -74,13 +82,20 @@ def add_serve_command(commands: CommandsAction) -> None:
         choices=list(SCENARIOS),
         default=DEFAULT_SCENARIO,
         metavar="NAME",
-        help=f"scenario for models that name none (default {DEFAULT_SCENARIO})",
+        help=f"chat scenario for models that name none (default {DEFAULT_SCENARIO})",
+    )
+    serve.add_argument(
+        "--response-scenario",
+        choices=list(RESPONSE_SCENARIOS),
+        metavar="NAME",
+        help="Responses scenario for models that name none (default: --scenario when it "
+        "names a Responses scenario too, else text)",
     )
     serve.add_argument(
         "--replay",
         metavar="FILE",
-        help="answer every chat request with this recorded SSE body (an HTTP head, as "
-        "'chunkwise record' writes, is skipped)",
+        help="answer every chat and Responses request with this recorded SSE body (an "
+        "HTTP head, as 'chunkwise record' writes, is skipped)",
     )
     serve.add_argument(
         "--write-size", type=positive_int, metavar="N", help="send the body N bytes per write"
@@ -103,8 +118,8 @@ def add_serve_command(commands: CommandsAction) -> None:
         "--status",
         type=error_status,
         metavar="CODE",
-        help="answer every chat request with this HTTP error status and an OpenAI-shaped "
-        "error (429 and 503 add Retry-After: 1)",
+        help="answer every chat and Responses request with this HTTP error status and an "
+        "OpenAI-shaped error (429 and 503 add Retry-After: 1)",
     )
     serve.add_argument(
         "--api-key",
@@ -134,6 +149,7 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
         _, replay = split_http_head(read_input(args.replay))
     return ServerOptions(
         scenario=args.scenario,
+        response_scenario=args.response_scenario,
         replay=replay,
         write_size=args.write_size,
         delay=args.delay,
@@ -183,6 +199,11 @@ async def serve(
             print(
                 f"scenario: chosen by the request's model (default {options.scenario!r}); "
                 f"models: {', '.join(SCENARIOS)}"
+            )
+            print(
+                "Responses scenario (POST /v1/responses): chosen by the request's model "
+                f"(default {options.default_response_scenario!r}); "
+                f"models: {', '.join(RESPONSE_SCENARIOS)}"
             )
         print("press Ctrl-C to stop")
         sys.stdout.flush()

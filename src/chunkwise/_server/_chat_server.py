@@ -1,4 +1,4 @@
-"""An OpenAI-compatible chat-completions server for demos and for testing clients.
+"""An OpenAI-compatible server (chat completions and Responses) for demos and testing clients.
 
 Theory of operation
 -------------------
@@ -6,26 +6,34 @@ The server is a handler (:class:`ChatServer`) plugged into the loopback server
 engine (:mod:`chunkwise._server._http_server`), which owns the sockets, h11
 request parsing and connection lifetime.  The handler only routes a request and
 writes one response; what a chat request streams comes from a scenario
-(:mod:`chunkwise._server._scenarios`) or a replayed recording.
+(:mod:`chunkwise._server._scenarios`), what a Responses request (``POST
+/v1/responses``) streams from a Responses scenario
+(:mod:`chunkwise._server._response_scenarios`), either from a replayed
+recording.  The request's ``model`` names the scenario.
 
 Rules
 -----
-1. A streamed answer is played as one :class:`ScriptedResponse`: write sizes,
-   the delay between writes and the cut-off after N bytes are the engine's
-   pacing, not a second implementation here.
+1. A streamed answer, of either API, is played as one
+   :class:`ScriptedResponse`: write sizes, the delay between writes and the
+   cut-off after N bytes are the engine's pacing, not a second implementation
+   here.
 2. A ``stream: false`` request is answered from the same stream: the server
-   parses it with :class:`~chunkwise.ChatStreamParser` and writes the
-   reconstruction as one ``chat.completion`` document, so the streamed and the
-   non-streamed answers cannot drift apart (and a replay works for both).
+   parses it (:class:`~chunkwise.ChatStreamParser`,
+   :class:`~chunkwise.ResponseStreamParser`) and writes one document: the
+   ``chat.completion`` the chat parser reconstructs, or the ``response``
+   object the Responses stream's terminal event carries.  So the streamed and
+   the non-streamed answers cannot drift apart (and a replay works for both).
+   A stream that failed is answered with a 500 and its error.
 3. Errors are shaped like OpenAI's: ``{"error": {"message", "type", "param",
    "code"}}``.
 4. A client that hangs up mid-answer (chunkwise closes as soon as it has
    ``[DONE]``) is normal, not a server error: the handler ends that response
    quietly.
 
-:class:`ServerOptions` applies to every chat request: a replayed body instead
-of a scenario, bytes per write, a delay between writes, a disconnect after N
-body bytes, a fixed HTTP error status, and a required API key.
+:class:`ServerOptions` applies to every chat and Responses request: a
+replayed body instead of a scenario, bytes per write, a delay between writes,
+a disconnect after N body bytes, a fixed HTTP error status, and a required API
+key.
 :func:`open_chat_server` runs the server for an ``async with`` block (an
 ephemeral loopback port by default), logging one line per request to ``log``;
 ``chunkwise serve`` runs it until Ctrl-C.
@@ -44,8 +52,18 @@ import attrs
 import trio
 
 from .._convert import completion_document
-from .._parser import ChatStreamParser
+from .._errors import ChunkwiseError, StreamError
+from .._parser import ChatStreamParser, ResponseStreamParser
+from .._payloads import load_json
+from .._sse import SSEDecoder
 from ._http_server import LoopbackServer, open_test_server
+from ._response_scenarios import (
+    DEFAULT_RESPONSE_SCENARIO,
+    RESPONSE_SCENARIOS,
+    ResponseScenario,
+    answering_tool_results,
+    response_scenario_events,
+)
 from ._responses import RecordedRequest, ResponseWriter, ScriptedResponse
 from ._scenarios import CREATED, DEFAULT_SCENARIO, SCENARIOS, scenario_events, split_events
 
@@ -75,6 +93,13 @@ def _check_scenario(_: Any, __: Any, value: str) -> None:
         raise ValueError(f"unknown scenario {value!r}; choose from {', '.join(SCENARIOS)}")
 
 
+def _check_response_scenario(_: Any, __: Any, value: str | None) -> None:
+    if value is not None and value not in RESPONSE_SCENARIOS:
+        raise ValueError(
+            f"unknown Responses scenario {value!r}; choose from {', '.join(RESPONSE_SCENARIOS)}"
+        )
+
+
 def _check_status(_: Any, __: Any, value: int | None) -> None:
     if value is not None and not 400 <= value <= 599:
         raise ValueError(f"status must be an HTTP error status (400-599), not {value}")
@@ -92,11 +117,17 @@ def _check_disconnect(_: Any, __: Any, value: int | None) -> None:
 
 @attrs.frozen(kw_only=True)
 class ServerOptions:
-    """How the server answers every chat request.
+    """How the server answers every chat and Responses request.
 
     Attributes:
-        scenario: the scenario used when the request's ``model`` names none.
-        replay: an SSE body sent for every chat request instead of a scenario.
+        scenario: the scenario used when a chat request's ``model`` names none.
+        response_scenario: the Responses scenario used when a Responses
+            request's ``model`` names none; ``None`` takes ``scenario`` when
+            that names a Responses scenario too (``text``, ``tools``,
+            ``reasoning``, ``length``, ``error``, ``demo`` say the same
+            things in both APIs), else ``text``.
+        replay: an SSE body sent for every chat and Responses request instead
+            of a scenario.
         write_size: bytes per write (each write is one HTTP chunk); ``None``
             writes each event at once.  This, ``delay`` and
             ``disconnect_after`` shape streamed answers only; ``stream:
@@ -104,19 +135,30 @@ class ServerOptions:
         delay: seconds to wait between events.
         disconnect_after: close the connection after this many body bytes,
             without finishing the response.
-        status: answer every chat request with this HTTP error status and an
-            OpenAI-shaped error body (429 and 503 also get ``Retry-After: 1``).
+        status: answer every chat and Responses request with this HTTP error
+            status and an OpenAI-shaped error body (429 and 503 also get
+            ``Retry-After: 1``).
         api_key: when set, requests without ``Authorization: Bearer <api_key>``
             get a 401.
     """
 
     scenario: str = attrs.field(default=DEFAULT_SCENARIO, validator=_check_scenario)
+    response_scenario: str | None = attrs.field(default=None, validator=_check_response_scenario)
     replay: bytes | None = None
     write_size: int | None = attrs.field(default=None, validator=_positive_or_none)
     delay: float = attrs.field(default=0.0, validator=_check_delay)
     disconnect_after: int | None = attrs.field(default=None, validator=_check_disconnect)
     status: int | None = attrs.field(default=None, validator=_check_status)
     api_key: str | None = attrs.field(default=None, repr=False)
+
+    @property
+    def default_response_scenario(self) -> str:
+        """The Responses scenario for a model that names none (see ``response_scenario``)."""
+        if self.response_scenario is not None:
+            return self.response_scenario
+        if self.scenario in RESPONSE_SCENARIOS:
+            return self.scenario
+        return DEFAULT_RESPONSE_SCENARIO
 
 
 # OpenAI's error type and code for the statuses a client most often meets.
@@ -143,6 +185,7 @@ _STATUS_ERRORS: Mapping[int, tuple[str, str, str | None]] = {
 }
 
 _CHAT_PATH = "/v1/chat/completions"
+_RESPONSES_PATH = "/v1/responses"
 _MODELS_PATH = "/v1/models"
 
 
@@ -171,7 +214,7 @@ class ChatServer:
     async def _answer(self, request: RecordedRequest, writer: ResponseWriter) -> None:
         request_id = f"req_chunkwise_{next(self._request_ids)}"
         path = request.target.partition("?")[0]
-        if path == _CHAT_PATH:
+        if path in (_CHAT_PATH, _RESPONSES_PATH):
             allowed = "POST"
         elif path == _MODELS_PATH or path.startswith(_MODELS_PATH + "/"):
             allowed = "GET"
@@ -200,6 +243,8 @@ class ChatServer:
             return
         if allowed == "GET":
             await self._models(path, writer, request_id)
+        elif path == _RESPONSES_PATH:
+            await self._responses(request, writer, request_id)
         else:
             await self._chat(request, writer, request_id)
 
@@ -238,28 +283,8 @@ class ChatServer:
         self, request: RecordedRequest, writer: ResponseWriter, request_id: str
     ) -> None:
         options = self.options
-        if options.status is not None:
-            await _send_status_error(writer, options.status, request_id)
-            return
-        try:
-            body = json.loads(request.body)
-        except (ValueError, RecursionError):
-            await _send_error(
-                writer,
-                400,
-                "We could not parse the JSON body of your request. (HINT: This likely means "
-                "you aren't using your HTTP library correctly. The OpenAI API expects a JSON "
-                "payload, but what was sent was not valid JSON.)",
-                request_id,
-                type="invalid_request_error",
-            )
-            return
-        problem = _check_chat_request(body)
-        if problem is not None:
-            message, param = problem
-            await _send_error(
-                writer, 400, message, request_id, type="invalid_request_error", param=param
-            )
+        body = await _request_body(request, writer, request_id, options, _check_chat_request)
+        if body is None:
             return
         stream = body.get("stream") is True
         n = body.get("n")
@@ -307,25 +332,50 @@ class ChatServer:
         parser.feed(body)
         parser.end()
         result = parser.result
-        server_error = result.server_error
         if result.status == "failed":
-            if server_error is not None:
-                error = {
-                    "message": server_error.message,
-                    "type": server_error.type,
-                    "param": server_error.param,
-                    "code": server_error.code,
-                }
-            else:
-                error = {
-                    "message": str(result.error),
-                    "type": "server_error",
-                    "param": None,
-                    "code": None,
-                }
-            await _send_json(writer, 500, {"error": error}, request_id)
+            await _send_json(writer, 500, _error_body(result.error), request_id)
             return
         await _send_json(writer, 200, completion_document(result), request_id)
+
+    async def _responses(
+        self, request: RecordedRequest, writer: ResponseWriter, request_id: str
+    ) -> None:
+        options = self.options
+        body = await _request_body(request, writer, request_id, options, _check_responses_request)
+        if body is None:
+            return
+        model = body.get("model")
+        model = model if isinstance(model, str) else None
+        if options.replay is not None:
+            events = split_events(options.replay)
+        else:
+            scenario = _response_scenario(options, model, body)
+            events = response_scenario_events(
+                scenario, model=model, max_output_tokens=body.get("max_output_tokens")
+            )
+        if body.get("stream") is True:
+            await self._stream(writer, events, request_id)
+        else:
+            await self._response_document(writer, b"".join(events), request_id)
+
+    async def _response_document(
+        self, writer: ResponseWriter, body: bytes, request_id: str
+    ) -> None:
+        # Rule 2: the terminal event's response object, unless the stream failed.
+        parser = ResponseStreamParser()
+        parser.feed(body)
+        parser.end()
+        result = parser.result
+        document = _terminal_response(body) if result.status != "failed" else None
+        if document is None:
+            error = result.error
+            if result.status != "failed":
+                error = StreamError(
+                    "The stream ended before its terminal event.", type="server_error"
+                )
+            await _send_json(writer, 500, _error_body(error), request_id)
+            return
+        await _send_json(writer, 200, document, request_id)
 
 
 def describe_request(request: RecordedRequest) -> str:
@@ -338,6 +388,55 @@ def describe_request(request: RecordedRequest) -> str:
     if isinstance(body, dict) and "model" in body:
         line += f" model={body['model']!r} stream={body.get('stream', False)!r}"
     return line
+
+
+async def _request_body(
+    request: RecordedRequest,
+    writer: ResponseWriter,
+    request_id: str,
+    options: ServerOptions,
+    check: Callable[[Any], tuple[str, str | None] | None],
+) -> dict[str, Any] | None:
+    """The request's JSON object, or None once an error is sent (``--status``, a 400)."""
+    if options.status is not None:
+        await _send_status_error(writer, options.status, request_id)
+        return None
+    try:
+        body = json.loads(request.body)
+    except (ValueError, RecursionError):
+        await _send_error(
+            writer,
+            400,
+            "We could not parse the JSON body of your request. (HINT: This likely means "
+            "you aren't using your HTTP library correctly. The OpenAI API expects a JSON "
+            "payload, but what was sent was not valid JSON.)",
+            request_id,
+            type="invalid_request_error",
+        )
+        return None
+    problem = check(body)
+    if problem is not None:
+        message, param = problem
+        await _send_error(
+            writer, 400, message, request_id, type="invalid_request_error", param=param
+        )
+        return None
+    assert isinstance(body, dict)  # check() refuses anything else
+    return body
+
+
+def _error_body(error: ChunkwiseError | None) -> dict[str, Any]:
+    """The OpenAI-shaped error body of a failed stream (rule 3)."""
+    if isinstance(error, StreamError):
+        return {
+            "error": {
+                "message": error.message,
+                "type": error.type,
+                "param": error.param,
+                "code": error.code,
+            }
+        }
+    return {"error": {"message": str(error), "type": "server_error", "param": None, "code": None}}
 
 
 def _check_chat_request(body: Any) -> tuple[str, str | None] | None:
@@ -360,6 +459,75 @@ def _check_chat_request(body: Any) -> tuple[str, str | None] | None:
                 "stream_options",
             )
     return None
+
+
+#: OpenAI's lower bound on ``max_output_tokens``.
+_MIN_OUTPUT_TOKENS = 16
+
+
+def _check_responses_request(body: Any) -> tuple[str, str | None] | None:
+    """Why a Responses request is invalid, as OpenAI would say it, or None."""
+    if not isinstance(body, dict):
+        return "The request body must be a JSON object.", None
+    if "input" not in body:
+        return "Missing required parameter: 'input'.", "input"
+    if not isinstance(body["input"], (str, list)):
+        return (
+            "Invalid type for 'input': expected a string or an array of input items.",
+            "input",
+        )
+    stream = body.get("stream")
+    if stream is not None and not isinstance(stream, bool):
+        return "Invalid type for 'stream': expected a boolean.", "stream"
+    limit = body.get("max_output_tokens")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
+        return "Invalid type for 'max_output_tokens': expected an integer.", "max_output_tokens"
+    if limit is not None and limit < _MIN_OUTPUT_TOKENS:
+        return (
+            "Invalid 'max_output_tokens': integer below minimum value. Expected a value >= "
+            f"{_MIN_OUTPUT_TOKENS}, but got {limit} instead.",
+            "max_output_tokens",
+        )
+    return None
+
+
+def _response_scenario(
+    options: ServerOptions, model: str | None, body: Mapping[str, Any]
+) -> ResponseScenario:
+    scenario = RESPONSE_SCENARIOS.get(model) if model is not None else None
+    scenario = scenario or RESPONSE_SCENARIOS[options.default_response_scenario]
+    items = body.get("input")
+    if (
+        scenario.tool_calls
+        and isinstance(items, list)
+        and items
+        and isinstance(items[-1], dict)
+        and items[-1].get("type") == "function_call_output"
+    ):
+        # A tool loop's second turn: answered with text, not the same calls.
+        scenario = answering_tool_results(scenario)
+    return scenario
+
+
+def _terminal_response(body: bytes) -> dict[str, Any] | None:
+    """The ``response`` of the last terminal event in an SSE body, or None."""
+    decoder = SSEDecoder()
+    found: dict[str, Any] | None = None
+    for event in [*decoder.feed(body), *decoder.end()]:
+        try:
+            data = load_json(event.data)
+        except ChunkwiseError:
+            continue  # not JSON: the parser has judged the stream already
+        if (
+            isinstance(data, dict)
+            and data.get("type") in _TERMINAL_TYPES
+            and isinstance(data.get("response"), dict)
+        ):
+            found = data["response"]
+    return found
+
+
+_TERMINAL_TYPES = frozenset({"response.completed", "response.incomplete", "response.failed"})
 
 
 def _answers_tool_results(body: Mapping[str, Any]) -> bool:
