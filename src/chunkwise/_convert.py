@@ -27,6 +27,7 @@ __all__ = [
     "event_to_json",
     "exception_fields",
     "exception_to_json",
+    "public_fields",
     "result_to_json",
     "to_json",
     "tool_call_to_json",
@@ -58,11 +59,7 @@ def to_json(value: Any) -> Any:
     if isinstance(value, ToolCall):
         return tool_call_to_json(value)
     if attrs.has(type(value)):
-        return {
-            field.name: to_json(getattr(value, field.name))
-            for field in attrs.fields(type(value))
-            if not field.name.startswith("_")
-        }
+        return {name: to_json(item) for name, item in public_fields(value)}
     if isinstance(value, BaseException):
         return exception_to_json(value)
     if isinstance(value, Mapping):
@@ -74,12 +71,28 @@ def to_json(value: Any) -> Any:
     return repr(value)
 
 
+def public_fields(value: Any) -> list[tuple[str, Any]]:
+    """The public fields of an attrs instance, by name, in order.
+
+    A private field given under a public alias and read through a property of
+    that name (``ResponseResult._parsed``, read as ``parsed``, which copies)
+    counts under its public name; other private fields do not count.
+    """
+    cls = type(value)
+    fields = []
+    for field in attrs.fields(cls):
+        name = field.name
+        if name.startswith("_"):
+            name = field.alias
+            if not field.init or name.startswith("_") or not hasattr(cls, name):
+                continue
+        fields.append((name, getattr(value, name)))
+    return fields
+
+
 def tool_call_to_json(call: ToolCall) -> dict[str, Any]:
-    document: dict[str, Any] = {
-        field.name: to_json(getattr(call, field.name))
-        for field in attrs.fields(ToolCall)
-        if not field.name.startswith("_")
-    }
+    """A tool call (or a Responses :class:`FunctionCall`) with its parsed arguments or error."""
+    document: dict[str, Any] = {name: to_json(item) for name, item in public_fields(call)}
     try:
         # Present only when valid: JSON null is itself a valid parse.
         document["parsed_arguments"] = call.parse_arguments()

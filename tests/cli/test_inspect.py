@@ -345,7 +345,11 @@ async def test_read_size_zero_message(capsys: pytest.CaptureFixture[str]) -> Non
 async def test_help_and_version(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = await run_main(capsys, "inspect", "--help")
     assert status == 0
-    assert "usage: chunkwise inspect [-h] [--read-size N] [--sse | --json] FILE" in out
+    assert (
+        "usage: chunkwise inspect [-h] [--read-size N] [--api {auto,chat,responses}]\n"
+        "                         [--sse | --json]\n"
+        "                         FILE"
+    ) in out
     status, out, _ = await run_main(capsys, "--version")
     assert (status, out) == (0, f"chunkwise {chunkwise.__version__}\n")
 

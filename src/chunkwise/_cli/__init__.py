@@ -4,7 +4,10 @@ Each command lives in its own module as ``add_<name>_command(commands)``, which
 registers an argparse subparser whose ``handler`` is a function
 ``(args) -> exit status``; this root imports them all and is imported by nobody
 but ``chunkwise.__main__`` and the console script (``chunkwise._cli:main``).
-Exit statuses and the other shared pieces are in :mod:`._common`.
+Exit statuses and the other shared pieces are in :mod:`._common`.  Commands
+never import each other: where one command needs another module's work
+(``probe --api responses`` runs :mod:`._probe_responses`), this root hands it
+over.
 
 ``main()`` returns the status instead of raising :class:`SystemExit`, so it can
 be called in-process.
@@ -31,6 +34,7 @@ from ._common import (
 from ._demo import add_demo_command
 from ._inspect import add_inspect_command
 from ._probe import add_probe_command
+from ._probe_responses import run_responses_probe
 from ._record import add_record_command
 from ._serve import add_serve_command
 
@@ -91,8 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description=(
-            "Stream, record, inspect and probe OpenAI-compatible chat-completion streams "
-            "(server-sent events), and serve scripted ones locally.  Start with "
+            "Stream, record, inspect and probe OpenAI-compatible chat-completion and "
+            "Responses API streams (server-sent events), and serve scripted ones locally.  "
+            "Start with "
             "'chunkwise demo'."
         ),
     )
@@ -101,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_inspect_command(commands)
     add_chat_command(commands)
     add_record_command(commands)
-    add_probe_command(commands)
+    add_probe_command(commands, run_responses_probe)
     add_serve_command(commands)
     add_demo_command(commands)
     return parser

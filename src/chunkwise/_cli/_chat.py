@@ -1,11 +1,19 @@
-"""``chunkwise chat``: stream one chat completion from a real endpoint to the terminal.
+"""``chunkwise chat``: stream one answer from a real endpoint to the terminal.
+
+``--api chat`` (the default) posts to ``/chat/completions``; ``--api
+responses`` posts the same options, translated, to the Responses API's
+``/responses`` (:func:`~._options.build_response_request`) and reads the
+stream with :func:`~chunkwise.open_response_stream`.  Everything below holds
+for both.
 
 Output
 ------
 The answer goes to stdout as it arrives, one flush per delta: the text,
 reasoning (ANSI dim on a terminal, otherwise prefixed ``[reasoning]``),
-refusals (prefixed ``[refusal]``) and each tool call once it is complete.  The
-summary -- finish reasons, usage and the ``status:`` line -- goes to stderr, so
+refusals (prefixed ``[refusal]``) and each tool call once it is complete (a
+Responses reasoning summary is reasoning, a function call a tool call).  The
+summary -- finish reasons (Responses: the server's status), usage and the
+``status:`` line -- goes to stderr, so
 ``chunkwise chat ... > answer.txt`` keeps only the answer.  ``--json`` prints
 one JSON object a line on stdout instead (the same conversion as
 ``chunkwise inspect --json``), the last one being the terminal event; it is
@@ -42,7 +50,12 @@ from .._events import (
     ChoiceFinished,
     ContentDelta,
     Event,
+    FunctionCallCompleted,
+    OutputRefusalDelta,
+    OutputTextDelta,
     ReasoningDelta,
+    ReasoningSummaryDelta,
+    ReasoningTextDelta,
     RefusalDelta,
     StreamCompleted,
     StreamFailed,
@@ -50,8 +63,9 @@ from .._events import (
     ToolCallCompleted,
     UsageReported,
 )
+from .._response_results import ResponseResult
 from .._results import ChatResult
-from .._stream import ChatStream, open_chat_stream
+from .._stream import ChatStream, ResponseStream, open_chat_stream, open_response_stream
 from .._util import redact
 from ._common import (
     EXIT_INTERRUPTED,
@@ -71,9 +85,18 @@ from ._common import (
     printable,
     status_text,
 )
-from ._options import add_endpoint_options, add_request_options, build_request, endpoint_from_args
+from ._options import (
+    add_api_option,
+    add_endpoint_options,
+    add_request_options,
+    build_request,
+    build_response_request,
+    endpoint_from_args,
+)
 
-__all__ = ["add_chat_command", "run_chat", "summary_lines"]
+__all__ = ["add_chat_command", "response_summary_lines", "run_chat", "summary_lines"]
+
+Result = ChatResult | ResponseResult
 
 _DIM = "\x1b[2m"
 _RESET = "\x1b[0m"
@@ -85,11 +108,12 @@ def add_chat_command(commands: CommandsAction) -> None:
         "chat",
         help="stream a chat completion from an OpenAI-compatible endpoint",
         description=(
-            "Send PROMPT to an OpenAI-compatible /chat/completions endpoint and stream the "
-            "answer as it arrives: text, reasoning (dimmed on a terminal, otherwise "
-            "prefixed [reasoning]) and tool calls once their arguments are complete.  The "
-            "summary (finish reason, usage, status line) goes to stderr.  Ctrl-C stops "
-            "the stream and shows what arrived, marked incomplete."
+            "Send PROMPT to an OpenAI-compatible /chat/completions endpoint (with --api "
+            "responses: /responses) and stream the answer as it arrives: text, reasoning "
+            "(dimmed on a terminal, otherwise prefixed [reasoning]) and tool or function "
+            "calls once their arguments are complete.  The summary (finish reason or the "
+            "server's status, usage, status line) goes to stderr.  Ctrl-C stops the stream "
+            "and shows what arrived, marked incomplete."
         ),
         epilog=(
             "exit status: 0 complete, 1 incomplete, failed or an HTTP/connection error, "
@@ -98,6 +122,7 @@ def add_chat_command(commands: CommandsAction) -> None:
     )
     chat.add_argument("prompt", metavar="PROMPT", help="the user message")
     add_endpoint_options(chat)
+    add_api_option(chat)
     add_request_options(chat)
     chat.add_argument(
         "--json",
@@ -111,14 +136,18 @@ class _Session:
     """What outlives :func:`trio.run`: the stream, for its snapshot after Ctrl-C."""
 
     def __init__(self) -> None:
-        self.stream: ChatStream | None = None
-        self.result: ChatResult | None = None
+        self.stream: ChatStream | ResponseStream | None = None
+        self.result: Result | None = None
 
 
 def run_chat(args: argparse.Namespace) -> int:
     """The ``chat`` command: returns the exit status."""
     endpoint = endpoint_from_args(args)
-    request = build_request(args, args.prompt)
+    responses = args.api == "responses"
+    if responses:
+        request = build_response_request(args, args.prompt)
+    else:
+        request = build_request(args, args.prompt)
     if "tools" in request and importlib.util.find_spec("jsonschema") is None:
         # The stream validates tool-call arguments against the tools' schemas.
         raise UsageError(
@@ -133,7 +162,7 @@ def run_chat(args: argparse.Namespace) -> int:
         renderer = _TextRenderer(sys.stdout, sys.stderr)
     session = _Session()
     try:
-        trio.run(_chat, endpoint, request, renderer, session)
+        trio.run(_chat, endpoint, request, renderer, session, responses)
     except KeyboardInterrupt:
         snapshot = session.stream.snapshot if session.stream is not None else None
         renderer.interrupted(snapshot)
@@ -148,9 +177,14 @@ def run_chat(args: argparse.Namespace) -> int:
 
 
 async def _chat(
-    endpoint: Endpoint, request: Mapping[str, Any], renderer: _Renderer, session: _Session
+    endpoint: Endpoint,
+    request: Mapping[str, Any],
+    renderer: _Renderer,
+    session: _Session,
+    responses: bool,
 ) -> None:
-    async with open_chat_stream(endpoint, request) as stream:
+    opener = open_response_stream if responses else open_chat_stream
+    async with opener(endpoint, request) as stream:
         session.stream = stream
         async for event in stream:
             renderer.event(event)
@@ -164,7 +198,7 @@ class _Renderer:
     def error(self, exc: ChunkwiseError, failure: Failure) -> None:
         """A request that failed before (or instead of) streaming."""
 
-    def interrupted(self, snapshot: ChatResult | None) -> None:
+    def interrupted(self, snapshot: Result | None) -> None:
         raise NotImplementedError
 
 
@@ -186,7 +220,7 @@ class _JSONRenderer(_Renderer):
             document["hint"] = failure.hint
         self._write(document)
 
-    def interrupted(self, snapshot: ChatResult | None) -> None:
+    def interrupted(self, snapshot: Result | None) -> None:
         self._write(
             {
                 "type": "interrupted",
@@ -247,17 +281,18 @@ class _TextRenderer(_Renderer):
             self._newline()
 
     def event(self, event: Event) -> None:
-        if isinstance(event, ContentDelta):
-            self._enter("content", event.choice_index)
+        # A Responses stream has one answer: its events are choice 0's.
+        if isinstance(event, (ContentDelta, OutputTextDelta)):
+            self._enter("content", getattr(event, "choice_index", 0))
             self._write(printable(event.text))
-        elif isinstance(event, ReasoningDelta):
-            self._enter("reasoning", event.choice_index)
+        elif isinstance(event, (ReasoningDelta, ReasoningSummaryDelta, ReasoningTextDelta)):
+            self._enter("reasoning", getattr(event, "choice_index", 0))
             self._write(printable(event.text))
-        elif isinstance(event, RefusalDelta):
-            self._enter("refusal", event.choice_index)
+        elif isinstance(event, (RefusalDelta, OutputRefusalDelta)):
+            self._enter("refusal", getattr(event, "choice_index", 0))
             self._write(printable(event.text))
-        elif isinstance(event, ToolCallCompleted):
-            self._enter("tool", event.choice_index)
+        elif isinstance(event, (ToolCallCompleted, FunctionCallCompleted)):
+            self._enter("tool", getattr(event, "choice_index", 0))
             self._newline()
             self._write("".join(line + "\n" for line in describe_tool_call(event.call)))
         elif isinstance(event, (StreamCompleted, StreamIncomplete, StreamFailed)):
@@ -265,17 +300,21 @@ class _TextRenderer(_Renderer):
         elif isinstance(event, (ChoiceFinished, UsageReported)):
             pass  # in the result, summarised at the end
 
-    def _finish(self, result: ChatResult, status: str | None) -> None:
+    def _finish(self, result: Result, status: str | None) -> None:
         self._leave()
         self._mode = None
         self._newline()
         self._out.flush()
-        for line in summary_lines(result):
+        if isinstance(result, ResponseResult):
+            lines = response_summary_lines(result)
+        else:
+            lines = summary_lines(result)
+        for line in lines:
             print(line, file=self._err)
         print(status or f"status: {status_text(result)}", file=self._err)
         self._err.flush()
 
-    def interrupted(self, snapshot: ChatResult | None) -> None:
+    def interrupted(self, snapshot: Result | None) -> None:
         if snapshot is None:
             self._newline()
             print("status: incomplete (interrupted before the response began)", file=self._err)
@@ -297,6 +336,18 @@ def summary_lines(result: ChatResult) -> list[str]:
     for anomaly in result.anomalies:
         where = "" if anomaly.choice_index is None else f" (choice {anomaly.choice_index})"
         lines.append(f"note: {anomaly.kind}{where}: {one_line(anomaly.detail)}")
+    return lines
+
+
+def response_summary_lines(result: ResponseResult) -> list[str]:
+    """The server's status (and reason), usage and anomalies of a Responses answer."""
+    status = result.response_status or "none"
+    if result.incomplete_reason is not None:
+        status += f" ({result.incomplete_reason})"
+    lines = [f"response_status: {printable(status)}"]
+    if result.usage is not None:
+        lines.append(f"usage: {_format_usage(result.usage)}")
+    lines += [f"note: {a.kind}: {one_line(a.detail)}" for a in result.anomalies]
     return lines
 
 

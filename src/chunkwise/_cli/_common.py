@@ -18,6 +18,9 @@ character shows it as an escape instead of failing (:func:`tolerate_stdout`).
 A request that failed is explained by :func:`describe_failure`, the one place
 that adds what the user can do about it: no key was sent, the base URL lacks
 ``/v1``.
+
+:func:`probe_exchange` is the one probe request (``probe`` of either API):
+its status, head, timings, raw body and what a parser makes of it.
 """
 
 from __future__ import annotations
@@ -28,15 +31,20 @@ import json
 import math
 import re
 import sys
-from collections.abc import Callable
-from typing import Any, TypeAlias
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, TypeAlias, TypeVar
 from urllib.parse import urlsplit
 
 import attrs
+import trio
 
 from .._endpoint import Endpoint
-from .._errors import ChunkwiseError, HTTPStatusError, ToolArgumentsError
+from .._errors import ChunkwiseError, HTTPStatusError, ToolArgumentsError, UnexpectedContentType
 from .._headers import Headers
+from .._http import open_http_response
+from .._parser import StreamParser
+from .._response_results import FunctionCall, ResponseResult
 from .._results import ChatResult, ToolCall
 from .._tools import NO_JSONSCHEMA
 from .._util import redact
@@ -50,13 +58,17 @@ __all__ = [
     "INSTALL_JSONSCHEMA",
     "PROG",
     "CommandsAction",
+    "Exchange",
     "Failure",
     "RecordedHead",
     "UsageError",
+    "comments_cell",
     "describe_failure",
     "describe_tool_call",
     "error_status",
+    "exchange_summary",
     "json_text",
+    "ms_cell",
     "non_negative_int",
     "one_line",
     "parse_http_head",
@@ -65,11 +77,13 @@ __all__ = [
     "prepare_json_output",
     "print_failure",
     "printable",
+    "probe_exchange",
     "read_input",
     "seconds",
     "split_http_head",
     "status_text",
     "tolerate_stdout",
+    "yes_no",
 ]
 
 PROG = "chunkwise"
@@ -239,23 +253,37 @@ def one_line(text: str) -> str:
     return printable(" ".join(text.split()))
 
 
-def status_text(result: ChatResult) -> str:
-    """``complete``, ``incomplete (<reason>)`` or ``failed: <error>``, on one line."""
+def status_text(result: ChatResult | ResponseResult) -> str:
+    """``complete``, ``incomplete (<reason>)`` or ``failed: <error>``, on one line.
+
+    A Responses answer the server itself called incomplete also names the
+    server's reason (``incomplete (reported by the server: max_output_tokens)``).
+    """
     if result.status == "failed":
         message = str(result.error) if result.error is not None else "unknown error"
         return f"failed: {one_line(message)}"
     if result.status == "incomplete":
-        return f"incomplete ({result.reason})"
+        detail = result.incomplete_reason if isinstance(result, ResponseResult) else None
+        return f"incomplete ({result.reason}{': ' + one_line(detail) if detail else ''})"
     return result.status
 
 
 def describe_tool_call(call: ToolCall) -> list[str]:
-    """A tool call: its name and id, then its parsed arguments or why they are unusable."""
-    ident = f" ({printable(call.id)})" if call.id else ""
+    """A tool call: its name and id, then its parsed arguments or why they are unusable.
+
+    A Responses :class:`~chunkwise.FunctionCall` is shown as a ``function
+    call`` with its ``call_id``, the id the next request answers with (its
+    item id is in ``--json``).
+    """
+    if isinstance(call, FunctionCall):
+        kind, ident_value = "function call", call.call_id or call.id
+    else:
+        kind, ident_value = "tool call", call.id
+    ident = f" ({printable(ident_value)})" if ident_value else ""
     state = "" if call.finished else " (unfinished)"
     if call.validation_skipped == NO_JSONSCHEMA:
         state += f" (not validated: {NO_JSONSCHEMA})"
-    head = f"[tool call {call.index}] {printable(call.name or '(no name)')}{ident}{state}"
+    head = f"[{kind} {call.index}] {printable(call.name or '(no name)')}{ident}{state}"
     try:
         arguments = call.parse_arguments()
     except ToolArgumentsError as exc:
@@ -266,6 +294,32 @@ def describe_tool_call(call: ToolCall) -> list[str]:
             f"  raw arguments: {printable(json.dumps(exc.raw, ensure_ascii=False))}",
         ]
     return [f"{head}: {printable(json.dumps(arguments, ensure_ascii=False))}"]
+
+
+# -- JSON documents ----------------------------------------------------------------
+
+
+# -- probe table cells (both probes) ------------------------------------------------
+
+
+def yes_no(value: bool | None) -> str:
+    """A probe table cell: yes, no, or unknown."""
+    return "unknown" if value is None else "yes" if value else "no"
+
+
+def ms_cell(value: float | None) -> str:
+    """A probe table cell: milliseconds, or - when not measured."""
+    return "-" if value is None else f"{value:.0f} ms"
+
+
+def comments_cell(comments: Mapping[str, Any] | None) -> str:
+    """A probe table cell: the SSE comments seen (count and examples)."""
+    if comments is None:
+        return "unknown"
+    if not comments["count"]:
+        return "none"
+    examples = ", ".join(json.dumps(e, ensure_ascii=False) for e in comments["examples"])
+    return f"yes ({comments['count']}, e.g. {examples})"
 
 
 # -- failures --------------------------------------------------------------------
@@ -353,3 +407,108 @@ def json_text(document: Any, *, indent: int | None = None) -> str:
     """
     ascii_only = not _is_utf8(getattr(sys.stdout, "encoding", None))
     return json.dumps(document, ensure_ascii=ascii_only, indent=indent)
+
+
+# -- one probe request -------------------------------------------------------------
+
+R = TypeVar("R")
+
+# The endpoint's connect and idle timeouts are the time limit too, and their
+# errors say where the time went (the TCP connect, the TLS handshake, a silent
+# server); the overall limit of a request is checked this much later, so that
+# they win a tie.
+_OVERALL_SLACK = 0.25
+
+#: Raw bytes kept per response for the wire analysis.
+_MAX_BODY = 8 * 1024 * 1024
+
+
+@attrs.define
+class Exchange(Generic[R]):
+    """One probe request and what came back."""
+
+    label: str
+    status_code: int | None = None
+    content_type: str | None = None
+    error: str | None = None  # one line: the server's message, or what went wrong
+    hint: str | None = None  # what may fix it (see describe_failure)
+    ttfb_ms: float | None = None
+    first_token_ms: float | None = None
+    body: bytearray = attrs.field(factory=bytearray)
+    result: R | None = None
+
+    @property
+    def streamed(self) -> bool:
+        """A 2xx event stream arrived (whatever it contained)."""
+        return self.result is not None
+
+
+async def probe_exchange(
+    endpoint: Endpoint,
+    request: Mapping[str, Any],
+    label: str,
+    time_limit: float,
+    key_variable: str,
+    *,
+    path: str,
+    parser: StreamParser[R],
+    first_token: tuple[type[Any], ...],
+) -> Exchange[R]:
+    """POST ``request`` (streamed) to ``path``; read the answer with ``parser`` until it ends.
+
+    ``first_token`` are the event classes whose first arrival is the time to
+    first token.  Never raises for what the server does: the error is kept.
+    """
+    exchange: Exchange[R] = Exchange(label=label)
+    body = json.dumps({**request, "stream": True}).encode()
+    start = time.perf_counter()
+
+    def elapsed() -> float:
+        return round((time.perf_counter() - start) * 1000, 1)
+
+    try:
+        with trio.fail_after(time_limit + _OVERALL_SLACK):
+            async with open_http_response(endpoint, body, path=path) as response:
+                exchange.ttfb_ms = elapsed()
+                exchange.status_code = response.status_code
+                exchange.content_type = response.headers.get("content-type")
+                exchange.result = parser.result
+                while not parser.finished:
+                    data = await response.receive_some()
+                    if not data:
+                        break
+                    if len(exchange.body) < _MAX_BODY:
+                        exchange.body += data
+                    for event in parser.feed(data):
+                        if exchange.first_token_ms is None and isinstance(event, first_token):
+                            exchange.first_token_ms = elapsed()
+    except ChunkwiseError as exc:
+        if isinstance(exc, HTTPStatusError):
+            exchange.status_code = exc.status_code
+        elif isinstance(exc, UnexpectedContentType):
+            exchange.status_code = exc.status_code
+            exchange.content_type = exc.content_type
+            exchange.body += exc.body_start
+        failure = describe_failure(exc, endpoint, key_variable)
+        exchange.error = failure.message
+        exchange.hint = failure.hint
+    except trio.TooSlowError:
+        exchange.error = f"no complete response within {time_limit:g} s"
+    if exchange.result is not None:
+        parser.end()
+        exchange.result = parser.result
+    return exchange
+
+
+def exchange_summary(exchange: Exchange[ChatResult] | Exchange[ResponseResult]) -> dict[str, Any]:
+    """One request of a probe as JSON-compatible data (the findings' ``requests``)."""
+    return {
+        "label": exchange.label,
+        "status_code": exchange.status_code,
+        "content_type": exchange.content_type,
+        "stream_status": None if exchange.result is None else exchange.result.status,
+        "error": exchange.error,
+        "hint": exchange.hint,
+        "ttfb_ms": exchange.ttfb_ms,
+        "first_token_ms": exchange.first_token_ms,
+    }

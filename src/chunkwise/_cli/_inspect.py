@@ -2,8 +2,13 @@
 
 The recording is a raw SSE body, optionally preceded by the HTTP head that
 ``chunkwise record`` writes.  The summary, ``--json`` and ``--sse`` views all
-come from the same parse: :class:`~chunkwise.ChatStreamParser` fed the body in
-``--read-size`` pieces (so a recording can be replayed at any split).
+come from the same parse: :class:`~chunkwise.ChatStreamParser` (or
+:class:`~chunkwise.ResponseStreamParser`) fed the body in ``--read-size``
+pieces (so a recording can be replayed at any split).
+
+Which API recorded the stream is read from the stream itself
+(:func:`detect_api`), since a recording keeps no request; ``--api`` overrides
+it.
 
 Two recordings are not streams, and say so rather than passing for an empty
 one: a non-2xx response (its result is ``failed`` with the
@@ -19,14 +24,15 @@ import json
 import re
 import sys
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
-from .._convert import exception_fields, result_to_json, to_json
+from .._convert import exception_fields, to_json
 from .._errors import ChunkwiseError, EventTooLarge, HTTPStatusError
 from .._http import http_status_error
-from .._parser import ChatStreamParser
+from .._parser import ChatStreamParser, ResponseStreamParser, StreamParser
+from .._response_results import OutputItem, ResponseResult
 from .._results import ChatResult, ChoiceResult
 from .._sse import SSEDecoder
 from ._common import (
@@ -46,7 +52,9 @@ from ._common import (
     status_text,
 )
 
-__all__ = ["add_inspect_command", "run_inspect"]
+__all__ = ["add_inspect_command", "detect_api", "run_inspect"]
+
+Api = Literal["chat", "responses"]
 
 _DEFAULT_READ_SIZE = 65536
 
@@ -64,8 +72,9 @@ def add_inspect_command(commands: CommandsAction) -> None:
         "inspect",
         help="parse a recorded stream and show what a client reconstructs",
         description=(
-            "Parse a recorded raw chat-completion SSE body and print the reconstruction: "
-            "each choice's text, reasoning, refusal and tool calls, the usage, anomalies "
+            "Parse a recorded raw SSE body (chat completions or Responses API, told apart "
+            "by its events) and print the reconstruction: each choice's (or output item's) "
+            "text, reasoning, refusal and tool or function calls, the usage, anomalies "
             "and the stream's status.  A recording that starts with an HTTP status line "
             "and headers (as 'chunkwise record' writes) is accepted; a non-2xx status "
             "shows the server's error, as the client would have raised it."
@@ -83,6 +92,15 @@ def add_inspect_command(commands: CommandsAction) -> None:
         type=positive_int,
         default=_DEFAULT_READ_SIZE,
         help=f"feed the parser N bytes at a time (default {_DEFAULT_READ_SIZE})",
+    )
+    inspect.add_argument(
+        "--api",
+        choices=("auto", "chat", "responses"),
+        default="auto",
+        help=(
+            "which API's stream this is (default auto: a Responses stream if an event "
+            "says response.*, else chat completions)"
+        ),
     )
     output = inspect.add_mutually_exclusive_group()
     output.add_argument(
@@ -111,7 +129,9 @@ def run_inspect(args: argparse.Namespace) -> int:
             )
             return EXIT_STREAM
         return _print_sse(body, args.read_size)
-    parser = ChatStreamParser()
+    api: Api = detect_api(body) if args.api == "auto" else args.api
+    parser: StreamParser[ChatResult | ResponseResult]
+    parser = ResponseStreamParser() if api == "responses" else ChatStreamParser()
     if error is not None:
         # The body is the server's error, not a stream: the result is that failure.
         parser.fail(error)
@@ -122,13 +142,74 @@ def run_inspect(args: argparse.Namespace) -> int:
     result = parser.result
     status_line = None if head is None else head.status_line
     if args.json:
-        document = result_to_json(result)
+        document = to_json(result)
         if status_line is not None:
             document["http_status_line"] = status_line
         sys.stdout.write(json_text(document, indent=2) + "\n")
     else:
-        sys.stdout.write("".join(line + "\n" for line in _describe(result, status_line)))
+        lines = (
+            _describe_response(result, status_line)
+            if isinstance(result, ResponseResult)
+            else _describe(result, status_line)
+        )
+        sys.stdout.write("".join(line + "\n" for line in lines))
     return EXIT_OK if result.status == "complete" else EXIT_STREAM
+
+
+#: Events read before :func:`detect_api` settles for chat completions.
+_DETECT_EVENTS = 64
+
+
+def detect_api(body: bytes) -> Api:
+    """Which API a recorded event-stream body comes from: ``"responses"`` or ``"chat"``.
+
+    The first event that tells decides: an ``event:`` field or a data
+    ``type`` starting with ``response.`` (every Responses stream opens with
+    ``response.created``; llama.cpp's too), a data ``object`` naming a
+    response, or ``choices`` / ``chat.completion.chunk`` for chat.  Events
+    that tell nothing are skipped -- comments, keep-alive events, ``[DONE]``
+    (some proxies add it to Responses streams), errors, data that is not
+    JSON -- and the SSE decoder already takes a BOM and any line ending.  A
+    body that never tells is chat, what chunkwise inspected before the
+    Responses API existed.
+    """
+    decoder = SSEDecoder(legacy_error_field=True)
+    seen = 0
+    try:
+        for piece in _pieces(body, 4096):
+            for event in decoder.feed(piece):
+                verdict = _event_api(event.event, event.data)
+                if verdict is not None:
+                    return verdict
+                seen += 1
+                if seen >= _DETECT_EVENTS:
+                    return "chat"
+        for event in decoder.end():
+            verdict = _event_api(event.event, event.data)
+            if verdict is not None:
+                return verdict
+    except EventTooLarge:
+        pass  # the parser reports it; nothing more can be read here
+    return "chat"
+
+
+def _event_api(kind: str, data: str) -> Api | None:
+    if kind.startswith("response."):
+        return "responses"
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(value, dict):
+        return None
+    etype, obj = value.get("type"), value.get("object")
+    if isinstance(etype, str) and etype.startswith("response."):
+        return "responses"
+    if obj == "response":
+        return "responses"
+    if obj == "chat.completion.chunk" or "choices" in value:
+        return "chat"
+    return None
 
 
 def _recorded_http_error(head: RecordedHead | None, body: bytes) -> HTTPStatusError | None:
@@ -309,3 +390,55 @@ def _block(text: str, indent: str) -> Iterator[str]:
 
 def _optional(value: str | None) -> str:
     return "(none)" if value is None else printable(value)
+
+
+# -- a Responses answer -----------------------------------------------------------
+
+
+def _describe_response(result: ResponseResult, status_line: str | None) -> Iterator[str]:
+    if status_line is not None:
+        yield f"http: {printable(status_line)}"
+        yield ""
+    if not result.output:
+        yield "no output"
+        yield ""
+    for item in result.output:
+        yield from _describe_item(item)
+        yield ""
+    if result.usage is None:
+        yield "usage: none"
+    else:
+        yield "usage:"
+        yield from _describe_mapping(result.usage, "  ")
+    if result.anomalies:
+        yield ""
+        yield "anomalies:"
+        for anomaly in result.anomalies:
+            yield f"  - {anomaly.kind}: {printable(anomaly.detail)}"
+    yield ""
+    yield f"id: {_optional(result.id)}"
+    yield f"model: {_optional(result.model)}"
+    yield f"response_status: {_optional(result.response_status)}"
+    if result.incomplete_reason is not None:
+        yield f"incomplete_reason: {printable(result.incomplete_reason)}"
+    if result.error is not None:
+        yield from _describe_error(result.error)
+    yield f"status: {status_text(result)}"
+
+
+def _describe_item(item: OutputItem) -> Iterator[str]:
+    ident = f" ({printable(item.id)})" if item.id else ""
+    yield f"item {item.index}: {_optional(item.type)}{ident}"
+    if item.role is not None:
+        yield f"  role: {printable(item.role)}"
+    for part in item.summary:
+        yield "  summary:"
+        yield from _block(part.text, "    ")
+    for part in item.content:
+        label = {"output_text": "text", "reasoning_text": "reasoning"}.get(part.type, part.type)
+        yield f"  {printable(label)}:" + ("" if part.text else " (empty)")
+        yield from _block(part.text, "    ") if part.text else ()
+    if item.call is not None:
+        yield from ("  " + line for line in describe_tool_call(item.call))
+    status = item.status or "none"
+    yield f"  status: {printable(status)}" + ("" if item.done else " (unfinished)")

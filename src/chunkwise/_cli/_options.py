@@ -2,8 +2,9 @@
 
 Where the endpoint is and which key to use (``--base-url``, ``--api-key-env``,
 else ``$OPENAI_BASE_URL`` and ``$OPENAI_API_KEY``), which model
-(``--model``, else ``$CHUNKWISE_MODEL``, else :data:`DEFAULT_MODEL`), and how a
-chat request body is built from the command line.
+(``--model``, else ``$CHUNKWISE_MODEL``, else :data:`DEFAULT_MODEL`), which API
+(``--api``: chat completions, the default, or the Responses API), and how each
+API's request body is built from the same command-line options.
 """
 
 from __future__ import annotations
@@ -21,11 +22,14 @@ from ._common import UsageError, positive_int
 __all__ = [
     "DEFAULT_KEY_VARIABLE",
     "DEFAULT_MODEL",
+    "add_api_option",
     "add_endpoint_options",
     "add_model_option",
     "add_request_options",
     "build_request",
+    "build_response_request",
     "endpoint_from_args",
+    "flat_tool",
     "model_from_args",
 ]
 
@@ -39,7 +43,7 @@ def add_endpoint_options(parser: argparse.ArgumentParser) -> None:
         "--base-url",
         metavar="URL",
         help=(
-            "the API base URL; /chat/completions is appended "
+            "the API base URL; /chat/completions (with --api responses: /responses) is appended "
             f"(default: $OPENAI_BASE_URL, else {DEFAULT_BASE_URL})"
         ),
     )
@@ -64,21 +68,49 @@ def add_model_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_api_option(parser: argparse.ArgumentParser) -> None:
+    """``--api {chat,responses}`` (default ``chat``)."""
+    parser.add_argument(
+        "--api",
+        choices=("chat", "responses"),
+        default="chat",
+        help=(
+            "which API to call: chat completions (POST /chat/completions, the default) "
+            "or the Responses API (POST /responses)"
+        ),
+    )
+
+
 def add_request_options(parser: argparse.ArgumentParser) -> None:
     """The options that build the request body (model, system prompt, ...)."""
     add_model_option(parser)
-    parser.add_argument("--system", metavar="TEXT", help="a system message before the prompt")
-    parser.add_argument("--max-tokens", metavar="N", type=positive_int, help="max_tokens")
+    parser.add_argument(
+        "--system",
+        metavar="TEXT",
+        help="a system message before the prompt (Responses API: instructions)",
+    )
+    parser.add_argument(
+        "--max-tokens",
+        metavar="N",
+        type=positive_int,
+        help="max_tokens (Responses API: max_output_tokens)",
+    )
     parser.add_argument("--temperature", metavar="T", type=float, help="temperature")
     parser.add_argument(
         "--tools",
         metavar="FILE.json",
-        help="a JSON list of tool definitions to send",
+        help=(
+            "a JSON list of tool definitions to send (chat's nested function tools are "
+            "flattened for the Responses API)"
+        ),
     )
     parser.add_argument(
         "--include-usage",
         action="store_true",
-        help="ask for a usage chunk (stream_options.include_usage)",
+        help=(
+            "ask for a usage chunk (stream_options.include_usage; chat only: a Responses "
+            "stream always reports usage)"
+        ),
     )
 
 
@@ -125,6 +157,41 @@ def build_request(
     if args.include_usage:
         request["stream_options"] = {"include_usage": True}
     return request
+
+
+def build_response_request(
+    args: argparse.Namespace, prompt: str, environ: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The Responses API request body the same options describe (without ``stream``).
+
+    ``--system`` becomes ``instructions``, ``--max-tokens`` ``max_output_tokens``,
+    and each chat-shaped tool (``{"type": "function", "function": {...}}``) the
+    flat Responses shape; ``--include-usage`` has no counterpart and is refused.
+    """
+    if args.include_usage:
+        raise UsageError("--include-usage is for --api chat: a Responses stream always has usage")
+    request: dict[str, Any] = {"model": model_from_args(args, environ), "input": prompt}
+    if args.system is not None:
+        request["instructions"] = args.system
+    if args.max_tokens is not None:
+        request["max_output_tokens"] = args.max_tokens
+    if args.temperature is not None:
+        request["temperature"] = args.temperature
+    if args.tools is not None:
+        request["tools"] = [flat_tool(tool) for tool in _read_tools(args.tools)]
+    return request
+
+
+def flat_tool(tool: dict[str, Any]) -> dict[str, Any]:
+    """A chat function tool in the Responses API's flat shape; any other tool unchanged.
+
+    The same tools file then serves both APIs.
+    """
+    function = tool.get("function")
+    if tool.get("type", "function") != "function" or not isinstance(function, dict):
+        return tool
+    rest = {key: value for key, value in tool.items() if key not in ("function", "type")}
+    return {"type": "function", **function, **rest}
 
 
 def _read_tools(name: str) -> list[Any]:

@@ -32,36 +32,41 @@ import functools
 import json
 import re
 import sys
-import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
 import trio
 
 from .._endpoint import Endpoint, Timeouts
-from .._errors import ChunkwiseError, HTTPStatusError, UnexpectedContentType
+from .._errors import ChunkwiseError
 from .._events import ContentDelta, ReasoningDelta, ToolCallArgumentsDelta, ToolCallStarted
-from .._http import open_http_response
 from .._parser import ChatStreamParser
 from .._results import ChatResult
 from .._retries import Retries
 from .._sse import SSEDecoder
+from .._stream import CHAT
 from .._util import redact
 from ._common import (
     EXIT_OK,
     EXIT_STREAM,
     CommandsAction,
-    describe_failure,
+    Exchange,
+    comments_cell,
+    exchange_summary,
     json_text,
+    ms_cell,
     one_line,
     prepare_json_output,
+    probe_exchange,
     seconds,
     status_text,
+    yes_no,
 )
 from ._options import (
     DEFAULT_KEY_VARIABLE,
+    add_api_option,
     add_endpoint_options,
     add_model_option,
     endpoint_from_args,
@@ -71,15 +76,6 @@ from ._options import (
 __all__ = ["add_probe_command", "analyze_body", "probe", "render_table"]
 
 DEFAULT_TIMEOUT = 60.0
-
-# The endpoint's connect and idle timeouts are the time limit too, and their
-# errors say where the time went (the TCP connect, the TLS handshake, a silent
-# server); the overall limit of a request is checked this much later, so that
-# they win a tie.
-_OVERALL_SLACK = 0.25
-
-#: Raw bytes kept per response for the wire analysis.
-_MAX_BODY = 8 * 1024 * 1024
 
 TEXT_PROMPT = "Reply with one short sentence saying hello."
 TOOL_PROMPT = "What is the weather in Paris? Use the get_weather tool."
@@ -100,8 +96,14 @@ WEATHER_TOOL: dict[str, Any] = {
 _NOT_ABOUT_THE_BODY = {401, 403, 404, 429}
 
 
-def add_probe_command(commands: CommandsAction) -> None:
-    """Register ``chunkwise probe``."""
+def add_probe_command(
+    commands: CommandsAction, responses: Callable[[argparse.Namespace], int]
+) -> None:
+    """Register ``chunkwise probe``; ``responses`` runs it for ``--api responses``.
+
+    The root passes ``responses`` (``_probe_responses.run_responses_probe``)
+    because commands never import each other.
+    """
     probe_parser = commands.add_parser(
         "probe",
         help="check an endpoint's streaming behaviour before deployment",
@@ -110,13 +112,18 @@ def add_probe_command(commands: CommandsAction) -> None:
             "without it if the first was refused, one with a tool) and report what the "
             "endpoint really does: content type, [DONE], include_usage, the tool-call "
             "streaming pattern, the reasoning field, keep-alive comments, line endings, "
-            "data: spacing, finish reasons and latencies."
+            "data: spacing, finish reasons and latencies.  With --api responses: a text "
+            "request, one cut by max_output_tokens and one with a function tool, reporting "
+            "sequence_number/output_index/content_index, the finishing (.done) events, "
+            "keep-alive events and comments, [DONE], how truncation is reported, error "
+            "shapes and the final status."
         ),
         epilog=(
             "exit status: 0 streaming works, 1 streaming is broken, 2 bad usage, 130 interrupted"
         ),
     )
     add_endpoint_options(probe_parser)
+    add_api_option(probe_parser)
     add_model_option(probe_parser)
     probe_parser.add_argument(
         "--timeout",
@@ -128,7 +135,11 @@ def add_probe_command(commands: CommandsAction) -> None:
     probe_parser.add_argument(
         "--json", action="store_true", help="print the findings as one JSON object"
     )
-    probe_parser.set_defaults(handler=run_probe)
+
+    def handler(args: argparse.Namespace) -> int:
+        return responses(args) if args.api == "responses" else run_probe(args)
+
+    probe_parser.set_defaults(handler=handler)
 
 
 def run_probe(args: argparse.Namespace) -> int:
@@ -151,83 +162,6 @@ def run_probe(args: argparse.Namespace) -> int:
         text = render_table(findings)
     sys.stdout.write(redact(text, endpoint.api_key) + "\n")
     return EXIT_OK if findings["streaming_works"] else EXIT_STREAM
-
-
-# -- one request ------------------------------------------------------------------
-
-
-@attrs.define
-class Exchange:
-    """One probe request and what came back."""
-
-    label: str
-    status_code: int | None = None
-    content_type: str | None = None
-    error: str | None = None  # one line: the server's message, or what went wrong
-    hint: str | None = None  # what may fix it (see describe_failure)
-    ttfb_ms: float | None = None
-    first_token_ms: float | None = None
-    body: bytearray = attrs.field(factory=bytearray)
-    result: ChatResult | None = None
-
-    @property
-    def streamed(self) -> bool:
-        """A 2xx event stream arrived (whatever it contained)."""
-        return self.result is not None
-
-
-async def _exchange(
-    endpoint: Endpoint,
-    request: Mapping[str, Any],
-    label: str,
-    time_limit: float,
-    key_variable: str,
-) -> Exchange:
-    exchange = Exchange(label=label)
-    body = json.dumps({**request, "stream": True}).encode()
-    # No tools: validating arguments would need the optional jsonschema, and the
-    # probe only looks at how calls are streamed.
-    parser = ChatStreamParser()
-    start = time.perf_counter()
-
-    def elapsed() -> float:
-        return round((time.perf_counter() - start) * 1000, 1)
-
-    try:
-        with trio.fail_after(time_limit + _OVERALL_SLACK):
-            async with open_http_response(endpoint, body) as response:
-                exchange.ttfb_ms = elapsed()
-                exchange.status_code = response.status_code
-                exchange.content_type = response.headers.get("content-type")
-                exchange.result = parser.result
-                while not parser.finished:
-                    data = await response.receive_some()
-                    if not data:
-                        break
-                    if len(exchange.body) < _MAX_BODY:
-                        exchange.body += data
-                    for event in parser.feed(data):
-                        if exchange.first_token_ms is None and isinstance(
-                            event,
-                            (ContentDelta, ReasoningDelta, ToolCallStarted, ToolCallArgumentsDelta),
-                        ):
-                            exchange.first_token_ms = elapsed()
-    except ChunkwiseError as exc:
-        if isinstance(exc, HTTPStatusError):
-            exchange.status_code = exc.status_code
-        elif isinstance(exc, UnexpectedContentType):
-            exchange.status_code = exc.status_code
-            exchange.content_type = exc.content_type
-            exchange.body += exc.body_start
-        failure = describe_failure(exc, endpoint, key_variable)
-        exchange.error = failure.message
-        exchange.hint = failure.hint
-    except trio.TooSlowError:
-        exchange.error = f"no complete response within {time_limit:g} s"
-    if exchange.result is not None:
-        parser.end()
-        exchange.result = parser.result
-    return exchange
 
 
 # -- wire analysis ----------------------------------------------------------------
@@ -415,10 +349,21 @@ async def probe(
 
     ``key_variable`` names where the key came from, for the hint when none was sent.
     """
-    exchanges: list[Exchange] = []
+    exchanges: list[Exchange[ChatResult]] = []
 
-    async def exchange(request: dict[str, Any], label: str) -> Exchange:
-        done = await _exchange(endpoint, request, label, time_limit, key_variable)
+    async def exchange(request: dict[str, Any], label: str) -> Exchange[ChatResult]:
+        done = await probe_exchange(
+            endpoint,
+            request,
+            label,
+            time_limit,
+            key_variable,
+            path=CHAT.path,
+            # No tools: validating arguments would need the optional jsonschema,
+            # and the probe only looks at how calls are streamed.
+            parser=ChatStreamParser(),
+            first_token=(ContentDelta, ReasoningDelta, ToolCallStarted, ToolCallArgumentsDelta),
+        )
         exchanges.append(done)
         return done
 
@@ -453,7 +398,7 @@ async def probe(
         }
     else:
         usage = {"verdict": "unknown", "error": None, "positions": []}
-    tools: Exchange | None = None
+    tools: Exchange[ChatResult] | None = None
     if text.streamed:
         tools = await exchange(_tool_request(model), "tool call")
     return _findings(endpoint, model, exchanges, text, tools, usage)
@@ -462,9 +407,9 @@ async def probe(
 def _findings(
     endpoint: Endpoint,
     model: str,
-    exchanges: list[Exchange],
-    text: Exchange,
-    tools: Exchange | None,
+    exchanges: list[Exchange[ChatResult]],
+    text: Exchange[ChatResult],
+    tools: Exchange[ChatResult] | None,
     usage: dict[str, Any],
 ) -> dict[str, Any]:
     analyses = [analyze_body(bytes(e.body)) for e in exchanges if e.streamed]
@@ -540,20 +485,7 @@ def _findings(
         "finish_reasons": finish_reasons if observed else None,
         "ttfb_ms": text.ttfb_ms,
         "first_token_ms": text.first_token_ms,
-        "requests": [_exchange_summary(e) for e in exchanges],
-    }
-
-
-def _exchange_summary(exchange: Exchange) -> dict[str, Any]:
-    return {
-        "label": exchange.label,
-        "status_code": exchange.status_code,
-        "content_type": exchange.content_type,
-        "stream_status": None if exchange.result is None else exchange.result.status,
-        "error": exchange.error,
-        "hint": exchange.hint,
-        "ttfb_ms": exchange.ttfb_ms,
-        "first_token_ms": exchange.first_token_ms,
+        "requests": [exchange_summary(e) for e in exchanges],
     }
 
 
@@ -570,16 +502,16 @@ def render_table(findings: Mapping[str, Any]) -> str:
     rows = [
         ("streaming works", "yes" if findings["streaming_works"] else "NO"),
         ("content type", content_type),
-        ("[DONE] sent", _yes_no(findings["done_sent"])),
+        ("[DONE] sent", yes_no(findings["done_sent"])),
         ("include_usage", _usage_cell(findings["include_usage"])),
         ("tool-call streaming", _tool_cell(findings["tool_calls"])),
         ("reasoning field", _list_cell(findings["reasoning_fields"], "none")),
-        ("keep-alive comments", _comments_cell(findings["keep_alive_comments"])),
+        ("keep-alive comments", comments_cell(findings["keep_alive_comments"])),
         ("line endings", _list_cell(findings["line_endings"], "(none)")),
         ("data: spacing", _list_cell(findings["data_spacing"], "(none)")),
         ("finish reasons", _list_cell(findings["finish_reasons"], "none")),
-        ("time to first byte", _ms(findings["ttfb_ms"])),
-        ("time to first token", _ms(findings["first_token_ms"])),
+        ("time to first byte", ms_cell(findings["ttfb_ms"])),
+        ("time to first token", ms_cell(findings["first_token_ms"])),
     ]
     width = max(len(label) for label, _ in rows)
     lines = [f"probe of {findings['base_url']} (model {findings['model']})", ""]
@@ -610,14 +542,6 @@ def _list_cell(values: list[str] | None, empty: str) -> str:
     return ", ".join(values) or empty
 
 
-def _yes_no(value: bool | None) -> str:
-    return "unknown" if value is None else "yes" if value else "no"
-
-
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.0f} ms"
-
-
 def _usage_cell(usage: Mapping[str, Any]) -> str:
     verdict = usage["verdict"]
     if verdict == "honoured" and usage["positions"]:
@@ -641,12 +565,3 @@ def _tool_cell(tools: Mapping[str, Any]) -> str:
         parts.append(f"id {tools['id']}")
     parts.append("1 call" if tools["calls"] == 1 else f"{tools['calls']} calls")
     return "; ".join(parts)
-
-
-def _comments_cell(comments: Mapping[str, Any] | None) -> str:
-    if comments is None:
-        return "unknown"
-    if not comments["count"]:
-        return "none"
-    examples = ", ".join(json.dumps(e, ensure_ascii=False) for e in comments["examples"])
-    return f"yes ({comments['count']}, e.g. {examples})"

@@ -19,6 +19,11 @@ written unchanged all the same, and a warning on stderr says that the file
 holds the key (without printing it), for a key long enough to be a secret
 (:data:`~chunkwise._util.MIN_SECRET_LENGTH`).
 
+``--api responses`` posts to the Responses API's ``/responses`` instead of
+``/chat/completions`` (the request built from the same options, see
+:func:`~._options.build_response_request`); the recording is made the same way,
+and only the status line on stderr reads the stream as a Responses stream.
+
 The request goes through the client's one request lifecycle,
 :func:`~chunkwise._http.open_http_response`, with ``check=False`` so that an
 error status or another content type is handed over to be recorded instead of
@@ -42,8 +47,11 @@ from .._endpoint import Endpoint
 from .._errors import ChunkwiseError
 from .._headers import Headers
 from .._http import HTTPResponse, http_status_error, open_http_response
-from .._parser import ChatStreamParser
+from .._parser import ChatStreamParser, ResponseStreamParser, StreamParser
+from .._response_results import ResponseResult
+from .._results import ChatResult
 from .._retries import Retries
+from .._stream import CHAT, RESPONSES
 from .._util import redact, secret
 from ._common import (
     EXIT_INTERRUPTED,
@@ -57,7 +65,14 @@ from ._common import (
     print_failure,
     status_text,
 )
-from ._options import add_endpoint_options, add_request_options, build_request, endpoint_from_args
+from ._options import (
+    add_api_option,
+    add_endpoint_options,
+    add_request_options,
+    build_request,
+    build_response_request,
+    endpoint_from_args,
+)
 
 __all__ = ["add_record_command", "format_head", "record_response"]
 
@@ -71,7 +86,8 @@ def add_record_command(commands: CommandsAction) -> None:
         "record",
         help="save a raw streamed response (status, headers, body) for a bug report",
         description=(
-            "Send a streaming chat-completions request and save the response as received: "
+            "Send a streaming chat-completions request (with --api responses: a Responses "
+            "API request) and save the response as received: "
             "the status line, the headers, a blank line, then the body bytes as they "
             "arrive (after transfer decoding), never changed.  Error responses are saved "
             "too.  No request header is written, so the API key does not reach the file "
@@ -101,6 +117,7 @@ def add_record_command(commands: CommandsAction) -> None:
         help="send this file's bytes as the request body instead of building one from PROMPT",
     )
     add_endpoint_options(record)
+    add_api_option(record)
     add_request_options(record)
     record.set_defaults(handler=run_record)
 
@@ -117,7 +134,8 @@ class Recording:
     body_bytes: int = 0
     error: ChunkwiseError | None = None
     error_body: bytearray = attrs.field(factory=bytearray)
-    parser: ChatStreamParser = attrs.field(factory=ChatStreamParser)
+    # Reads the stream only for the status line on stderr: no tools, no schema.
+    parser: StreamParser[ChatResult | ResponseResult] = attrs.field(factory=ChatStreamParser)
 
 
 class KeyWatch:
@@ -146,12 +164,17 @@ def run_record(args: argparse.Namespace) -> int:
     # No retries: a recording is what the server answered to one request.
     endpoint = attrs.evolve(endpoint_from_args(args), retries=Retries(max_retries=0))
     body = _request_body(args)
-    recording = Recording(key_watch=KeyWatch(endpoint.api_key))
+    responses = args.api == "responses"
+    recording = Recording(
+        key_watch=KeyWatch(endpoint.api_key),
+        parser=ResponseStreamParser() if responses else ChatStreamParser(),
+    )
+    path = RESPONSES.path if responses else CHAT.path
     name = "stdout" if args.output == "-" else repr(args.output)
     interrupted = False
     with _open_output(args.output) as out:
         try:
-            trio.run(record_response, endpoint, body, out, recording)
+            trio.run(record_response, endpoint, body, out, recording, path)
         except KeyboardInterrupt:
             interrupted = True
         except ChunkwiseError as exc:
@@ -227,7 +250,10 @@ def _request_body(args: argparse.Namespace) -> bytes:
         return body
     if args.prompt is None:
         raise UsageError("give PROMPT or --request-json FILE")
-    request = {**build_request(args, args.prompt), "stream": True}
+    if args.api == "responses":
+        request = {**build_response_request(args, args.prompt), "stream": True}
+    else:
+        request = {**build_request(args, args.prompt), "stream": True}
     return json.dumps(request, ensure_ascii=False).encode()
 
 
@@ -262,15 +288,19 @@ def format_head(response: HTTPResponse) -> bytes:
 
 
 async def record_response(
-    endpoint: Endpoint, body: bytes, out: IO[bytes], recording: Recording
+    endpoint: Endpoint,
+    body: bytes,
+    out: IO[bytes],
+    recording: Recording,
+    path: str = CHAT.path,
 ) -> None:
-    """POST ``body`` and write the response head and body bytes to ``out`` as they arrive.
+    """POST ``body`` to ``path``; write the response head and body bytes to ``out`` as they arrive.
 
     Fills in ``recording`` as it goes, so a caller interrupted halfway still
     knows what was written.  Raises the transport's errors; errors after the
     head arrived leave ``out`` holding everything received before.
     """
-    async with open_http_response(endpoint, body, check=False) as response:
+    async with open_http_response(endpoint, body, path=path, check=False) as response:
         head = format_head(response)
         out.write(head)
         out.flush()
