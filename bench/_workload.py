@@ -106,6 +106,82 @@ def make_events(n_chunks: int, *, seed: int = 2026) -> tuple[list[bytes], str]:
     return [head_event(), *content, *tail_events(n_chunks)], text
 
 
+def response_events(n_deltas: int, *, seed: int = 2026) -> tuple[list[bytes], str]:
+    """A Responses API stream of ``n_deltas`` text deltas, as OpenAI writes it, and its text.
+
+    ``event:`` + ``data:`` per event, ``sequence_number`` on every event, the
+    ``obfuscation`` field OpenAI adds to deltas, the documented lifecycle
+    (created, in_progress, output_item.added, content_part.added, the deltas,
+    output_text.done, content_part.done, output_item.done) and a
+    ``response.completed`` carrying the whole output and usage.  The deltas
+    are the words of :func:`content_events`.
+    """
+    rnd = random.Random(seed)
+    parts = [
+        " " + " ".join(rnd.choice(WORDS) for _ in range(rnd.randint(1, 4))) for _ in range(n_deltas)
+    ]
+    text = "".join(parts)
+    at = {"item_id": "msg_bench", "output_index": 0, "content_index": 0}
+    response = {
+        "id": "resp_bench",
+        "object": "response",
+        "created_at": 1735689600,
+        "status": "in_progress",
+        "model": "gpt-4.1-mini-2025-04-14",
+        "output": [],
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": None,
+    }
+    message = {"id": "msg_bench", "type": "message", "status": "in_progress", "role": "assistant"}
+    part = {"type": "output_text", "annotations": [], "logprobs": []}
+    done_message = {**message, "status": "completed", "content": [{**part, "text": text}]}
+    payloads: list[dict[str, Any]] = [
+        {"type": "response.created", "response": response},
+        {"type": "response.in_progress", "response": response},
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": {**message, "content": []},
+        },
+        {"type": "response.content_part.added", **at, "part": {**part, "text": ""}},
+        *(
+            {
+                "type": "response.output_text.delta",
+                **at,
+                "delta": delta,
+                "logprobs": [],
+                "obfuscation": "xK3qP",
+            }
+            for delta in parts
+        ),
+        {"type": "response.output_text.done", **at, "text": text, "logprobs": []},
+        {"type": "response.content_part.done", **at, "part": {**part, "text": text}},
+        {"type": "response.output_item.done", "output_index": 0, "item": done_message},
+        {
+            "type": "response.completed",
+            "response": {
+                **response,
+                "status": "completed",
+                "output": [done_message],
+                "usage": {
+                    "input_tokens": 12,
+                    "output_tokens": n_deltas,
+                    "total_tokens": 12 + n_deltas,
+                },
+            },
+        },
+    ]
+    events = [
+        f"event: {p['type']}\ndata: "
+        f"{json.dumps({**p, 'sequence_number': i}, ensure_ascii=False, separators=(',', ':'))}"
+        "\n\n".encode()
+        for i, p in enumerate(payloads)
+    ]
+    return events, text
+
+
 def print_table(head: tuple[str, ...], rows: Sequence[tuple[str, ...]], left: int = 1) -> None:
     """A plain-text table: the first ``left`` columns left-aligned, the rest right-aligned."""
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]

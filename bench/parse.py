@@ -25,6 +25,12 @@ sdk-accumulate
     ``ChatCompletionStream``'s ``object`` filter and
     ``ChatCompletionStreamState.handlechunk(chunk)``, consuming its events,
     and ``get_final_completion()`` at the end.
+sdk responses.stream() (input 4)
+    What ``client.responses.stream()`` does with a body: the SDK's decoder,
+    ``construct_type(type_=ResponseStreamEvent, ...)`` for each event, and
+    ``ResponseStreamState.handle_event``, consuming its events; the final
+    response from ``response.completed``.  chunkwise's contender there is
+    :class:`chunkwise.ResponseStreamParser`, looking at every event.
 sdk-decode (information only)
     The same without ``ChatCompletionStreamState``: just iterating the
     ``ChatCompletionChunk`` objects, as ``client.chat.completions.create(stream=True)`` does.
@@ -44,6 +50,11 @@ Inputs
 (3) one ``data:`` line of about 8 MiB (a chunk whose content is an 8 MiB
     string), fed in 1 KiB reads and in 64 KiB reads (chunkwise only): the ratio
     of the two times shows that cost is linear in the input, however it is split.
+(4) a Responses API stream of ``--deltas`` ``response.output_text.delta``
+    events (default 100,000), as OpenAI writes them (``event:`` lines,
+    ``sequence_number``, ``obfuscation``), between the documented lifecycle
+    events and a ``response.completed`` carrying the whole output, in 64 KiB
+    reads.
 
 The SDK is timed on the whole stream too, unless the verification run (one SDK
 run over input 1, before timing) takes longer than ``--sdk-budget`` seconds
@@ -54,8 +65,9 @@ stream grows (every chunk re-serialises the message so far), so such scaling
 understates its cost; the output says when it was used.
 
 Targets are reported, not asserted: chunkwise at least 25x faster than the SDK's
-accumulate path, at most 2x the floor, and the 8 MiB line in 1 KiB reads within
-2x of the same line in 64 KiB reads.
+accumulate path, at most 2x the floor, the 8 MiB line in 1 KiB reads within
+2x of the same line in 64 KiB reads, and on the Responses input at least 20x
+faster than the SDK's ``responses.stream()`` accumulation.
 """
 
 from __future__ import annotations
@@ -71,12 +83,22 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import openai
-from _workload import content_events, head_event, make_chunk, sse_event, tail_events
+from _workload import (
+    content_events,
+    head_event,
+    make_chunk,
+    response_events,
+    sse_event,
+    tail_events,
+)
+from openai import omit
 from openai._models import construct_type
 from openai._streaming import SSEDecoder
 from openai._utils import is_mapping
 from openai.lib.streaming.chat import ChatCompletionStreamState
+from openai.lib.streaming.responses._responses import ResponseStreamState
 from openai.types.chat import ChatCompletionChunk
+from openai.types.responses import ResponseStreamEvent
 
 import chunkwise
 
@@ -165,6 +187,46 @@ def run_sdk_decode(reads: Sequence[bytes]) -> str:
     return "".join(parts)
 
 
+def run_chunkwise_responses(reads: Sequence[bytes]) -> str:
+    text_delta = chunkwise.OutputTextDelta
+    parser = chunkwise.ResponseStreamParser()
+    feed = parser.feed
+    deltas = 0
+    for read in reads:
+        for ev in feed(read):
+            if type(ev) is text_delta:
+                deltas += 1
+    parser.end()
+    result = parser.result
+    if result.status != "complete":
+        raise AssertionError(f"chunkwise: response ended {result.status}: {result.error}")
+    return result.output_text
+
+
+def run_sdk_responses(reads: Sequence[bytes]) -> str:
+    # client.responses.stream(): openai._streaming.Stream.__stream__ for a
+    # Responses stream (decode, the error check, construct_type of the event
+    # union), then ResponseStream's ResponseStreamState.handle_event for each
+    # event, and get_final_response() at the end.
+    state: ResponseStreamState[Any] = ResponseStreamState(input_tools=omit, text_format=omit)
+    handle = state.handle_event
+    completed = None
+    for sse in SSEDecoder().iter_bytes(iter(reads)):
+        data = sse.json()
+        if sse.event == "error" or (is_mapping(data) and data.get("error")):
+            raise AssertionError(f"SDK: error payload {data!r}")
+        event = construct_type(type_=ResponseStreamEvent, value=data)
+        for _ in handle(event):
+            pass
+        if event.type == "response.completed":
+            completed = event.response
+    if completed is None:
+        raise AssertionError("SDK: no response.completed")
+    return "".join(
+        c.text for item in completed.output if item.type == "message" for c in item.content
+    )
+
+
 def run_floor(payloads: Sequence[str]) -> None:
     loads = json.loads
     for payload in payloads:
@@ -239,6 +301,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--chunks", type=int, help="content chunks in inputs 1-2 (default 100000)")
     ap.add_argument("--big-mib", type=int, help="size of the one-line event in MiB (default 8)")
     ap.add_argument(
+        "--deltas", type=int, help="text deltas of the Responses input (4) (default 100000)"
+    )
+    ap.add_argument(
         "--sdk-limit",
         type=int,
         help="time the SDK on the first N chunks only and scale by events/s "
@@ -254,6 +319,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     repeat = 1 if args.quick and args.repeat == 3 else args.repeat
     n_chunks = args.chunks or (5_000 if args.quick else 100_000)
     big = (args.big_mib or (1 if args.quick else 8)) * MIB
+    n_deltas = args.deltas or (5_000 if args.quick else 100_000)
 
     print(f"chunkwise {chunkwise.__version__}, openai {openai.__version__}")
     print(
@@ -278,6 +344,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"input (3): one data: line of {len(body):,} bytes, {len(small_reads):,} reads of 1 KiB "
         f"or {len(large_reads):,} reads of 64 KiB"
     )
+    r_events, r_expected = response_events(n_deltas)
+    r_data = b"".join(r_events)
+    r_grouped = split_reads(r_data, 64 * KIB)
+    r_payloads = [e.split(b"\ndata: ", 1)[1][:-2].decode("utf-8") for e in r_events]
+    print(
+        f"input (4): a Responses stream of {n_deltas:,} text deltas, {len(r_events):,} events, "
+        f"{len(r_data):,} bytes, {len(r_grouped):,} reads of 64 KiB"
+    )
 
     # -- verify before timing -------------------------------------------------
     for name, reads in (("(1)", grouped), ("(2)", events)):
@@ -288,6 +362,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if run_chunkwise(reads) != big_content:
             print("FAIL: chunkwise content differs from the generator's on input (3)")
             return 1
+    if run_chunkwise_responses(r_grouped) != r_expected:
+        print("FAIL: chunkwise output_text differs from the generator's on input (4)")
+        return 1
+    if run_sdk_responses(r_grouped) != r_expected:
+        print("FAIL: the SDK's responses.stream() path and chunkwise differ on input (4)")
+        return 1
     start = time.perf_counter()
     sdk_content = run_sdk_accumulate(grouped)
     t_first_sdk = time.perf_counter() - start
@@ -327,6 +407,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "dec1": (run_sdk_decode, sdk_grouped, sdk_expected),
         "big64k": (run_chunkwise, large_reads, big_content),
         "big1k": (run_chunkwise, small_reads, big_content),
+        "cw4": (run_chunkwise_responses, r_grouped, r_expected),
+        "sdk4": (run_sdk_responses, r_grouped, r_expected),
+        "floor4": (run_floor, r_payloads, None),
     }
     half_events: list[bytes] = []
     if scaled:
@@ -351,6 +434,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     t_large, t_small = t["big64k"], t["big1k"]
     table.add(f"(3) {mib} MiB line, 64 KiB reads", "chunkwise", t_large, len(body), 3, t_large)
     table.add(f"(3) {mib} MiB line, 1 KiB reads", "chunkwise", t_small, len(body), 3, t_large)
+    label = "(4) Responses, 64 KiB reads"
+    table.add(label, "chunkwise", t["cw4"], len(r_data), len(r_events), t["cw4"])
+    table.add(label, "sdk responses.stream()", t["sdk4"], len(r_data), len(r_events), t["cw4"])
+    table.add(label, "floor json.loads", t["floor4"], len(r_data), len(r_events), t["cw4"])
     table.print()
     print()
     print(
@@ -382,6 +469,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ]
     ratio = t["big1k"] / t["big64k"]
     checks.append((f"{mib} MiB line: 1 KiB reads <= 2x 64 KiB reads", ratio, ratio <= 2))
+    ratio = t["sdk4"] / t["cw4"]
+    checks.append(
+        ("chunkwise >= 20x faster than sdk responses.stream(), input (4)", ratio, ratio >= 20)
+    )
     width = max(len(c[0]) for c in checks)
     for text, ratio, ok in checks:
         print(f"  {text.ljust(width)}  {ratio:6.2f}x  {'PASS' if ok else 'MISS'}")

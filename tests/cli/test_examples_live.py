@@ -4,7 +4,8 @@ Each example runs as a subprocess (its own trio loop) while the server runs in
 the test's trio loop; ``trio.run_process`` lets both make progress.  The scripted
 server answers according to the request's ``model``, so one handler serves
 every example; then basic_stream, fan_out, tool_loop and deadline run once
-more against the server of ``chunkwise serve``.
+more against the server of ``chunkwise serve``, and responses_stream against
+its ``POST /v1/responses``.
 """
 
 from __future__ import annotations
@@ -241,3 +242,23 @@ async def test_deadline_against_chunkwise_serve() -> None:
         assert (code, err) == (0, "")
         assert "status: incomplete (cancelled)\n" in out
         await server.wait_client_closed()
+
+
+@pytest.mark.parametrize("model", ["tools", "quirks-llamacpp-tools"])
+async def test_responses_stream_against_chunkwise_serve(model: str) -> None:
+    async with open_chat_server(ServerOptions(write_size=7)) as server:
+        code, out, err = await run_example("responses_stream", server.base_url, model)
+        assert (code, err) == (0, "")
+        calls = [line for line in out.splitlines() if line.startswith("[call ")]
+        assert len(calls) == 2 and all(" get_weather({'city': " in line for line in calls)
+        assert out.endswith("\n") and "status: complete" in out.splitlines()[-1]
+        [request] = server.requests
+        assert request.target == "/v1/responses"
+        assert request.json()["tools"][0]["name"] == "get_weather"
+
+
+async def test_responses_stream_reports_an_incomplete_answer() -> None:
+    async with open_chat_server() as server:
+        code, out, err = await run_example("responses_stream", server.base_url, "length")
+        assert (code, err) == (1, "")
+        assert out.splitlines()[-1] == "status: incomplete (max_output_tokens)"

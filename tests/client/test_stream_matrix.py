@@ -1,7 +1,8 @@
 """The five promises of the trio layer, in every cell of a matrix.
 
-Server behaviour x subscriber set-up x way out of the block.  Every cell runs
-``open_chat_stream`` over a trio memory stream served by
+API x server behaviour x subscriber set-up x way out of the block.  Every cell
+runs ``open_chat_stream`` or ``open_response_stream`` (one implementation, so
+both are held to every promise) over a trio memory stream served by
 ``chunkwise.testing.serve_stream``, with virtual time (the autojump clock), so
 a hang shows up as ``TooSlowError`` from the ``trio.fail_after`` around the
 block, at no real cost.  For each cell:
@@ -23,6 +24,8 @@ from __future__ import annotations
 import copy
 import math
 import traceback
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import attrs
@@ -35,12 +38,13 @@ from chunkwise import (
     ContentDelta,
     Event,
     EventsDropped,
+    OutputTextDelta,
     StreamCompleted,
     StreamFailed,
     StreamIncomplete,
 )
 from chunkwise.testing import ScriptedResponse
-from helpers import ResettingStream, choice, chunk, close_delimited, serving, sse
+from helpers import ResettingStream, choice, chunk, close_delimited, serving, sse, sse_typed
 
 ENDPOINT = chunkwise.Endpoint(base_url="http://127.0.0.1:9/v1", api_key="sk-test")
 REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
@@ -50,7 +54,7 @@ DEADLINE = 60.0  # virtual seconds: far beyond any cell's own timing
 LOGPROBS = {"content": [{"token": "x", "logprob": -0.5}]}
 
 
-def body(*, done: bool = True, deltas: int = N_DELTAS, finish: bool = True) -> bytes:
+def chat_body(*, done: bool = True, deltas: int = N_DELTAS, finish: bool = True) -> bytes:
     return sse(
         chunk(choice(role="assistant", content="")),
         *[chunk({**choice(content=f"ü{i} "), "logprobs": LOGPROBS}) for i in range(deltas)],
@@ -59,17 +63,54 @@ def body(*, done: bool = True, deltas: int = N_DELTAS, finish: bool = True) -> b
     )
 
 
+def responses_body(*, done: bool = True, deltas: int = N_DELTAS, finish: bool = True) -> bytes:
+    """The same answer as a Responses stream: ``done`` is the terminal event."""
+    at = {"output_index": 0, "item_id": "msg_1"}
+    message = {"id": "msg_1", "type": "message", "role": "assistant", "content": []}
+    text = "".join(f"ü{i} " for i in range(deltas))
+    final = {**message, "status": "completed", "content": [{"type": "output_text", "text": text}]}
+    return sse_typed(
+        {"type": "response.created", "response": {"id": "resp_1", "status": "in_progress"}},
+        {"type": "response.output_item.added", "output_index": 0, "item": message},
+        *[
+            {"type": "response.output_text.delta", **at, "content_index": 0, "delta": f"ü{i} "}
+            for i in range(deltas)
+        ],
+        *(
+            [{"type": "response.output_item.done", "output_index": 0, "item": final}]
+            if finish
+            else []
+        ),
+        *(
+            [{"type": "response.completed", "response": {"id": "resp_1", "status": "completed"}}]
+            if done
+            else []
+        ),
+    )
+
+
 # -- server behaviours ---------------------------------------------------------
 
-SERVERS: dict[str, tuple[ScriptedResponse, bool]] = {
-    # name: (response, whether the server's close shows as a reset)
-    "fast-done": (close_delimited(body()), False),
-    "fast-no-done": (close_delimited(body(done=False)), False),
-    # Just fills an unread subscriber's buffer (3) before the body ends.
-    "short-no-done": (close_delimited(body(done=False, deltas=2, finish=False)), False),
-    "trickle": (close_delimited(body(), write_sizes=40, delay=0.01), False),
-    "reset": (close_delimited(body()[:600], write_sizes=40, delay=0.01), True),
+
+def servers(body: Any) -> dict[str, tuple[ScriptedResponse, bool]]:
+    return {
+        # name: (response, whether the server's close shows as a reset)
+        "fast-done": (close_delimited(body()), False),
+        "fast-no-done": (close_delimited(body(done=False)), False),
+        # Just fills an unread subscriber's buffer (3) before the body ends.
+        "short-no-done": (close_delimited(body(done=False, deltas=2, finish=False)), False),
+        "trickle": (close_delimited(body(), write_sizes=40, delay=0.01), False),
+        "reset": (close_delimited(body()[:600], write_sizes=40, delay=0.01), True),
+    }
+
+
+SERVERS = {"chat": servers(chat_body), "responses": servers(responses_body)}
+AnyStream = chunkwise.ChatStream | chunkwise.ResponseStream
+OPEN: dict[str, Callable[..., AbstractAsyncContextManager[AnyStream]]] = {
+    "chat": chunkwise.open_chat_stream,
+    "responses": chunkwise.open_response_stream,
 }
+REQUESTS: dict[str, dict[str, Any]] = {"chat": REQUEST, "responses": {"model": "m", "input": "hi"}}
 
 
 # -- subscriber set-ups ----------------------------------------------------------
@@ -83,14 +124,14 @@ class Sub:
     channel: trio.MemoryReceiveChannel[Any]
     events: list[Event] = attrs.Factory(list)
     ended: bool = False  # EndOfChannel seen by the consumer task
-    snapshots: list[tuple[chunkwise.ChatResult, chunkwise.ChatResult]] = attrs.Factory(list)
+    snapshots: list[tuple[Any, Any]] = attrs.Factory(list)
 
     @property
     def consumed(self) -> bool:
         return self.kind in ("slow", "batched")
 
 
-def subscribe(stream: chunkwise.ChatStream, kind: str) -> Sub:
+def subscribe(stream: AnyStream, kind: str) -> Sub:
     if kind == "slow":
         return Sub(kind, stream.subscribe(buffer_size=1))
     if kind == "batched":
@@ -105,7 +146,7 @@ def subscribe(stream: chunkwise.ChatStream, kind: str) -> Sub:
     return sub
 
 
-async def slow_consumer(stream: chunkwise.ChatStream, sub: Sub) -> None:
+async def slow_consumer(stream: AnyStream, sub: Sub) -> None:
     async for item in sub.channel:
         for event in item if sub.kind == "batched" else (item,):
             sub.events.append(event)
@@ -142,7 +183,7 @@ def failure() -> ValueError:
 WAYS = ("result", "at-once", "later", "cancel", "consumer-raises", "block-raises", "deadline")
 
 
-async def take_way_out(way: str, stream: chunkwise.ChatStream) -> None:
+async def take_way_out(way: str, stream: AnyStream) -> None:
     """The body of the block for ``way`` (the deadline is set outside)."""
     if way == "result":
         # A lossless subscriber nobody reads may hold the stream (that is
@@ -172,26 +213,32 @@ async def take_way_out(way: str, stream: chunkwise.ChatStream) -> None:
 
 
 def deltas_text(events: list[Event]) -> dict[int, str]:
+    """Per choice (chat) or output item (Responses): the text its deltas add up to."""
     text: dict[int, str] = {}
     for event in events:
         if type(event) is ContentDelta:
             text[event.choice_index] = text.get(event.choice_index, "") + event.text
+        elif type(event) is OutputTextDelta:
+            text[event.output_index] = text.get(event.output_index, "") + event.text
     return text
 
 
-def result_text(result: chunkwise.ChatResult) -> dict[int, str]:
+def result_text(result: chunkwise.ChatResult | chunkwise.ResponseResult) -> dict[int, str]:
+    if isinstance(result, chunkwise.ResponseResult):
+        return {item.index: item.text for item in result.output if item.text}
     return {c.index: c.content for c in result.choices if c.content}
 
 
 @pytest.mark.parametrize("way", WAYS)
 @pytest.mark.parametrize("setup", list(SETUPS))
-@pytest.mark.parametrize("server_kind", list(SERVERS))
+@pytest.mark.parametrize("server_kind", list(SERVERS["chat"]))
+@pytest.mark.parametrize("api", list(SERVERS))
 async def test_every_promise_holds(
-    server_kind: str, setup: str, way: str, autojump_clock: trio.testing.MockClock
+    api: str, server_kind: str, setup: str, way: str, autojump_clock: trio.testing.MockClock
 ) -> None:
-    script, resets = SERVERS[server_kind]
+    script, resets = SERVERS[api][server_kind]
     subs: list[Sub] = []
-    stream: chunkwise.ChatStream | None = None
+    stream: AnyStream | None = None
     raised: BaseException | None = None
 
     async with serving(script) as (client, server):
@@ -199,9 +246,7 @@ async def test_every_promise_holds(
         try:
             with trio.fail_after(DEADLINE):
                 with trio.move_on_after(0.05 if way == "deadline" else math.inf):
-                    async with chunkwise.open_chat_stream(
-                        ENDPOINT, REQUEST, transport=transport
-                    ) as stream:
+                    async with OPEN[api](ENDPOINT, REQUESTS[api], transport=transport) as stream:
                         for kind in SETUPS[setup]:
                             sub = subscribe(stream, kind)
                             subs.append(sub)
@@ -262,10 +307,10 @@ async def test_every_promise_holds(
             assert terminals[0].result == final
 
 
-def _check_order(sub: Sub, final: chunkwise.ChatResult) -> None:
+def _check_order(sub: Sub, final: chunkwise.ChatResult | chunkwise.ResponseResult) -> None:
     """Deltas in order without a gap (a lossy subscriber is told of gaps)."""
     expected = [f"ü{i} " for i in range(N_DELTAS)]
-    got = [e.text for e in sub.events if type(e) is ContentDelta and e.text]
+    got = [e.text for e in sub.events if isinstance(e, ContentDelta | OutputTextDelta) and e.text]
     if sub.kind == "lossy":
         assert all(text in expected for text in got)
         assert got == sorted(got, key=expected.index)
