@@ -68,6 +68,7 @@ __all__ = [
     "error_status",
     "exchange_summary",
     "json_text",
+    "list_cell",
     "ms_cell",
     "non_negative_int",
     "one_line",
@@ -79,6 +80,7 @@ __all__ = [
     "printable",
     "probe_exchange",
     "read_input",
+    "render_probe_report",
     "seconds",
     "split_http_head",
     "status_text",
@@ -320,6 +322,37 @@ def comments_cell(comments: Mapping[str, Any] | None) -> str:
         return "none"
     examples = ", ".join(json.dumps(e, ensure_ascii=False) for e in comments["examples"])
     return f"yes ({comments['count']}, e.g. {examples})"
+
+
+def list_cell(values: list[str] | None, empty: str) -> str:
+    """A probe table cell: the values seen; ``unknown`` when nothing could be seen (``None``)."""
+    if values is None:
+        return "unknown"
+    return ", ".join(values) or empty
+
+
+def render_probe_report(what: str, rows: list[tuple[str, str]], findings: Mapping[str, Any]) -> str:
+    """A probe's human-readable report: its table, the problems, then each request's outcome."""
+    width = max(len(label) for label, _ in rows)
+    lines = [f"probe of {findings['base_url']} ({what})", ""]
+    lines += [f"{label:<{width}}  {one_line(value)}" for label, value in rows]
+    if findings["problems"]:
+        lines += ["", "problems:"]
+        lines += [f"  - {one_line(problem)}" for problem in findings["problems"]]
+    lines += ["", "requests:"]
+    for number, request in enumerate(findings["requests"], 1):
+        status = request["status_code"]
+        parts = [f"HTTP {status}" if status is not None else "no response"]
+        if request["stream_status"] is not None:
+            parts.append(request["stream_status"])
+        if request["error"]:
+            if request["error"].startswith(f"{parts[0]}:"):
+                parts.pop(0)  # the error names the status itself
+            parts.append(request["error"])
+        lines.append(f"  {number}. {request['label']}: {one_line(', '.join(parts))}")
+        if request["hint"]:
+            lines.append(f"     hint: {one_line(request['hint'])}")
+    return "\n".join(lines)
 
 
 # -- failures --------------------------------------------------------------------

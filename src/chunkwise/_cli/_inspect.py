@@ -303,20 +303,7 @@ def _describe(result: ChatResult, status_line: str | None) -> Iterator[str]:
     for choice in result.choices:
         yield from _describe_choice(choice)
         yield ""
-    if result.usage is None:
-        yield "usage: none"
-    else:
-        yield "usage:"
-        yield from _describe_mapping(result.usage, "  ")
-    if result.anomalies:
-        yield ""
-        yield "anomalies:"
-        for anomaly in result.anomalies:
-            where = "" if anomaly.choice_index is None else f" (choice {anomaly.choice_index})"
-            yield f"  - {anomaly.kind}{where}: {printable(anomaly.detail)}"
-    yield ""
-    yield f"id: {_optional(result.id)}"
-    yield f"model: {_optional(result.model)}"
+    yield from _describe_common(result)
     if result.system_fingerprint is not None:
         yield f"system_fingerprint: {printable(result.system_fingerprint)}"
     yield f"[DONE]: {'received' if result.done_received else 'not received'}"
@@ -383,6 +370,24 @@ def _describe_error(error: ChunkwiseError) -> Iterator[str]:
         yield f"  {key}: {printable(text)}"
 
 
+def _describe_common(result: ChatResult | ResponseResult) -> Iterator[str]:
+    # What both APIs' results have: usage, anomalies, id and model.
+    if result.usage is None:
+        yield "usage: none"
+    else:
+        yield "usage:"
+        yield from _describe_mapping(result.usage, "  ")
+    if result.anomalies:
+        yield ""
+        yield "anomalies:"
+        for anomaly in result.anomalies:
+            where = "" if anomaly.choice_index is None else f" (choice {anomaly.choice_index})"
+            yield f"  - {anomaly.kind}{where}: {printable(anomaly.detail)}"
+    yield ""
+    yield f"id: {_optional(result.id)}"
+    yield f"model: {_optional(result.model)}"
+
+
 def _block(text: str, indent: str) -> Iterator[str]:
     for line in text.split("\n"):
         yield f"{indent}{printable(line)}" if line else ""
@@ -405,19 +410,7 @@ def _describe_response(result: ResponseResult, status_line: str | None) -> Itera
     for item in result.output:
         yield from _describe_item(item)
         yield ""
-    if result.usage is None:
-        yield "usage: none"
-    else:
-        yield "usage:"
-        yield from _describe_mapping(result.usage, "  ")
-    if result.anomalies:
-        yield ""
-        yield "anomalies:"
-        for anomaly in result.anomalies:
-            yield f"  - {anomaly.kind}: {printable(anomaly.detail)}"
-    yield ""
-    yield f"id: {_optional(result.id)}"
-    yield f"model: {_optional(result.model)}"
+    yield from _describe_common(result)
     yield f"response_status: {_optional(result.response_status)}"
     if result.incomplete_reason is not None:
         yield f"incomplete_reason: {printable(result.incomplete_reason)}"

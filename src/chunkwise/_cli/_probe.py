@@ -56,10 +56,11 @@ from ._common import (
     comments_cell,
     exchange_summary,
     json_text,
+    list_cell,
     ms_cell,
-    one_line,
     prepare_json_output,
     probe_exchange,
+    render_probe_report,
     seconds,
     status_text,
     yes_no,
@@ -505,41 +506,15 @@ def render_table(findings: Mapping[str, Any]) -> str:
         ("[DONE] sent", yes_no(findings["done_sent"])),
         ("include_usage", _usage_cell(findings["include_usage"])),
         ("tool-call streaming", _tool_cell(findings["tool_calls"])),
-        ("reasoning field", _list_cell(findings["reasoning_fields"], "none")),
+        ("reasoning field", list_cell(findings["reasoning_fields"], "none")),
         ("keep-alive comments", comments_cell(findings["keep_alive_comments"])),
-        ("line endings", _list_cell(findings["line_endings"], "(none)")),
-        ("data: spacing", _list_cell(findings["data_spacing"], "(none)")),
-        ("finish reasons", _list_cell(findings["finish_reasons"], "none")),
+        ("line endings", list_cell(findings["line_endings"], "(none)")),
+        ("data: spacing", list_cell(findings["data_spacing"], "(none)")),
+        ("finish reasons", list_cell(findings["finish_reasons"], "none")),
         ("time to first byte", ms_cell(findings["ttfb_ms"])),
         ("time to first token", ms_cell(findings["first_token_ms"])),
     ]
-    width = max(len(label) for label, _ in rows)
-    lines = [f"probe of {findings['base_url']} (model {findings['model']})", ""]
-    lines += [f"{label:<{width}}  {one_line(value)}" for label, value in rows]
-    if findings["problems"]:
-        lines += ["", "problems:"]
-        lines += [f"  - {one_line(problem)}" for problem in findings["problems"]]
-    lines += ["", "requests:"]
-    for number, request in enumerate(findings["requests"], 1):
-        status = request["status_code"]
-        parts = [f"HTTP {status}" if status is not None else "no response"]
-        if request["stream_status"] is not None:
-            parts.append(request["stream_status"])
-        if request["error"]:
-            if request["error"].startswith(f"{parts[0]}:"):
-                parts.pop(0)  # the error names the status itself
-            parts.append(request["error"])
-        lines.append(f"  {number}. {request['label']}: {one_line(', '.join(parts))}")
-        if request["hint"]:
-            lines.append(f"     hint: {one_line(request['hint'])}")
-    return "\n".join(lines)
-
-
-def _list_cell(values: list[str] | None, empty: str) -> str:
-    """The values seen; ``unknown`` when nothing could be seen (``None``)."""
-    if values is None:
-        return "unknown"
-    return ", ".join(values) or empty
+    return render_probe_report(f"model {findings['model']}", rows, findings)
 
 
 def _usage_cell(usage: Mapping[str, Any]) -> str:

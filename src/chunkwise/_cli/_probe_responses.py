@@ -62,10 +62,11 @@ from ._common import (
     comments_cell,
     exchange_summary,
     json_text,
+    list_cell,
     ms_cell,
-    one_line,
     prepare_json_output,
     probe_exchange,
+    render_probe_report,
     status_text,
     yes_no,
 )
@@ -413,29 +414,12 @@ def render_responses_table(findings: Mapping[str, Any]) -> str:
         ("[DONE] sent", yes_no(findings["done_sent"])),
         ("truncation", _verdict_cell(findings["truncation"])),
         ("function calls", _calls_cell(findings["function_calls"])),
-        ("error shapes", _list_cell(findings["error_shapes"])),
+        ("error shapes", list_cell(findings["error_shapes"], "none seen")),
         ("final status", findings["final_status"] or "unknown"),
         ("time to first byte", ms_cell(findings["ttfb_ms"])),
         ("time to first token", ms_cell(findings["first_token_ms"])),
     ]
-    width = max(len(label) for label, _ in rows)
-    lines = [f"probe of {findings['base_url']} (model {findings['model']}, Responses API)", ""]
-    lines += [f"{label:<{width}}  {one_line(value)}" for label, value in rows]
-    if findings["problems"]:
-        lines += ["", "problems:"]
-        lines += [f"  - {one_line(problem)}" for problem in findings["problems"]]
-    lines += ["", "requests:"]
-    for number, request in enumerate(findings["requests"], 1):
-        status = request["status_code"]
-        parts = [f"HTTP {status}" if status is not None else "no response"]
-        if request["stream_status"] is not None:
-            parts.append(request["stream_status"])
-        if request["error"]:
-            parts.append(request["error"])
-        lines.append(f"  {number}. {request['label']}: {one_line(', '.join(parts))}")
-        if request["hint"]:
-            lines.append(f"     hint: {one_line(request['hint'])}")
-    return "\n".join(lines)
+    return render_probe_report(f"model {findings['model']}, Responses API", rows, findings)
 
 
 def _short(name: str) -> str:
@@ -455,10 +439,6 @@ def _finishing_cell(finishing: Mapping[str, Any] | None) -> str:
 
 def _count(value: int | None) -> str:
     return "unknown" if value is None else str(value) if value else "none"
-
-
-def _list_cell(values: list[str] | None) -> str:
-    return "unknown" if values is None else ", ".join(values) or "none seen"
 
 
 def _verdict_cell(finding: Mapping[str, Any]) -> str:
