@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import importlib.util
 import os
+import shutil
 import signal
 import socket
 import struct
@@ -369,6 +370,147 @@ async def test_events_cross_proxy_py_as_they_are_written(proxy_py: ProxyPy, sche
     assert texts == ["Hello", " through", " the proxy"]
     assert result.status == "complete"
     assert result.content == TEXT
+
+
+# --- tinyproxy, a second real proxy, where installed -------------------------------------
+
+
+@attrs.frozen
+class Tinyproxy:
+    """A running tinyproxy: its port."""
+
+    port: int
+
+    def url(self, userinfo: str | None = None) -> str:
+        return f"http://{'' if userinfo is None else userinfo + '@'}127.0.0.1:{self.port}"
+
+
+def _free_port() -> int:
+    # tinyproxy cannot report an ephemeral port: take one the kernel just gave out.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="module")
+def tinyproxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tinyproxy]:
+    """tinyproxy (``apt install tinyproxy``) wanting Basic credentials user:pass.
+
+    Without ``ConnectPort`` lines it tunnels to any port; in the foreground
+    (``-d``), in its own process group, logging to a file.
+    """
+    binary = shutil.which("tinyproxy") or next(
+        (p for p in ("/usr/bin/tinyproxy", "/usr/sbin/tinyproxy") if os.access(p, os.X_OK)), None
+    )
+    if binary is None:
+        pytest.skip("tinyproxy is not installed (apt install tinyproxy)")
+    directory = tmp_path_factory.mktemp("tinyproxy")
+    port = _free_port()
+    config = directory / "tinyproxy.conf"
+    config.write_text(
+        f"Port {port}\nListen 127.0.0.1\nTimeout 30\nAllow 127.0.0.1\n"
+        f'BasicAuth {USER} {PASSWORD}\nLogFile "{directory / "tinyproxy.log"}"\n'
+        "LogLevel Info\nMaxClients 20\n"
+    )
+    with open(directory / "output.log", "wb") as output:
+        process = subprocess.Popen(
+            [binary, "-d", "-c", str(config)],
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + 10
+        while True:  # polling the port: tinyproxy says nothing when it listens
+            if process.poll() is not None:
+                pytest.fail(f"tinyproxy exited: {(directory / 'output.log').read_text()}")
+            with suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+                break
+            if time.monotonic() > deadline:
+                pytest.fail("tinyproxy did not listen within 10 s")
+            time.sleep(0.01)
+        yield Tinyproxy(port)
+    finally:
+        _stop(process)
+
+
+@pytest.mark.parametrize("scheme", ["https", "http"])
+async def test_a_stream_through_tinyproxy_with_credentials(
+    tinyproxy: Tinyproxy, scheme: str
+) -> None:
+    async with chat_server(scheme) as server:
+        result = await complete(server.endpoint(api_key=KEY, proxy=tinyproxy.url("user:pass")))
+    request = assert_answered(result, server)
+    assert request.target == "/v1/chat/completions"
+    if scheme == "http":
+        # Forwarded by tinyproxy (absolute form in, origin form out, its Via added).
+        assert "tinyproxy" in request.headers["via"]
+    else:
+        assert "via" not in request.headers  # inside the tunnel: unseen by the proxy
+
+
+@pytest.mark.parametrize("userinfo", REFUSED_CREDENTIALS, ids=REFUSED_IDS)
+async def test_tinyproxy_refuses_the_tunnel_with_401(
+    tinyproxy: Tinyproxy, userinfo: str | None
+) -> None:
+    # tinyproxy 1.11 answers 407 when no credentials came, and 401 (not 407) to
+    # wrong ones: either way a ProxyError with the status it sent.
+    async with chat_server("https") as server:
+        endpoint = server.endpoint(
+            api_key=KEY, proxy=tinyproxy.url(userinfo), retries=QUICK_RETRIES
+        )
+        with trio.fail_after(BOUND), pytest.raises(ProxyError) as info:
+            await chunkwise.complete_chat(endpoint, REQUEST)
+    assert info.value.status_code == (407 if userinfo is None else 401)
+    assert info.value.attempts == 1
+    assert server.connections == []
+    for text in (str(info.value), repr(info.value), repr(endpoint)):
+        assert secrets_absent(text, WRONG_PASSWORD, PASSWORD, userinfo or PASSWORD, KEY), text
+
+
+async def test_tinyproxy_refuses_the_http_request_with_401(tinyproxy: Tinyproxy) -> None:
+    async with chat_server("http") as server:
+        endpoint = server.endpoint(
+            api_key=KEY, proxy=tinyproxy.url(f"{USER}:{WRONG_PASSWORD}"), retries=QUICK_RETRIES
+        )
+        with trio.fail_after(BOUND), pytest.raises(HTTPStatusError) as info:
+            await chunkwise.complete_chat(endpoint, REQUEST)
+    assert info.value.status_code == 401 and info.value.attempts == 1
+    assert server.connections == []
+
+
+@pytest.mark.parametrize("scheme", ["https", "http"])
+async def test_events_cross_tinyproxy_as_they_are_written(
+    tinyproxy: Tinyproxy, scheme: str
+) -> None:
+    # As with proxy.py: the next event is written only once the client has the
+    # previous one, so a proxy that buffered the body would deadlock.
+    received = [trio.Event() for _ in range(2)]
+
+    async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+        await writer.start()
+        await writer.write(sse(chunk(choice(role="assistant", content="Hello")), done=False))
+        await received[0].wait()
+        await writer.write(sse(chunk(choice(content=" through")), done=False))
+        await received[1].wait()
+        await writer.write(
+            sse(chunk(choice(content=" the proxy")), chunk(choice(finish_reason="stop")))
+        )
+
+    async with chat_server(scheme, handler) as server:
+        endpoint = server.endpoint(api_key=KEY, proxy=tinyproxy.url("user:pass"))
+        with trio.fail_after(BOUND):
+            async with chunkwise.open_chat_stream(endpoint, REQUEST) as stream:
+                texts = []
+                async for event in stream:
+                    if isinstance(event, chunkwise.ContentDelta):
+                        texts.append(event.text)
+                        received[min(len(texts), 2) - 1].set()
+                result = await stream.result()
+    assert texts == ["Hello", " through", " the proxy"]
+    assert result.status == "complete"
 
 
 # --- fake proxies: exact bytes, odd answers, failures ------------------------------------
