@@ -245,6 +245,45 @@ def test_rule_5_no_module_takes_another_modules_underscore_names() -> None:
     assert bad == []
 
 
+def _own_underscore_names(tree: ast.Module) -> set[str]:
+    """The underscore names a module defines: functions, classes, and attributes it sets."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.ctx, ast.Store)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in ("self", "cls")
+        ):
+            names.add(node.attr)  # set on its own objects, not poked into another's
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+    return {name for name in names if name.startswith("_") and not name.startswith("__")}
+
+
+def test_rule_5_no_module_uses_another_modules_underscore_attributes() -> None:
+    # ``obj._name`` where the module never defines ``_name`` itself: reaching
+    # into another module's object (as ``parser._decoder._pairs = True`` did).
+    bad = []
+    for name, path in sorted(modules().items()):
+        tree = ast.parse(path.read_text())
+        own = _own_underscore_names(tree)
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+                and node.attr not in own
+            ):
+                bad.append(f"{name}:{node.lineno} uses {ast.unparse(node)}")
+    assert bad == []
+
+
 @pytest.mark.parametrize("name", sorted(modules()))
 def test_no_module_is_over_the_line_limit(name: str) -> None:
     lines = modules()[name].read_text().count("\n")

@@ -1,6 +1,8 @@
 """Layers 1-3 together: bytes of an SSE body in, stream events out, for either API.
 
-:class:`StreamParser` composes an :class:`~chunkwise.SSEDecoder` and an
+:class:`StreamParser` composes an SSE decoder (a
+:class:`~chunkwise._sse.PairDecoder`: an :class:`~chunkwise.SSEDecoder`
+giving (event type, data) pairs) and an
 accumulator through their public methods (wsproto's ``WSConnection`` composing
 two machines is the model); :class:`ChatStreamParser` and
 :class:`ResponseStreamParser` are the two choices of accumulator.  Whatever the
@@ -20,7 +22,7 @@ from ._events import Event
 from ._response_accumulator import ResponseAccumulator
 from ._response_results import ResponseResult
 from ._results import Anomaly, ChatResult, IncompleteReason
-from ._sse import DEFAULT_MAX_EVENT_SIZE, SSEDecoder
+from ._sse import DEFAULT_MAX_EVENT_SIZE, PairDecoder
 
 __all__ = ["Accumulator", "ChatStreamParser", "ResponseStreamParser", "StreamParser"]
 
@@ -56,8 +58,7 @@ class StreamParser(Generic[R]):
     def __init__(
         self, accumulator: Accumulator[R], *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE
     ) -> None:
-        self._decoder = SSEDecoder(max_event_size=max_event_size, legacy_error_field=True)
-        self._decoder._pairs = True  # (event type, data) pairs; see SSEDecoder
+        self._decoder = PairDecoder(max_event_size=max_event_size, legacy_error_field=True)
         self._accumulator = accumulator
         self._ended = False
 
@@ -129,8 +130,7 @@ class StreamParser(Generic[R]):
         # and the events completed before it are delivered first.
         decoder = self._decoder
         try:
-            # (event type, data) pairs; see __init__
-            sse_events: list[Any] = decoder._feed(data) if data is not None else decoder.end()
+            sse_events = decoder.feed(data) if data is not None else decoder.end()
         except EventTooLarge as exc:
             return self._accumulator.fail(exc)
         # After the terminal event the accumulator ignores events but notes

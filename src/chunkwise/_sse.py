@@ -37,7 +37,13 @@ import attrs
 
 from ._errors import EventTooLarge, LocalProtocolError, raise_itself
 
-__all__ = ["DEFAULT_MAX_EVENT_SIZE", "SSEDecoder", "ServerSentEvent"]
+__all__ = [
+    "DEFAULT_MAX_EVENT_SIZE",
+    "DecoderCore",
+    "PairDecoder",
+    "SSEDecoder",
+    "ServerSentEvent",
+]
 
 #: Default limit for one event, in characters of decoded text (see
 #: :class:`SSEDecoder` for how an event is measured).  Large enough for a whole
@@ -74,36 +80,16 @@ class ServerSentEvent:
     retry: int | None = None
 
 
-class SSEDecoder:
-    """Incremental, sans-IO decoder from bytes to :class:`ServerSentEvent`.
+class DecoderCore:
+    """The decoding machinery of :class:`SSEDecoder` and :class:`PairDecoder`.
 
-    Args:
-        max_event_size: Upper bound on the size of one event, in characters.
-            The size of an event is the total length of the values of its
-            kept field lines (``data``, ``event``, ``id``, ``retry``, and
-            ``error`` with ``legacy_error_field``) plus one between
-            consecutive lines: for an event made of data lines only it is
-            exactly ``len(event.data)``, the joining ``"\\n"`` included.
-            Comments and unknown fields are not kept and do not count.  A
-            line counts as far as it has arrived, so a line cut off by the
-            end of the stream counts too.  An event whose size equals
-            ``max_event_size`` is accepted; one character more raises
-            :class:`~chunkwise.EventTooLarge` (from :meth:`feed`, or from
-            :meth:`end` for a cut-off line), however the bytes were split
-            into reads, before the excess is stored.
-        legacy_error_field: Also accept llama.cpp's legacy ``error:`` field
-            lines: a block with ``error:`` lines and no ``data:`` lines is
-            dispatched as an event of type ``"error"``.  Off by default,
-            because WHATWG says unknown fields are ignored.
-
-    Attributes:
-        last_event_id: The last event ID committed by a dispatch, as WHATWG
-            defines it: an ``id`` field takes effect when its block ends
-            with a blank line, even a block without data; one in a block the
-            stream never terminated does not.
-        retry: The last valid ``retry`` value (it applies at once, as in
-            WHATWG), or None.
+    Both are this machine; they differ only in what a dispatch produces
+    (``_pairs``, a class attribute), and so in the type their ``feed()`` and
+    ``end()`` return.
     """
+
+    #: Dispatch (event type, data) pairs instead of ServerSentEvents.
+    _pairs = False
 
     def __init__(
         self,
@@ -120,9 +106,6 @@ class SSEDecoder:
         self._skip_lf = False  # the previous text ended with CR
         self._ended = False
         self._error: EventTooLarge | None = None
-        # Set by ChatStreamParser, which needs only (event type, data): it
-        # saves building a ServerSentEvent per chunk on the hot path.
-        self._pairs = False
         self._unterminated = False
         # The unfinished line.
         self._pieces: list[str] = []
@@ -159,10 +142,6 @@ class SSEDecoder:
         """
         return self._unterminated
 
-    def feed(self, data: bytes | bytearray | memoryview) -> list[ServerSentEvent]:
-        """Decode the next bytes of the stream and return the events they complete."""
-        return self._feed(data)
-
     def _feed(self, data: bytes | bytearray | memoryview) -> list[Any]:
         # ServerSentEvents, or (event type, data) pairs when _pairs is set.
         if self._error is not None:
@@ -180,16 +159,8 @@ class SSEDecoder:
             return []
         return self._feed_text(text)
 
-    def end(self) -> list[ServerSentEvent]:
-        """Signal end of stream.
-
-        Flushes the UTF-8 decoder.  Per WHATWG, an event not terminated by a
-        blank line is discarded; :attr:`unterminated` then says so.
-
-        Raises:
-            EventTooLarge: the line the stream cut off makes its event larger
-                than ``max_event_size`` (see the class docstring).
-        """
+    def _end(self) -> list[Any]:
+        # end(), for either kind of event.
         if self._error is not None:
             raise_itself(self._error, fresh_traceback=True)
         if self._ended:
@@ -411,6 +382,73 @@ class SSEDecoder:
         # the first line has none, so an event of data lines only has the
         # size of its data.
         self._event_size = -1
+
+
+class SSEDecoder(DecoderCore):
+    """Incremental, sans-IO decoder from bytes to :class:`ServerSentEvent`.
+
+    Args:
+        max_event_size: Upper bound on the size of one event, in characters.
+            The size of an event is the total length of the values of its
+            kept field lines (``data``, ``event``, ``id``, ``retry``, and
+            ``error`` with ``legacy_error_field``) plus one between
+            consecutive lines: for an event made of data lines only it is
+            exactly ``len(event.data)``, the joining ``"\\n"`` included.
+            Comments and unknown fields are not kept and do not count.  A
+            line counts as far as it has arrived, so a line cut off by the
+            end of the stream counts too.  An event whose size equals
+            ``max_event_size`` is accepted; one character more raises
+            :class:`~chunkwise.EventTooLarge` (from :meth:`feed`, or from
+            :meth:`end` for a cut-off line), however the bytes were split
+            into reads, before the excess is stored.
+        legacy_error_field: Also accept llama.cpp's legacy ``error:`` field
+            lines: a block with ``error:`` lines and no ``data:`` lines is
+            dispatched as an event of type ``"error"``.  Off by default,
+            because WHATWG says unknown fields are ignored.
+
+    Attributes:
+        last_event_id: The last event ID committed by a dispatch, as WHATWG
+            defines it: an ``id`` field takes effect when its block ends
+            with a blank line, even a block without data; one in a block the
+            stream never terminated does not.
+        retry: The last valid ``retry`` value (it applies at once, as in
+            WHATWG), or None.
+    """
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[ServerSentEvent]:
+        """Decode the next bytes of the stream and return the events they complete."""
+        return self._feed(data)
+
+    def end(self) -> list[ServerSentEvent]:
+        """Signal end of stream.
+
+        Flushes the UTF-8 decoder.  Per WHATWG, an event not terminated by a
+        blank line is discarded; :attr:`unterminated` then says so.
+
+        Raises:
+            EventTooLarge: the line the stream cut off makes its event larger
+                than ``max_event_size`` (see the class docstring).
+        """
+        return self._end()
+
+
+class PairDecoder(DecoderCore):
+    """:class:`SSEDecoder`, giving each event as its ``(event type, data)`` pair.
+
+    For the stream parsers, which need nothing else: building a
+    :class:`ServerSentEvent` per event is most of the cost of a small event on
+    the hot path.  The same arguments, rules, errors and attributes.
+    """
+
+    _pairs = True
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[tuple[str, str]]:
+        """Decode the next bytes; return the (event type, data) of the events they complete."""
+        return self._feed(data)
+
+    def end(self) -> list[tuple[str, str]]:
+        """Signal end of stream, as :meth:`SSEDecoder.end`."""
+        return self._end()
 
 
 def _split_field(line: str) -> tuple[str, str]:
