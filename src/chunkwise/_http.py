@@ -61,7 +61,7 @@ from typing import Any
 import h11
 import trio
 
-from ._connect import Origin, open_connection, socket_of
+from ._connect import Origin, open_connection, socket_of, take_buffered
 from ._endpoint import Endpoint
 from ._errors import (
     ChunkwiseError,
@@ -629,6 +629,11 @@ class Connection:
                 self._eof = True
             else:
                 self.response_started = True
+                # TLS hands out one record per read; the records that came with
+                # it go to h11 in the same call (see chunkwise._connect).
+                more = take_buffered(self._transport, _READ_SIZE - len(data))
+                if more:
+                    data = b"".join((data, more))
             self._h11.receive_data(bytes(data))  # a no-op for bytes; streams may give bytearray
             return
         raise IdleTimeout(self._host, self._port, self._idle)
