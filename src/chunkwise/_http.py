@@ -46,7 +46,8 @@ A process may hold thousands of responses open at once (``bench/load.py``), so
 what one keeps is kept small: :class:`Connection` and :class:`HTTPResponse` have
 no instance dict, a request without a pool holds no slot object, and the
 prepared request (header list and body) is let go once its response is yielded,
-since nothing is sent again after that.
+since nothing is sent again after that (the body stays alive only if the caller
+keeps a reference of its own).
 """
 
 from __future__ import annotations
@@ -257,6 +258,7 @@ async def open_http_response(
     origin = Origin.of(endpoint)
     proxy = endpoint.select_proxy() if transport is None else None
     request = prepare_request(endpoint, body, proxy=proxy)
+    del body  # the request holds it, for as long as it may be sent again
     # A given transport cannot be opened again, so it is tried once.
     retries = endpoint.retries if transport is None else _NO_RETRIES
     key = (origin, proxy)

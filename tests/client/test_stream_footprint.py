@@ -52,3 +52,28 @@ async def test_an_open_stream_keeps_no_prepared_request(
                     break
             assert live_requests() == []
             stream.cancel()
+
+
+def held_by_open_http_response(obj: object) -> bool:
+    """Whether ``open_http_response``'s suspended frame refers to ``obj``."""
+    gc.collect()
+    for referrer in gc.get_referrers(obj):
+        code = getattr(referrer, "f_code", None) or getattr(referrer, "ag_code", None)
+        if getattr(code, "co_name", None) == "open_http_response":
+            return True
+    return False
+
+
+async def test_the_http_layer_keeps_no_request_body_while_streaming(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+        await writer.start(200)
+        await writer.write(FIRST)
+        await trio.sleep_forever()
+
+    body = b'{"model": "m", "stream": true, "messages": []}'
+    async with serving(handler) as (client, _):
+        async with _http.open_http_response(ENDPOINT, body, transport=client) as response:
+            assert await response.receive_some()
+            assert not held_by_open_http_response(body)
