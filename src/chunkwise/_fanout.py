@@ -202,6 +202,9 @@ class _Subscriber:
 class Broadcaster:
     """Deliver published events to every subscriber (see the module docstring)."""
 
+    # One per open stream, thousands at once: no instance dict.
+    __slots__ = ("_subscribers", "_terminal", "has_subscribed")
+
     def __init__(self) -> None:
         self._subscribers: list[_Subscriber] = []
         self._terminal: Event | None = None

@@ -41,6 +41,13 @@ the retry budget.
 The request is sent completely before the response is read.  Chat requests are
 small, so a server that answers before reading the body (an early 413) is not
 worth a second task.
+
+A process may hold thousands of responses open at once (``bench/load.py``), so
+what one keeps is kept small: :class:`Connection` and :class:`HTTPResponse` have
+no instance dict, a request without a pool holds no slot object, and the
+prepared request (header list and body) is let go once its response is yielded,
+since nothing is sent again after that (the body stays alive only if the caller
+keeps a reference of its own).
 """
 
 from __future__ import annotations
@@ -61,7 +68,7 @@ from typing import Any
 import h11
 import trio
 
-from ._connect import Origin, open_connection, socket_of
+from ._connect import Origin, open_connection, socket_of, take_buffered
 from ._endpoint import Endpoint
 from ._errors import (
     ChunkwiseError,
@@ -254,13 +261,14 @@ async def open_http_response(
     origin = Origin.of(endpoint)
     proxy = endpoint.select_proxy() if transport is None else None
     request = prepare_request(endpoint, body, path=path, proxy=proxy)
+    del body  # the request holds it, for as long as it may be sent again
     # A given transport cannot be opened again, so it is tried once.
     retries = endpoint.retries if transport is None else _NO_RETRIES
     key = (origin, proxy)
     retried = 0  # retries made, against retries.max_retries
     resent = False  # the one free re-send after a reused connection failed
     while True:
-        async with _slot(pool):
+        async with _NO_SLOT if pool is None else pool.slot():
             conn = await pool.take(key) if pool is not None else None
             reused = conn is not None
             try:
@@ -276,7 +284,8 @@ async def open_http_response(
                         stream, transport = transport, None
                     conn = Connection(stream, origin, idle_timeout=endpoint.timeouts.idle)
                 await conn.send_request(request)
-                release = functools.partial(_release, conn, pool, key)
+                # Without a pool, releasing is closing: HTTPResponse does it itself.
+                release = None if pool is None else functools.partial(_release, conn, pool, key)
                 response = HTTPResponse(conn, await conn.receive_head(), release)
                 if check:
                     await _check_response(response, endpoint, proxy)
@@ -290,6 +299,9 @@ async def open_http_response(
                     await conn.aclose()
                 raise
             else:
+                # Nothing is sent again from here on: the request (its header
+                # list, its body) need not live as long as the stream.
+                del request
                 try:
                     yield response
                 finally:
@@ -327,22 +339,23 @@ _DRAIN_LIMIT = 64 * 1024
 _log = logging.getLogger("chunkwise")
 
 
-@asynccontextmanager
-async def _slot(pool: ConnectionPool[Connection] | None) -> AsyncIterator[None]:
-    if pool is None:
-        yield
-    else:
-        async with pool.slot():
-            yield
+class _NoSlot:
+    """The slot of a request without a pool: nothing to hold (one shared instance)."""
+
+    __slots__ = ()
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        return None
 
 
-async def _release(
-    conn: Connection, pool: ConnectionPool[Connection] | None, key: Hashable
-) -> None:
+_NO_SLOT = _NoSlot()
+
+
+async def _release(conn: Connection, pool: ConnectionPool[Connection], key: Hashable) -> None:
     """End a response the caller is done with: back to the pool if the exchange completed."""
-    if pool is None:
-        await conn.aclose()
-        return
     try:
         await conn.drain(_DRAIN_GRACE, _DRAIN_LIMIT)
     finally:
@@ -450,6 +463,25 @@ def parse_error_body(body: bytes) -> StreamError | None:
 
 class Connection:
     """The h11 client state machine and the stream under it: the one place with I/O."""
+
+    # One per open stream, thousands at once: no instance dict.
+    __slots__ = (
+        "_busy",
+        "_closed",
+        "_done",
+        "_eof",
+        "_error",
+        "_expected",
+        "_h11",
+        "_host",
+        "_idle",
+        "_in_body",
+        "_port",
+        "_received",
+        "_transport",
+        "_where",
+        "response_started",
+    )
 
     def __init__(
         self, transport: trio.abc.Stream, origin: Origin, *, idle_timeout: float | None
@@ -632,6 +664,11 @@ class Connection:
                 self._eof = True
             else:
                 self.response_started = True
+                # TLS hands out one record per read; the records that came with
+                # it go to h11 in the same call (see chunkwise._connect).
+                more = take_buffered(self._transport, _READ_SIZE - len(data))
+                if more:
+                    data = b"".join((data, more))
             self._h11.receive_data(bytes(data))  # a no-op for bytes; streams may give bytearray
             return
         raise IdleTimeout(self._host, self._port, self._idle)

@@ -30,9 +30,8 @@ Rules
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Hashable
-from contextlib import asynccontextmanager
-from typing import Generic, Protocol, TypeVar
+from collections.abc import Hashable
+from typing import Any, Generic, Protocol, TypeVar
 
 import attrs
 import trio
@@ -73,6 +72,23 @@ class PoolSettings:
     idle_expiry: float = attrs.field(default=5.0, validator=non_negative_seconds)
 
 
+class _Slot:
+    """One request's slot: a plain class, not a generator, as it lives as long as the request."""
+
+    __slots__ = ("_pool",)
+
+    def __init__(self, pool: ConnectionPool[Any]) -> None:
+        self._pool = pool
+
+    async def __aenter__(self) -> None:
+        if self._pool._closed:
+            raise trio.ClosedResourceError("the client is closed")
+        await self._pool._slots.acquire()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._pool._slots.release()
+
+
 @attrs.define
 class _Idle(Generic[C]):
     connection: C
@@ -99,16 +115,9 @@ class ConnectionPool(Generic[C]):
         """How many slots are taken (connections in use or being opened)."""
         return self.settings.max_connections - self._slots.value
 
-    @asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
-        """Hold one of ``max_connections`` slots for the block (waits, cancellably)."""
-        if self._closed:
-            raise trio.ClosedResourceError("the client is closed")
-        await self._slots.acquire()
-        try:
-            yield
-        finally:
-            self._slots.release()
+    def slot(self) -> _Slot:
+        """Hold one of ``max_connections`` slots for an ``async with`` block (cancellable wait)."""
+        return _Slot(self)
 
     async def take(self, key: Hashable) -> C | None:
         """An idle connection for ``key`` that passed rule 4, or ``None``.

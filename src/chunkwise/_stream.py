@@ -111,6 +111,19 @@ R = TypeVar("R")
 class Stream(Generic[R]):
     """An answer being streamed: the one implementation behind both APIs' streams."""
 
+    __slots__ = (
+        "_block_left",
+        "_broadcaster",
+        "_consumers",
+        "_ended",
+        "_iterator",
+        "_nobody_reads",
+        "_nursery",
+        "_parser",
+        "_reader_scope",
+        "_response",
+    )
+
     def __init__(self, response: HTTPResponse, parser: StreamParser[R]) -> None:
         self._response = response
         self._parser = parser
@@ -284,12 +297,17 @@ class Stream(Generic[R]):
                         clean_end = True
                         break
                     events = parser.feed(data)
+                    # Neither the read nor its events are kept through the next
+                    # wait: with thousands of open streams that is most of
+                    # their memory (bench/load.py).
+                    del data
                     if parser.finished:
                         final = events  # published after the socket is released (rule 2)
                         clean_end = True
                         break
                     if events:
                         await broadcaster.publish(events)
+                    del events
                 if clean_end:
                     # With a pool, the end of the body is read and the connection
                     # kept for the next request; otherwise it is closed.
@@ -325,6 +343,8 @@ class ChatStream(Stream[ChatResult]):
     :class:`~chunkwise.ChatResult`.
     """
 
+    __slots__ = ()
+
 
 class ResponseStream(Stream[ResponseResult]):
     """A Responses API answer being streamed; created by :func:`open_response_stream`.
@@ -335,6 +355,8 @@ class ResponseStream(Stream[ResponseResult]):
     events are the ``"choice"`` family, its function calls the
     ``"tool_call"`` family); the result is a :class:`~chunkwise.ResponseResult`.
     """
+
+    __slots__ = ()
 
 
 S = TypeVar("S", bound=Stream[Any], covariant=True)
@@ -435,10 +457,11 @@ async def open_stream(
     pool: ConnectionPool[Connection] | None = None,
 ) -> AsyncIterator[S]:
     """Open a stream of ``api``, on ``pool``'s connections when one is given (a Client's)."""
-    body = json.dumps({**request, "stream": True}, ensure_ascii=False).encode()
     parser = api.make_parser(request, max_event_size)
+    # The body is not kept here while the stream runs: the HTTP layer lets go
+    # of it once the request can no longer be sent again.
     async with open_http_response(
-        endpoint, body, path=api.path, transport=transport, pool=pool
+        endpoint, _body(request), path=api.path, transport=transport, pool=pool
     ) as response:
         stream = api.stream_class(response, parser)
         try:
@@ -455,6 +478,10 @@ async def open_stream(
                         stream._leave()
         finally:
             stream._nursery = None
+
+
+def _body(request: Mapping[str, Any]) -> bytes:
+    return json.dumps({**request, "stream": True}, ensure_ascii=False).encode()
 
 
 async def complete_chat(

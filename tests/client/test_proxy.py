@@ -47,7 +47,7 @@ from chunkwise import (
     Timeouts,
     TransportError,
 )
-from chunkwise._connect import Origin, PrefixedStream, _tunnel
+from chunkwise._connect import Origin, PrefixedStream, open_tunnel
 from chunkwise._proxy import parse_proxy_url
 from chunkwise._util import exceptions_unwrapped
 from chunkwise.testing import (
@@ -788,7 +788,7 @@ async def test_tunnel_stream_starts_with_the_bytes_after_the_answer() -> None:
     async with trio.open_nursery() as nursery:
         nursery.start_soon(fake_proxy)
         with trio.fail_after(BOUND):
-            stream = await _tunnel(client, proxy, origin)
+            stream = await open_tunnel(client, proxy, origin)
     assert bytes(received.head) == connect_bytes("api.example:443", BASIC)
     assert isinstance(stream, PrefixedStream)
     await proxy_side.send_all(b" and later ones")

@@ -1,0 +1,79 @@
+"""What an open stream keeps: bench/load.py holds 10,000 at once, so per-stream
+objects are kept few and small.  Structural checks, not measurements: the
+objects a stream owns have no instance dict, and nothing that is only needed
+before the response arrives (the prepared request) lives as long as the stream."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+import trio
+import trio.testing
+
+import chunkwise
+from chunkwise import _fanout, _http
+from chunkwise._request import Request
+from chunkwise.testing import RecordedRequest, ResponseWriter
+from helpers import choice, chunk, serving, sse
+
+ENDPOINT = chunkwise.Endpoint(base_url="http://127.0.0.1:9/v1", api_key="sk-test-secret")
+REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+FIRST = sse(chunk(choice(role="assistant", content="Hello")), done=False)
+
+
+@pytest.mark.parametrize(
+    "cls", [_http.Connection, _http.HTTPResponse, _fanout.Broadcaster, _fanout._Subscriber]
+)
+def test_per_stream_objects_have_no_instance_dict(cls: type) -> None:
+    # Every class in the MRO but object declares __slots__, and none of them "__dict__".
+    for klass in cls.__mro__[:-1]:
+        assert "__dict__" not in vars(klass).get("__slots__", ("__dict__",))
+
+
+def live_requests() -> list[Request]:
+    gc.collect()
+    return [o for o in gc.get_objects() if type(o) is Request]
+
+
+async def test_an_open_stream_keeps_no_prepared_request(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+        await writer.start(200)
+        await writer.write(FIRST)
+        await trio.sleep_forever()  # the stream stays open
+
+    assert live_requests() == []
+    async with serving(handler) as (client, _):
+        async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+            async for event in stream:
+                if isinstance(event, chunkwise.ContentDelta):
+                    break
+            assert live_requests() == []
+            stream.cancel()
+
+
+def held_by_open_http_response(obj: object) -> bool:
+    """Whether ``open_http_response``'s suspended frame refers to ``obj``."""
+    gc.collect()
+    for referrer in gc.get_referrers(obj):
+        code = getattr(referrer, "f_code", None) or getattr(referrer, "ag_code", None)
+        if getattr(code, "co_name", None) == "open_http_response":
+            return True
+    return False
+
+
+async def test_the_http_layer_keeps_no_request_body_while_streaming(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+        await writer.start(200)
+        await writer.write(FIRST)
+        await trio.sleep_forever()
+
+    body = b'{"model": "m", "stream": true, "messages": []}'
+    async with serving(handler) as (client, _):
+        async with _http.open_http_response(ENDPOINT, body, transport=client) as response:
+            assert await response.receive_some()
+            assert not held_by_open_http_response(body)
