@@ -18,11 +18,12 @@ connects.
 Connections are made in batches: at most ``--connect-batch`` connects are in
 flight at once (the socket is opened under a :class:`trio.CapacityLimiter` and
 handed to :func:`chunkwise.open_chat_stream` as its ``transport``), because
-:func:`chunkwise.testing.open_test_server` takes no ``backlog`` and its
-listener gets trio's default, which the kernel truncates to
-``net.core.somaxconn``.  ``--connect-batch 0`` lets chunkwise connect every
-stream itself, all at once.  The kernel's ``ListenOverflows`` and
-``ListenDrops`` counters (``/proc/net/netstat``) are reported either way.
+a listener's backlog is capped by the kernel at ``net.core.somaxconn`` (trio
+asks for the largest backlog already, so a ``backlog`` option on the test
+server would change nothing): 10,000 connects at once overflow it.
+``--connect-batch 0`` lets chunkwise connect every stream itself, all at once.
+The kernel's ``ListenOverflows`` and ``ListenDrops`` counters
+(``/proc/net/netstat``) are reported either way.
 
 Verified, not assumed:
 
