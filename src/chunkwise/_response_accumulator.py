@@ -392,7 +392,7 @@ class ResponseAccumulator:
             self._anomaly(events, "invalid item", preview(raw))
             return
         if as_index(data.get("output_index")) is None and "item_id" not in data:
-            # llama.cpp: no index, and a call without an id is known by its call_id.
+            # No index (llama.cpp): found by its id, or a call without one by its call_id.
             data = {**data, "item_id": raw.get("id") or raw.get("call_id")}
         item = self._find_item(data, events, "response.output_item.done")
         self._take_item(item, raw, events, streaming=False)

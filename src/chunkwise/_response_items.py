@@ -8,9 +8,9 @@ these classes only hold it and turn it into results.
 Addressing (rule 2 of the accumulator):
 
 1. An item is found by its ``output_index``; without one (llama.cpp sends
-   none), by its ``item_id`` (a function call's ``call_id`` counts too:
-   llama.cpp's calls have no id of their own); without that, it is the item
-   that arrived last.
+   none), by its ``item_id`` (a function call's ``call_id`` counts too, for
+   calls sent without an id of their own); without that, it is the item that
+   arrived last.
 2. A new item without an index takes the position after the last one.
 3. A part is found by its index (``content_index``, ``summary_index``);
    without one, it is the last part of the same type, or a new one after the
@@ -235,8 +235,8 @@ class ItemTable:
     def alias(self, item: ItemState, key: str | None) -> None:
         """Events may address ``item`` by ``key`` too, unless another item has that id.
 
-        llama.cpp's function calls have no ``id``; their events' ``item_id``
-        is the call's ``call_id``.
+        A function call without an ``id`` of its own may be addressed by its
+        ``call_id`` (some llama.cpp versions write calls that way).
         """
         if key is not None:
             self._by_id.setdefault(key, item)

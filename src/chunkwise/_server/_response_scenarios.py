@@ -40,9 +40,11 @@ Rules
 5. llama.cpp's style is what ``tools/server/server-task.cpp`` writes: no
    ``sequence_number``, ``output_index`` or ``content_index`` anywhere;
    ``response.created`` and ``response.in_progress`` carry only ``id``,
-   ``object`` and ``status``; a function-call item has no ``id``, its
-   ``call_id`` is ``"fc_"`` + the call's id and its argument deltas name it
-   as their ``item_id``; no ``content_part.added`` for calls, no
+   ``object`` and ``status``; a function-call item's ``id`` is ``"fc_"`` and
+   its ``call_id`` ``"call_"`` + the same token, and its argument deltas name
+   the item's id (as captured from llama-server in
+   ``tests/data/llama_cpp/responses_tool.sse``); no ``content_part.added`` for
+   calls, no
    ``function_call_arguments.done``; reasoning is ``reasoning_text``, not a
    summary; the finishing events all come at the end; a response cut by
    ``max_output_tokens`` is reported ``completed``; a mid-stream error is a
@@ -149,8 +151,8 @@ class ResponseScenario:
         return self.style.dialect == "llama.cpp"
 
     def call_id(self, call: ToolCallScript) -> str:
-        """The ``call_id`` ``call`` is sent with (llama.cpp prefixes ``fc_``)."""
-        return f"fc_{call.id}" if self.llama_cpp else call.id
+        """The ``call_id`` ``call`` is sent with."""
+        return call.id
 
 
 def _from_chat(
@@ -197,7 +199,7 @@ _TABLE: tuple[tuple[str, str, ResponseStyle, Outcome | None, str], ...] = (
     ("quirks-keepalive", "text", _KEEPALIVE, None, "text with keepalive events between events"),
     ("quirks-flat-error", "error", _FLAT, None, "the error scenario with a flat error event"),
     ("quirks-llamacpp", "text", _LLAMA, None, "llama.cpp's text: no indices, no sequence numbers"),
-    ("quirks-llamacpp-tools", "tools", _LLAMA, None, "llama.cpp's calls: item_id is the call_id"),
+    ("quirks-llamacpp-tools", "tools", _LLAMA, None, "llama.cpp's calls: no indices, no .done"),
     ("quirks-llamacpp-reasoning", "reasoning", _LLAMA, None, "llama.cpp's reasoning_text deltas"),
     ("quirks-llamacpp-length", "length", _LLAMA, _CUT, "cut by the limit, reported completed"),
     ("quirks-llamacpp-error", "error", _LLAMA, None, "text, then a bare {\"error\"} frame; no end"),
@@ -437,13 +439,15 @@ def _calls(scenario: ResponseScenario, writer: _Writer, first: int) -> list[dict
     calls = scenario.tool_calls
     finished: list[dict[str, Any]] = []
     if writer.llama_cpp:
-        # One call after the other; the item has no id, and the deltas name the
-        # call_id as their item_id.  The items are finished at the very end.
+        # One call after the other, without indices; the deltas name the item
+        # by its id.  The items are finished at the very end.
         for call in calls:
             call_id = scenario.call_id(call)
+            item_id = "fc_" + call_id.removeprefix("call_")
             writer.add(
                 "response.output_item.added",
                 item={
+                    "id": item_id,
                     "arguments": "",
                     "call_id": call_id,
                     "name": call.name,
@@ -453,10 +457,11 @@ def _calls(scenario: ResponseScenario, writer: _Writer, first: int) -> list[dict
             )
             for fragment in call.fragments:
                 writer.add(
-                    "response.function_call_arguments.delta", delta=fragment, item_id=call_id
+                    "response.function_call_arguments.delta", delta=fragment, item_id=item_id
                 )
             finished.append(
                 {
+                    "id": item_id,
                     "type": "function_call",
                     "status": "completed",
                     "arguments": call.arguments,
