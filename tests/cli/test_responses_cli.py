@@ -690,6 +690,36 @@ async def test_probe_responses_of_a_llama_like_server(
     assert findings["function_calls"]["arguments_done"] is False
 
 
+def completed_with(output_tokens: int) -> bytes:
+    """A short completed answer whose usage says ``output_tokens``."""
+    usage = {"input_tokens": 3, "output_tokens": output_tokens, "total_tokens": 3 + output_tokens}
+    return frame(
+        {"type": "response.created", "response": response("in_progress")},
+        {"type": "response.completed", "response": response("completed", usage=usage)},
+    )
+
+
+@pytest.mark.parametrize(
+    ("output_tokens", "verdict"),
+    [
+        (16, "output_tokens at the limit"),
+        (40, "40 output_tokens: max_output_tokens was ignored"),
+        (5, "5 output_tokens: finished under the limit, nothing was cut"),
+    ],
+)
+async def test_probe_responses_says_what_a_completed_truncation_request_shows(
+    capsys: pytest.CaptureFixture[str], output_tokens: int, verdict: str
+) -> None:
+    # The request asks for max_output_tokens 16: "completed" means a cut
+    # reported as complete (at the limit), a limit the server ignored (over
+    # it), or an answer too short to be cut (under it).
+    provider = responses_provider(truncated=completed_with(output_tokens))
+    async with open_test_server(provider) as server:
+        _, findings = await run_probe(capsys, server.base_url)
+    assert findings["truncation"]["verdict"] == f"response.completed, status completed, {verdict}"
+    assert findings["truncation"]["output_tokens"] == output_tokens
+
+
 async def test_probe_responses_reports_errors_and_breakage(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -362,6 +362,18 @@ def _truncation(exchange: Exchange[ResponseResult] | None) -> dict[str, Any]:
         verdict = f"{terminal['event']}, status incomplete ({result.incomplete_reason})"
     elif result.response_status == "completed" and tokens == TRUNCATE_AT:
         verdict = f"{terminal['event']}, status completed, output_tokens at the limit"
+    elif result.response_status == "completed" and isinstance(tokens, int):
+        # Either way, how this server reports a cut answer was not seen.
+        if tokens > TRUNCATE_AT:
+            verdict = (
+                f"{terminal['event']}, status completed, {tokens} output_tokens: "
+                "max_output_tokens was ignored"
+            )
+        else:
+            verdict = (
+                f"{terminal['event']}, status completed, {tokens} output_tokens: "
+                "finished under the limit, nothing was cut"
+            )
     else:
         verdict = f"{terminal['event']}, status {result.response_status}"
     return {
