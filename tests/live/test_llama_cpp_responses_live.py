@@ -98,7 +98,8 @@ def view(result: chunkwise.ResponseResult) -> dict[str, Any]:
         "model": result.model,
         "output_text": result.output_text,
         "usage": result.usage,
-        "anomalies": result.anomalies,
+        # Kinds only: a detail may quote an id ("response id changed").
+        "anomalies": [anomaly.kind for anomaly in result.anomalies],
         "error": without_ids(result.error),
         "output": [without_ids(attrs_without_data(item)) for item in result.output],
     }
