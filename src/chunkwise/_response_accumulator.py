@@ -21,13 +21,16 @@ Rules
    last.  A new item without an index takes the position after the last one.
    Parts are keyed by ``content_index`` (``summary_index`` for summaries) the
    same way.  An event for an item never added creates it, with an anomaly.
+   Deltas for a finished item, and ``output_item.added`` again, are anomalies.
 3. Deltas append.  The ``.done`` events (``output_text.done``,
    ``refusal.done``, ``reasoning_text.done``, ``reasoning_summary_text.done``,
    ``content_part.done``, ``function_call_arguments.done``,
    ``output_item.done``) and the terminal response's ``output`` are
    authoritative: they *replace* what the deltas built, and an anomaly says
    so when the texts differ.  A terminal ``output`` that is null or empty
-   keeps the items as they are.
+   keeps the items as they are; otherwise an item it puts at another item's
+   position replaces that item, and an item it leaves unfinished is kept as
+   streamed, each with an anomaly.
 4. A function call is complete, and its arguments parsed and validated once,
    at ``function_call_arguments.done`` or ``output_item.done``, whichever
    comes first; at the end of the stream an unfinished call is completed
@@ -44,7 +47,7 @@ Rules
    are incomplete (:attr:`IncompleteReason.SERVER_REPORTED`), ``failed`` is
    failed; an event whose name disagrees with its status gets an anomaly.
    The end of the stream before any terminal event is incomplete, whatever
-   arrived, with the partial output kept.
+   arrived (a lifecycle event's status included), with the partial output kept.
 7. Usage is the terminal response's ``usage``.  When the request set
    ``max_output_tokens`` and a ``completed`` response used that many output
    tokens, an anomaly says the answer may have been cut (llama.cpp reports
@@ -312,9 +315,10 @@ class ResponseAccumulator:
             return
         index = as_index(data.get("output_index"))
         item = self._items.at(index) if index is not None else None
-        if item is None:
-            item = self._items.new(index, None)
-        self._take_item(item, raw, events, streaming=True)
+        if item is not None and item.done:  # a finished item stays as it was finished
+            self._anomaly(events, "item added after done", preview(raw))
+            return
+        self._take_item(item or self._items.new(index, None), raw, events, streaming=True)
 
     def _take_item(
         self, item: ItemState, raw: dict[str, Any], events: list[Event], *, streaming: bool
@@ -350,7 +354,7 @@ class ResponseAccumulator:
                     output_index=item.index, item_id=item.id, call_id=item.call_id, name=item.name
                 )
             )
-            if arguments:  # a call sent whole when it is added
+            if arguments and not item.args:  # a call sent whole when it is added (once)
                 item.args.append(arguments)
                 events.append(
                     FunctionCallArgumentsDelta(
@@ -372,15 +376,14 @@ class ResponseAccumulator:
     ) -> None:
         kind = as_str(raw.get("type")) or PART_LISTS[which]
         text = as_str(raw.get("refusal" if kind == "refusal" else "text"))
-        part = self._items.part(item, which, kind, position)
-        part.type = kind
+        part = self._items.part(item, which, kind, position, retype=True)
         annotations = raw.get("annotations")
         if type(annotations) is list:
             part.annotations = [a for a in annotations if type(a) is dict]
         if text is None:
             return
         if streaming:
-            if text and not part.text:
+            if text and not part.text and not (part.done or item.done):
                 self._append(item, which, part, text, events)
         else:
             self._replace_text(item, part, text, events)
@@ -425,8 +428,8 @@ class ResponseAccumulator:
             return
         which, kind, key = TEXT_DELTAS[etype]
         item = self._find_item(data, events, etype)
-        part = self._items.part(item, which, kind, data.get(key))
-        if part.done:
+        part = None if item.done else self._items.part(item, which, kind, data.get(key))
+        if part is None or part.done:  # the part, or its whole item, is finished
             self._anomaly(events, "delta after done", f"{etype}: {preview(text)}")
             return
         self._append(item, which, part, text, events)
@@ -545,7 +548,7 @@ class ResponseAccumulator:
         response_id = as_str(response.get("id"))
         if response_id is not None and self._id not in (None, response_id):
             # llama.cpp streams n > 1 answers as several responses in one body.
-            detail = f"{response_id!r} after {self._id!r}; the first is kept"
+            detail = f"{preview(response_id)} after {preview(self._id)}; the first is kept"
             self._anomaly(events, "response id changed", detail)
         self._id = self._id or response_id
         self._model = self._model or as_str(response.get("model"))
@@ -566,7 +569,7 @@ class ResponseAccumulator:
             self._anomaly(
                 events,
                 "terminal event disagrees with status",
-                f"{etype} carries status {status!r}; the status is taken",
+                f"{etype} carries status {preview(status)}; the status is taken",
             )
         self._response_status = status
         details = response.get("incomplete_details")
@@ -584,7 +587,7 @@ class ResponseAccumulator:
             self._error = parse_error_payload(error)
         elif status == "failed" and self._error is None:
             self._error = StreamError("the response failed without an error")
-        events += self._finish()
+        events += self._finish(server=True)
 
     def _take_output(self, output: list[Any], events: list[Event]) -> None:
         # Rule 3: the terminal output replaces the items, position by position.
@@ -594,11 +597,16 @@ class ResponseAccumulator:
             item = self._items.at(position)
             raw_id = as_str(raw.get("id"))
             if item is None or (raw_id is not None and item.id not in (None, raw_id)):
-                item = self._items.with_id(raw_id) if raw_id is not None else None
-                if item is None:
-                    item = self._items.new(position, raw_id)
+                found = self._items.with_id(raw_id) if raw_id is not None else None
+                if found is None and item is not None:  # another item at that position
+                    detail = f"output {position}: {preview(item.id)} by {preview(raw_id)}"
+                    self._anomaly(events, "item replaced", detail)
+                item = found or self._items.new(position, raw_id)
             self._take_item(item, raw, events, streaming=False)
             self._close_item(item, events)
+        unfinished = [item.index for item in self._items if not item.done]
+        if unfinished:  # streamed, but neither finished nor in the final output
+            self._anomaly(events, "items missing from the output", preview(unfinished))
 
     def _error_frame(self, etype: str, data: dict[str, Any], events: list[Event]) -> None:
         events += self._error_event(parse_error_event(data))
@@ -620,51 +628,45 @@ class ResponseAccumulator:
 
     def _ignore(self) -> list[Event]:
         self._ignored_after_end += 1
-        if self._ignored_after_end == 1:
-            anomaly = Anomaly(
-                kind="data after end", detail="events after the terminal event are ignored"
-            )
-            self._anomalies.append(anomaly)
-            self._cache = None
+        if self._ignored_after_end == 1:  # noted in the result, no event after the terminal
+            self._anomaly([], "data after end", "events after the terminal event are ignored")
         return []
 
-    def _finish(self, reason: IncompleteReason | None = None) -> list[Event]:
+    def _finish(
+        self, reason: IncompleteReason | None = None, *, server: bool = False
+    ) -> list[Event]:
         events: list[Event] = []
-        terminal = self._response_status in ("completed", "incomplete", "failed", "cancelled")
+        # Rule 6: only the terminal event's status counts (a lifecycle event's does not).
+        status = self._response_status if server else None
+        terminal = status in ("completed", "incomplete", "failed", "cancelled")
         for item in self._items:
             if item.type == "function_call":
                 self._complete_call(item, events)  # rule 4: finished is False
         self._ended = True
-        self._cache = None
-        if self._error is not None or self._response_status == "failed":
+        self._cache = None  # and nothing reads self.result before the terminal event
+        if self._error is not None:  # _terminal sets one for a failed status
             self._status = "failed"
-            if self._error is None:
-                self._error = StreamError("the response failed without an error")
-            events.append(StreamFailed(result=self._final(), error=self._error))
+            events.append(StreamFailed(result=self.result, error=self._error))
             return events
-        if terminal and self._response_status == "completed":
+        if status == "completed":
             self._check_length(events)
             self._status = "complete"
             if self._output_schema is not None:
                 checked = self._output_schema.check_output(self._items.snapshot())
                 self._parsed, self._parse_error = checked
-            events.append(StreamCompleted(result=self._final()))
+            events.append(StreamCompleted(result=self.result))
             return events
         self._status = "incomplete"
         if terminal:
             self._reason = IncompleteReason.SERVER_REPORTED
-            if self._response_status == "cancelled" and self._incomplete_reason is None:
+            if status == "cancelled" and self._incomplete_reason is None:
                 self._incomplete_reason = "cancelled"
         elif not self._items and self._id is None:
             self._reason = reason or IncompleteReason.EMPTY_STREAM
         else:
             self._reason = reason or IncompleteReason.UNFINISHED
-        events.append(StreamIncomplete(result=self._final(), reason=self._reason))
+        events.append(StreamIncomplete(result=self.result, reason=self._reason))
         return events
-
-    def _final(self) -> ResponseResult:
-        self._cache = None
-        return self.result
 
     def _check_length(self, events: list[Event]) -> None:
         # Rule 7.
@@ -674,7 +676,7 @@ class ResponseAccumulator:
             self._anomaly(
                 events,
                 "max_output_tokens reached",
-                f"the response says completed, but used {used} output tokens of "
+                f"the response says completed, but used {preview(used)} output tokens of "
                 f"max_output_tokens {limit}: the answer may have been cut",
             )
 

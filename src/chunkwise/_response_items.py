@@ -13,8 +13,11 @@ Addressing (rule 2 of the accumulator):
    arrived last.
 2. A new item without an index takes the position after the last one.
 3. A part is found by its index (``content_index``, ``summary_index``);
-   without one, it is the last part of the same type, or a new one after the
-   last part.
+   without one, it is the part last created with (or given) the same type,
+   or a new one after the last part.
+
+Every lookup takes constant time: a stream of many items or parts costs no
+more than its length (no scan of the items or parts so far).
 
 The tables say which events carry a part's text, and where it goes.
 """
@@ -74,9 +77,14 @@ TEXT_DONES: dict[str, tuple[Which, str, str, str]] = {
 }
 
 
+#: Indices stop below 2**53: JSON numbers past it are not exact everywhere, and
+#: a bound keeps every message that quotes one short.
+INDEX_LIMIT = 1 << 53
+
+
 def as_index(value: Any) -> int | None:
-    """``value`` when it is an index (an int >= 0, not a bool), else None."""
-    return value if type(value) is int and value >= 0 else None
+    """``value`` when it is an index (an int in ``range(INDEX_LIMIT)``, not a bool), else None."""
+    return value if type(value) is int and 0 <= value < INDEX_LIMIT else None
 
 
 def as_str(value: Any) -> str | None:
@@ -122,8 +130,10 @@ class ItemState:
         "content",
         "data",
         "done",
+        "ends",
         "id",
         "index",
+        "last",
         "name",
         "role",
         "status",
@@ -139,6 +149,10 @@ class ItemState:
         self.role: str | None = None
         self.content: dict[int, PartState] = {}
         self.summary: dict[int, PartState] = {}
+        # For parts addressed without an index: the position after the last part,
+        # and the part last created with (or given) each type.
+        self.ends: dict[Which, int] = {"content": 0, "summary": 0}
+        self.last: dict[tuple[Which, str], PartState] = {}
         self.name: str | None = None
         self.call_id: str | None = None
         self.args: list[str] = []
@@ -192,6 +206,7 @@ class ItemTable:
         self._items: dict[int, ItemState] = {}
         self._by_id: dict[str, ItemState] = {}
         self._last: ItemState | None = None
+        self._end = 0  # the position after the last item
 
     def __len__(self) -> int:
         return len(self._items)
@@ -204,20 +219,23 @@ class ItemTable:
         return self._items.get(index)
 
     def with_id(self, item_id: str) -> ItemState | None:
-        return self._by_id.get(item_id)
+        """The item known by ``item_id``, unless another item took its position since."""
+        item = self._by_id.get(item_id)
+        return item if item is not None and self._items.get(item.index) is item else None
 
     def find(self, index: int | None, item_id: str | None) -> ItemState | None:
         """Rule 1: the item an event addresses, or None when there is none yet."""
         if index is not None:
             return self._items.get(index)
         if item_id is not None:
-            return self._by_id.get(item_id)
+            return self.with_id(item_id)
         return self._last
 
     def new(self, index: int | None, item_id: str | None) -> ItemState:
         """A new item at ``index`` (rule 2 without one)."""
         if index is None:
-            index = max(self._items) + 1 if self._items else 0
+            index = self._end
+        self._end = max(self._end, index + 1)
         item = ItemState(index)
         item.id = item_id
         self._items[index] = item
@@ -242,18 +260,28 @@ class ItemTable:
             self._by_id.setdefault(key, item)
 
     @staticmethod
-    def part(item: ItemState, which: Which, kind: str, index: Any) -> PartState:
-        """Rule 3: the part of ``item`` an event addresses, created when new."""
+    def part(
+        item: ItemState, which: Which, kind: str, index: Any, *, retype: bool = False
+    ) -> PartState:
+        """Rule 3: the part of ``item`` an event addresses, created when new.
+
+        ``retype``: the part takes type ``kind`` (a part the server sent whole).
+        """
         parts = item.content if which == "content" else item.summary
         position = as_index(index)
         if position is None:
-            for existing in reversed(parts.values()):
-                if existing.type == kind:
-                    return existing
-            position = max(parts) + 1 if parts else 0
+            last = item.last.get((which, kind))
+            if last is not None and last.type == kind:
+                return last
+            position = item.ends[which]
         part = parts.get(position)
         if part is None:
             part = parts[position] = PartState(position, kind)
+            item.ends[which] = max(item.ends[which], position + 1)
+        elif not retype or part.type == kind:
+            return part
+        part.type = kind
+        item.last[which, kind] = part
         return part
 
     def snapshot(self) -> tuple[OutputItem, ...]:

@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).parents[2] / "fuzz"))
 import _bytes
 import _seeds
 import fuzz_parser
+import fuzz_responses
 import fuzz_sse
 
 SETTINGS = settings(
@@ -289,6 +290,49 @@ def test_fuzz_harnesses_on_the_recorded_streams() -> None:
             fuzz_parser.TestOneInput(prefix + raw)
 
 
+@SMOKE
+@given(data=st.binary(max_size=3000))
+def test_fuzz_responses_harness_smoke(data: bytes) -> None:
+    fuzz_responses.TestOneInput(data)
+
+
+@pytest.mark.parametrize("name", sorted(_seeds.responses_seeds()))
+def test_fuzz_responses_harness_on_its_seeds(name: str) -> None:
+    fuzz_responses.TestOneInput(_seeds.responses_seeds()[name])
+
+
+def test_responses_seeds_select_the_body_and_limit_they_are_meant_for() -> None:
+    bodies = {**_seeds.BODIES, **_seeds.RESPONSE_BODIES}
+    for name, data in _seeds.responses_seeds().items():
+        reader = _bytes.ByteReader(data)
+        assert reader.byte() & 1, name  # raw mode
+        limit = fuzz_responses.LIMITS[reader.int_below(len(fuzz_responses.LIMITS))]
+        body = reader.take(reader.int_below(_bytes.MAX_BODY))
+        assert body == bodies.get(name, _seeds.cut_off_line(64)), name
+        assert limit == (64 if name.startswith("cut-off") else chunkwise.DEFAULT_MAX_EVENT_SIZE)
+
+
+RESPONSE_RECORDINGS = sorted((Path(__file__).parents[1] / "data").glob("*/*.sse"))
+
+
+def test_fuzz_responses_harness_on_the_recorded_streams() -> None:
+    # Real and captured Responses streams (OpenAI-shaped, llama.cpp's), behind
+    # the prefixes of the other harnesses: raw mode, and events mode.
+    assert any(path.parent.name == "responses" for path in RESPONSE_RECORDINGS)
+    assert any(path.parent.name == "llama_cpp" for path in RESPONSE_RECORDINGS)
+    for path in RESPONSE_RECORDINGS:
+        if path.parent.name not in ("responses", "llama_cpp"):
+            continue
+        raw = path.read_bytes()
+        for prefix in (b"", b"\x00\x00", b"\x01\x00\x02\x3f\xff", b"\x05\x00\x01\xff\x07"):
+            fuzz_responses.TestOneInput(prefix + raw)
+    # In raw mode with the default limit, a recording is parsed whole: it completes.
+    text = (Path(__file__).parents[1] / "data" / "responses" / "llama_cpp_text.sse").read_bytes()
+    events, result = fuzz_responses.parse([text], chunkwise.DEFAULT_MAX_EVENT_SIZE)
+    fuzz_responses.check(events, result, text, chunkwise.DEFAULT_MAX_EVENT_SIZE)
+    assert result.status == "complete"
+
+
 def test_harness_byte_reader_gives_zeros_when_exhausted_and_reads_rejoin() -> None:
     # Any input, even empty, is a valid test case: an exhausted reader gives
     # zeros and empty takes, and the reads it chooses always rejoin the body.
@@ -303,3 +347,5 @@ def test_harness_byte_reader_gives_zeros_when_exhausted_and_reads_rejoin() -> No
     fuzz_sse.TestOneInput(b"")
     fuzz_parser.TestOneInput(b"")
     fuzz_parser.TestOneInput(b"\x01")
+    fuzz_responses.TestOneInput(b"")
+    fuzz_responses.TestOneInput(b"\x01")
