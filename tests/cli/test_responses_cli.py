@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
 from chunkwise._cli import main
 from chunkwise._cli._common import split_http_head
@@ -718,6 +719,23 @@ async def test_probe_responses_says_what_a_completed_truncation_request_shows(
         _, findings = await run_probe(capsys, server.base_url)
     assert findings["truncation"]["verdict"] == f"response.completed, status completed, {verdict}"
     assert findings["truncation"]["output_tokens"] == output_tokens
+
+
+async def test_probe_responses_sees_a_done_sent_after_the_terminal_event(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The stream is over at response.completed; a [DONE] written after it, in a
+    # later read, is still part of what the server does, and the probe says so.
+    async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+        await writer.start()
+        await writer.write(TEXT)
+        await trio.sleep(0.05)
+        await writer.write(b"data: [DONE]\n\n")
+
+    async with open_test_server(handler) as server:
+        _, findings = await run_probe(capsys, server.base_url)
+    assert findings["done_sent"] is True
+    assert findings["final_status"] == "complete"
 
 
 async def test_probe_responses_reports_errors_and_breakage(

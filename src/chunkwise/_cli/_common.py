@@ -454,6 +454,8 @@ _OVERALL_SLACK = 0.25
 
 #: Raw bytes kept per response for the wire analysis.
 _MAX_BODY = 8 * 1024 * 1024
+#: Seconds the rest of a body is read for once its stream ended (see probe_exchange).
+_TAIL_GRACE = 1.0
 
 
 @attrs.define
@@ -515,6 +517,14 @@ async def probe_exchange(
                     for event in parser.feed(data):
                         if exchange.first_token_ms is None and isinstance(event, first_token):
                             exchange.first_token_ms = elapsed()
+                # What follows the terminal event (a Responses stream's [DONE], or
+                # anything after chat's) is part of what the server does: read the
+                # rest of the body too, briefly, without parsing it.
+                with trio.move_on_after(_TAIL_GRACE):
+                    while len(exchange.body) < _MAX_BODY and (
+                        data := await response.receive_some()
+                    ):
+                        exchange.body += data
     except ChunkwiseError as exc:
         if isinstance(exc, HTTPStatusError):
             exchange.status_code = exc.status_code
