@@ -52,7 +52,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 
 import attrs
-from _bytes import MAX_BODY, ByteReader, split_reads
+from _bytes import MAX_BODY, ByteReader, JsonShapes, fuzz_main, split_reads
 
 import chunkwise
 
@@ -176,36 +176,10 @@ _STRINGS: tuple[object, ...] = (
 )
 
 
-def _scalar(reader: ByteReader) -> Any:
-    kind = reader.int_below(8)
-    if kind == 0:
-        return None
-    if kind == 1:
-        return bool(reader.byte() & 1)
-    if kind == 2:
-        return reader.int_below(5) - 1
-    if kind == 3:
-        return reader.byte() / 7
-    if kind == 4:
-        return reader.take(reader.int_below(6)).decode("utf-8", "replace")
-    return reader.choice(_STRINGS)
-
-
-def _value(reader: ByteReader, depth: int) -> Any:
-    kind = reader.int_below(10)
-    if depth > 3 or kind < 6:
-        return _scalar(reader)
-    if kind < 8:
-        return [_value(reader, depth + 1) for _ in range(reader.int_below(3))]
-    return {
-        str(reader.choice(_KEYS)): _value(reader, depth + 1) for _ in range(reader.int_below(3))
-    }
-
-
-def _mapping(reader: ByteReader, keys: tuple[object, ...], make: Any) -> Any:
-    if reader.int_below(8) == 0:
-        return _value(reader, 2)  # the wrong type altogether
-    return {str(key): make(str(key)) for key in keys if reader.byte() & 1}
+_SHAPES = JsonShapes(_STRINGS, _KEYS)
+_scalar = _SHAPES.scalar
+_value = _SHAPES.value
+_mapping = _SHAPES.mapping
 
 
 def _often(reader: ByteReader, options: tuple[object, ...]) -> Any:
@@ -460,13 +434,5 @@ def TestOneInput(data: bytes) -> None:
     assert parse([body[i : i + 1] for i in range(len(body))], limit) == whole
 
 
-def main() -> None:  # pragma: no cover - needs atheris
-    import atheris  # type: ignore[import-untyped]
-
-    atheris.instrument_all()
-    atheris.Setup(sys.argv, TestOneInput)
-    atheris.Fuzz()
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()
+if __name__ == "__main__":  # pragma: no cover - needs atheris
+    fuzz_main(TestOneInput)

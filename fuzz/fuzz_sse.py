@@ -24,7 +24,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _bytes import MAX_BODY, ByteReader, split_reads
+from _bytes import MAX_BODY, ByteReader, fuzz_main, split_reads
 
 import chunkwise
 
@@ -65,13 +65,5 @@ def TestOneInput(data: bytes) -> None:
     assert whole == one_byte, (whole, one_byte)
 
 
-def main() -> None:  # pragma: no cover - needs atheris
-    import atheris  # type: ignore[import-untyped]
-
-    atheris.instrument_all()
-    atheris.Setup(sys.argv, TestOneInput)
-    atheris.Fuzz()
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()
+if __name__ == "__main__":  # pragma: no cover - needs atheris
+    fuzz_main(TestOneInput)
