@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from chunkwise._cli import _probe, main
+from chunkwise._cli import _options, main
 from chunkwise._cli._probe import analyze_body
 from chunkwise.testing import (
     RecordedRequest,
@@ -377,7 +377,7 @@ async def test_the_endpoint_keeps_its_headers_and_tls_context(
     # the options describe is kept (attrs.evolve, not a rebuilt Endpoint).
     async with open_test_server(provider(), tls=True) as server:
         endpoint = server.endpoint(api_key=KEY, headers={"X-Relay-Token": "t1"})
-        monkeypatch.setattr(_probe, "endpoint_from_args", lambda args: endpoint)
+        monkeypatch.setattr(_options, "endpoint_from_args", lambda args: endpoint)
         argv = ["probe", "--model", "m", "--timeout", "7", "--json"]
         status, out, _ = await run_main(capsys, *argv)
     findings = json.loads(out)

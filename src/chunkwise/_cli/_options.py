@@ -4,20 +4,35 @@ Where the endpoint is and which key to use (``--base-url``, ``--api-key-env``,
 else ``$OPENAI_BASE_URL`` and ``$OPENAI_API_KEY``), which model
 (``--model``, else ``$CHUNKWISE_MODEL``, else :data:`DEFAULT_MODEL`), which API
 (``--api``: chat completions, the default, or the Responses API), and how each
-API's request body is built from the same command-line options.
+API's request body is built from the same command-line options; and
+:func:`run_probe_command`, what both APIs' probes do with those options.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
-from collections.abc import Mapping
+import sys
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from .._endpoint import DEFAULT_BASE_URL, Endpoint
+import attrs
+import trio
+
+from .._endpoint import DEFAULT_BASE_URL, Endpoint, Timeouts
 from .._errors import InvalidEndpoint
-from ._common import UsageError, positive_int
+from .._retries import Retries
+from .._util import redact
+from ._common import (
+    EXIT_OK,
+    EXIT_STREAM,
+    UsageError,
+    json_text,
+    positive_int,
+    prepare_json_output,
+)
 
 __all__ = [
     "DEFAULT_KEY_VARIABLE",
@@ -31,6 +46,7 @@ __all__ = [
     "endpoint_from_args",
     "flat_tool",
     "model_from_args",
+    "run_probe_command",
 ]
 
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -205,3 +221,33 @@ def _read_tools(name: str) -> list[Any]:
     if not isinstance(tools, list) or not all(isinstance(tool, dict) for tool in tools):
         raise UsageError(f"{name!r} must hold a JSON list of tool definitions (objects)")
     return tools
+
+
+def run_probe_command(
+    args: argparse.Namespace,
+    probe: Callable[..., Awaitable[dict[str, Any]]],
+    render: Callable[[Mapping[str, Any]], str],
+) -> int:
+    """Run one API's ``probe`` and print its findings: the table, or JSON with ``--json``.
+
+    ``probe(endpoint, model, time_limit, key_variable=...)`` returns the
+    findings; the exit status says whether streaming works.
+    """
+    # No retries: a probe reports what the server does to one request.
+    endpoint = attrs.evolve(
+        endpoint_from_args(args),
+        timeouts=Timeouts(connect=args.timeout, idle=args.timeout),
+        retries=Retries(max_retries=0),
+    )
+    findings = trio.run(
+        functools.partial(
+            probe, endpoint, model_from_args(args), args.timeout, key_variable=args.api_key_env
+        )
+    )
+    if args.json:
+        prepare_json_output()
+        text = json_text(findings, indent=2)
+    else:
+        text = render(findings)
+    sys.stdout.write(redact(text, endpoint.api_key) + "\n")
+    return EXIT_OK if findings["streaming_works"] else EXIT_STREAM

@@ -28,37 +28,26 @@ does not complete.  A tool request that is refused is reported, not counted.
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import re
-import sys
 from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import attrs
-import trio
-
-from .._endpoint import Endpoint, Timeouts
+from .._endpoint import Endpoint
 from .._errors import ChunkwiseError
 from .._events import ContentDelta, ReasoningDelta, ToolCallArgumentsDelta, ToolCallStarted
 from .._parser import ChatStreamParser
 from .._results import ChatResult
-from .._retries import Retries
 from .._sse import SSEDecoder
 from .._stream import CHAT
-from .._util import redact
 from ._common import (
-    EXIT_OK,
-    EXIT_STREAM,
     CommandsAction,
     Exchange,
     comments_cell,
     exchange_summary,
-    json_text,
     list_cell,
     ms_cell,
-    prepare_json_output,
     probe_exchange,
     render_probe_report,
     seconds,
@@ -70,8 +59,7 @@ from ._options import (
     add_api_option,
     add_endpoint_options,
     add_model_option,
-    endpoint_from_args,
-    model_from_args,
+    run_probe_command,
 )
 
 __all__ = ["add_probe_command", "analyze_body", "probe", "render_table"]
@@ -145,24 +133,7 @@ def add_probe_command(
 
 def run_probe(args: argparse.Namespace) -> int:
     """The ``probe`` command: returns the exit status."""
-    # No retries: a probe reports what the server does to one request.
-    endpoint = attrs.evolve(
-        endpoint_from_args(args),
-        timeouts=Timeouts(connect=args.timeout, idle=args.timeout),
-        retries=Retries(max_retries=0),
-    )
-    findings = trio.run(
-        functools.partial(
-            probe, endpoint, model_from_args(args), args.timeout, key_variable=args.api_key_env
-        )
-    )
-    if args.json:
-        prepare_json_output()
-        text = json_text(findings, indent=2)
-    else:
-        text = render_table(findings)
-    sys.stdout.write(redact(text, endpoint.api_key) + "\n")
-    return EXIT_OK if findings["streaming_works"] else EXIT_STREAM
+    return run_probe_command(args, probe, render_table)
 
 
 # -- wire analysis ----------------------------------------------------------------

@@ -30,17 +30,12 @@ calls :func:`run_responses_probe`, which the command-line root hands it
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import re
-import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import attrs
-import trio
-
-from .._endpoint import Endpoint, Timeouts
+from .._endpoint import Endpoint
 from .._errors import ChunkwiseError
 from .._events import (
     FunctionCallStarted,
@@ -51,26 +46,20 @@ from .._events import (
 )
 from .._parser import ResponseStreamParser
 from .._response_results import ResponseResult
-from .._retries import Retries
 from .._sse import SSEDecoder
 from .._stream import RESPONSES
-from .._util import redact
 from ._common import (
-    EXIT_OK,
-    EXIT_STREAM,
     Exchange,
     comments_cell,
     exchange_summary,
-    json_text,
     list_cell,
     ms_cell,
-    prepare_json_output,
     probe_exchange,
     render_probe_report,
     status_text,
     yes_no,
 )
-from ._options import endpoint_from_args, model_from_args
+from ._options import run_probe_command
 
 __all__ = ["TRUNCATE_AT", "analyze_responses_body", "render_responses_table", "run_responses_probe"]
 
@@ -226,28 +215,7 @@ def _terminal(etype: str, data: Mapping[str, Any]) -> dict[str, Any]:
 
 def run_responses_probe(args: argparse.Namespace) -> int:
     """``chunkwise probe --api responses``: returns the exit status."""
-    # No retries: a probe reports what the server does to one request.
-    endpoint = attrs.evolve(
-        endpoint_from_args(args),
-        timeouts=Timeouts(connect=args.timeout, idle=args.timeout),
-        retries=Retries(max_retries=0),
-    )
-    findings = trio.run(
-        functools.partial(
-            probe_responses,
-            endpoint,
-            model_from_args(args),
-            args.timeout,
-            key_variable=args.api_key_env,
-        )
-    )
-    if args.json:
-        prepare_json_output()
-        text = json_text(findings, indent=2)
-    else:
-        text = render_responses_table(findings)
-    sys.stdout.write(redact(text, endpoint.api_key) + "\n")
-    return EXIT_OK if findings["streaming_works"] else EXIT_STREAM
+    return run_probe_command(args, probe_responses, render_responses_table)
 
 
 async def probe_responses(
