@@ -31,6 +31,7 @@ SANS_IO = {
     "chunkwise._results",
     "chunkwise._sse",
     "chunkwise._structured",
+    "chunkwise._text",
     "chunkwise._tools",
     "chunkwise._version",
 }

@@ -65,6 +65,7 @@ from ._payloads import (
 from ._results import Anomaly, ChatResult, ChoiceResult, IncompleteReason, Status, ToolCall
 from ._sse import ServerSentEvent
 from ._structured import OutputSchema
+from ._text import Fragments
 from ._tools import ToolSchemas, complete_tool_call
 
 __all__ = ["ChatAccumulator"]
@@ -82,15 +83,13 @@ class _ToolCallState:
         self.id: str | None = None
         self.type: str | None = None
         self.name: str | None = None
-        self.args: list[str] = []
+        self.args = Fragments()
         self.finished = False
         self.completed = False
         self.snapshot: ToolCall | None = None  # set once completed
 
     def arguments(self) -> str:
-        if len(self.args) > 1:
-            self.args[:] = ["".join(self.args)]
-        return self.args[0] if self.args else ""
+        return self.args.text()
 
     def to_result(self) -> ToolCall:
         if self.snapshot is not None:
@@ -125,10 +124,10 @@ class _ChoiceState:
     def __init__(self, index: int) -> None:
         self.index = index
         self.role: str | None = None
-        self.content: list[str] = []
+        self.content = Fragments()
         # Empty until text arrives: empty strings are never appended.
-        self.refusal: list[str] = []
-        self.reasoning: list[str] = []
+        self.refusal = Fragments()
+        self.reasoning = Fragments()
         self.tools: list[_ToolCallState] = []
         self.by_index: dict[int, _ToolCallState] = {}
         self.finish_reason: str | None = None
@@ -145,22 +144,15 @@ class _ChoiceState:
         return ChoiceResult(
             index=self.index,
             role=self.role,
-            content=_joined(self.content),
-            refusal=_joined(self.refusal) if self.refusal else None,
-            reasoning=_joined(self.reasoning) if self.reasoning else None,
+            content=self.content.text(),
+            refusal=self.refusal.text() if self.refusal else None,
+            reasoning=self.reasoning.text() if self.reasoning else None,
             tool_calls=tuple(t.to_result() for t in self.tools),
             finish_reason=self.finish_reason,
             logprobs=self.logprobs,
             parsed=self.parsed,
             parse_error=self.parse_error,
         )
-
-
-def _joined(parts: list[str]) -> str:
-    # Join once and keep the joined string, so repeated snapshots stay cheap.
-    if len(parts) > 1:
-        parts[:] = ["".join(parts)]
-    return parts[0] if parts else ""
 
 
 class ChatAccumulator:
@@ -652,7 +644,7 @@ class ChatAccumulator:
         schema = self._output_schema
         if schema is None or not state.finished:
             return
-        content = _joined(state.content)
+        content = state.content.text()
         if not content and (state.refusal or state.tools):
             return
         reason = state.finish_reason

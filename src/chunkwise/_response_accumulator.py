@@ -473,7 +473,7 @@ class ResponseAccumulator:
                 f"output {item.index} part {part.index}: the deltas gave {preview(current)}, "
                 f"the final text is {preview(text)}",
             )
-        part.text[:] = [text]
+        part.text.replace(text)
 
     def _annotation(self, etype: str, data: dict[str, Any], events: list[Event]) -> None:
         annotation = data.get("annotation")
@@ -519,7 +519,7 @@ class ResponseAccumulator:
                 f"output {item.index}: the deltas gave {preview(current)}, "
                 f"the final arguments are {preview(arguments)}",
             )
-        item.args[:] = [arguments]
+        item.args.replace(arguments)
         if item.call is not None:  # rule 4: the later version replaces the completed one
             # Authoritative: the server finished it.
             item.call = complete_tool_call(item.streaming_call(True), schemas=self._schemas)

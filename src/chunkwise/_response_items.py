@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from ._events import OutputRefusalDelta, OutputTextDelta, ReasoningTextDelta
 from ._response_results import ContentPart, FunctionCall, OutputItem
+from ._text import Fragments
 
 __all__ = [
     "PART_DELTAS",
@@ -93,22 +94,19 @@ def as_str(value: Any) -> str | None:
 
 
 class PartState:
-    """One part's text (fragments, joined on demand), annotations and doneness."""
+    """One part's text, annotations and doneness."""
 
     __slots__ = ("annotations", "done", "index", "text", "type")
 
     def __init__(self, index: int, kind: str) -> None:
         self.index = index
         self.type = kind
-        self.text: list[str] = []
+        self.text = Fragments()
         self.annotations: list[Mapping[str, Any]] = []
         self.done = False
 
     def joined(self) -> str:
-        # Join once and keep the joined string, so repeated snapshots stay cheap.
-        if len(self.text) > 1:
-            self.text[:] = ["".join(self.text)]
-        return self.text[0] if self.text else ""
+        return self.text.text()
 
     def to_result(self) -> ContentPart:
         return ContentPart(
@@ -155,15 +153,13 @@ class ItemState:
         self.last: dict[tuple[Which, str], PartState] = {}
         self.name: str | None = None
         self.call_id: str | None = None
-        self.args: list[str] = []
+        self.args = Fragments()
         self.call: FunctionCall | None = None  # set once completed
         self.data: Mapping[str, Any] | None = None
         self.done = False
 
     def arguments(self) -> str:
-        if len(self.args) > 1:
-            self.args[:] = ["".join(self.args)]
-        return self.args[0] if self.args else ""
+        return self.args.text()
 
     def streaming_call(self, finished: bool | None = None) -> FunctionCall:
         """The call as streamed so far (not completed: nothing parsed yet).

@@ -1,0 +1,92 @@
+"""Fragments: streamed text put together exactly, with few string objects alive (its rules)."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from chunkwise._text import BATCH, Fragments
+
+# One operation: append a fragment, replace the whole text, or take a snapshot.
+operations = st.lists(
+    st.one_of(
+        st.tuples(st.just("append"), st.text(max_size=12)),
+        st.tuples(st.just("replace"), st.text(max_size=30)),
+        st.tuples(st.just("text"), st.just("")),
+    ),
+    max_size=300,
+)
+
+
+def held_at_most(appended: int) -> int:
+    # Rule 3: a batch of fragments, plus about one run per doubling of the text.
+    return BATCH + max(1, math.ceil(math.log2(appended + 1))) + 1
+
+
+@given(operations)
+def test_text_is_every_fragment_since_the_last_replace_in_order(ops: list[tuple[str, str]]) -> None:
+    fragments = Fragments()
+    expected = ""
+    touched = False
+    for op, value in ops:
+        if op == "append":
+            fragments.append(value)
+            expected += value
+            touched = True
+        elif op == "replace":
+            fragments.replace(value)
+            expected = value
+            touched = True
+        else:
+            assert fragments.text() == expected
+        assert bool(fragments) is touched
+    assert fragments.text() == expected
+
+
+@given(st.lists(st.text(min_size=1, max_size=8), max_size=2000))
+def test_a_long_answer_holds_few_strings(pieces: list[str]) -> None:
+    fragments = Fragments()
+    for count, piece in enumerate(pieces, 1):
+        fragments.append(piece)
+        assert fragments.strings <= held_at_most(count)
+    assert fragments.text() == "".join(pieces)
+    assert fragments.strings <= 1
+
+
+def test_ten_thousand_single_characters_hold_a_few_dozen_strings() -> None:
+    fragments = Fragments()
+    for i in range(10_000):
+        fragments.append("ab"[i % 2])
+    assert fragments.strings <= BATCH + 16
+    assert fragments.text() == "ab" * 5_000
+
+
+def test_a_second_snapshot_returns_the_same_string() -> None:
+    fragments = Fragments()
+    for piece in ("Hel", "lo, ", "wor", "ld"):
+        fragments.append(piece)
+    first = fragments.text()
+    assert first == "Hello, world"
+    assert fragments.text() is first
+    assert fragments.strings == 1
+
+
+def test_nothing_appended_is_empty_and_false() -> None:
+    fragments = Fragments()
+    assert not fragments
+    assert fragments.text() == ""
+    fragments.append("")
+    assert fragments  # an empty fragment still counts as something that arrived
+    assert fragments.text() == ""
+
+
+def test_replace_discards_the_fragments() -> None:
+    fragments = Fragments()
+    for _ in range(3 * BATCH):
+        fragments.append("x")
+    fragments.replace("final")
+    fragments.append("!")
+    assert fragments.text() == "final!"
+    assert repr(fragments) == "Fragments('final!')"
