@@ -203,12 +203,34 @@ class Broadcaster:
     """Deliver published events to every subscriber (see the module docstring)."""
 
     # One per open stream, thousands at once: no instance dict.
-    __slots__ = ("_subscribers", "_terminal", "has_subscribed")
+    __slots__ = ("_listened", "_listener", "_subscribers", "_terminal")
 
     def __init__(self) -> None:
         self._subscribers: list[_Subscriber] = []
         self._terminal: Event | None = None
-        self.has_subscribed = trio.Event()
+        self._listened = False
+        # Made only while the publisher waits for a first listener: usually
+        # somebody subscribes before the publisher starts, and then no stream
+        # needs an event of its own for it.
+        self._listener: trio.Event | None = None
+
+    def listen(self) -> None:
+        """Somebody listens (a subscriber, or a wait for the result): publishing may start."""
+        self._listened = True
+        if self._listener is not None:
+            self._listener.set()
+
+    async def wait_for_listener(self) -> None:
+        """Wait until :meth:`listen` was called (at once, without a checkpoint, if it was).
+
+        The publisher's next step, a network read, is the checkpoint.
+        """
+        if not self._listened:
+            self._listener = trio.Event()
+            try:
+                await self._listener.wait()
+            finally:
+                self._listener = None
 
     def subscribe(
         self,
@@ -240,7 +262,7 @@ class Broadcaster:
         self._subscribers.append(
             _Subscriber(send, family, lossy=lossy, batched=batched, size=buffer_size)
         )
-        self.has_subscribed.set()
+        self.listen()
         return receive
 
     async def publish(self, events: Sequence[Event]) -> None:

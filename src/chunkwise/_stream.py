@@ -134,7 +134,10 @@ class Stream(Generic[R]):
         self._iterator: trio.MemoryReceiveChannel[Event] | None = None
         self._block_left = False
         self._consumers = 0  # consumer tasks running (start_soon)
-        self._nobody_reads = trio.Event()  # the block is left and no consumer runs
+        # Set once the block is left and no consumer runs; made at the end of
+        # the reading (before that nothing waits for it), one event fewer per
+        # open stream.
+        self._nobody_reads: trio.Event | None = None
 
     @property
     def status_code(self) -> int:
@@ -236,8 +239,11 @@ class Stream(Generic[R]):
             self._consumers -= 1
             self._check_readers()
 
+    def _nobody_left(self) -> bool:
+        return self._block_left and not self._consumers
+
     def _check_readers(self) -> None:
-        if self._block_left and not self._consumers:
+        if self._nobody_reads is not None and self._nobody_left():
             self._nobody_reads.set()
 
     def cancel(self) -> None:
@@ -250,7 +256,7 @@ class Stream(Generic[R]):
 
     async def result(self) -> R:
         """Wait for the end of the stream and return the final result."""
-        self._broadcaster.has_subscribed.set()
+        self._broadcaster.listen()
         await self._ended.wait()
         return self._parser.result
 
@@ -273,7 +279,7 @@ class Stream(Generic[R]):
         clean_end = False
         try:
             with self._reader_scope:
-                await broadcaster.has_subscribed.wait()
+                await broadcaster.wait_for_listener()
                 headers = tuple(self._response.headers.items())
                 await broadcaster.publish(
                     [ResponseStarted(status_code=self.status_code, headers=headers)]
@@ -319,7 +325,10 @@ class Stream(Generic[R]):
                 final += parser.note_anomaly(Anomaly(kind="transport error", detail=str(problem)))
             final += parser.fail(invalid) if invalid is not None else parser.end(reason)
             self._ended.set()
-            await broadcaster.finish(final, give_up=self._nobody_reads)
+            give_up = self._nobody_reads = trio.Event()
+            if self._nobody_left():
+                give_up.set()
+            await broadcaster.finish(final, give_up=give_up)
         finally:
             # Torn down from outside (the block raised, a consumer failed, an
             # outer deadline): record it, hand over what fits, end every channel.

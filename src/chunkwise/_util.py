@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import trio
@@ -119,19 +118,29 @@ def _leaves(exc: BaseException) -> Iterator[BaseException]:
         yield exc
 
 
-@contextmanager
-def exceptions_unwrapped() -> Iterator[None]:
+class exceptions_unwrapped:  # lower case: used like the function it was
     """Re-raise a group's :func:`sole_exception` as itself, chain untouched.
 
-    Groups with several real exceptions propagate unchanged.
+    Groups with several real exceptions propagate unchanged.  A class rather
+    than a generator: every open stream holds one for as long as it is open,
+    and this one has no instance state at all.
     """
-    try:
-        yield
-    except BaseExceptionGroup as group:
-        exc = sole_exception(group)
-        if exc is None:
-            raise
-        raise_itself(exc)
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: object,
+    ) -> None:
+        if isinstance(exc, BaseExceptionGroup):
+            sole = sole_exception(exc)
+            if sole is not None:
+                raise_itself(sole)
 
 
 async def close_now(resource: trio.abc.AsyncResource) -> None:

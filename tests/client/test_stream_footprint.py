@@ -12,7 +12,7 @@ import trio
 import trio.testing
 
 import chunkwise
-from chunkwise import _fanout, _http
+from chunkwise import _fanout, _http, _text, _util
 from chunkwise._request import Request
 from chunkwise.testing import RecordedRequest, ResponseWriter
 from helpers import choice, chunk, serving, sse
@@ -23,7 +23,15 @@ FIRST = sse(chunk(choice(role="assistant", content="Hello")), done=False)
 
 
 @pytest.mark.parametrize(
-    "cls", [_http.Connection, _http.HTTPResponse, _fanout.Broadcaster, _fanout._Subscriber]
+    "cls",
+    [
+        _http.Connection,
+        _http.HTTPResponse,
+        _fanout.Broadcaster,
+        _fanout._Subscriber,
+        _text.Fragments,
+        _util.exceptions_unwrapped,
+    ],
 )
 def test_per_stream_objects_have_no_instance_dict(cls: type) -> None:
     # Every class in the MRO but object declares __slots__, and none of them "__dict__".
@@ -77,3 +85,53 @@ async def test_the_http_layer_keeps_no_request_body_while_streaming(
         async with _http.open_http_response(ENDPOINT, body, transport=client) as response:
             assert await response.receive_some()
             assert not held_by_open_http_response(body)
+
+
+def live_events() -> int:
+    gc.collect()
+    return sum(type(o) is trio.Event for o in gc.get_objects())
+
+
+@pytest.mark.parametrize("listener", ["subscriber", "result"])
+async def test_a_stream_being_read_holds_one_trio_event(
+    listener: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    # The one a caller of result() waits on.  Waiting for a first listener and
+    # for the last consumer are events made only while somebody waits for them.
+    async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+        await writer.start(200)
+        await writer.write(FIRST)
+        await trio.sleep_forever()
+
+    async with serving(handler) as (client, _), trio.open_nursery() as nursery:
+        before = live_events()
+        async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+            if listener == "subscriber":
+                channel = stream.subscribe()
+                while not isinstance(await channel.receive(), chunkwise.ContentDelta):
+                    pass
+            else:
+                nursery.start_soon(stream.result)
+                await trio.testing.wait_all_tasks_blocked()
+                assert stream.snapshot.content == "Hello"
+            assert live_events() - before == 1
+            stream.cancel()
+
+
+async def test_the_reader_waits_for_a_late_first_listener(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # Nobody listens for a while: the reader waits without reading, then the
+    # first subscriber still receives everything from ResponseStarted on.
+    async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+        await writer.start(200)
+        await writer.write(FIRST + sse(chunk(choice(finish_reason="stop")), done=True))
+
+    async with serving(handler) as (client, _):
+        async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+            await trio.sleep(5)
+            assert stream.snapshot.choices == ()
+            events = [event async for event in stream.subscribe()]
+    assert isinstance(events[0], chunkwise.ResponseStarted)
+    assert isinstance(events[-1], chunkwise.StreamCompleted)
+    assert stream.snapshot.content == "Hello"
