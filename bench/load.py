@@ -5,6 +5,8 @@ Run from the repository root::
     .venv/bin/python bench/load.py                   # 10,000 streams x 3 subscribers
     .venv/bin/python bench/load.py --streams 500     # a quicker run
     .venv/bin/python bench/load.py --subscribers 1   # one subscriber a stream
+    .venv/bin/python bench/load.py --batched         # subscribe(batched=True)
+    .venv/bin/python bench/load.py --buffer-size 8   # each subscriber's buffer_size
 
 The loopback server (:mod:`chunkwise.testing`) runs in its own process (the
 ``multiprocessing`` ``spawn`` method) and reports its port over a pipe; the
@@ -196,6 +198,8 @@ class Run:
     def __init__(self, args: argparse.Namespace, expected: list[chunkwise.Event]) -> None:
         self.streams = args.streams
         self.subscribers = args.subscribers
+        self.batched: bool = args.batched
+        self.buffer_size: int | float = args.buffer_size
         self.expected = expected
         self.open_now = 0
         self.open_peak = 0
@@ -211,12 +215,13 @@ class Run:
         count = 0
         ok = True
         async with channel:
-            async for event in channel:
-                if count == 0:
-                    ok = type(event) is chunkwise.ResponseStarted
-                elif count > len(expected) or event != expected[count - 1]:
-                    ok = False
-                count += 1
+            async for item in channel:
+                for event in item if self.batched else (item,):
+                    if count == 0:
+                        ok = type(event) is chunkwise.ResponseStarted
+                    elif count > len(expected) or event != expected[count - 1]:
+                        ok = False
+                    count += 1
         if not ok or count != len(expected) + 1:
             self.failures.append(f"stream {index}: a subscriber's events differ ({count})")
         self.delivered += count
@@ -232,7 +237,8 @@ class Run:
             if self.open_now == self.streams:
                 self.all_open_at = time.perf_counter()
             for _ in range(self.subscribers):
-                stream.start_soon(self.consume, index, stream.subscribe())
+                channel = stream.subscribe(buffer_size=self.buffer_size, batched=self.batched)
+                stream.start_soon(self.consume, index, channel)
             result = await stream.result()
         self.open_now -= 1
         if result.status != "complete" or result.content != text:
@@ -278,6 +284,18 @@ def main() -> int:
         default=64,
         help="connects in flight at once (0: chunkwise connects every stream itself)",
     )
+    parser.add_argument(
+        "--batched",
+        action="store_true",
+        help="subscribers receive one tuple of events per network read (subscribe(batched=True))",
+    )
+    parser.add_argument(
+        "--buffer-size",
+        type=int,
+        default=chunkwise.DEFAULT_BUFFER_SIZE,
+        help="each subscriber's buffer_size (default: chunkwise's, "
+        f"{chunkwise.DEFAULT_BUFFER_SIZE})",
+    )
     args = parser.parse_args()
     limits = raise_fd_limit(args.streams + 256, "client")
     print(f"python {platform.python_version()}, trio {trio.__version__}, {platform.machine()}")
@@ -294,8 +312,10 @@ def main() -> int:
         server.close()
     listen_after = listen_counters()
 
+    style = "batched" if args.batched else "one event at a time"
     print(
-        f"streams: {args.streams} x {args.subscribers} subscribers, {len(data)} body bytes "
+        f"streams: {args.streams} x {args.subscribers} subscribers ({style}, buffer_size "
+        f"{args.buffer_size}), {len(data)} body bytes "
         f"and {events_per_stream} events per stream, written {args.write_size} bytes "
         f"at a time, {args.delay * 1000:g} ms apart"
     )
