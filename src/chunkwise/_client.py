@@ -19,7 +19,7 @@ from types import TracebackType
 from typing import Any
 
 from ._endpoint import Endpoint
-from ._http import Connection
+from ._http11 import Connection
 from ._pool import ConnectionPool, PoolSettings
 from ._response_results import ResponseResult
 from ._results import ChatResult

@@ -2,7 +2,8 @@
 
 Theory of operation
 -------------------
-:func:`open_http_response` is the whole client.  It connects (TCP, then TLS for
+:func:`send_http_request` is the whole client (:func:`open_http_response`
+is it plus closing the response at the end of a block).  It connects (TCP, then TLS for
 ``https``, both inside the endpoint's connect timeout), sends the request in one
 ``send_all``, reads the response head, and only yields when the response is one
 chunkwise can stream: a 2xx ``text/event-stream`` with no content coding.  Any
@@ -10,18 +11,10 @@ other response is read up to :data:`MAX_ERROR_BODY` bytes, for at most the
 endpoint's ``timeouts.error_body`` seconds, and raised as a typed error, so callers
 never see a response they would have to reject themselves.
 
-h11 does all the parsing; this module only moves bytes and translates outcomes.
-Every wait for the peer goes through one method, ``Connection._fill``, which
-applies the idle timeout and turns a broken socket into :class:`ConnectionLost`.
-Every h11 error goes through ``Connection._translate``: when we had fed h11 the
-end of the stream, the server hung up (:class:`ConnectionLost`, or
-:class:`IncompleteBody` once the body had begun); otherwise the server sent bytes
-that are not HTTP (:class:`RemoteProtocolError`).
-
-Body bytes are handed out as soon as h11 releases them.  When a read both delivers
-data and reveals an error (the peer closed mid-chunk), the data is returned first
-and the error is raised by the next :meth:`HTTPResponse.receive_some`, so a
-truncated stream loses nothing that arrived.
+The bytes go through a :class:`~chunkwise._http11.Connection` (h11 over the
+trio stream, the idle timeout, every h11 error translated): body bytes are
+handed out as soon as h11 releases them, and an error that follows data is
+raised by the next :meth:`HTTPResponse.receive_some`, after that data.
 
 Without a pool, one request per connection: the socket is closed with
 :func:`trio.aclose_forcefully` on every exit path, which never blocks, so leaving
@@ -63,34 +56,30 @@ from collections.abc import (
     Hashable,
 )
 from contextlib import asynccontextmanager
-from typing import Any
 
 import h11
 import trio
 
-from ._connect import Origin, open_connection, socket_of, take_buffered
+from ._connect import Origin, open_connection
 from ._endpoint import Endpoint
 from ._errors import (
     ChunkwiseError,
     ConnectionLost,
     HTTPStatusError,
-    IdleTimeout,
-    IncompleteBody,
-    LocalProtocolError,
     RemoteProtocolError,
     StreamError,
     TransportError,
     UnexpectedContentEncoding,
     UnexpectedContentType,
-    raise_itself,
 )
 from ._headers import Headers
+from ._http11 import Connection
 from ._payloads import parse_error_payload, parse_json
-from ._pool import ConnectionPool
+from ._pool import ConnectionPool, Slot
 from ._proxy import Proxy
-from ._request import Request, prepare_request
+from ._request import prepare_request
 from ._retries import Retries, retry_after, retry_delay, with_attempts
-from ._util import close_now, redact
+from ._util import redact
 
 __all__ = [
     "MAX_ERROR_BODY",
@@ -100,14 +89,11 @@ __all__ = [
     "http_status_error",
     "open_http_response",
     "parse_error_body",
+    "send_http_request",
 ]
 
 #: How much of an error (or unexpected) response body is kept.
 MAX_ERROR_BODY = 64 * 1024
-# An echoed key cut off by the end of what was read is masked from this many
-# characters on; shorter tails are indistinguishable from ordinary text.
-
-_READ_SIZE = 64 * 1024
 
 
 class HTTPResponse:
@@ -122,6 +108,7 @@ class HTTPResponse:
         "_conn",
         "_release",
         "_released",
+        "_slot",
         "headers",
         "http_version",
         "reason",
@@ -133,10 +120,12 @@ class HTTPResponse:
         conn: Connection,
         head: h11.Response,
         release: Callable[[], Awaitable[None]] | None = None,
+        slot: Slot | None = None,
     ) -> None:
         self._conn = conn
         self._release = release
         self._released = False
+        self._slot = slot  # a pool's slot, given up when the response is done
         self.status_code: int = head.status_code
         self.reason: str = head.reason.decode("latin-1")
         self.http_version: str = head.http_version.decode("ascii")
@@ -163,10 +152,11 @@ class HTTPResponse:
 
         Never blocks; closes even when cancelled.
         """
-        if self._released:
-            await trio.lowlevel.checkpoint()
-            return
-        await self._conn.aclose()
+        try:
+            if not self._released:
+                await self._conn.aclose()
+        finally:
+            self._free_slot()
         await trio.lowlevel.checkpoint()
 
     async def release(self) -> None:
@@ -183,7 +173,15 @@ class HTTPResponse:
             await self.aclose()
         else:
             self._released = True
-            await self._release()
+            try:
+                await self._release()
+            finally:
+                self._free_slot()
+
+    def _free_slot(self) -> None:
+        slot, self._slot = self._slot, None
+        if slot is not None:
+            slot.release()
 
     def __aiter__(self) -> HTTPResponse:
         return self
@@ -248,7 +246,7 @@ async def open_http_response(
     as they are.
 
     The connection is closed before the ``async with`` block exits, whatever the
-    reason it exits.
+    reason it exits.  :func:`send_http_request` is the same without the block.
 
     Raises:
         HTTPStatusError: any non-2xx status, with the parsed error body.
@@ -257,6 +255,33 @@ async def open_http_response(
         ConnectTimeout, IdleTimeout, ConnectionLost, TransportError: see :func:`connect`
             and :meth:`HTTPResponse.receive_some`.
         RemoteProtocolError: the response is not valid HTTP/1.1.
+    """
+    response = await send_http_request(
+        endpoint, body, path=path, transport=transport, check=check, pool=pool
+    )
+    del body  # not sent again: not kept for as long as the body is read
+    try:
+        yield response
+    finally:
+        await response.aclose()  # nothing to do once released
+
+
+async def send_http_request(
+    endpoint: Endpoint,
+    body: bytes,
+    *,
+    path: str = "/chat/completions",
+    transport: trio.abc.Stream | None = None,
+    check: bool = True,
+    pool: ConnectionPool[Connection] | None = None,
+) -> HTTPResponse:
+    """POST ``body`` and return the response, its body not read yet (retries included).
+
+    Everything is as :func:`open_http_response`, which is this plus closing
+    the response at the end of a block.  The caller owns the response: it must
+    :meth:`~HTTPResponse.aclose` (or :meth:`~HTTPResponse.release`) it on
+    every path, which also gives up the pool's slot.  For a stream, this keeps
+    no generator or context manager alive for as long as the body is read.
     """
     origin = Origin.of(endpoint)
     proxy = endpoint.select_proxy() if transport is None else None
@@ -268,45 +293,42 @@ async def open_http_response(
     retried = 0  # retries made, against retries.max_retries
     resent = False  # the one free re-send after a reused connection failed
     while True:
-        async with _NO_SLOT if pool is None else pool.slot():
+        slot = None if pool is None else pool.slot()
+        if slot is not None:
+            await slot.acquire()
+        conn: Connection | None = None
+        reused = False
+        try:
             conn = await pool.take(key) if pool is not None else None
             reused = conn is not None
-            try:
-                if conn is None:
-                    if transport is None:
-                        stream = await open_connection(
-                            origin,
-                            connect_timeout=endpoint.timeouts.connect,
-                            ssl_context=endpoint.ssl_context,
-                            proxy=proxy,
-                        )
-                    else:
-                        stream, transport = transport, None
-                    conn = Connection(stream, origin, idle_timeout=endpoint.timeouts.idle)
-                await conn.send_request(request)
-                # Without a pool, releasing is closing: HTTPResponse does it itself.
-                release = None if pool is None else functools.partial(_release, conn, pool, key)
-                response = HTTPResponse(conn, await conn.receive_head(), release)
-                if check:
-                    await _check_response(response, endpoint, proxy)
-            except ChunkwiseError as exc:
-                if conn is not None:
-                    await conn.aclose()
-                failure = exc
-                stale = reused and conn is not None and not conn.response_started
-            except BaseException:
-                if conn is not None:
-                    await conn.aclose()
-                raise
-            else:
-                # Nothing is sent again from here on: the request (its header
-                # list, its body) need not live as long as the stream.
-                del request
-                try:
-                    yield response
-                finally:
-                    await response.aclose()  # nothing to do once released
-                return
+            if conn is None:
+                if transport is None:
+                    stream = await open_connection(
+                        origin,
+                        connect_timeout=endpoint.timeouts.connect,
+                        ssl_context=endpoint.ssl_context,
+                        proxy=proxy,
+                    )
+                else:
+                    stream, transport = transport, None
+                conn = Connection(stream, origin, idle_timeout=endpoint.timeouts.idle)
+            await conn.send_request(request)
+            # Without a pool, releasing is closing: HTTPResponse does it itself.
+            release = None if pool is None else functools.partial(_release, conn, pool, key)
+            response = HTTPResponse(conn, await conn.receive_head(), release, slot)
+            if check:
+                await _check_response(response, endpoint, proxy)
+        except ChunkwiseError as exc:
+            await _abandon(conn, slot)
+            failure = exc
+            stale = reused and conn is not None and not conn.response_started
+        except BaseException:
+            await _abandon(conn, slot)
+            raise
+        else:
+            # Nothing is sent again: the request (its header list, its body)
+            # need not live as long as the response.
+            return response
         if stale and not resent and isinstance(failure, ConnectionLost):
             # The server closed the idle connection as the request went out:
             # send it again on a new connection, free of the budget (curl, Go).
@@ -329,6 +351,16 @@ async def open_http_response(
         await trio.sleep(delay)
 
 
+async def _abandon(conn: Connection | None, slot: Slot | None) -> None:
+    """A failed attempt: close its connection and give up its slot."""
+    try:
+        if conn is not None:
+            await conn.aclose()
+    finally:
+        if slot is not None:
+            slot.release()
+
+
 _NO_RETRIES = Retries(max_retries=0)
 #: After the caller is done with a pooled response, how long (seconds) and how
 #: much (bytes) of the rest of its body is read so that the connection can be
@@ -337,21 +369,6 @@ _DRAIN_GRACE = 1.0
 _DRAIN_LIMIT = 64 * 1024
 
 _log = logging.getLogger("chunkwise")
-
-
-class _NoSlot:
-    """The slot of a request without a pool: nothing to hold (one shared instance)."""
-
-    __slots__ = ()
-
-    async def __aenter__(self) -> None:
-        return None
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        return None
-
-
-_NO_SLOT = _NoSlot()
 
 
 async def _release(conn: Connection, pool: ConnectionPool[Connection], key: Hashable) -> None:
@@ -459,233 +476,3 @@ def parse_error_body(body: bytes) -> StreamError | None:
     except ValueError:  # UnicodeDecodeError and JSONDecodeError included
         return None
     return parse_error_payload(payload)
-
-
-class Connection:
-    """The h11 client state machine and the stream under it: the one place with I/O."""
-
-    # One per open stream, thousands at once: no instance dict.
-    __slots__ = (
-        "_busy",
-        "_closed",
-        "_done",
-        "_eof",
-        "_error",
-        "_expected",
-        "_h11",
-        "_host",
-        "_idle",
-        "_in_body",
-        "_port",
-        "_received",
-        "_transport",
-        "_where",
-        "response_started",
-    )
-
-    def __init__(
-        self, transport: trio.abc.Stream, origin: Origin, *, idle_timeout: float | None
-    ) -> None:
-        self._transport = transport
-        self._h11 = h11.Connection(h11.CLIENT)
-        self._host = origin.host
-        self._port = origin.port
-        self._where = origin.authority
-        self._idle = math.inf if idle_timeout is None else idle_timeout
-        self._closed = False
-        self._start_exchange()
-
-    def _start_exchange(self) -> None:
-        self._eof = False  # h11 has been told the peer closed
-        self._in_body = False
-        self._done = False  # EndOfMessage seen
-        self._received = 0
-        self._expected: int | None = None
-        # Raised by every later receive_some, after the data that preceded it.
-        self._error: ChunkwiseError | None = None
-        self._busy = False
-        #: Some bytes of a response arrived (a request that failed before any
-        #: did may be sent again on a new connection).
-        self.response_started = False
-
-    @property
-    def reusable(self) -> bool:
-        """The exchange completed on both sides and neither asked to close."""
-        return (
-            not self._closed
-            and self._done
-            and self._error is None
-            and self._h11.our_state is h11.DONE
-            and self._h11.their_state is h11.DONE
-        )
-
-    def readable_while_idle(self) -> bool:
-        """Bytes or an EOF arrived while no response is expected: not reusable."""
-        sock = socket_of(self._transport)
-        return sock is not None and sock.is_readable()
-
-    def start_next_exchange(self) -> None:
-        """Make a :attr:`reusable` connection ready for the next request."""
-        self._h11.start_next_cycle()
-        self._start_exchange()
-
-    async def drain(self, grace: float, limit: int) -> None:
-        """Read what is left of the body for up to ``grace`` seconds and ``limit`` bytes.
-
-        Only to end an exchange so the connection can be reused: errors just
-        leave it unreusable.
-        """
-        with trio.move_on_after(grace):
-            total = 0
-            try:
-                while not self._done and total <= limit:
-                    total += len(await self.receive_some())
-            except (ChunkwiseError, trio.ClosedResourceError, trio.BusyResourceError):
-                pass
-
-    async def send_request(self, request: Request) -> None:
-        head = h11.Request(
-            method=request.method, target=request.target, headers=list(request.headers)
-        )
-        try:
-            data = b"".join(
-                self._h11.send(event) or b""
-                for event in (head, h11.Data(data=request.body), h11.EndOfMessage())
-            )
-        except h11.LocalProtocolError:
-            # Endpoint checked every header, so this is a chunkwise bug.  Not chained:
-            # h11's message quotes the offending header value, which may be the key.
-            raise LocalProtocolError("h11 refused to serialise the request") from None
-        with trio.move_on_after(self._idle):
-            try:
-                await self._transport.send_all(data)
-            except (trio.BrokenResourceError, OSError) as exc:
-                raise ConnectionLost(
-                    f"connection to {self._where} lost while sending the request"
-                ) from exc
-            return
-        raise IdleTimeout(self._host, self._port, self._idle)
-
-    async def receive_head(self) -> h11.Response:
-        while True:
-            event = self._next_event()
-            if event is h11.NEED_DATA:
-                await self._fill()
-            elif isinstance(event, h11.Response):
-                self._in_body = True
-                self._expected = _declared_length(event)
-                return event
-            elif not isinstance(event, h11.InformationalResponse):  # 1xx are skipped
-                raise _unexpected(event)
-
-    async def receive_some(self) -> bytes:
-        if self._closed:
-            raise trio.ClosedResourceError("the HTTP response was closed")
-        if self._busy:
-            raise trio.BusyResourceError("another task is already receiving this response")
-        await trio.lowlevel.checkpoint_if_cancelled()
-        self._busy = True
-        try:
-            return await self._receive_body()
-        finally:
-            self._busy = False
-
-    async def _receive_body(self) -> bytes:
-        if self._error is not None:
-            raise_itself(self._error, fresh_traceback=True)
-        chunks: list[bytes] = []
-        waited = False
-        while not self._done:
-            try:
-                event = self._next_event()
-            except ChunkwiseError as exc:
-                self._error = exc
-                if chunks:
-                    break
-                raise
-            if event is h11.NEED_DATA:
-                if chunks:
-                    break
-                try:
-                    await self._fill()
-                except ChunkwiseError as exc:
-                    self._error = exc
-                    raise
-                waited = True
-            elif isinstance(event, h11.Data):
-                # h11 hands out a bytearray sliced from its buffer: one copy to
-                # immutable bytes here, none further up.
-                data = bytes(event.data)
-                self._received += len(data)
-                chunks.append(data)
-            elif isinstance(event, h11.EndOfMessage):
-                self._done = True
-            else:
-                raise _unexpected(event)
-        if not waited:
-            # Nothing was awaited, but callers may rely on this being a checkpoint.
-            # Shielded: the bytes already taken from h11 must not be lost to a cancel.
-            await trio.lowlevel.cancel_shielded_checkpoint()
-        return b"".join(chunks)
-
-    def _next_event(self) -> Any:
-        try:
-            return self._h11.next_event()
-        except h11.RemoteProtocolError as exc:
-            raise self._translate(exc) from exc
-
-    def _translate(self, exc: h11.RemoteProtocolError) -> ChunkwiseError:
-        if not self._eof:
-            return RemoteProtocolError(f"invalid HTTP response from {self._where}: {exc}")
-        if not self._in_body:
-            return ConnectionLost(f"{self._where} closed the connection before a complete response")
-        return self._incomplete("closed the connection")
-
-    def _incomplete(self, what: str) -> IncompleteBody:
-        if self._expected is not None:
-            detail = f"after {self._received} of {self._expected} body bytes"
-        else:
-            detail = f"inside the response body, after {self._received} bytes"
-        return IncompleteBody(
-            f"{self._where} {what} {detail}", received=self._received, expected=self._expected
-        )
-
-    async def _fill(self) -> None:
-        """Wait for the next bytes from the peer and give them to h11."""
-        with trio.move_on_after(self._idle):
-            try:
-                data = await self._transport.receive_some(_READ_SIZE)
-            except (trio.BrokenResourceError, OSError) as exc:
-                # A reset is never a clean end, even of a close-delimited body.
-                if self._in_body:
-                    raise self._incomplete("reset the connection") from exc
-                raise ConnectionLost(f"connection to {self._where} lost: {exc}") from exc
-            if not data:
-                self._eof = True
-            else:
-                self.response_started = True
-                # TLS hands out one record per read; the records that came with
-                # it go to h11 in the same call (see chunkwise._connect).
-                more = take_buffered(self._transport, _READ_SIZE - len(data))
-                if more:
-                    data = b"".join((data, more))
-            self._h11.receive_data(bytes(data))  # a no-op for bytes; streams may give bytearray
-            return
-        raise IdleTimeout(self._host, self._port, self._idle)
-
-    async def aclose(self) -> None:
-        self._closed = True
-        await close_now(self._transport)
-
-
-def _unexpected(event: object) -> RemoteProtocolError:
-    # h11 produces nothing else in these states; reaching this is a bug, but raising
-    # beats looping forever on an event h11 will keep returning.
-    return RemoteProtocolError(f"unexpected HTTP event {event!r}")
-
-
-def _declared_length(head: h11.Response) -> int | None:
-    fields = dict(head.headers)  # h11 lower-cases names and allows one Content-Length
-    if b"transfer-encoding" in fields or b"content-length" not in fields:
-        return None
-    return int(fields[b"content-length"])

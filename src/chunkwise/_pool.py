@@ -38,7 +38,7 @@ import trio
 
 from ._checks import non_negative_int, non_negative_seconds, positive_int
 
-__all__ = ["ConnectionPool", "PoolSettings", "Poolable"]
+__all__ = ["ConnectionPool", "PoolSettings", "Poolable", "Slot"]
 
 
 class Poolable(Protocol):
@@ -72,21 +72,32 @@ class PoolSettings:
     idle_expiry: float = attrs.field(default=5.0, validator=non_negative_seconds)
 
 
-class _Slot:
-    """One request's slot: a plain class, not a generator, as it lives as long as the request."""
+class Slot:
+    """One request's slot: a plain class, not a generator, as it lives as long as the request.
+
+    Used as ``async with pool.slot():``, or acquired and released by hand by a
+    response that outlives the call which sent its request.
+    """
 
     __slots__ = ("_pool",)
 
     def __init__(self, pool: ConnectionPool[Any]) -> None:
         self._pool = pool
 
-    async def __aenter__(self) -> None:
+    async def acquire(self) -> None:
+        """Wait for a free slot (cancellable)."""
         if self._pool._closed:
             raise trio.ClosedResourceError("the client is closed")
         await self._pool._slots.acquire()
 
-    async def __aexit__(self, *exc_info: object) -> None:
+    def release(self) -> None:
         self._pool._slots.release()
+
+    async def __aenter__(self) -> None:
+        await self.acquire()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.release()
 
 
 @attrs.define
@@ -115,9 +126,9 @@ class ConnectionPool(Generic[C]):
         """How many slots are taken (connections in use or being opened)."""
         return self.settings.max_connections - self._slots.value
 
-    def slot(self) -> _Slot:
+    def slot(self) -> Slot:
         """Hold one of ``max_connections`` slots for an ``async with`` block (cancellable wait)."""
-        return _Slot(self)
+        return Slot(self)
 
     async def take(self, key: Hashable) -> C | None:
         """An idle connection for ``key`` that passed rule 4, or ``None``.

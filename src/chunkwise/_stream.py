@@ -46,11 +46,11 @@ These are the promises of the trio layer; each is tested in every cell of
    in ``_reader_scope``, which leaving the block cancels.
 2. The socket is closed before ``__aexit__`` returns, on every path, and
    before the terminal event is published: the ending phase closes it first,
-   and :func:`~chunkwise._http.open_http_response` closes it again on the way
-   out, shielded.  With a :class:`~chunkwise.Client`, a stream that reached
-   its clean end gives its connection back to the pool instead (after reading
-   the end of the body for at most a second), also before the terminal event;
-   a stream that did not is closed as without a pool.
+   and :func:`open_stream` closes it again on the way out, shielded.  With a
+   :class:`~chunkwise.Client`, a stream that reached its clean end gives its
+   connection back to the pool instead (after reading the end of the body for
+   at most a second), also before the terminal event; a stream that did not
+   is closed as without a pool.
 3. Every subscriber whose channel is open and whose consumer is still running
    receives, in order, every event published after it subscribed (lossless)
    or the drop report in their place (lossy), then exactly one terminal
@@ -70,8 +70,9 @@ These are the promises of the trio layer; each is tested in every cell of
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
+from types import TracebackType
 from typing import Any, Generic, Literal, TypeVar, overload
 
 import attrs
@@ -81,7 +82,8 @@ from ._endpoint import Endpoint
 from ._errors import ConnectionLost, IdleTimeout, RemoteProtocolError, TransportError
 from ._events import Event, ResponseStarted
 from ._fanout import DEFAULT_BUFFER_SIZE, Batch, Broadcaster, Family
-from ._http import Connection, HTTPResponse, open_http_response
+from ._http import HTTPResponse, send_http_request
+from ._http11 import Connection
 from ._parser import ChatStreamParser, ResponseStreamParser, StreamParser
 from ._pool import ConnectionPool
 from ._response_results import ResponseResult
@@ -455,8 +457,7 @@ def open_response_stream(
     )
 
 
-@asynccontextmanager
-async def open_stream(
+def open_stream(
     api: Api[S],
     endpoint: Endpoint,
     request: Mapping[str, Any],
@@ -464,29 +465,94 @@ async def open_stream(
     max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
     transport: trio.abc.Stream | None = None,
     pool: ConnectionPool[Connection] | None = None,
-) -> AsyncIterator[S]:
+) -> AbstractAsyncContextManager[S]:
     """Open a stream of ``api``, on ``pool``'s connections when one is given (a Client's)."""
-    parser = api.make_parser(request, max_event_size)
-    # The body is not kept here while the stream runs: the HTTP layer lets go
-    # of it once the request can no longer be sent again.
-    async with open_http_response(
-        endpoint, _body(request), path=api.path, transport=transport, pool=pool
-    ) as response:
-        stream = api.stream_class(response, parser)
+    return StreamBlock(api, endpoint, request, max_event_size, transport, pool)
+
+
+class StreamBlock(Generic[S]):
+    """The ``async with`` of :func:`open_stream`.
+
+    A class rather than an ``@asynccontextmanager`` generator: every open
+    stream holds one for as long as it is open, and this one keeps three
+    references, where a generator would keep its frame, the context manager
+    its arguments, keywords and docstring (``bench/load.py``).
+    """
+
+    __slots__ = ("_manager", "_opening", "_stream")
+
+    def __init__(
+        self,
+        api: Api[S],
+        endpoint: Endpoint,
+        request: Mapping[str, Any],
+        max_event_size: int,
+        transport: trio.abc.Stream | None,
+        pool: ConnectionPool[Connection] | None,
+    ) -> None:
+        # What the request needs, let go of once it is sent.
+        self._opening: tuple[Any, ...] | None = (
+            api,
+            endpoint,
+            request,
+            max_event_size,
+            transport,
+            pool,
+        )
+        self._stream: S | None = None
+        self._manager: AbstractAsyncContextManager[trio.Nursery] | None = None
+
+    async def __aenter__(self) -> S:
+        if self._opening is None:
+            raise RuntimeError("a stream's async with can be entered only once")
+        api, endpoint, request, max_event_size, transport, pool = self._opening
+        self._opening = None
+        parser = api.make_parser(request, max_event_size)
+        # The body is not kept here while the stream runs: the HTTP layer lets
+        # go of it once the request can no longer be sent again.
+        response = await send_http_request(
+            endpoint, _body(request), path=api.path, transport=transport, pool=pool
+        )
+        try:
+            stream: S = api.stream_class(response, parser)
+            manager = trio.open_nursery()
+            nursery = await manager.__aenter__()
+        except BaseException:
+            await response.aclose()
+            raise
+        stream._nursery = nursery
+        nursery.start_soon(stream._run, name="chunkwise reader")
+        self._stream, self._manager = stream, manager
+        return stream
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool:
+        stream, manager = self._stream, self._manager
+        if stream is None or manager is None or stream._nursery is None:
+            raise RuntimeError("a stream's async with was left without being entered")
+        self._stream = self._manager = None
         try:
             with exceptions_unwrapped():
-                async with trio.open_nursery() as nursery:
-                    stream._nursery = nursery
-                    nursery.start_soon(stream._run, name="chunkwise reader")
-                    try:
-                        yield stream
-                    except BaseException:
-                        nursery.cancel_scope.cancel()
-                        raise
-                    finally:
-                        stream._leave()
+                try:
+                    if exc is not None:
+                        stream._nursery.cancel_scope.cancel()
+                finally:
+                    stream._leave()
+                return bool(await manager.__aexit__(exc_type, exc, traceback))
+        except BaseException as raised:
+            if raised is not exc:
+                raise
+            # The block's own exception, back out of the nursery: let it go on
+            # as it came, with its own traceback (as contextlib does).
+            raised.__traceback__ = traceback
+            return False
         finally:
             stream._nursery = None
+            await stream._response.aclose()  # nothing to do once released (rule 2)
 
 
 def _body(request: Mapping[str, Any]) -> bytes:

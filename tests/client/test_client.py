@@ -16,7 +16,7 @@ import trio
 import chunkwise
 from chunkwise import Client, HTTPStatusError, Retries, TransportError
 from chunkwise._connect import Origin
-from chunkwise._http import Connection
+from chunkwise._http11 import Connection
 from chunkwise._request import prepare_request
 from chunkwise.testing import (
     LoopbackServer,

@@ -6,13 +6,16 @@ before the response arrives (the prepared request) lives as long as the stream."
 from __future__ import annotations
 
 import gc
+import types
+from typing import Any
 
 import pytest
 import trio
 import trio.testing
 
 import chunkwise
-from chunkwise import _fanout, _http, _text, _util
+from chunkwise import _fanout, _http, _http11, _stream, _text, _util
+from chunkwise._pool import ConnectionPool
 from chunkwise._request import Request
 from chunkwise.testing import RecordedRequest, ResponseWriter
 from helpers import choice, chunk, serving, sse
@@ -25,7 +28,7 @@ FIRST = sse(chunk(choice(role="assistant", content="Hello")), done=False)
 @pytest.mark.parametrize(
     "cls",
     [
-        _http.Connection,
+        _http11.Connection,
         _http.HTTPResponse,
         _fanout.Broadcaster,
         _fanout._Subscriber,
@@ -135,3 +138,36 @@ async def test_the_reader_waits_for_a_late_first_listener(
     assert isinstance(events[0], chunkwise.ResponseStarted)
     assert isinstance(events[-1], chunkwise.StreamCompleted)
     assert stream.snapshot.content == "Hello"
+
+
+def live_generators() -> int:
+    """Async generators and generator context managers alive now."""
+    gc.collect()
+    return sum(
+        isinstance(o, types.AsyncGeneratorType)
+        or type(o).__module__ == "contextlib"  # what @(async)contextmanager makes
+        for o in gc.get_objects()
+    )
+
+
+@pytest.mark.parametrize("api", [_stream.CHAT, _stream.RESPONSES], ids=["chat", "responses"])
+@pytest.mark.parametrize("pooled", [False, True], ids=["alone", "pooled"])
+async def test_an_open_stream_holds_no_generator_or_context_manager_but_its_own(
+    api: _stream.Api[Any], pooled: bool, autojump_clock: trio.testing.MockClock
+) -> None:
+    # The stream's own ``async with`` is a StreamBlock: no @asynccontextmanager
+    # generator is alive for the HTTP response or the stream.
+    async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+        await writer.start(200)
+        await writer.write(FIRST)
+        await trio.sleep_forever()
+
+    pool = ConnectionPool[_http11.Connection]() if pooled else None
+    async with serving(handler) as (client, _):
+        before = live_generators()
+        block = _stream.open_stream(api, ENDPOINT, REQUEST, transport=client, pool=pool)
+        async with block as stream:
+            await stream.subscribe().receive()
+            assert live_generators() == before
+            assert type(block) is _stream.StreamBlock
+            stream.cancel()

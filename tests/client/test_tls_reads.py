@@ -18,7 +18,7 @@ import trio
 import trio.testing
 
 import chunkwise
-from chunkwise import _http
+from chunkwise import _http11
 from chunkwise._connect import take_buffered
 from chunkwise.testing import (
     RecordedRequest,
@@ -184,13 +184,13 @@ def record_per_event(
 def fills(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts :meth:`Connection._fill` calls (waits for bytes given to h11) in ``[0]``."""
     count = [0]
-    fill = _http.Connection._fill
+    fill = _http11.Connection._fill
 
-    async def counting_fill(self: _http.Connection) -> None:
+    async def counting_fill(self: _http11.Connection) -> None:
         count[0] += 1
         await fill(self)
 
-    monkeypatch.setattr(_http.Connection, "_fill", counting_fill)
+    monkeypatch.setattr(_http11.Connection, "_fill", counting_fill)
     return count
 
 
@@ -240,7 +240,7 @@ async def test_without_taking_every_record_is_a_fill(
     monkeypatch: pytest.MonkeyPatch, fills: list[int]
 ) -> None:
     # The count the tests above improve on: trio alone reads one record per call.
-    monkeypatch.setattr(_http, "take_buffered", lambda stream, max_bytes: b"")
+    monkeypatch.setattr(_http11, "take_buffered", lambda stream, max_bytes: b"")
     script = ScriptedResponse(body=BODY, write_sizes=tuple(len(e) for e in EVENTS))
     async with open_test_server(script, tls=True) as server:
         result = await chunkwise.complete_chat(server.endpoint(), REQUEST)

@@ -1,0 +1,279 @@
+"""One HTTP/1.1 connection: the h11 client state machine and the trio stream under it.
+
+Theory of operation
+-------------------
+h11 does all the parsing; this module only moves bytes and translates outcomes.
+:class:`Connection` takes an origin and a prepared request, not the whole
+endpoint (httpcore's ``_async/http11.py`` is the model): the request lifecycle
+(connecting, retries, checking the response) is :mod:`chunkwise._http`'s.
+
+Every wait for the peer goes through one method, ``Connection._fill``, which
+applies the idle timeout and turns a broken socket into :class:`ConnectionLost`.
+Every h11 error goes through ``Connection._translate``: when we had fed h11 the
+end of the stream, the server hung up (:class:`ConnectionLost`, or
+:class:`IncompleteBody` once the body had begun); otherwise the server sent bytes
+that are not HTTP (:class:`RemoteProtocolError`).
+
+Body bytes are handed out as soon as h11 releases them.  When a read both delivers
+data and reveals an error (the peer closed mid-chunk), the data is returned first
+and the error is raised by the next :meth:`Connection.receive_some`, so a
+truncated stream loses nothing that arrived.
+
+A process may hold thousands of connections open at once (``bench/load.py``):
+:class:`Connection` has no instance dict.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import h11
+import trio
+
+from ._connect import Origin, socket_of, take_buffered
+from ._errors import (
+    ChunkwiseError,
+    ConnectionLost,
+    IdleTimeout,
+    IncompleteBody,
+    LocalProtocolError,
+    RemoteProtocolError,
+    raise_itself,
+)
+from ._request import Request
+from ._util import close_now
+
+__all__ = ["Connection"]
+
+_READ_SIZE = 64 * 1024
+
+
+class Connection:
+    """The h11 client state machine and the stream under it: the one place with I/O."""
+
+    # One per open stream, thousands at once: no instance dict.
+    __slots__ = (
+        "_busy",
+        "_closed",
+        "_done",
+        "_eof",
+        "_error",
+        "_expected",
+        "_h11",
+        "_host",
+        "_idle",
+        "_in_body",
+        "_port",
+        "_received",
+        "_transport",
+        "_where",
+        "response_started",
+    )
+
+    def __init__(
+        self, transport: trio.abc.Stream, origin: Origin, *, idle_timeout: float | None
+    ) -> None:
+        self._transport = transport
+        self._h11 = h11.Connection(h11.CLIENT)
+        self._host = origin.host
+        self._port = origin.port
+        self._where = origin.authority
+        self._idle = math.inf if idle_timeout is None else idle_timeout
+        self._closed = False
+        self._start_exchange()
+
+    def _start_exchange(self) -> None:
+        self._eof = False  # h11 has been told the peer closed
+        self._in_body = False
+        self._done = False  # EndOfMessage seen
+        self._received = 0
+        self._expected: int | None = None
+        # Raised by every later receive_some, after the data that preceded it.
+        self._error: ChunkwiseError | None = None
+        self._busy = False
+        #: Some bytes of a response arrived (a request that failed before any
+        #: did may be sent again on a new connection).
+        self.response_started = False
+
+    @property
+    def reusable(self) -> bool:
+        """The exchange completed on both sides and neither asked to close."""
+        return (
+            not self._closed
+            and self._done
+            and self._error is None
+            and self._h11.our_state is h11.DONE
+            and self._h11.their_state is h11.DONE
+        )
+
+    def readable_while_idle(self) -> bool:
+        """Bytes or an EOF arrived while no response is expected: not reusable."""
+        sock = socket_of(self._transport)
+        return sock is not None and sock.is_readable()
+
+    def start_next_exchange(self) -> None:
+        """Make a :attr:`reusable` connection ready for the next request."""
+        self._h11.start_next_cycle()
+        self._start_exchange()
+
+    async def drain(self, grace: float, limit: int) -> None:
+        """Read what is left of the body for up to ``grace`` seconds and ``limit`` bytes.
+
+        Only to end an exchange so the connection can be reused: errors just
+        leave it unreusable.
+        """
+        with trio.move_on_after(grace):
+            total = 0
+            try:
+                while not self._done and total <= limit:
+                    total += len(await self.receive_some())
+            except (ChunkwiseError, trio.ClosedResourceError, trio.BusyResourceError):
+                pass
+
+    async def send_request(self, request: Request) -> None:
+        head = h11.Request(
+            method=request.method, target=request.target, headers=list(request.headers)
+        )
+        try:
+            data = b"".join(
+                self._h11.send(event) or b""
+                for event in (head, h11.Data(data=request.body), h11.EndOfMessage())
+            )
+        except h11.LocalProtocolError:
+            # Endpoint checked every header, so this is a chunkwise bug.  Not chained:
+            # h11's message quotes the offending header value, which may be the key.
+            raise LocalProtocolError("h11 refused to serialise the request") from None
+        with trio.move_on_after(self._idle):
+            try:
+                await self._transport.send_all(data)
+            except (trio.BrokenResourceError, OSError) as exc:
+                raise ConnectionLost(
+                    f"connection to {self._where} lost while sending the request"
+                ) from exc
+            return
+        raise IdleTimeout(self._host, self._port, self._idle)
+
+    async def receive_head(self) -> h11.Response:
+        while True:
+            event = self._next_event()
+            if event is h11.NEED_DATA:
+                await self._fill()
+            elif isinstance(event, h11.Response):
+                self._in_body = True
+                self._expected = _declared_length(event)
+                return event
+            elif not isinstance(event, h11.InformationalResponse):  # 1xx are skipped
+                raise _unexpected(event)
+
+    async def receive_some(self) -> bytes:
+        if self._closed:
+            raise trio.ClosedResourceError("the HTTP response was closed")
+        if self._busy:
+            raise trio.BusyResourceError("another task is already receiving this response")
+        await trio.lowlevel.checkpoint_if_cancelled()
+        self._busy = True
+        try:
+            return await self._receive_body()
+        finally:
+            self._busy = False
+
+    async def _receive_body(self) -> bytes:
+        if self._error is not None:
+            raise_itself(self._error, fresh_traceback=True)
+        chunks: list[bytes] = []
+        waited = False
+        while not self._done:
+            try:
+                event = self._next_event()
+            except ChunkwiseError as exc:
+                self._error = exc
+                if chunks:
+                    break
+                raise
+            if event is h11.NEED_DATA:
+                if chunks:
+                    break
+                try:
+                    await self._fill()
+                except ChunkwiseError as exc:
+                    self._error = exc
+                    raise
+                waited = True
+            elif isinstance(event, h11.Data):
+                # h11 hands out a bytearray sliced from its buffer: one copy to
+                # immutable bytes here, none further up.
+                data = bytes(event.data)
+                self._received += len(data)
+                chunks.append(data)
+            elif isinstance(event, h11.EndOfMessage):
+                self._done = True
+            else:
+                raise _unexpected(event)
+        if not waited:
+            # Nothing was awaited, but callers may rely on this being a checkpoint.
+            # Shielded: the bytes already taken from h11 must not be lost to a cancel.
+            await trio.lowlevel.cancel_shielded_checkpoint()
+        return b"".join(chunks)
+
+    def _next_event(self) -> Any:
+        try:
+            return self._h11.next_event()
+        except h11.RemoteProtocolError as exc:
+            raise self._translate(exc) from exc
+
+    def _translate(self, exc: h11.RemoteProtocolError) -> ChunkwiseError:
+        if not self._eof:
+            return RemoteProtocolError(f"invalid HTTP response from {self._where}: {exc}")
+        if not self._in_body:
+            return ConnectionLost(f"{self._where} closed the connection before a complete response")
+        return self._incomplete("closed the connection")
+
+    def _incomplete(self, what: str) -> IncompleteBody:
+        if self._expected is not None:
+            detail = f"after {self._received} of {self._expected} body bytes"
+        else:
+            detail = f"inside the response body, after {self._received} bytes"
+        return IncompleteBody(
+            f"{self._where} {what} {detail}", received=self._received, expected=self._expected
+        )
+
+    async def _fill(self) -> None:
+        """Wait for the next bytes from the peer and give them to h11."""
+        with trio.move_on_after(self._idle):
+            try:
+                data = await self._transport.receive_some(_READ_SIZE)
+            except (trio.BrokenResourceError, OSError) as exc:
+                # A reset is never a clean end, even of a close-delimited body.
+                if self._in_body:
+                    raise self._incomplete("reset the connection") from exc
+                raise ConnectionLost(f"connection to {self._where} lost: {exc}") from exc
+            if not data:
+                self._eof = True
+            else:
+                self.response_started = True
+                # TLS hands out one record per read; the records that came with
+                # it go to h11 in the same call (see chunkwise._connect).
+                more = take_buffered(self._transport, _READ_SIZE - len(data))
+                if more:
+                    data = b"".join((data, more))
+            self._h11.receive_data(bytes(data))  # a no-op for bytes; streams may give bytearray
+            return
+        raise IdleTimeout(self._host, self._port, self._idle)
+
+    async def aclose(self) -> None:
+        self._closed = True
+        await close_now(self._transport)
+
+
+def _unexpected(event: object) -> RemoteProtocolError:
+    # h11 produces nothing else in these states; reaching this is a bug, but raising
+    # beats looping forever on an event h11 will keep returning.
+    return RemoteProtocolError(f"unexpected HTTP event {event!r}")
+
+
+def _declared_length(head: h11.Response) -> int | None:
+    fields = dict(head.headers)  # h11 lower-cases names and allows one Content-Length
+    if b"transfer-encoding" in fields or b"content-length" not in fields:
+        return None
+    return int(fields[b"content-length"])
