@@ -366,3 +366,111 @@ async def test_a_connection_the_peer_closed_is_readable_while_idle(reset: bool) 
             await trio.lowlevel.wait_readable(stream.socket)  # the FIN or RST arrives
         assert conn.readable_while_idle()
         await conn.aclose()
+
+
+# -- every way out gives the pool's slot back ------------------------------------
+
+SLOW = ScriptedResponse(body=STREAM.body, write_sizes=40, delay=0.05)
+
+
+async def _complete(client: Client) -> None:
+    await client.complete_chat(REQUEST)
+
+
+async def _error_status(client: Client) -> None:
+    with pytest.raises(HTTPStatusError):
+        await client.complete_chat(REQUEST)
+
+
+async def _not_an_event_stream(client: Client) -> None:
+    with pytest.raises(chunkwise.UnexpectedContentType):
+        await client.complete_chat(REQUEST)
+
+
+async def _hung_up_before_the_head(client: Client) -> None:
+    with pytest.raises(chunkwise.ConnectionLost):
+        await client.complete_chat(REQUEST)
+
+
+async def _left_mid_body(client: Client) -> None:
+    async with client.open_chat_stream(REQUEST) as stream:
+        async for event in stream:
+            if isinstance(event, chunkwise.ContentDelta):
+                break
+
+
+async def _block_raises(client: Client) -> None:
+    with pytest.raises(KeyError):
+        async with client.open_chat_stream(REQUEST) as stream:
+            await stream.subscribe().receive()
+            raise KeyError("the caller's own")
+
+
+async def _cancelled_stream(client: Client) -> None:
+    async with client.open_chat_stream(REQUEST) as stream:
+        await stream.subscribe().receive()
+        stream.cancel()
+    assert stream.snapshot.status == "incomplete"
+
+
+async def _deadline_before_the_head(client: Client) -> None:
+    with trio.move_on_after(0.05) as scope:
+        await client.complete_chat(REQUEST)
+    assert scope.cancelled_caught
+
+
+async def _hang_up(request: RecordedRequest, writer: ResponseWriter) -> None:
+    await writer.disconnect()
+
+
+async def _late_head(request: RecordedRequest, writer: ResponseWriter) -> None:
+    await trio.sleep(0.5)
+    await writer.play(STREAM)
+
+
+WAYS_OUT: dict[str, tuple[Any, Any]] = {
+    "complete": (STREAM, _complete),
+    "error status": (ScriptedResponse.error(400, "bad request"), _error_status),
+    "retried error status": (ScriptedResponse.error(503, "busy"), _error_status),
+    "not an event stream": (
+        ScriptedResponse(body=b"hello", content_type="text/plain"),
+        _not_an_event_stream,
+    ),
+    "hung up before the head": (_hang_up, _hung_up_before_the_head),
+    "left mid-body": (SLOW, _left_mid_body),
+    "block raises": (SLOW, _block_raises),
+    "stream cancelled": (SLOW, _cancelled_stream),
+    "deadline before the head": (_late_head, _deadline_before_the_head),
+}
+
+
+@pytest.mark.parametrize("way", WAYS_OUT)
+async def test_every_way_a_request_ends_gives_its_slot_back(way: str) -> None:
+    # With one slot, a request whose slot was not given back would make the
+    # next one wait for ever.
+    first, end_it = WAYS_OUT[way]
+    handled = 0
+
+    async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+        nonlocal handled
+        handled += 1
+        # Retried ways fail both attempts (max_retries=1).
+        retried = way in ("retried error status", "hung up before the head")
+        if handled <= (2 if retried else 1):
+            if callable(first):
+                await first(request, writer)
+            else:
+                await writer.play(first)
+        else:
+            await writer.play(STREAM)
+
+    retries = Retries(max_retries=1, initial_delay=0.01, max_delay=0.01)
+    async with (
+        open_test_server(handler) as server,
+        client_for(server, max_connections=1, retries=retries) as client,
+    ):
+        with trio.fail_after(10):
+            await end_it(client)
+        with trio.fail_after(5):
+            result = await client.complete_chat(REQUEST)
+        assert result.content == "".join(WORDS)
