@@ -53,6 +53,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import attrs
 from _bytes import MAX_BODY, ByteReader, JsonShapes, fuzz_main, split_reads
+from _parsing import feed_all
 
 import chunkwise
 
@@ -308,13 +309,7 @@ def events_body(reader: ByteReader) -> bytes:
 
 
 def parse(reads: list[bytes], limit: int) -> tuple[list[chunkwise.Event], chunkwise.ResponseResult]:
-    parser = chunkwise.ResponseStreamParser(max_event_size=limit)
-    events: list[chunkwise.Event] = []
-    for read in reads:
-        events += parser.feed(read)
-        assert parser.result.status in ("streaming", "complete", "incomplete", "failed")
-    events += parser.end()
-    return events, parser.result
+    return feed_all(chunkwise.ResponseStreamParser(max_event_size=limit), reads)
 
 
 def first_terminal_status(body: bytes, limit: int) -> str | None:
