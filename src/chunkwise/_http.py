@@ -3,28 +3,31 @@
 Theory of operation
 -------------------
 :func:`send_http_request` is the whole client (:func:`open_http_response`
-is it plus closing the response at the end of a block).  It connects (TCP, then TLS for
-``https``, both inside the endpoint's connect timeout), sends the request in one
-``send_all``, reads the response head, and only yields when the response is one
-chunkwise can stream: a 2xx ``text/event-stream`` with no content coding.  Any
-other response is read up to :data:`MAX_ERROR_BODY` bytes, for at most the
-endpoint's ``timeouts.error_body`` seconds, and raised as a typed error, so callers
-never see a response they would have to reject themselves.
+is it plus closing the response at the end of a block).  It connects (TCP,
+then TLS for ``https``, both inside the endpoint's connect timeout), sends the
+request in one ``send_all``, reads the response head, and only returns the
+response when it is one chunkwise can stream: a 2xx ``text/event-stream``
+with no content coding.  Any other response is read up to
+:data:`MAX_ERROR_BODY` bytes, for at most the endpoint's
+``timeouts.error_body`` seconds, and raised as a typed error, so callers never
+see a response they would have to reject themselves.
 
 The bytes go through a :class:`~chunkwise._http11.Connection` (h11 over the
 trio stream, the idle timeout, every h11 error translated): body bytes are
 handed out as soon as h11 releases them, and an error that follows data is
 raised by the next :meth:`HTTPResponse.receive_some`, after that data.
 
-Without a pool, one request per connection: the socket is closed with
-:func:`trio.aclose_forcefully` on every exit path, which never blocks, so leaving
-the ``async with`` (error, cancellation, or a stream abandoned halfway) cannot
-hang and never leaves the socket open.  With a pool (:class:`chunkwise.Client`)
+The caller owns the response it is given and closes it
+(:meth:`HTTPResponse.aclose`) on every path; that also gives up the pool's slot
+the request held.  Without a pool, one request per connection: the socket is
+closed with :func:`trio.aclose_forcefully`, which never blocks, so leaving the
+``async with`` (error, cancellation, or a stream abandoned halfway) cannot hang
+and never leaves the socket open.  With a pool (:class:`chunkwise.Client`)
 a connection whose exchange finished cleanly on both sides (h11 says both are
 ``DONE``, neither asked to close) goes back to the pool instead
 (:meth:`HTTPResponse.release`); anything else is still closed at once.
 
-Retries (:mod:`chunkwise._retries`) happen here, before anything is yielded:
+Retries (:mod:`chunkwise._retries`) happen here, before anything is returned:
 a failed attempt is closed and the request sent again, so a caller only ever
 sees the response of the attempt that is streaming.  A request on a reused
 connection that fails before any response byte arrives (the server closed the
@@ -36,11 +39,11 @@ small, so a server that answers before reading the body (an early 413) is not
 worth a second task.
 
 A process may hold thousands of responses open at once (``bench/load.py``), so
-what one keeps is kept small: :class:`Connection` and :class:`HTTPResponse` have
-no instance dict, a request without a pool holds no slot object, and the
-prepared request (header list and body) is let go once its response is yielded,
-since nothing is sent again after that (the body stays alive only if the caller
-keeps a reference of its own).
+what one keeps is kept small: :class:`HTTPResponse` has no instance dict, a
+request without a pool holds no slot object, no generator is suspended while
+the body is read, and the prepared request (header list and body) is let go
+once its response is returned, since nothing is sent again after that (the
+body stays alive only if the caller keeps a reference of its own).
 """
 
 from __future__ import annotations
@@ -99,7 +102,7 @@ MAX_ERROR_BODY = 64 * 1024
 class HTTPResponse:
     """A response whose body is being received (a 2xx event stream, unless unchecked).
 
-    Only :func:`open_http_response` creates these.  ``headers`` is a
+    Only :func:`send_http_request` creates these.  ``headers`` is a
     :class:`Headers`; ``http_version`` is e.g. ``"1.1"``.  Also an async
     iterator over body chunks (``async for data in response``).
     """

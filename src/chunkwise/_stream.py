@@ -7,9 +7,10 @@ implementation, :func:`open_stream`, parametrised by an :class:`Api`: the
 path to post to, the sans-IO parser to read the body with, and the stream
 class to hand out.  Everything below is the same for both APIs.
 
-:func:`open_stream` opens the HTTP response (raising a typed error for a
-non-2xx status before the block is entered), then owns a nursery with one
-reader task.  The reader receives body bytes, feeds the sans-IO parser
+:func:`open_stream` returns a :class:`StreamBlock`, whose ``__aenter__``
+opens the HTTP response (raising a typed error for a non-2xx status before the
+block is entered) and enters a nursery with one reader task, and whose
+``__aexit__`` leaves them.  The reader receives body bytes, feeds the sans-IO parser
 (:class:`~chunkwise.ChatStreamParser` or
 :class:`~chunkwise.ResponseStreamParser`), and publishes each read's events through
 a :class:`~chunkwise._fanout.Broadcaster` to every subscriber.  Backpressure
@@ -98,6 +99,7 @@ __all__ = [
     "ChatStream",
     "ResponseStream",
     "Stream",
+    "StreamBlock",
     "complete",
     "complete_chat",
     "complete_response",
