@@ -193,3 +193,24 @@ async def test_tools_in_request_validate_streamed_arguments() -> None:
     assert call.validated is False
     assert isinstance(call.error, chunkwise.ToolArgumentsError)
     assert server.requests[0].json()["tools"] == tools
+
+
+async def test_a_stream_block_is_entered_once() -> None:
+    # The object open_chat_stream returns is a one-shot async context manager,
+    # like any @asynccontextmanager's: a second entry is refused before any
+    # request is sent.
+    async with open_test_server(ScriptedResponse(body=BODY)) as server:
+        async with recorded(server) as (endpoint, transport):
+            block = chunkwise.open_chat_stream(endpoint, REQUEST, transport=transport)
+            async with block as stream:
+                await stream.result()
+            with pytest.raises(RuntimeError, match="entered only once"):
+                async with block:
+                    pytest.fail("not reached")  # pragma: no cover
+    assert len(server.requests) == 1
+
+
+async def test_a_stream_block_cannot_be_left_without_being_entered() -> None:
+    block = chunkwise.open_chat_stream(chunkwise.Endpoint("http://127.0.0.1:9/v1"), REQUEST)
+    with pytest.raises(RuntimeError, match="without being entered"):
+        await block.__aexit__(None, None, None)
