@@ -515,11 +515,11 @@ class StreamBlock(Generic[S]):
         response = await send_http_request(
             endpoint, _body(request), path=api.path, transport=transport, pool=pool
         )
+        stream: S = api.stream_class(response, parser)
+        manager = trio.open_nursery()
         try:
-            stream: S = api.stream_class(response, parser)
-            manager = trio.open_nursery()
             nursery = await manager.__aenter__()
-        except BaseException:
+        except BaseException:  # pragma: no cover - entering a nursery does not checkpoint
             await response.aclose()
             raise
         stream._nursery = nursery

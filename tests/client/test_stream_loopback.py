@@ -214,3 +214,16 @@ async def test_a_stream_block_cannot_be_left_without_being_entered() -> None:
     block = chunkwise.open_chat_stream(chunkwise.Endpoint("http://127.0.0.1:9/v1"), REQUEST)
     with pytest.raises(RuntimeError, match="without being entered"):
         await block.__aexit__(None, None, None)
+
+
+async def test_start_soon_after_the_block_is_refused() -> None:
+    async with open_test_server(ScriptedResponse(body=BODY)) as server:
+        async with recorded(server) as (endpoint, transport):
+            async with chunkwise.open_chat_stream(endpoint, REQUEST, transport=transport) as s:
+                await s.result()
+
+            async def consumer() -> None:  # pragma: no cover - never started
+                pass
+
+            with pytest.raises(RuntimeError, match="not open"):
+                s.start_soon(consumer)
