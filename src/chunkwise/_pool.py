@@ -111,7 +111,10 @@ class ConnectionPool(Generic[C]):
 
     def __init__(self, settings: PoolSettings | None = None) -> None:
         self.settings = settings if settings is not None else PoolSettings()
-        self._slots = trio.Semaphore(self.settings.max_connections)
+        # max_value: giving a slot back twice is a bug, and raises instead of
+        # quietly raising the limit.
+        limit = self.settings.max_connections
+        self._slots = trio.Semaphore(limit, max_value=limit)
         # Oldest first, across keys, so rule 1 and rule 3 evict in one place.
         self._idle: OrderedDict[int, tuple[Hashable, _Idle[C]]] = OrderedDict()
         self._closed = False

@@ -132,6 +132,16 @@ async def test_waiting_for_a_slot_is_cancellable(autojump_clock: trio.testing.Mo
     assert pool.in_use == 0
 
 
+async def test_a_slot_given_back_twice_raises_rather_than_raising_the_limit() -> None:
+    pool: Pool = ConnectionPool(PoolSettings(max_connections=1))
+    slot = pool.slot()
+    await slot.acquire()
+    slot.release()
+    with pytest.raises(ValueError, match="released too many times"):
+        slot.release()
+    assert pool.in_use == 0
+
+
 async def test_a_new_connection_at_the_limit_closes_the_longest_idle_one() -> None:
     pool: Pool = ConnectionPool(PoolSettings(max_connections=2, max_idle_connections=2))
     old = await use(pool, OTHER, "old")
