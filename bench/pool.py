@@ -4,6 +4,7 @@ Run from the repository root::
 
     .venv/bin/python bench/pool.py            # 200 requests per contender, HTTP and TLS
     .venv/bin/python bench/pool.py --quick    # 20 requests per contender: a smoke run
+    .venv/bin/python bench/pool.py --server threads   # a server without an event loop
 
 A :mod:`chunkwise.testing` loopback server (trio + h11, ``127.0.0.1``, chunked
 framing) runs in a separate process, started with ``multiprocessing``'s
@@ -15,7 +16,10 @@ trusts (``ssl.create_default_context(cafile=...)``: certificate and host name
 verification on).  Every request gets the same short streamed chat completion:
 a role chunk, ``--chunks`` content chunks (default 20, the generator of
 ``bench/parse.py``), a finish chunk, a usage chunk and ``[DONE]``, one event per
-write (one HTTP chunk each), as a model streams them.
+write (one HTTP chunk each), as a model streams them.  ``--server threads``
+replaces the trio server with ``bench/_threaded_server.py`` (a thread per
+connection, blocking sockets, the same writes), whose writes cost one system
+call instead of two trips through an event loop.
 
 Contenders
 ----------
@@ -84,6 +88,7 @@ from typing import Any
 import openai
 import trio
 import trustme
+from _threaded_server import ThreadedServer
 from _workload import make_events, print_table
 from openai.types.chat import ChatCompletionMessageParam
 
@@ -106,9 +111,36 @@ Stats = dict[str, tuple[int, int, float]]
 # -- the server process -----------------------------------------------------------
 
 
-def serve(conn: Connection, body: bytes, write_sizes: tuple[int, ...] | None, chain: str) -> None:
+def serve(
+    conn: Connection, body: bytes, write_sizes: tuple[int, ...] | None, chain: str, kind: str
+) -> None:
     """The server process: plain HTTP and HTTPS, answering statistics requests on ``conn``."""
-    trio.run(_serve, conn, body, write_sizes, chain)
+    if kind == "threads":
+        _serve_threads(conn, body, write_sizes, chain)
+    else:
+        trio.run(_serve, conn, body, write_sizes, chain)
+
+
+def _serve_threads(
+    conn: Connection, body: bytes, write_sizes: tuple[int, ...] | None, chain: str
+) -> None:
+    # The same writes as the ScriptedResponse: one per event, or the body at once.
+    writes, pos = [], 0
+    for size in write_sizes or (len(body),):
+        writes.append(body[pos : pos + size])
+        pos += size
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(chain)
+    servers = {"http": ThreadedServer(writes, None), "https": ThreadedServer(writes, context)}
+    try:
+        conn.send({name: server.base_url for name, server in servers.items()})
+        while conn.recv() != "stop":
+            cpu = time.process_time()
+            conn.send({name: (s.connections, s.requests, cpu) for name, s in servers.items()})
+    finally:
+        for server in servers.values():
+            server.shutdown()
+            server.server_close()
 
 
 async def _serve(
@@ -135,11 +167,13 @@ async def _serve(
 class ServerProcess:
     """The server in its own process; :meth:`stats` asks it for its counters."""
 
-    def __init__(self, body: bytes, write_sizes: tuple[int, ...] | None, chain: str) -> None:
+    def __init__(
+        self, body: bytes, write_sizes: tuple[int, ...] | None, chain: str, kind: str
+    ) -> None:
         context = multiprocessing.get_context("spawn")
         self._conn, child = context.Pipe()
         self._process = context.Process(
-            target=serve, args=(child, body, write_sizes, chain), name="pool-bench-server"
+            target=serve, args=(child, body, write_sizes, chain, kind), name="pool-bench-server"
         )
         self._process.start()
         child.close()
@@ -353,6 +387,13 @@ def main(argv: list[str] | None = None) -> int:
         help="the server writes each body at once instead of one event per write",
     )
     ap.add_argument(
+        "--server",
+        choices=("trio", "threads"),
+        default="trio",
+        help="the loopback server: chunkwise.testing on trio (default), or a thread per "
+        "connection with blocking sockets (bench/_threaded_server.py), whose writes cost less",
+    )
+    ap.add_argument(
         "--transport",
         choices=("both", "http", "https"),
         default="both",
@@ -377,10 +418,11 @@ def main(argv: list[str] | None = None) -> int:
         + ", ".join(f"{x:.2f}" for x in os.getloadavg())
     )
     writes = "in one write" if args.one_write else "one event per write"
+    server_name = "chunkwise.testing (trio)" if args.server == "trio" else "threads, blocking"
     print(
-        f"each response: {n_chunks} content chunks, {len(events)} events, {len(body):,} bytes, "
-        f"{writes}; {n_requests} timed requests per contender after {warmup} warm-up, "
-        f"best of {repeat} interleaved rounds"
+        f"server: {server_name}; each response: {n_chunks} content chunks, {len(events)} "
+        f"events, {len(body):,} bytes, {writes}; {n_requests} timed requests per contender "
+        f"after {warmup} warm-up, best of {repeat} interleaved rounds"
     )
     print()
 
@@ -388,7 +430,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="chunkwise-pool-") as folder:
         ca_file, chain_file = make_ca(Path(folder))
-        server = ServerProcess(body, write_sizes, chain_file)
+        server = ServerProcess(body, write_sizes, chain_file, args.server)
         try:
             for _ in range(repeat):
                 for scheme in schemes:
