@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
+
+import attrs
 
 import chunkwise
+
+TERMINALS = (chunkwise.StreamCompleted, chunkwise.StreamIncomplete, chunkwise.StreamFailed)
 
 
 class Result(Protocol):
@@ -37,3 +41,22 @@ def feed_all(parser: Parser[R], reads: list[bytes]) -> tuple[list[chunkwise.Even
         assert parser.result.status in ("streaming", "complete", "incomplete", "failed")
     events += parser.end()
     return events, parser.result
+
+
+def check_end(events: list[chunkwise.Event], result: Any) -> None:
+    """What the end of every stream must be, whichever parser made ``events``.
+
+    One terminal event, the last one, carrying the final result; a final
+    status; a typed error when the stream failed.
+    """
+    terminals = [e for e in events if isinstance(e, TERMINALS)]
+    assert len(terminals) == 1, terminals
+    assert events[-1] is terminals[0], events[-1]
+    # Only anomalies may be added to the result after the terminal event
+    # ("data after [DONE]", "data after end": what the parser ignored).
+    final = terminals[0].result
+    assert final.anomalies == result.anomalies[: len(final.anomalies)]
+    assert attrs.evolve(result, anomalies=final.anomalies) == final
+    assert result.status in ("complete", "incomplete", "failed"), result.status
+    if result.status == "failed":
+        assert isinstance(result.error, chunkwise.ChunkwiseError), result.error

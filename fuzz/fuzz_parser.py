@@ -37,14 +37,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import attrs
 from _bytes import MAX_BODY, ByteReader, JsonShapes, fuzz_main, split_reads
-from _parsing import feed_all
+from _parsing import check_end, feed_all
 
 import chunkwise
 
 LIMITS = (64, 512, chunkwise.DEFAULT_MAX_EVENT_SIZE)
-TERMINALS = (chunkwise.StreamCompleted, chunkwise.StreamIncomplete, chunkwise.StreamFailed)
 
 _KEYS: tuple[object, ...] = ("id", "model", "created", "choices", "usage", "error", "object")
 _CHOICE_KEYS: tuple[object, ...] = ("index", "delta", "finish_reason", "logprobs", "message")
@@ -151,17 +149,7 @@ def parse(reads: list[bytes], limit: int) -> tuple[list[chunkwise.Event], chunkw
 
 
 def check(events: list[chunkwise.Event], result: chunkwise.ChatResult, limit: int) -> None:
-    terminals = [e for e in events if isinstance(e, TERMINALS)]
-    assert len(terminals) == 1, terminals
-    assert events[-1] is terminals[0], events[-1]
-    # The terminal event carries the final result.  Only anomalies may be added
-    # after it (e.g. "data after [DONE]": the parser notes what it ignored).
-    final = terminals[0].result
-    assert final.anomalies == result.anomalies[: len(final.anomalies)]
-    assert attrs.evolve(result, anomalies=final.anomalies) == final
-    assert result.status in ("complete", "incomplete", "failed"), result.status
-    if result.status == "failed":
-        assert isinstance(result.error, chunkwise.ChunkwiseError), result.error
+    check_end(events, result)
     # The deltas add up to the result, for every choice.
     for choice in result.choices:
         text = "".join(

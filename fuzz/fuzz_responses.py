@@ -51,14 +51,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import attrs
 from _bytes import MAX_BODY, ByteReader, JsonShapes, fuzz_main, split_reads
-from _parsing import feed_all
+from _parsing import check_end, feed_all
 
 import chunkwise
 
 LIMITS = (64, 512, chunkwise.DEFAULT_MAX_EVENT_SIZE)
-TERMINALS = (chunkwise.StreamCompleted, chunkwise.StreamIncomplete, chunkwise.StreamFailed)
 #: The terminal response events, with the status their name implies.
 TERMINAL_TYPES = {
     "response.completed": "completed",
@@ -369,17 +367,7 @@ def delta_texts(events: list[chunkwise.Event]) -> dict[tuple[int, str, int], str
 def check(
     events: list[chunkwise.Event], result: chunkwise.ResponseResult, body: bytes, limit: int
 ) -> None:
-    terminals = [e for e in events if isinstance(e, TERMINALS)]
-    assert len(terminals) == 1, terminals
-    assert events[-1] is terminals[0], events[-1]
-    # The terminal event carries the final result.  Only anomalies may be added
-    # after it ("data after end": the accumulator notes what it ignored).
-    final = terminals[0].result
-    assert final.anomalies == result.anomalies[: len(final.anomalies)]
-    assert attrs.evolve(result, anomalies=final.anomalies) == final
-    assert result.status in ("complete", "incomplete", "failed"), result.status
-    if result.status == "failed":
-        assert isinstance(result.error, chunkwise.ChunkwiseError), result.error
+    check_end(events, result)
     if result.status == "complete":
         # Only the server's terminal response saying completed makes a stream complete.
         assert result.error is None, result.error
