@@ -153,7 +153,8 @@ class HTTPResponse:
     async def aclose(self) -> None:
         """Close the connection now (unless :meth:`release` gave it back to a pool).
 
-        Never blocks; closes even when cancelled.
+        Also gives up the pool's slot the request held, once.  Never blocks;
+        closes even when cancelled.
         """
         try:
             if not self._released:
@@ -168,7 +169,8 @@ class HTTPResponse:
         With a pool, a body whose end is near (read within a short grace) is
         read to its end, and a connection whose exchange completed goes back
         to the pool; anything else, and every connection without a pool, is
-        closed at once.  Never blocks for longer than that grace.
+        closed at once.  Either way the pool's slot is given up.  Never blocks
+        for longer than that grace.
         """
         if self._released:
             await trio.lowlevel.checkpoint()
