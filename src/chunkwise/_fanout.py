@@ -15,10 +15,14 @@ delivered is still queued, in order, ahead of the end.
 
 A lossy subscriber never queues: an event that does not fit is dropped and
 counted, and as soon as there is room again the subscriber first receives
-:class:`~chunkwise.EventsDropped` with the count.  Its channel keeps two slots
-beyond its ``buffer_size``, for a drop report and the terminal event, so the
-end always fits.  A *batched* subscriber receives one tuple per publish (the
-events of one network read for it), with the same rules counted in batches.
+:class:`~chunkwise.EventsDropped` with the count, just ahead of the event
+that found room.  ``buffer_size`` bounds what the channel holds before events
+are dropped; beyond it the channel keeps three slots: one for a report riding
+with the event after it (so a subscriber with ``buffer_size=1`` that keeps
+reading receives events again after a drop), and two for a last report and
+the terminal event, so the end always fits.  A *batched* subscriber receives
+one tuple per publish (the events of one network read for it), with the same
+rules counted in batches.
 
 Rules
 -----
@@ -168,12 +172,12 @@ class _Subscriber:
             except trio.WouldBlock:
                 self.pending.append(item)
             return
-        used = self.send.statistics().current_buffer_used
-        report = 1 if self.dropped else 0
-        if not terminal and used + report >= self.size:
+        # At most size + 1 held here (an event and the report ahead of it), so
+        # the end (a report and the terminal event) always fits in size + 3.
+        if not terminal and self.send.statistics().current_buffer_used >= self.size:
             self.dropped += count
             return
-        if report:
+        if self.dropped:
             dropped = EventsDropped(count=self.dropped)
             self.send.send_nowait((dropped,) if self.batched else dropped)
             self.dropped = 0
@@ -256,9 +260,10 @@ class Broadcaster:
             with late_send:
                 late_send.send_nowait((self._terminal,) if batched else self._terminal)
             return late_receive
-        # Rule 3: a lossy channel's two extra slots hold a drop report and the
-        # terminal event, so the end never waits for it.
-        send, receive = trio.open_memory_channel[Any](buffer_size + 2 if lossy else buffer_size)
+        # Rule 3: a lossy channel's three extra slots hold a drop report riding
+        # with an event, then a last report and the terminal event, so the end
+        # never waits for it.
+        send, receive = trio.open_memory_channel[Any](buffer_size + 3 if lossy else buffer_size)
         self._subscribers.append(
             _Subscriber(send, family, lossy=lossy, batched=batched, size=buffer_size)
         )

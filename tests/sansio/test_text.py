@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -90,3 +91,44 @@ def test_replace_discards_the_fragments() -> None:
     fragments.append("!")
     assert fragments.text() == "final!"
     assert repr(fragments) == "Fragments('final!')"
+
+
+def _shapes(count: int) -> dict[str, list[str]]:
+    """``count`` distinct fragments in shapes that merge runs differently (rule 2 compares
+    lengths): all alike, growing, one long first, and lengths that go up and down."""
+    return {
+        "alike": [f"<{i:05}>" for i in range(count)],
+        "growing": [f"<{i}>" + "+" * (i // 8) for i in range(count)],
+        "long first": ["<first>" * 50] + [f"<{i}>" for i in range(1, count)],
+        "up and down": [f"<{i}>" + "~" * (i * 7 % 13) for i in range(count)],
+    }
+
+
+@pytest.mark.parametrize("shape", list(_shapes(1)))
+@pytest.mark.parametrize(
+    "count", [2 * BATCH - 1, 2 * BATCH, 2 * BATCH + 1, 3 * BATCH, 4 * BATCH + 5, 100, 1000]
+)
+def test_more_than_two_batches_of_fragments_keep_their_order(count: int, shape: str) -> None:
+    # Past 2 * BATCH fragments, runs are merged with runs (not only fragments
+    # joined into a run): each merge must put the older run first.
+    pieces = _shapes(count)[shape]
+    fragments = Fragments()
+    for piece in pieces:
+        fragments.append(piece)
+    assert fragments.text() == "".join(pieces)
+
+
+def test_every_prefix_of_a_hundred_fragments_reads_in_order() -> None:
+    pieces = [f"<{i}>" for i in range(100)]
+    for length in range(2 * BATCH + 1, len(pieces) + 1):
+        fragments = Fragments()
+        for piece in pieces[:length]:
+            fragments.append(piece)
+        assert fragments.text() == "".join(pieces[:length]), length
+    # Snapshots in between (which join everything into one run) change nothing.
+    fragments = Fragments()
+    for i, piece in enumerate(pieces):
+        fragments.append(piece)
+        if i % 37 == 36:
+            assert fragments.text() == "".join(pieces[: i + 1])
+    assert fragments.text() == "".join(pieces)
