@@ -25,7 +25,11 @@ on how the bytes were split into reads.
 
 The ``id`` field sets a buffer; a dispatch (a blank line ending a block, even a
 block without data) commits it to :attr:`SSEDecoder.last_event_id`, as WHATWG
-says.  An ``id`` in a block the stream never terminates is not committed.
+says.  An ``id`` in a block the stream never terminates is not committed.  The
+last event ID belongs to the event source, not to one connection: a decoder for
+a reconnection starts from the previous connection's (``last_event_id=``), so
+its events carry that ID until the new stream sets another, as a browser's
+``EventSource`` does after it reconnects with ``Last-Event-ID``.
 """
 
 from __future__ import annotations
@@ -96,9 +100,16 @@ class DecoderCore:
         *,
         max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
         legacy_error_field: bool = False,
+        last_event_id: str = "",
     ) -> None:
         if max_event_size < 1:
             raise ValueError("max_event_size must be positive")
+        if type(last_event_id) is not str:
+            raise TypeError(f"last_event_id must be a str, not {type(last_event_id).__name__}")
+        if any(c in last_event_id for c in "\0\r\n"):
+            # No id field can set such a value (WHATWG ignores an id with
+            # NULL; CR and LF end the line), so no stream could have sent it.
+            raise ValueError("last_event_id cannot contain NULL, CR or LF")
         self.max_event_size = max_event_size
         self.legacy_error_field = legacy_error_field
         self._utf8_tail = b""  # bytes of an incomplete UTF-8 sequence
@@ -119,8 +130,8 @@ class DecoderCore:
         self._retry_in_block: int | None = None
         self._has_fields = False  # any field line since the last dispatch
         self._event_size = -1  # the current event's size; see _reset_event
-        self._id_buffer = ""  # WHATWG's "last event ID buffer"
-        self.last_event_id = ""
+        self._id_buffer = last_event_id  # WHATWG's "last event ID buffer"
+        self.last_event_id = last_event_id
         self.retry: int | None = None
 
     @property
@@ -405,6 +416,12 @@ class SSEDecoder(DecoderCore):
             lines: a block with ``error:`` lines and no ``data:`` lines is
             dispatched as an event of type ``"error"``.  Off by default,
             because WHATWG says unknown fields are ignored.
+        last_event_id: Where a reconnection starts: the previous
+            connection's :attr:`last_event_id` (the value a client sends as
+            ``Last-Event-ID``).  Events carry it until the stream sets
+            another with an ``id`` field (an empty one resets it), as after
+            WHATWG's reconnection.  Raises :exc:`ValueError` for a value no
+            ``id`` field can set (one with NULL, CR or LF).
 
     Attributes:
         last_event_id: The last event ID committed by a dispatch, as WHATWG

@@ -17,6 +17,8 @@ from typing import Any
 
 import attrs
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import chunkwise
 from chunkwise import ServerSentEvent, SSEDecoder
@@ -1062,3 +1064,97 @@ def test_decoder_state_is_tracked_across_reads() -> None:
     assert (dec.last_event_id, dec.retry) == ("a", 5)
     dec.feed(b"data: 2\n\n")
     assert (dec.last_event_id, dec.retry) == ("a", 5)
+
+
+# ---------------------------------------------------------------------------
+# Reconnection: a decoder that starts from a previous connection's last event ID
+# ---------------------------------------------------------------------------
+
+
+def resumed(reads: list[bytes], last_event_id: str) -> tuple[list[ServerSentEvent], str]:
+    dec = SSEDecoder(last_event_id=last_event_id)
+    events = [event for read in reads for event in dec.feed(read)]
+    events += dec.end()
+    return events, dec.last_event_id
+
+
+@pytest.mark.parametrize(
+    ("body", "expected", "last"),
+    [
+        pytest.param(b"data: a\n\n", [ev("a", id="77")], "77", id="carried"),
+        pytest.param(
+            b"data: a\n\nid: 78\ndata: b\n\n",
+            [ev("a", id="77"), ev("b", id="78")],
+            "78",
+            id="replaced",
+        ),
+        pytest.param(b"id\ndata: a\n\n", [ev("a")], "", id="reset-by-empty-id"),
+        pytest.param(b"id: x\x00y\ndata: a\n\n", [ev("a", id="77")], "77", id="null-id-ignored"),
+        pytest.param(b"id: 78\n\n", [], "78", id="committed-without-data"),
+        pytest.param(b"id: 78\ndata: a", [], "77", id="unterminated-not-committed"),
+        pytest.param(b"", [], "77", id="nothing-sent"),
+        pytest.param(b": ping\n\n", [], "77", id="comment-only"),
+    ],
+)
+def test_a_reconnection_starts_from_the_previous_last_event_id(
+    body: bytes, expected: list[ServerSentEvent], last: str
+) -> None:
+    # WHATWG's last event ID belongs to the EventSource and outlives one
+    # connection (the WebKit/WPT reconnect tests: after reconnecting with
+    # Last-Event-ID: 77, an event without an id field has lastEventId "77").
+    for reads in ([body], byte_reads(body)):
+        assert resumed(list(reads), "77") == (expected, last)
+
+
+def test_the_starting_id_is_there_before_anything_is_fed() -> None:
+    dec = SSEDecoder(last_event_id="resp_1:41")
+    assert dec.last_event_id == "resp_1:41"
+    assert dec.end() == []
+    assert dec.last_event_id == "resp_1:41"
+
+
+def test_a_decoder_without_a_starting_id_starts_empty() -> None:
+    assert resumed([b"data: a\n\n"], "") == ([ev("a")], "")
+
+
+@pytest.mark.parametrize("bad", ["a\x00b", "a\nb", "a\rb", "\r"])
+def test_a_starting_id_no_stream_could_set_is_refused(bad: str) -> None:
+    with pytest.raises(ValueError, match="NULL, CR or LF"):
+        SSEDecoder(last_event_id=bad)
+
+
+def test_a_starting_id_must_be_text() -> None:
+    with pytest.raises(TypeError, match="last_event_id must be a str"):
+        SSEDecoder(last_event_id=7)  # type: ignore[arg-type]
+
+
+_LINES = st.sampled_from(
+    [
+        b"id: 1",
+        b"id: 2",
+        b"id",
+        b"id: x\x00",
+        b"data: a",
+        b"data",
+        b": ping",
+        b"event: e",
+        b"retry: 5",
+    ]
+)
+_BLOCKS = st.lists(st.lists(_LINES, max_size=4).map(lambda lines: b"\n".join([*lines, b"", b""])))
+
+
+@given(blocks=_BLOCKS, line_ending=st.sampled_from([b"\n", b"\r\n", b"\r"]))
+def test_resuming_at_any_block_boundary_gives_the_rest_of_the_uncut_stream(
+    blocks: list[bytes], line_ending: bytes
+) -> None:
+    # Decoding a stream whole, or up to a block boundary and then afresh from
+    # there with the last event ID so far, gives the same events and ID.
+    blocks = [block.replace(b"\n", line_ending) for block in blocks]
+    whole = decode_sse([b"".join(blocks)])
+    for cut in range(len(blocks) + 1):
+        first = decode_sse([b"".join(blocks[:cut])])
+        rest = SSEDecoder(last_event_id=first.last_event_id)
+        after = rest.feed(b"".join(blocks[cut:])) + rest.end()
+        assert list(first.events) + after == list(whole.events)
+        assert rest.last_event_id == whole.last_event_id
