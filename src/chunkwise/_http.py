@@ -52,6 +52,7 @@ import functools
 import json
 import logging
 import math
+import re
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -59,7 +60,9 @@ from collections.abc import (
     Hashable,
 )
 from contextlib import asynccontextmanager
+from urllib.parse import urlsplit
 
+import attrs
 import h11
 import trio
 
@@ -88,11 +91,13 @@ __all__ = [
     "MAX_ERROR_BODY",
     "HTTPResponse",
     "Headers",
+    "StatusHint",
     "connect",
     "http_status_error",
     "open_http_response",
     "parse_error_body",
     "send_http_request",
+    "status_hint",
 ]
 
 #: How much of an error (or unexpected) response body is kept.
@@ -395,7 +400,9 @@ async def _check_response(
     headers = response.headers
     if not 200 <= status < 300:
         body, truncated = await _read_rejected_body(response, endpoint, proxy)
-        raise http_status_error(status, response.reason, headers, body, truncated=truncated)
+        raise http_status_error(
+            status, response.reason, headers, body, truncated=truncated, endpoint=endpoint
+        )
     encoding = headers.get("content-encoding", "")
     if any(c.strip().lower() not in ("", "identity") for c in encoding.split(",")):
         raise UnexpectedContentEncoding(encoding)
@@ -448,7 +455,13 @@ def _proxy_secrets(proxy: Proxy | None) -> list[str]:
 
 
 def http_status_error(
-    status_code: int, reason: str, headers: Headers, body: bytes, *, truncated: bool = False
+    status_code: int,
+    reason: str,
+    headers: Headers,
+    body: bytes,
+    *,
+    truncated: bool = False,
+    endpoint: Endpoint | None = None,
 ) -> HTTPStatusError:
     """The :class:`HTTPStatusError` for a non-2xx response with this head and body.
 
@@ -456,7 +469,10 @@ def http_status_error(
     tools that read a response kept as is (``chunkwise record`` and
     ``inspect``) show the same error.  ``body`` is used as given (the client
     has already cut it to :data:`MAX_ERROR_BODY` and masked an echoed key).
+    With the ``endpoint`` the request went to, the error also says what may
+    fix it (:func:`status_hint`).
     """
+    hint = StatusHint() if endpoint is None else status_hint(status_code, endpoint)
     return HTTPStatusError(
         status_code,
         reason=reason,
@@ -466,7 +482,59 @@ def http_status_error(
         headers=headers,
         retry_after=retry_after(headers),
         truncated=truncated,
+        hint=hint.text,
+        api_key_sent=hint.api_key_sent,
+        suggested_base_url=hint.suggested_base_url,
     )
+
+
+@attrs.frozen
+class StatusHint:
+    """What an error status suggests about the request (see :func:`status_hint`)."""
+
+    #: One sentence for the error's message, or ``None``.
+    text: str | None = None
+    #: Whether the request carried an API key at all (``None``: not known).
+    api_key_sent: bool | None = None
+    #: For a 404: the base URL with a version segment added, or ``None``.
+    suggested_base_url: str | None = None
+
+
+# A path segment such as v1, v2, v1beta: the API version most servers expect.
+_VERSION_SEGMENT_RE = re.compile(r"(?:^|/)v\d+[a-z0-9]*(?:/|$)")
+# The headers an API key travels in: OpenAI's, Azure's, and many relays'.
+_KEY_HEADERS = frozenset({"authorization", "api-key", "x-api-key"})
+
+
+def status_hint(status_code: int, endpoint: Endpoint) -> StatusHint:
+    """What a newcomer can act on, for an error status from ``endpoint``.
+
+    The one place these hints are decided (the client's errors and the
+    command line both use it):
+
+    - 401 says whether a key was sent at all; 403 too, when none was;
+    - 404 from a base URL with no version segment (``/v1``, ``/v2beta``...)
+      asks "did you mean ``<base>/v1``?": OpenAI-compatible servers almost
+      all serve under one, and the base URL is used as given.
+
+    Built from the endpoint's settings only: never a header value or the key.
+    """
+    key_sent = endpoint.api_key is not None or any(
+        name.lower() in _KEY_HEADERS for name, _ in endpoint.headers
+    )
+    text = None
+    suggested = None
+    if status_code in (401, 403) and not key_sent:
+        text = "no API key was sent (the endpoint has no api_key)"
+    elif status_code == 401:
+        text = "an API key was sent, and the server did not accept it"
+    elif status_code == 404 and not _VERSION_SEGMENT_RE.search(urlsplit(endpoint.base_url).path):
+        suggested = f"{endpoint.base_url}/v1"
+        text = (
+            f"did you mean {suggested}? (the base URL has no version segment such as /v1, "
+            "and chunkwise uses it as given)"
+        )
+    return StatusHint(text=text, api_key_sent=key_sent, suggested_base_url=suggested)
 
 
 def parse_error_body(body: bytes) -> StreamError | None:
