@@ -20,7 +20,7 @@ from typing import Any
 
 from ._endpoint import Endpoint
 from ._http11 import Connection
-from ._pool import ConnectionPool, PoolSettings
+from ._pool import ConnectionPool, PoolSettings, PoolStats
 from ._response_results import ResponseResult
 from ._results import ChatResult
 from ._sse import DEFAULT_MAX_EVENT_SIZE
@@ -70,6 +70,16 @@ class Client:
     def idle_connections(self) -> int:
         """How many kept-alive connections are waiting for the next request."""
         return self._pool.idle_count
+
+    @property
+    def stats(self) -> PoolStats:
+        """A snapshot of this client's connections: open, idle, in use, opened and reused.
+
+        ``stats.reused_total`` growing while ``stats.opened_total`` stays put is
+        connection reuse at work; each step is also logged at DEBUG on the
+        ``chunkwise`` logger (see :doc:`client`).
+        """
+        return self._pool.stats()
 
     def open_chat_stream(
         self, request: Mapping[str, Any], *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE

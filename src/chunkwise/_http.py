@@ -127,10 +127,12 @@ class HTTPResponse:
         self,
         conn: Connection,
         head: h11.Response,
-        release: Callable[[], Awaitable[None]] | None = None,
+        release: Callable[[bool], Awaitable[None]] | None = None,
         slot: Slot | None = None,
     ) -> None:
         self._conn = conn
+        # With a pool: give the connection back, after the end of the body (True)
+        # or at once, not reusable (False).
         self._release = release
         self._released = False
         self._slot = slot  # a pool's slot, given up when the response is done
@@ -162,7 +164,12 @@ class HTTPResponse:
         closes even when cancelled.
         """
         try:
-            if not self._released:
+            if self._released:
+                pass
+            elif self._release is not None:
+                self._released = True
+                await self._release(False)  # the pool closes it, and counts it closed
+            else:
                 await self._conn.aclose()
         finally:
             self._free_slot()
@@ -184,7 +191,7 @@ class HTTPResponse:
         else:
             self._released = True
             try:
-                await self._release()
+                await self._release(True)
             finally:
                 self._free_slot()
 
@@ -300,6 +307,8 @@ async def send_http_request(
     # A given transport cannot be opened again, so it is tried once.
     retries = endpoint.retries if transport is None else _NO_RETRIES
     key = (origin, proxy)
+    # What the pool's log calls the connections (never a header: never the key).
+    label = origin.authority if proxy is None else f"{origin.authority} via {proxy.url}"
     retried = 0  # retries made, against retries.max_retries
     resent = False  # the one free re-send after a reused connection failed
     while True:
@@ -322,6 +331,8 @@ async def send_http_request(
                 else:
                     stream, transport = transport, None
                 conn = Connection(stream, origin, idle_timeout=endpoint.timeouts.idle)
+                if pool is not None:
+                    pool.add(conn, label)
             await conn.send_request(request)
             # Without a pool, releasing is closing: HTTPResponse does it itself.
             release = None if pool is None else functools.partial(_release, conn, pool, key)
@@ -329,11 +340,11 @@ async def send_http_request(
             if check:
                 await _check_response(response, endpoint, proxy)
         except ChunkwiseError as exc:
-            await _abandon(conn, slot)
+            await _abandon(conn, slot, pool, key, exc)
             failure = exc
             stale = reused and conn is not None and not conn.response_started
-        except BaseException:
-            await _abandon(conn, slot)
+        except BaseException as exc:
+            await _abandon(conn, slot, pool, key, exc)
             raise
         else:
             # Nothing is sent again: the request (its header list, its body)
@@ -361,10 +372,22 @@ async def send_http_request(
         await trio.sleep(delay)
 
 
-async def _abandon(conn: Connection | None, slot: Slot | None) -> None:
-    """A failed attempt: close its connection and give up its slot."""
+async def _abandon(
+    conn: Connection | None,
+    slot: Slot | None,
+    pool: ConnectionPool[Connection] | None,
+    key: Hashable,
+    failure: BaseException,
+) -> None:
+    """A failed attempt: close its connection (through the pool, if any) and give up its slot."""
     try:
-        if conn is not None:
+        if conn is None:
+            pass
+        elif pool is not None:
+            # The error's type only: its message may quote the server.
+            why = f"the attempt failed ({type(failure).__name__})"
+            await pool.give_back(key, conn, reusable=False, why=why)
+        else:
             await conn.aclose()
     finally:
         if slot is not None:
@@ -381,15 +404,22 @@ _DRAIN_LIMIT = 64 * 1024
 _log = logging.getLogger("chunkwise")
 
 
-async def _release(conn: Connection, pool: ConnectionPool[Connection], key: Hashable) -> None:
-    """End a response the caller is done with: back to the pool if the exchange completed."""
+async def _release(
+    conn: Connection, pool: ConnectionPool[Connection], key: Hashable, finished: bool
+) -> None:
+    """End a response: back to the pool if the caller ``finished`` it and the exchange completed.
+
+    A response closed before the caller finished it is closed, by the pool,
+    which counts it (and logs why).
+    """
     try:
-        await conn.drain(_DRAIN_GRACE, _DRAIN_LIMIT)
+        if finished:
+            await conn.drain(_DRAIN_GRACE, _DRAIN_LIMIT)
     finally:
-        reusable = conn.reusable
-        if reusable:
+        why = conn.why_not_reusable if finished else "the response was closed before its end"
+        if why is None:
             conn.start_next_exchange()
-        await pool.give_back(key, conn, reusable=reusable)
+        await pool.give_back(key, conn, reusable=why is None, why=why or "")
 
 
 async def _check_response(
