@@ -221,7 +221,7 @@ class HTTPStatusError(ChunkwiseError):
         if truncated:
             message += f" (body truncated to {len(body)} bytes)"
         if hint is not None:
-            message += f"; {hint}"
+            message += f" ({hint})"
         super().__init__(message)
         self.hint = hint
         self.api_key_sent = api_key_sent

@@ -555,14 +555,14 @@ def status_hint(status_code: int, endpoint: Endpoint) -> StatusHint:
     text = None
     suggested = None
     if status_code in (401, 403) and not key_sent:
-        text = "no API key was sent (the endpoint has no api_key)"
+        text = "no API key was sent: the endpoint has no api_key"
     elif status_code == 401:
         text = "an API key was sent, and the server did not accept it"
     elif status_code == 404 and not _VERSION_SEGMENT_RE.search(urlsplit(endpoint.base_url).path):
         suggested = f"{endpoint.base_url}/v1"
         text = (
-            f"did you mean {suggested}? (the base URL has no version segment such as /v1, "
-            "and chunkwise uses it as given)"
+            f"did you mean {suggested}? The base URL has no version segment such as /v1, "
+            "and chunkwise uses it as given"
         )
     return StatusHint(text=text, api_key_sent=key_sent, suggested_base_url=suggested)
 

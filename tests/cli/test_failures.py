@@ -137,8 +137,8 @@ async def test_a_401_with_a_key_says_it_was_sent_and_has_no_hint(
         status, _, err = await run_main(capsys, *command("chat", server.base_url, tmp_path))
     assert status == 1
     assert err == (
-        "chunkwise chat: error: HTTP 401: Incorrect API key provided; "
-        "an API key was sent, and the server did not accept it\n"
+        "chunkwise chat: error: HTTP 401: Incorrect API key provided "
+        "(an API key was sent, and the server did not accept it)\n"
     )
 
 

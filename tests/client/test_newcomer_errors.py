@@ -54,14 +54,14 @@ COMPLETERS: dict[str, Callable[[Endpoint, Any], Any]] = {
 
 # -- what an error status suggests -----------------------------------------------
 
-NO_KEY = "no API key was sent (the endpoint has no api_key)"
+NO_KEY = "no API key was sent: the endpoint has no api_key"
 KEY_REFUSED = "an API key was sent, and the server did not accept it"
 
 
 def did_you_mean(base: str) -> str:
     return (
-        f"did you mean {base}/v1? (the base URL has no version segment such as /v1, "
-        "and chunkwise uses it as given)"
+        f"did you mean {base}/v1? The base URL has no version segment such as /v1, "
+        "and chunkwise uses it as given"
     )
 
 
@@ -124,7 +124,7 @@ async def test_a_404_from_a_base_url_without_v1_asks_did_you_mean(opener: str) -
     error = info.value
     assert error.status_code == 404
     assert error.suggested_base_url == server.base_url
-    assert str(error) == f"HTTP 404: Not Found; {did_you_mean(endpoint.base_url)}"
+    assert str(error) == f"HTTP 404: Not Found ({did_you_mean(endpoint.base_url)})"
     assert error.hint == did_you_mean(endpoint.base_url)
 
 
@@ -137,19 +137,22 @@ async def test_a_401_says_whether_a_key_was_sent(
     async with open_test_server(ScriptedResponse.error(401, "Incorrect API key")) as server:
         with pytest.raises(HTTPStatusError) as info:
             await chunkwise.complete_chat(server.endpoint(api_key=api_key), REQUEST)
-    assert str(info.value) == f"HTTP 401: Incorrect API key; {words}"
+    assert str(info.value) == f"HTTP 401: Incorrect API key ({words})"
     assert info.value.api_key_sent is sent
     assert KEY not in str(info.value)
 
 
-async def test_the_hint_comes_before_the_count_of_attempts() -> None:
+async def test_a_retried_404_keeps_its_hint_before_the_count_of_attempts() -> None:
     retries = Retries(max_retries=1, initial_delay=0.0, max_delay=0.0)
-    async with open_test_server(ScriptedResponse.error(404, "Not Found")) as server:
+    # A 404 is retried only when the server says so.
+    retry = ScriptedResponse.error(404, "Not Found", headers={"x-should-retry": "true"})
+    async with open_test_server(retry) as server:
         endpoint = versionless(server, retries=retries)
         with pytest.raises(HTTPStatusError) as info:
             await chunkwise.complete_chat(endpoint, REQUEST)
-    # A 404 is not retried: one attempt, and the hint ends the message.
-    assert str(info.value).endswith("and chunkwise uses it as given)")
+    hint = did_you_mean(endpoint.base_url)
+    assert str(info.value) == f"HTTP 404: Not Found ({hint}) (after 2 attempts)"
+    assert info.value.hint == hint
     async with open_test_server(ScriptedResponse.error(500, "boom")) as server:
         endpoint = versionless(server, retries=retries)
         with pytest.raises(HTTPStatusError) as info:
