@@ -24,7 +24,15 @@ from ._pool import ConnectionPool, PoolSettings, PoolStats
 from ._response_results import ResponseResult
 from ._results import ChatResult
 from ._sse import DEFAULT_MAX_EVENT_SIZE
-from ._stream import CHAT, RESPONSES, ChatStream, ResponseStream, complete, open_stream
+from ._stream import (
+    CHAT,
+    RESPONSES,
+    ChatStream,
+    ResponseStream,
+    complete,
+    open_stream,
+    require_trio,
+)
 
 __all__ = ["Client"]
 
@@ -118,6 +126,7 @@ class Client:
         await self._pool.aclose()
 
     async def __aenter__(self) -> Client:
+        require_trio("chunkwise.Client")
         return self
 
     async def __aexit__(

@@ -430,9 +430,14 @@ def open_chat_stream(
     and idle); bound the whole stream with your own cancel scope.
 
     Raises:
+        InvalidRequest: ``request`` is not a mapping or holds a value JSON
+            cannot encode (before anything is sent).
         HTTPStatusError: a non-2xx response (before the block is entered).
         UnexpectedContentType: a 2xx response that is not an event stream.
         TransportError: connecting failed (:class:`~chunkwise.ConnectTimeout`...).
+        TypeError: the call was awaited, or used with ``with``: it is an
+            ``async with``.
+        RuntimeError: not called from a trio task (e.g. from asyncio).
     """
     return open_stream(CHAT, endpoint, request, max_event_size=max_event_size, transport=transport)
 
@@ -454,9 +459,14 @@ def open_response_stream(
     timeouts and guarantees.
 
     Raises:
+        InvalidRequest: ``request`` is not a mapping or holds a value JSON
+            cannot encode (before anything is sent).
         HTTPStatusError: a non-2xx response (before the block is entered).
         UnexpectedContentType: a 2xx response that is not an event stream.
         TransportError: connecting failed (:class:`~chunkwise.ConnectTimeout`...).
+        TypeError: the call was awaited, or used with ``with``: it is an
+            ``async with``.
+        RuntimeError: not called from a trio task (e.g. from asyncio).
     """
     return open_stream(
         RESPONSES, endpoint, request, max_event_size=max_event_size, transport=transport
@@ -546,7 +556,7 @@ class StreamBlock(Generic[S]):
         raise self._misuse("it cannot be awaited")
 
     def __enter__(self) -> NoReturn:
-        raise self._misuse("it needs 'async with', not 'with'")
+        raise self._misuse("it cannot be entered with a plain 'with'")
 
     def __exit__(self, *exc_info: object) -> None:  # pragma: no cover - __enter__ raises
         pass
@@ -647,6 +657,7 @@ async def complete(
     pool: ConnectionPool[Connection] | None = None,
 ) -> R:
     """Stream ``api``'s answer to its end, on ``pool``'s connections when one is given."""
+    require_trio(f"complete_{api.name}()")
     async with open_stream(
         api, endpoint, request, max_event_size=max_event_size, pool=pool
     ) as stream:

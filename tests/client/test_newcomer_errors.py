@@ -365,7 +365,7 @@ async def test_awaiting_a_stream_says_to_use_async_with(opener: str) -> None:
         f"{name}() is an async context manager: it cannot be awaited; use "
         f"'async with {name}(...) as stream:' (or 'await {complete}(...)' for the result alone)"
     )
-    with pytest.raises(TypeError, match=r"it needs 'async with', not 'with'"):
+    with pytest.raises(TypeError, match=r"cannot be entered with a plain 'with'; use 'async"):
         with block:
             pass  # pragma: no cover - refused
     async with open_test_server(STREAM) as server:  # a block refused is still usable
@@ -385,7 +385,7 @@ def test_calling_from_asyncio_says_chunkwise_runs_under_trio(completer: str) -> 
 
     with pytest.raises(RuntimeError) as info:
         asyncio.run(main())
-    name = completer.removeprefix("Client.").replace("complete_", "open_") + "_stream"
+    name = completer.removeprefix("Client.")
     assert str(info.value) == (
         f"{name}() was called from asyncio, but chunkwise runs under trio: run your program "
         "with trio.run() (from an asyncio program, trio-asyncio can call it)"
@@ -398,5 +398,25 @@ def test_outside_any_event_loop_it_says_to_run_it_in_trio() -> None:
     with pytest.raises(RuntimeError) as info:
         coroutine.send(None)
     assert str(info.value) == (
-        "open_chat_stream() must be called from a trio task (inside trio.run())"
+        "complete_chat() must be called from a trio task (inside trio.run())"
     )
+
+
+def test_a_client_entered_from_asyncio_says_chunkwise_runs_under_trio() -> None:
+    async def main() -> None:
+        async with Client(Endpoint("http://127.0.0.1:9/v1")):
+            pass  # pragma: no cover - refused on entry
+
+    with pytest.raises(RuntimeError, match=r"^chunkwise\.Client was called from asyncio, but"):
+        asyncio.run(main())
+
+
+@pytest.mark.parametrize("opener", OPENERS)
+def test_a_stream_opened_from_asyncio_says_chunkwise_runs_under_trio(opener: str) -> None:
+    async def main() -> None:
+        async with OPENERS[opener](Endpoint("http://127.0.0.1:9/v1"), REQUEST):
+            pass  # pragma: no cover - refused on entry
+
+    name = opener.removeprefix("Client.")
+    with pytest.raises(RuntimeError, match=rf"^{name}\(\) was called from asyncio, but chunkwise"):
+        asyncio.run(main())
