@@ -25,7 +25,8 @@ closed with :func:`trio.aclose_forcefully`, which never blocks, so leaving the
 and never leaves the socket open.  With a pool (:class:`chunkwise.Client`)
 a connection whose exchange finished cleanly on both sides (h11 says both are
 ``DONE``, neither asked to close) goes back to the pool instead
-(:meth:`HTTPResponse.release`); anything else is still closed at once.
+(:meth:`HTTPResponse.release`); anything else is still closed at once, by the
+pool, which counts it and logs why (:mod:`chunkwise._pool`, rule 6).
 
 Retries (:mod:`chunkwise._retries`) happen here, before anything is returned:
 a failed attempt is closed and the request sent again, so a caller only ever

@@ -17,6 +17,14 @@ a :class:`~chunkwise._fanout.Broadcaster` to every subscriber.  Backpressure
 is lossless by default: a full subscriber makes the reader wait, which stops
 reads from the socket.
 
+Before anything is sent, ``__aenter__`` checks what a newcomer gets wrong:
+not running under trio (:func:`require_trio`, which names asyncio when it is
+the loop), and a request JSON cannot encode
+(:func:`~chunkwise._request.encode_request` raises
+:class:`~chunkwise.InvalidRequest` with the path of the bad value).  Awaiting
+the block, or entering it with a plain ``with``, raises a :class:`TypeError`
+saying to use ``async with``.
+
 The reader publishes nothing until somebody listens: the first
 :meth:`ChatStream.subscribe`, ``async for``, or :meth:`ChatStream.result`.  So
 subscribers created right after entering the block, before the first
