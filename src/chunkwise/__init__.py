@@ -19,6 +19,7 @@ from ._errors import (
     IncompleteBody,
     InvalidChunk,
     InvalidEndpoint,
+    InvalidRequest,
     LocalProtocolError,
     ProtocolError,
     ProxyError,
@@ -69,6 +70,7 @@ from ._events import (
 from ._fanout import DEFAULT_BUFFER_SIZE, Batch, Family
 from ._headers import Headers
 from ._parser import ChatStreamParser, ResponseStreamParser
+from ._pool import PoolStats
 from ._response_accumulator import ResponseAccumulator
 from ._response_results import ContentPart, FunctionCall, OutputItem, ResponseResult
 from ._results import Anomaly, ChatResult, ChoiceResult, IncompleteReason, Status, ToolCall
@@ -123,6 +125,7 @@ __all__ = [
     "IncompleteReason",
     "InvalidChunk",
     "InvalidEndpoint",
+    "InvalidRequest",
     "LifecycleEvent",
     "LocalProtocolError",
     "OutputEvent",
@@ -131,6 +134,7 @@ __all__ = [
     "OutputItemDone",
     "OutputRefusalDelta",
     "OutputTextDelta",
+    "PoolStats",
     "ProtocolError",
     "ProxyError",
     "ReasoningDelta",

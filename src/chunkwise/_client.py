@@ -20,11 +20,19 @@ from typing import Any
 
 from ._endpoint import Endpoint
 from ._http11 import Connection
-from ._pool import ConnectionPool, PoolSettings
+from ._pool import ConnectionPool, PoolSettings, PoolStats
 from ._response_results import ResponseResult
 from ._results import ChatResult
 from ._sse import DEFAULT_MAX_EVENT_SIZE
-from ._stream import CHAT, RESPONSES, ChatStream, ResponseStream, complete, open_stream
+from ._stream import (
+    CHAT,
+    RESPONSES,
+    ChatStream,
+    ResponseStream,
+    complete,
+    open_stream,
+    require_trio,
+)
 
 __all__ = ["Client"]
 
@@ -71,6 +79,16 @@ class Client:
         """How many kept-alive connections are waiting for the next request."""
         return self._pool.idle_count
 
+    @property
+    def stats(self) -> PoolStats:
+        """A snapshot of this client's connections: open, idle, in use, opened and reused.
+
+        ``stats.reused_total`` growing while ``stats.opened_total`` stays put is
+        connection reuse at work; each step is also logged at DEBUG on the
+        ``chunkwise`` logger (see :doc:`client`).
+        """
+        return self._pool.stats()
+
     def open_chat_stream(
         self, request: Mapping[str, Any], *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE
     ) -> AbstractAsyncContextManager[ChatStream]:
@@ -108,6 +126,7 @@ class Client:
         await self._pool.aclose()
 
     async def __aenter__(self) -> Client:
+        require_trio("chunkwise.Client")
         return self
 
     async def __aexit__(

@@ -226,17 +226,21 @@ async def _open_tcp(host: str, port: int, what: str) -> trio.abc.Stream:
             return await trio.open_tcp_stream(host, port)
     except OSError as exc:
         where = authority(host, port)
-        raise TransportError(f"cannot connect to {what}{where}: {_connect_failure(exc)}") from exc
+        raise TransportError(
+            f"cannot connect to {what}{where}: {_connect_failure(exc, host)}"
+        ) from exc
 
 
-def _connect_failure(exc: OSError) -> str:
+def _connect_failure(exc: OSError, host: str) -> str:
     """Why connecting failed, in words: ``connection refused``, ``no route to host``...
 
     trio raises one ``OSError("all attempts to connect ... failed")`` whose cause
     is a group of the error of each address tried; the causes are what matter.
+    A name that does not resolve (:class:`socket.gaierror`) is retried like
+    any connection failure: a resolver can fail for a moment too.
     """
     if isinstance(exc, socket.gaierror):
-        return f"cannot resolve the host name ({exc.strerror or exc})"
+        return f"the host name {host} did not resolve ({exc.strerror or exc})"
     cause = exc.__cause__
     attempts = (
         [e for e in cause.exceptions if isinstance(e, OSError)]

@@ -189,6 +189,14 @@ class HTTPStatusError(ChunkwiseError):
     never appears here.  ``headers`` are the response's; ``attempts`` is how
     many times the request was sent (retries), said in the message when more
     than one.
+
+    What the client knows and the status suggests, also said at the end of the
+    message (``hint``): ``api_key_sent`` is whether the request carried a key
+    at all (an ``Authorization``, ``api-key`` or ``x-api-key`` header), so a
+    401 says "no API key was sent" or "an API key was sent"; for a 404 from a
+    base URL with no version segment, ``suggested_base_url`` is the base URL
+    with ``/v1`` added ("did you mean ...?").  All three are ``None`` for an
+    error built from a recorded response, without the endpoint.
     """
 
     attempts: int = 1
@@ -204,12 +212,20 @@ class HTTPStatusError(ChunkwiseError):
         retry_after: float | None = None,
         truncated: bool = False,
         headers: Mapping[str, str] | None = None,
+        hint: str | None = None,
+        api_key_sent: bool | None = None,
+        suggested_base_url: str | None = None,
     ) -> None:
         detail = error.message if error is not None else reason
         message = f"HTTP {status_code}: {detail}" if detail else f"HTTP {status_code}"
         if truncated:
             message += f" (body truncated to {len(body)} bytes)"
+        if hint is not None:
+            message += f" ({hint})"
         super().__init__(message)
+        self.hint = hint
+        self.api_key_sent = api_key_sent
+        self.suggested_base_url = suggested_base_url
         self.status_code = status_code
         self.reason = reason
         self.error = error
@@ -369,3 +385,24 @@ class UnexpectedContentEncoding(RemoteProtocolError):
             "but the request sent Accept-Encoding: identity"
         )
         self.content_encoding = content_encoding
+
+
+# --- The request body (layer 5) ------------------------------------------------------------
+
+__all__ += ["InvalidRequest"]
+
+
+class InvalidRequest(ChunkwiseError, TypeError):
+    """A request body chunkwise cannot send: not a mapping, or a value JSON cannot encode.
+
+    Raised before anything is sent.  ``path`` names where the bad value is, in
+    the request's own terms (``messages[0].content``; ``""`` for the request
+    itself); the message says what it is and why JSON cannot hold it (an
+    object of another type, NaN or an infinity, a key that is not a string, a
+    lone surrogate, a container that holds itself).  The value itself is not
+    quoted, only its type: a request may carry secrets.
+    """
+
+    def __init__(self, message: str, *, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path

@@ -25,7 +25,8 @@ closed with :func:`trio.aclose_forcefully`, which never blocks, so leaving the
 and never leaves the socket open.  With a pool (:class:`chunkwise.Client`)
 a connection whose exchange finished cleanly on both sides (h11 says both are
 ``DONE``, neither asked to close) goes back to the pool instead
-(:meth:`HTTPResponse.release`); anything else is still closed at once.
+(:meth:`HTTPResponse.release`); anything else is still closed at once, by the
+pool, which counts it and logs why (:mod:`chunkwise._pool`, rule 6).
 
 Retries (:mod:`chunkwise._retries`) happen here, before anything is returned:
 a failed attempt is closed and the request sent again, so a caller only ever
@@ -52,6 +53,7 @@ import functools
 import json
 import logging
 import math
+import re
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -59,7 +61,9 @@ from collections.abc import (
     Hashable,
 )
 from contextlib import asynccontextmanager
+from urllib.parse import urlsplit
 
+import attrs
 import h11
 import trio
 
@@ -88,11 +92,13 @@ __all__ = [
     "MAX_ERROR_BODY",
     "HTTPResponse",
     "Headers",
+    "StatusHint",
     "connect",
     "http_status_error",
     "open_http_response",
     "parse_error_body",
     "send_http_request",
+    "status_hint",
 ]
 
 #: How much of an error (or unexpected) response body is kept.
@@ -122,10 +128,12 @@ class HTTPResponse:
         self,
         conn: Connection,
         head: h11.Response,
-        release: Callable[[], Awaitable[None]] | None = None,
+        release: Callable[[bool], Awaitable[None]] | None = None,
         slot: Slot | None = None,
     ) -> None:
         self._conn = conn
+        # With a pool: give the connection back, after the end of the body (True)
+        # or at once, not reusable (False).
         self._release = release
         self._released = False
         self._slot = slot  # a pool's slot, given up when the response is done
@@ -157,7 +165,12 @@ class HTTPResponse:
         closes even when cancelled.
         """
         try:
-            if not self._released:
+            if self._released:
+                pass
+            elif self._release is not None:
+                self._released = True
+                await self._release(False)  # the pool closes it, and counts it closed
+            else:
                 await self._conn.aclose()
         finally:
             self._free_slot()
@@ -179,7 +192,7 @@ class HTTPResponse:
         else:
             self._released = True
             try:
-                await self._release()
+                await self._release(True)
             finally:
                 self._free_slot()
 
@@ -295,6 +308,8 @@ async def send_http_request(
     # A given transport cannot be opened again, so it is tried once.
     retries = endpoint.retries if transport is None else _NO_RETRIES
     key = (origin, proxy)
+    # What the pool's log calls the connections (never a header: never the key).
+    label = origin.authority if proxy is None else f"{origin.authority} via {proxy.url}"
     retried = 0  # retries made, against retries.max_retries
     resent = False  # the one free re-send after a reused connection failed
     while True:
@@ -317,6 +332,8 @@ async def send_http_request(
                 else:
                     stream, transport = transport, None
                 conn = Connection(stream, origin, idle_timeout=endpoint.timeouts.idle)
+                if pool is not None:
+                    pool.add(conn, label)
             await conn.send_request(request)
             # Without a pool, releasing is closing: HTTPResponse does it itself.
             release = None if pool is None else functools.partial(_release, conn, pool, key)
@@ -324,11 +341,11 @@ async def send_http_request(
             if check:
                 await _check_response(response, endpoint, proxy)
         except ChunkwiseError as exc:
-            await _abandon(conn, slot)
+            await _abandon(conn, slot, pool, key, exc)
             failure = exc
             stale = reused and conn is not None and not conn.response_started
-        except BaseException:
-            await _abandon(conn, slot)
+        except BaseException as exc:
+            await _abandon(conn, slot, pool, key, exc)
             raise
         else:
             # Nothing is sent again: the request (its header list, its body)
@@ -356,10 +373,22 @@ async def send_http_request(
         await trio.sleep(delay)
 
 
-async def _abandon(conn: Connection | None, slot: Slot | None) -> None:
-    """A failed attempt: close its connection and give up its slot."""
+async def _abandon(
+    conn: Connection | None,
+    slot: Slot | None,
+    pool: ConnectionPool[Connection] | None,
+    key: Hashable,
+    failure: BaseException,
+) -> None:
+    """A failed attempt: close its connection (through the pool, if any) and give up its slot."""
     try:
-        if conn is not None:
+        if conn is None:
+            pass
+        elif pool is not None:
+            # The error's type only: its message may quote the server.
+            why = f"the attempt failed ({type(failure).__name__})"
+            await pool.give_back(key, conn, reusable=False, why=why)
+        else:
             await conn.aclose()
     finally:
         if slot is not None:
@@ -376,15 +405,22 @@ _DRAIN_LIMIT = 64 * 1024
 _log = logging.getLogger("chunkwise")
 
 
-async def _release(conn: Connection, pool: ConnectionPool[Connection], key: Hashable) -> None:
-    """End a response the caller is done with: back to the pool if the exchange completed."""
+async def _release(
+    conn: Connection, pool: ConnectionPool[Connection], key: Hashable, finished: bool
+) -> None:
+    """End a response: back to the pool if the caller ``finished`` it and the exchange completed.
+
+    A response closed before the caller finished it is closed, by the pool,
+    which counts it (and logs why).
+    """
     try:
-        await conn.drain(_DRAIN_GRACE, _DRAIN_LIMIT)
+        if finished:
+            await conn.drain(_DRAIN_GRACE, _DRAIN_LIMIT)
     finally:
-        reusable = conn.reusable
-        if reusable:
+        why = conn.why_not_reusable if finished else "the response was closed before its end"
+        if why is None:
             conn.start_next_exchange()
-        await pool.give_back(key, conn, reusable=reusable)
+        await pool.give_back(key, conn, reusable=why is None, why=why or "")
 
 
 async def _check_response(
@@ -395,7 +431,9 @@ async def _check_response(
     headers = response.headers
     if not 200 <= status < 300:
         body, truncated = await _read_rejected_body(response, endpoint, proxy)
-        raise http_status_error(status, response.reason, headers, body, truncated=truncated)
+        raise http_status_error(
+            status, response.reason, headers, body, truncated=truncated, endpoint=endpoint
+        )
     encoding = headers.get("content-encoding", "")
     if any(c.strip().lower() not in ("", "identity") for c in encoding.split(",")):
         raise UnexpectedContentEncoding(encoding)
@@ -448,7 +486,13 @@ def _proxy_secrets(proxy: Proxy | None) -> list[str]:
 
 
 def http_status_error(
-    status_code: int, reason: str, headers: Headers, body: bytes, *, truncated: bool = False
+    status_code: int,
+    reason: str,
+    headers: Headers,
+    body: bytes,
+    *,
+    truncated: bool = False,
+    endpoint: Endpoint | None = None,
 ) -> HTTPStatusError:
     """The :class:`HTTPStatusError` for a non-2xx response with this head and body.
 
@@ -456,7 +500,10 @@ def http_status_error(
     tools that read a response kept as is (``chunkwise record`` and
     ``inspect``) show the same error.  ``body`` is used as given (the client
     has already cut it to :data:`MAX_ERROR_BODY` and masked an echoed key).
+    With the ``endpoint`` the request went to, the error also says what may
+    fix it (:func:`status_hint`).
     """
+    hint = StatusHint() if endpoint is None else status_hint(status_code, endpoint)
     return HTTPStatusError(
         status_code,
         reason=reason,
@@ -466,7 +513,59 @@ def http_status_error(
         headers=headers,
         retry_after=retry_after(headers),
         truncated=truncated,
+        hint=hint.text,
+        api_key_sent=hint.api_key_sent,
+        suggested_base_url=hint.suggested_base_url,
     )
+
+
+@attrs.frozen
+class StatusHint:
+    """What an error status suggests about the request (see :func:`status_hint`)."""
+
+    #: One sentence for the error's message, or ``None``.
+    text: str | None = None
+    #: Whether the request carried an API key at all (``None``: not known).
+    api_key_sent: bool | None = None
+    #: For a 404: the base URL with a version segment added, or ``None``.
+    suggested_base_url: str | None = None
+
+
+# A path segment such as v1, v2, v1beta: the API version most servers expect.
+_VERSION_SEGMENT_RE = re.compile(r"(?:^|/)v\d+[a-z0-9]*(?:/|$)")
+# The headers an API key travels in: OpenAI's, Azure's, and many relays'.
+_KEY_HEADERS = frozenset({"authorization", "api-key", "x-api-key"})
+
+
+def status_hint(status_code: int, endpoint: Endpoint) -> StatusHint:
+    """What a newcomer can act on, for an error status from ``endpoint``.
+
+    The one place these hints are decided (the client's errors and the
+    command line both use it):
+
+    - 401 says whether a key was sent at all; 403 too, when none was;
+    - 404 from a base URL with no version segment (``/v1``, ``/v2beta``...)
+      asks "did you mean ``<base>/v1``?": OpenAI-compatible servers almost
+      all serve under one, and the base URL is used as given.
+
+    Built from the endpoint's settings only: never a header value or the key.
+    """
+    key_sent = endpoint.api_key is not None or any(
+        name.lower() in _KEY_HEADERS for name, _ in endpoint.headers
+    )
+    text = None
+    suggested = None
+    if status_code in (401, 403) and not key_sent:
+        text = "no API key was sent: the endpoint has no api_key"
+    elif status_code == 401:
+        text = "an API key was sent, and the server did not accept it"
+    elif status_code == 404 and not _VERSION_SEGMENT_RE.search(urlsplit(endpoint.base_url).path):
+        suggested = f"{endpoint.base_url}/v1"
+        text = (
+            f"did you mean {suggested}? The base URL has no version segment such as /v1, "
+            "and chunkwise uses it as given"
+        )
+    return StatusHint(text=text, api_key_sent=key_sent, suggested_base_url=suggested)
 
 
 def parse_error_body(body: bytes) -> StreamError | None:

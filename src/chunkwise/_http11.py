@@ -99,13 +99,23 @@ class Connection:
     @property
     def reusable(self) -> bool:
         """The exchange completed on both sides and neither asked to close."""
-        return (
-            not self._closed
-            and self._done
-            and self._error is None
-            and self._h11.our_state is h11.DONE
-            and self._h11.their_state is h11.DONE
-        )
+        return self.why_not_reusable is None
+
+    @property
+    def why_not_reusable(self) -> str | None:
+        """Why the connection cannot carry another request, in words; ``None`` if it can."""
+        if self._closed:
+            return "it was closed"
+        if self._error is not None:
+            return f"the response broke off ({type(self._error).__name__})"
+        if not self._done:
+            return "the response was not read to its end"
+        if self._h11.their_state is not h11.DONE or self._h11.our_state is not h11.DONE:
+            return (
+                "the server ends the connection after this response (Connection: close, "
+                "HTTP/1.0, or a body that ends when the connection does)"
+            )
+        return None
 
     def readable_while_idle(self) -> bool:
         """Bytes or an EOF arrived while no response is expected: not reusable."""

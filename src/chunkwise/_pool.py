@@ -25,10 +25,19 @@ Rules
    something it should not have), means it is closed and the next one is tried.
 5. After :meth:`ConnectionPool.aclose` nothing is kept: idle connections are
    closed, and connections given back later are closed too.
+6. Every connection the pool learns of is accounted for, once each way: it is
+   *in use* from :meth:`ConnectionPool.add` (a new one) or
+   :meth:`ConnectionPool.take` (a reused one) until
+   :meth:`ConnectionPool.give_back`, then idle or closed.
+   :meth:`ConnectionPool.stats` counts them, and each step is logged at DEBUG on
+   the ``chunkwise`` logger (opened, reused, given back, discarded and why),
+   naming the connection by its number and the place it goes to, the label the
+   caller gave: never a header, so never the key.
 """
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict
 from collections.abc import Hashable
 from typing import Any, Generic, Protocol, TypeVar
@@ -38,7 +47,9 @@ import trio
 
 from ._checks import non_negative_int, non_negative_seconds, positive_int
 
-__all__ = ["ConnectionPool", "PoolSettings", "Poolable", "Slot"]
+__all__ = ["ConnectionPool", "PoolSettings", "PoolStats", "Poolable", "Slot"]
+
+_log = logging.getLogger("chunkwise")
 
 
 class Poolable(Protocol):
@@ -100,10 +111,35 @@ class Slot:
         self.release()
 
 
+@attrs.frozen(kw_only=True)
+class PoolStats:
+    """A snapshot of a :class:`~chunkwise.Client`'s connections (``client.stats``).
+
+    ``open`` is ``idle + in_use``: ``idle`` connections wait for the next
+    request, ``in_use`` ones carry a request (a stream, or its error body).
+    ``opened_total`` counts every connection ever opened and ``reused_total``
+    every request sent on a kept-alive connection instead: with one request
+    after another, ``opened_total`` stays at 1 while ``reused_total`` grows.
+    """
+
+    open: int
+    idle: int
+    in_use: int
+    opened_total: int
+    reused_total: int
+
+
 @attrs.define
-class _Idle(Generic[C]):
+class _Entry(Generic[C]):
+    """A connection the pool knows: its number and label (for the log), idle since when."""
+
     connection: C
-    since: float
+    number: int
+    label: str
+    since: float = 0.0
+
+    def __str__(self) -> str:
+        return f"connection {self.number} to {self.label}"
 
 
 class ConnectionPool(Generic[C]):
@@ -116,7 +152,10 @@ class ConnectionPool(Generic[C]):
         limit = self.settings.max_connections
         self._slots = trio.Semaphore(limit, max_value=limit)
         # Oldest first, across keys, so rule 1 and rule 3 evict in one place.
-        self._idle: OrderedDict[int, tuple[Hashable, _Idle[C]]] = OrderedDict()
+        self._idle: OrderedDict[int, tuple[Hashable, _Entry[C]]] = OrderedDict()
+        self._in_use: dict[int, _Entry[C]] = {}  # by id(connection) (rule 6)
+        self._opened_total = 0  # also the number of the last connection added
+        self._reused_total = 0
         self._closed = False
 
     @property
@@ -125,9 +164,30 @@ class ConnectionPool(Generic[C]):
         return len(self._idle)
 
     @property
-    def in_use(self) -> int:
-        """How many slots are taken (connections in use or being opened)."""
+    def slots_taken(self) -> int:
+        """How many slots are taken (requests connecting, sending or being answered)."""
         return self.settings.max_connections - self._slots.value
+
+    def stats(self) -> PoolStats:
+        """How many connections are open, idle and in use; opened and reused so far."""
+        idle, in_use = len(self._idle), len(self._in_use)
+        return PoolStats(
+            open=idle + in_use,
+            idle=idle,
+            in_use=in_use,
+            opened_total=self._opened_total,
+            reused_total=self._reused_total,
+        )
+
+    def add(self, connection: C, label: str) -> None:
+        """Count a connection the caller just opened as in use (rule 6); ``label`` names it."""
+        entry = self._entry(connection, label)
+        self._in_use[id(connection)] = entry
+        _log.debug("%s opened", entry)
+
+    def _entry(self, connection: C, label: str) -> _Entry[C]:
+        self._opened_total += 1
+        return _Entry(connection, self._opened_total, label)
 
     def slot(self) -> Slot:
         """Hold one of ``max_connections`` slots for an ``async with`` block (cancellable wait)."""
@@ -144,31 +204,61 @@ class ConnectionPool(Generic[C]):
             if entry_key != key:
                 continue
             del self._idle[ident]
-            connection = entry.connection
-            if now - entry.since > self.settings.idle_expiry or connection.readable_while_idle():
-                await _close(connection)
+            idle_for = now - entry.since
+            if idle_for > self.settings.idle_expiry:
+                why = (
+                    f"idle for {idle_for:.3g} s, longer than idle_expiry "
+                    f"({self.settings.idle_expiry:g} s)"
+                )
+                await _discard(entry, why)
                 continue
-            return connection
+            if entry.connection.readable_while_idle():
+                why = "the server closed it (or sent something) while it was idle"
+                await _discard(entry, why)
+                continue
+            self._in_use[ident] = entry
+            self._reused_total += 1
+            _log.debug("%s reused after %.3g s idle", entry, idle_for)
+            return entry.connection
         # A new connection is about to be opened under the caller's slot.
-        while self._idle and self.in_use + len(self._idle) > self.settings.max_connections:
-            await self._evict_oldest()
+        while self._idle and self.slots_taken + len(self._idle) > self.settings.max_connections:
+            await self._evict_oldest("making room for a new connection (max_connections)")
         return None
 
-    async def give_back(self, key: Hashable, connection: C, *, reusable: bool) -> None:
-        """Keep ``connection`` for ``key`` if it is reusable, else close it (rules 2, 3, 5)."""
-        if not reusable or self._closed or self.settings.max_idle_connections == 0:
-            await _close(connection)
-            return
-        self._idle[id(connection)] = (key, _Idle(connection, trio.current_time()))
-        while len(self._idle) > self.settings.max_idle_connections:
-            await self._evict_oldest()
+    async def give_back(
+        self, key: Hashable, connection: C, *, reusable: bool, why: str = "not reusable"
+    ) -> None:
+        """Keep ``connection`` for ``key`` if it is reusable, else close it (rules 2, 3, 5, 6).
 
-    async def _evict_oldest(self) -> None:
+        ``why`` is logged when a connection that is not ``reusable`` is closed.
+        """
+        entry = self._in_use.pop(id(connection), None)
+        if entry is None:  # not added: count it now, so it is accounted for all the same
+            entry = self._entry(connection, repr(key))
+        if not reusable:
+            await _discard(entry, why)
+        elif self._closed:
+            await _discard(entry, "the client is closed")
+        elif self.settings.max_idle_connections == 0:
+            await _discard(entry, "max_idle_connections is 0")
+        else:
+            entry.since = trio.current_time()
+            self._idle[id(connection)] = (key, entry)
+            _log.debug("%s given back (%d idle)", entry, len(self._idle))
+            while len(self._idle) > self.settings.max_idle_connections:
+                await self._evict_oldest("more idle connections than max_idle_connections")
+
+    async def _evict_oldest(self, why: str) -> None:
         _, (_, entry) = self._idle.popitem(last=False)
-        await _close(entry.connection)
+        await _discard(entry, why)
 
     async def aclose(self) -> None:
         """Close every idle connection; later ones are closed when given back (rule 5)."""
         self._closed = True
         while self._idle:
-            await self._evict_oldest()
+            await self._evict_oldest("the client is closed")
+
+
+async def _discard(entry: _Entry[Any], why: str) -> None:
+    _log.debug("%s discarded: %s", entry, why)
+    await _close(entry.connection)

@@ -8,13 +8,19 @@ tunnelled ones and requests in absolute form through a proxy.
 
 from __future__ import annotations
 
+import json
+import math
+from collections.abc import Iterator, Mapping
+from typing import Any
+
 import attrs
 
 from ._endpoint import Endpoint
+from ._errors import InvalidRequest
 from ._proxy import Proxy
 from ._version import __version__
 
-__all__ = ["Request", "prepare_request"]
+__all__ = ["Request", "encode_request", "prepare_request"]
 
 _USER_AGENT = f"chunkwise/{__version__}"
 
@@ -72,3 +78,148 @@ def _request_headers(endpoint: Endpoint, content_length: int) -> list[tuple[byte
         *endpoint.headers,
     ]
     return [(name.encode("ascii"), value.encode("utf-8")) for name, value in fields]
+
+
+# -- the body --------------------------------------------------------------------------
+#
+# json.dumps is the encoder and the judge: the request is walked only when it
+# refused, to say where (a large request costs one C-speed encoding, nothing
+# more).  The walk applies json.dumps's own rules, in its order, so what it
+# finds is what json.dumps stopped at.
+
+# Key types json.dumps turns into strings.
+_KEY_TYPES = (str, int, float, bool, type(None))
+
+
+def encode_request(request: object) -> bytes:
+    """The JSON body (UTF-8) of ``request``, with ``"stream": true`` set.
+
+    Any :class:`~collections.abc.Mapping` is accepted at every level.
+
+    Raises:
+        InvalidRequest: ``request`` is not a mapping, or holds a value JSON
+            cannot encode; its ``path`` says where, and the encoder's own
+            error is its cause.
+    """
+    if not isinstance(request, Mapping):
+        raise InvalidRequest(
+            "the request must be a mapping: the JSON body, such as "
+            f"{{'model': ..., 'messages': [...]}}, not {_type_name(request)}"
+        )
+    body = {**request, "stream": True}
+    try:
+        return json.dumps(body, ensure_ascii=False, allow_nan=False, default=_plain).encode()
+    except (TypeError, ValueError, RecursionError) as exc:  # UnicodeEncodeError is a ValueError
+        found = _first_problem(body)
+        if found is None:  # nested deeper than the encoder's recursion allows
+            raise InvalidRequest(f"the request cannot be encoded as JSON ({exc})") from exc
+        path, problem = found
+        raise InvalidRequest(f"request {path or 'body'} {problem}", path=path) from exc
+
+
+def _plain(value: object) -> object:
+    # json.dumps's fallback: any mapping is an object; anything else is refused.
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"Object of type {_type_name(value)} is not JSON serializable")
+
+
+def _type_name(value: object) -> str:
+    return type(value).__qualname__
+
+
+def _format_path(components: list[object]) -> str:
+    """``messages[0].content``: keys as attributes when they can be, else subscripts."""
+    text = ""
+    for part in components:
+        if isinstance(part, str) and part.isidentifier():
+            text = f"{text}.{part}" if text else part
+        else:
+            text = f"{text}[{part!r}]"
+    return text
+
+
+def _scalar_problem(value: object) -> str | None:
+    """Why json.dumps (strict, UTF-8) refuses a value that is not a container, or ``None``."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            char = value[exc.start]
+            return (
+                f"is a string holding a lone surrogate (U+{ord(char):04X}), which is not "
+                "Unicode text and cannot be sent as UTF-8"
+            )
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"is {value!r}, which JSON cannot represent (allowed numbers are finite)"
+    if isinstance(value, (int, float, bool)) or value is None:
+        return None
+    hint = " (decode bytes to str; base64 for binary data)" if isinstance(value, bytes) else ""
+    return f"is of type {_type_name(value)}, which JSON cannot encode{hint}"
+
+
+_Children = Iterator[tuple[object, object]]
+
+
+def _children(value: object) -> _Children:
+    """The items of a container, as json.dumps takes them (raises :class:`_Found` at a key)."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, _KEY_TYPES):
+                raise _Found(f"has a key of type {_type_name(key)}; JSON keys are strings")
+            problem = _scalar_problem(key)
+            if problem is not None:
+                raise _Found(f"has a key that {problem}")
+            yield key, item
+    else:
+        assert isinstance(value, (list, tuple))
+        yield from enumerate(value)
+
+
+class _Found(Exception):
+    """A container's key is the problem: found at the container's own path."""
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem
+
+
+def _first_problem(body: Mapping[Any, Any]) -> tuple[str, str] | None:
+    """Where json.dumps refused ``body``, and why: ``(path, problem)``, or ``None``.
+
+    Depth-first and iterative (a request too deep for the encoder's recursion
+    is walked all the same), linear in its size: the path is kept as a list of
+    keys and indices and written out only for the value found.  The containers
+    on the current path are tracked, so one that holds itself is found where
+    the loop closes.
+    """
+    stack: list[tuple[int, _Children]] = [(id(body), _children(body))]
+    path: list[object] = []  # the keys leading to stack[-1]
+    active = {id(body)}
+    while stack:
+        ident, children = stack[-1]
+        try:
+            child = next(children, None)
+        except _Found as found:
+            return _format_path(path), found.problem
+        if child is None:
+            stack.pop()
+            active.discard(ident)
+            if path:
+                path.pop()
+            continue
+        key, value = child
+        if isinstance(value, (Mapping, list, tuple)):
+            path.append(key)
+            if id(value) in active:
+                return _format_path(path), (
+                    "closes a circular reference (a container holding itself), "
+                    "which JSON cannot encode"
+                )
+            active.add(id(value))
+            stack.append((id(value), _children(value)))
+            continue
+        problem = _scalar_problem(value)
+        if problem is not None:
+            return _format_path([*path, key]), problem
+    return None

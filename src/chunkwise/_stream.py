@@ -17,6 +17,14 @@ a :class:`~chunkwise._fanout.Broadcaster` to every subscriber.  Backpressure
 is lossless by default: a full subscriber makes the reader wait, which stops
 reads from the socket.
 
+Before anything is sent, ``__aenter__`` checks what a newcomer gets wrong:
+not running under trio (:func:`require_trio`, which names asyncio when it is
+the loop), and a request JSON cannot encode
+(:func:`~chunkwise._request.encode_request` raises
+:class:`~chunkwise.InvalidRequest` with the path of the bad value).  Awaiting
+the block, or entering it with a plain ``with``, raises a :class:`TypeError`
+saying to use ``async with``.
+
 The reader publishes nothing until somebody listens: the first
 :meth:`ChatStream.subscribe`, ``async for``, or :meth:`ChatStream.result`.  So
 subscribers created right after entering the block, before the first
@@ -70,11 +78,11 @@ These are the promises of the trio layer; each is tested in every cell of
 
 from __future__ import annotations
 
-import json
-from collections.abc import Awaitable, Callable, Mapping
+import sys
+from collections.abc import Awaitable, Callable, Generator, Mapping
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
-from typing import Any, Generic, Literal, TypeVar, overload
+from typing import Any, Generic, Literal, NoReturn, TypeVar, overload
 
 import attrs
 import trio
@@ -87,6 +95,7 @@ from ._http import HTTPResponse, send_http_request
 from ._http11 import Connection
 from ._parser import ChatStreamParser, ResponseStreamParser, StreamParser
 from ._pool import ConnectionPool
+from ._request import encode_request
 from ._response_results import ResponseResult
 from ._results import Anomaly, ChatResult, IncompleteReason
 from ._sse import DEFAULT_MAX_EVENT_SIZE
@@ -106,6 +115,7 @@ __all__ = [
     "open_chat_stream",
     "open_response_stream",
     "open_stream",
+    "require_trio",
 ]
 
 #: The result type of a stream: ChatResult or ResponseResult.
@@ -379,6 +389,8 @@ S = TypeVar("S", bound=Stream[Any], covariant=True)
 class Api(Generic[S]):
     """What differs between the two APIs: where to post, how to parse, what to hand out."""
 
+    #: In the names of the functions, ``open_{name}_stream`` and ``complete_{name}``.
+    name: str
     #: Appended to the endpoint's base URL.
     path: str
     #: The sans-IO parser for a request body (which tools, which schema...).
@@ -407,8 +419,8 @@ def _response_parser(
     )
 
 
-CHAT: Api[ChatStream] = Api("/chat/completions", _chat_parser, ChatStream)
-RESPONSES: Api[ResponseStream] = Api("/responses", _response_parser, ResponseStream)
+CHAT: Api[ChatStream] = Api("chat", "/chat/completions", _chat_parser, ChatStream)
+RESPONSES: Api[ResponseStream] = Api("response", "/responses", _response_parser, ResponseStream)
 
 
 def open_chat_stream(
@@ -426,9 +438,14 @@ def open_chat_stream(
     and idle); bound the whole stream with your own cancel scope.
 
     Raises:
+        InvalidRequest: ``request`` is not a mapping or holds a value JSON
+            cannot encode (before anything is sent).
         HTTPStatusError: a non-2xx response (before the block is entered).
         UnexpectedContentType: a 2xx response that is not an event stream.
         TransportError: connecting failed (:class:`~chunkwise.ConnectTimeout`...).
+        TypeError: the call was awaited, or used with ``with``: it is an
+            ``async with``.
+        RuntimeError: not called from a trio task (e.g. from asyncio).
     """
     return open_stream(CHAT, endpoint, request, max_event_size=max_event_size, transport=transport)
 
@@ -450,9 +467,14 @@ def open_response_stream(
     timeouts and guarantees.
 
     Raises:
+        InvalidRequest: ``request`` is not a mapping or holds a value JSON
+            cannot encode (before anything is sent).
         HTTPStatusError: a non-2xx response (before the block is entered).
         UnexpectedContentType: a 2xx response that is not an event stream.
         TransportError: connecting failed (:class:`~chunkwise.ConnectTimeout`...).
+        TypeError: the call was awaited, or used with ``with``: it is an
+            ``async with``.
+        RuntimeError: not called from a trio task (e.g. from asyncio).
     """
     return open_stream(
         RESPONSES, endpoint, request, max_event_size=max_event_size, transport=transport
@@ -508,13 +530,16 @@ class StreamBlock(Generic[S]):
         if self._opening is None:
             raise RuntimeError("a stream's async with can be entered only once")
         api, endpoint, request, max_event_size, transport, pool = self._opening
+        require_trio(f"open_{api.name}_stream()")
         self._opening = None
+        body = encode_request(request)  # InvalidRequest before anything is sent
         parser = api.make_parser(request, max_event_size)
+        response = await send_http_request(
+            endpoint, body, path=api.path, transport=transport, pool=pool
+        )
         # The body is not kept here while the stream runs: the HTTP layer lets
         # go of it once the request can no longer be sent again.
-        response = await send_http_request(
-            endpoint, _body(request), path=api.path, transport=transport, pool=pool
-        )
+        del body
         stream: S = api.stream_class(response, parser)
         manager = trio.open_nursery()
         try:
@@ -526,6 +551,23 @@ class StreamBlock(Generic[S]):
         nursery.start_soon(stream._run, name="chunkwise reader")
         self._stream, self._manager = stream, manager
         return stream
+
+    def _misuse(self, how: str) -> TypeError:
+        name = "chat" if self._opening is None else self._opening[0].name
+        return TypeError(
+            f"open_{name}_stream() is an async context manager: {how}; use "
+            f"'async with open_{name}_stream(...) as stream:' (or "
+            f"'await complete_{name}(...)' for the result alone)"
+        )
+
+    def __await__(self) -> Generator[Any, None, NoReturn]:
+        raise self._misuse("it cannot be awaited")
+
+    def __enter__(self) -> NoReturn:
+        raise self._misuse("it cannot be entered with a plain 'with'")
+
+    def __exit__(self, *exc_info: object) -> None:  # pragma: no cover - __enter__ raises
+        pass
 
     async def __aexit__(
         self,
@@ -557,8 +599,33 @@ class StreamBlock(Generic[S]):
             await stream._response.aclose()  # nothing to do once released (rule 2)
 
 
-def _body(request: Mapping[str, Any]) -> bytes:
-    return json.dumps({**request, "stream": True}, ensure_ascii=False).encode()
+def require_trio(what: str) -> None:
+    """Raise a :class:`RuntimeError` saying how to run chunkwise unless a trio task runs this.
+
+    chunkwise's I/O is trio's: under asyncio (or any other loop) the first
+    trio call would fail with a message about trio's internals.  Whether an
+    asyncio loop runs is asked only when asyncio was imported, so chunkwise
+    never imports it.
+    """
+    try:
+        trio.lowlevel.current_task()
+    except RuntimeError:
+        pass
+    else:
+        return
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is not None:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise RuntimeError(
+                f"{what} was called from asyncio, but chunkwise runs under trio: run your "
+                "program with trio.run() (from an asyncio program, trio-asyncio can "
+                "call it)"
+            ) from None
+    raise RuntimeError(f"{what} must be called from a trio task (inside trio.run())") from None
 
 
 async def complete_chat(
@@ -598,6 +665,7 @@ async def complete(
     pool: ConnectionPool[Connection] | None = None,
 ) -> R:
     """Stream ``api``'s answer to its end, on ``pool``'s connections when one is given."""
+    require_trio(f"complete_{api.name}()")
     async with open_stream(
         api, endpoint, request, max_event_size=max_event_size, pool=pool
     ) as stream:

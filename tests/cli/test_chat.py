@@ -251,7 +251,9 @@ async def test_http_errors_are_one_line(
     assert out == ""
     # 429 and 5xx are retried (twice, by default) before the error is shown.
     attempts = " (after 3 attempts)" if status_code in (429, 500, 503) else ""
-    expected = f"HTTP {status_code}: {' '.join(message.split())}{attempts}"
+    # A 401 says whether a key was sent (one was); the 404's base URL has /v1.
+    sent = " (an API key was sent, and the server did not accept it)" if status_code == 401 else ""
+    expected = f"HTTP {status_code}: {' '.join(message.split())}{sent}{attempts}"
     assert err == f"chunkwise chat: error: {expected}\n"
 
 
@@ -264,7 +266,10 @@ async def test_http_error_in_json_mode(capsys: pytest.CaptureFixture[str]) -> No
     assert document["type"] == "error"
     assert document["error"]["exception"] == "HTTPStatusError"
     assert document["error"]["status_code"] == 401
-    assert err == "chunkwise chat: error: HTTP 401: Incorrect API key provided\n"
+    assert err == (
+        "chunkwise chat: error: HTTP 401: Incorrect API key provided "
+        "(an API key was sent, and the server did not accept it)\n"
+    )
 
 
 @pytest.mark.parametrize("json_mode", [False, True])

@@ -78,7 +78,9 @@ async def test_every_command_says_connection_refused(
 
 async def test_a_host_name_that_does_not_resolve_says_so() -> None:
     endpoint = chunkwise.Endpoint("http://no-such-host.invalid/v1")
-    with pytest.raises(chunkwise.TransportError, match="cannot resolve the host name"):
+    with pytest.raises(
+        chunkwise.TransportError, match=r"the host name no-such-host\.invalid did not resolve"
+    ):
         await connect(endpoint)
 
 
@@ -127,14 +129,17 @@ async def test_chat_json_carries_the_hint(capsys: pytest.CaptureFixture[str]) ->
     assert f"hint: {document['hint']}" == NO_KEY_HINT
 
 
-async def test_a_401_with_a_key_has_no_hint(
+async def test_a_401_with_a_key_says_it_was_sent_and_has_no_hint(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv(KEY_VAR, "sk-wrong-key-0123456789abcdef")
     async with open_chat_server(ServerOptions(api_key=SERVER_KEY)) as server:
         status, _, err = await run_main(capsys, *command("chat", server.base_url, tmp_path))
     assert status == 1
-    assert err == "chunkwise chat: error: HTTP 401: Incorrect API key provided\n"
+    assert err == (
+        "chunkwise chat: error: HTTP 401: Incorrect API key provided "
+        "(an API key was sent, and the server did not accept it)\n"
+    )
 
 
 # -- a base URL without /v1 -------------------------------------------------------
@@ -148,9 +153,10 @@ async def test_a_404_from_a_base_url_without_v1_suggests_it(
         bare = server.base_url.removesuffix("/v1")
         status, out, err = await run_main(capsys, *command(name, bare, tmp_path))
     assert status == 1
-    hint = f"the base URL has no version path such as /v1; try --base-url {bare}/v1"
+    hint = f"try --base-url {bare}/v1"
     if name == "probe":
         assert probe_request(out)["hint"] == hint
+        assert f"did you mean {bare}/v1?" in probe_request(out)["error"]
     else:
         assert err.splitlines()[-1] == f"hint: {hint}"
 

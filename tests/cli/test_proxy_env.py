@@ -43,5 +43,5 @@ async def test_no_proxy_sends_the_command_directly(
         monkeypatch.setenv("NO_PROXY", ".invalid")
         status, _, err = await run_main(capsys, "record", "--base-url", API, "-o", "-", "hello")
     assert status == 1
-    assert "cannot resolve the host name" in err
+    assert "the host name api.invalid did not resolve" in err
     assert proxy.requests == []

@@ -471,6 +471,11 @@ async def test_every_way_a_request_ends_gives_its_slot_back(way: str) -> None:
     ):
         with trio.fail_after(10):
             await end_it(client)
+        # Every connection is accounted for: none is left counted in use.
+        stats = client.stats
+        assert stats.in_use == 0 and stats.open == stats.idle
+        assert stats.opened_total == len(server.connections)
         with trio.fail_after(5):
             result = await client.complete_chat(REQUEST)
         assert result.content == "".join(WORDS)
+        assert client.stats.in_use == 0

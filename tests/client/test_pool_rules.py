@@ -11,6 +11,7 @@ import pytest
 import trio
 import trio.testing
 
+from chunkwise import PoolStats
 from chunkwise._pool import ConnectionPool, PoolSettings
 
 
@@ -39,8 +40,10 @@ Pool = ConnectionPool[StandIn]
 async def use(pool: Pool, key: object, name: str, *, reusable: bool = True) -> StandIn:
     """One request: a slot, an idle connection or a new one, given back at the end."""
     async with pool.slot():
-        taken = await pool.take(key)
-        connection = taken if isinstance(taken, StandIn) else StandIn(name)
+        connection = await pool.take(key)
+        if connection is None:
+            connection = StandIn(name)
+            pool.add(connection, name)
         await pool.give_back(key, connection, reusable=reusable)
     return connection
 
@@ -129,7 +132,7 @@ async def test_waiting_for_a_slot_is_cancellable(autojump_clock: trio.testing.Mo
             async with pool.slot():
                 pytest.fail("got a second slot")  # pragma: no cover
         assert scope.cancelled_caught
-    assert pool.in_use == 0
+    assert pool.slots_taken == 0
 
 
 async def test_a_slot_given_back_twice_raises_rather_than_raising_the_limit() -> None:
@@ -139,7 +142,7 @@ async def test_a_slot_given_back_twice_raises_rather_than_raising_the_limit() ->
     slot.release()
     with pytest.raises(ValueError, match="released too many times"):
         slot.release()
-    assert pool.in_use == 0
+    assert pool.slots_taken == 0
 
 
 async def test_a_new_connection_at_the_limit_closes_the_longest_idle_one() -> None:
@@ -152,7 +155,7 @@ async def test_a_new_connection_at_the_limit_closes_the_longest_idle_one() -> No
     # Two in use at once, for a third key: both idle connections must make room.
     async with pool.slot(), pool.slot():
         assert await pool.take(("http", "third", 80, None)) is None
-        assert pool.idle_count + pool.in_use <= 2
+        assert pool.idle_count + pool.slots_taken <= 2
     assert old.closed and second_key.closed
 
 
@@ -183,3 +186,30 @@ async def test_after_aclose_nothing_is_kept() -> None:
 def test_bad_pool_settings_are_refused(kwargs: dict[str, object]) -> None:
     with pytest.raises(ValueError, match=next(iter(kwargs))):
         PoolSettings(**kwargs)  # type: ignore[arg-type]
+
+
+async def test_stats_count_every_connection_once_each_way() -> None:
+    pool: Pool = ConnectionPool(PoolSettings(max_idle_connections=1))
+    assert pool.stats() == PoolStats(open=0, idle=0, in_use=0, opened_total=0, reused_total=0)
+    first = await use(pool, KEY, "a")
+    await use(pool, KEY, "unused")  # reuses a
+    assert pool.stats() == PoolStats(open=1, idle=1, in_use=0, opened_total=1, reused_total=1)
+    async with pool.slot(), pool.slot():
+        assert await pool.take(KEY) is first
+        assert await pool.take(KEY) is None
+        second = StandIn("b")
+        pool.add(second, "b")
+        assert pool.stats() == PoolStats(open=2, idle=0, in_use=2, opened_total=2, reused_total=2)
+        await pool.give_back(KEY, first, reusable=False)
+        await pool.give_back(KEY, second, reusable=True)
+    assert first.closed and not second.closed
+    assert pool.stats() == PoolStats(open=1, idle=1, in_use=0, opened_total=2, reused_total=2)
+    await pool.aclose()
+    assert pool.stats() == PoolStats(open=0, idle=0, in_use=0, opened_total=2, reused_total=2)
+
+
+async def test_a_connection_given_back_without_being_added_is_counted_all_the_same() -> None:
+    pool: Pool = ConnectionPool()
+    async with pool.slot():
+        await pool.give_back(KEY, StandIn("stray"), reusable=True)
+    assert pool.stats() == PoolStats(open=1, idle=1, in_use=0, opened_total=1, reused_total=0)

@@ -38,6 +38,7 @@ BODY = sse(
     {**chunk(), "choices": [], "usage": {"prompt_tokens": 1, "total_tokens": 2}},
 )
 BOUND = 30.0
+BODY_RESPONSE = ScriptedResponse(body=BODY)
 
 
 def assert_no_key(*texts: str) -> None:
@@ -220,6 +221,44 @@ async def test_log_records_events_and_result_never_contain_the_key(
     document = chunkwise._convert.result_to_json(result)
     assert_no_key(json.dumps(document))
     assert_no_key(json.dumps([attrs.asdict(e) for e in events], default=repr))
+
+
+async def test_the_pools_debug_log_never_holds_the_key_or_the_proxys_password(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Every step of a connection's life is logged (opened, reused, given back,
+    # discarded and why), through a proxy with a password, with the key in the
+    # Authorization header and in a header of its own, on clean, failed and
+    # abandoned requests.
+    caplog.set_level(logging.DEBUG)
+    password = "pw-" + KEY[-16:]
+    closing = ScriptedResponse(body=BODY, headers={"Connection": "close"})
+    slow = ScriptedResponse(body=BODY, write_sizes=3, delay=0.05)
+    failing = ScriptedResponse.error(500, f"bad key {KEY}")
+    async with open_test_server([BODY_RESPONSE, BODY_RESPONSE, closing, slow, failing]) as proxy:
+        endpoint = Endpoint(
+            "http://api.invalid:8080/v1",
+            api_key=KEY,
+            headers={"api-key": KEY},
+            proxy=f"http://user:{password}@127.0.0.1:{proxy.port}",
+            retries=chunkwise.Retries(max_retries=0),
+        )
+        with trio.fail_after(BOUND):
+            async with chunkwise.Client(endpoint, max_idle_connections=1) as client:
+                for _ in range(3):
+                    await client.complete_chat(REQUEST)
+                async with client.open_chat_stream(REQUEST):
+                    pass  # abandoned
+                with pytest.raises(HTTPStatusError):
+                    await client.complete_chat(REQUEST)
+    pool_lines = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
+    for step in (" opened", " reused after ", " given back ", " discarded: "):
+        assert any(step in line for line in pool_lines), (step, pool_lines)
+    for record in caplog.records:
+        assert_no_key(record.getMessage(), repr(record.args), str(record.exc_text))
+        assert password not in record.getMessage()
+    assert_no_key(caplog.text)
+    assert password not in caplog.text
 
 
 # --- the command line: record files and --json output ------------------------------

@@ -15,9 +15,10 @@ UTF-8 (RFC 8259 requires UTF-8 between systems), and :func:`json_text` escapes
 only when that was impossible.  Text output on a stdout that cannot encode a
 character shows it as an escape instead of failing (:func:`tolerate_stdout`).
 
-A request that failed is explained by :func:`describe_failure`, the one place
-that adds what the user can do about it: no key was sent, the base URL lacks
-``/v1``.
+A request that failed is explained by :func:`describe_failure`: the library's
+error says what went wrong and what it suggests (no key was sent, did you mean
+``<base>/v1``?, see :func:`chunkwise._http.status_hint`); the command line adds
+which of its options or variables to change.
 
 :func:`probe_exchange` is the one probe request (``probe`` of either API):
 its status, head, timings, raw body and what a parser makes of it.
@@ -34,7 +35,6 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeAlias, TypeVar
-from urllib.parse import urlsplit
 
 import attrs
 import trio
@@ -42,8 +42,9 @@ import trio
 from .._endpoint import Endpoint
 from .._errors import ChunkwiseError, HTTPStatusError, ToolArgumentsError, UnexpectedContentType
 from .._headers import Headers
-from .._http import open_http_response
+from .._http import open_http_response, status_hint
 from .._parser import StreamParser
+from .._request import encode_request
 from .._response_results import FunctionCall, ResponseResult
 from .._results import ChatResult, ToolCall
 from .._tools import NO_JSONSCHEMA
@@ -366,31 +367,26 @@ class Failure:
     hint: str | None = None
 
 
-# A path segment such as v1, v2, v1beta: the API version most servers expect.
-_VERSION_SEGMENT_RE = re.compile(r"(?:^|/)v\d+[a-z0-9]*(?:/|$)")
-
-
 def describe_failure(exc: ChunkwiseError, endpoint: Endpoint, key_variable: str) -> Failure:
     """``exc`` on one line (the key masked), with a hint when the cause is a likely slip.
 
-    The hints: a 401 or 403 when no key was sent names the unset variable; a
-    404 from a base URL without a version segment suggests ``<base>/v1``.
+    The library decides what a status suggests (:func:`~chunkwise._http.status_hint`,
+    also for an error rebuilt from a recording); the hint says it in the
+    command's terms: a 401 or 403 when no key was sent names the unset
+    variable, a 404 from a base URL without a version segment the
+    ``--base-url`` to try.
     """
     message = one_line(redact(str(exc), endpoint.api_key))
     hint = None
     if isinstance(exc, HTTPStatusError):
-        if exc.status_code in (401, 403) and endpoint.api_key is None:
+        suggests = status_hint(exc.status_code, endpoint)
+        if exc.status_code in (401, 403) and not suggests.api_key_sent:
             hint = (
                 f"no API key was sent, because ${key_variable} is unset or empty "
                 "(set it, or name another variable with --api-key-env)"
             )
-        elif exc.status_code == 404 and not _VERSION_SEGMENT_RE.search(
-            urlsplit(endpoint.base_url).path
-        ):
-            hint = (
-                "the base URL has no version path such as /v1; "
-                f"try --base-url {printable(endpoint.base_url)}/v1"
-            )
+        elif suggests.suggested_base_url is not None:
+            hint = f"try --base-url {printable(suggests.suggested_base_url)}"
     return Failure(message=message, hint=hint)
 
 
@@ -495,7 +491,7 @@ async def probe_exchange(
     first token.  Never raises for what the server does: the error is kept.
     """
     exchange: Exchange[R] = Exchange(label=label)
-    body = json.dumps({**request, "stream": True}).encode()
+    body = encode_request(request)
     start = time.perf_counter()
 
     def elapsed() -> float:

@@ -8,7 +8,9 @@ pieces (so a recording can be replayed at any split).
 
 Which API recorded the stream is read from the stream itself
 (:func:`detect_api`), since a recording keeps no request; ``--api`` overrides
-it.
+it.  When the file looks like the other API's stream, a note on stderr says
+so (and that every event was ignored, when nothing was reconstructed), since
+the summary of a stream read with the wrong parser is just an empty one.
 
 Two recordings are not streams, and say so rather than passing for an empty
 one: a non-2xx response (its result is ``failed`` with the
@@ -140,6 +142,8 @@ def run_inspect(args: argparse.Namespace) -> int:
             parser.feed(piece)
         parser.end()
     result = parser.result
+    if args.api != "auto" and error is None:
+        _note_other_api(api, result, body)
     status_line = None if head is None else head.status_line
     if args.json:
         document = to_json(result)
@@ -160,6 +164,29 @@ def run_inspect(args: argparse.Namespace) -> int:
 _DETECT_EVENTS = 64
 
 
+_API_NAMES: dict[Api, str] = {"chat": "chat completions", "responses": "Responses API"}
+
+
+def _note_other_api(api: Api, result: ChatResult | ResponseResult, body: bytes) -> None:
+    """On stderr: the file looks like the other API's stream (``--api`` chose ``api``)."""
+    seen = _detected_api(body)
+    if seen is None or seen == api:
+        return
+    items = result.output if isinstance(result, ResponseResult) else result.choices
+    nothing = not items and result.usage is None and result.id is None and result.error is None
+    what = f"this file looks like a {_API_NAMES[seen]} stream"
+    advice = f"try --api {seen}, or leave --api out to tell from the stream"
+    if nothing:
+        message = (
+            f"every event was ignored: --api {api} reads {_API_NAMES[api]} "
+            f"streams, and {what} ({advice})"
+        )
+    else:
+        message = f"note: {what}, not {_API_NAMES[api]} ({advice})"
+    sys.stdout.flush()
+    print(f"{PROG} inspect: {message}", file=sys.stderr)
+
+
 def detect_api(body: bytes) -> Api:
     """Which API a recorded event-stream body comes from: ``"responses"`` or ``"chat"``.
 
@@ -173,6 +200,11 @@ def detect_api(body: bytes) -> Api:
     body that never tells is chat, what chunkwise inspected before the
     Responses API existed.
     """
+    return _detected_api(body) or "chat"
+
+
+def _detected_api(body: bytes) -> Api | None:
+    """:func:`detect_api`, or ``None`` when no event tells."""
     decoder = SSEDecoder(legacy_error_field=True)
     seen = 0
     try:
@@ -183,14 +215,14 @@ def detect_api(body: bytes) -> Api:
                     return verdict
                 seen += 1
                 if seen >= _DETECT_EVENTS:
-                    return "chat"
+                    return None
         for event in decoder.end():
             verdict = _event_api(event.event, event.data)
             if verdict is not None:
                 return verdict
     except EventTooLarge:
         pass  # the parser reports it; nothing more can be read here
-    return "chat"
+    return None
 
 
 def _event_api(kind: str, data: str) -> Api | None:
