@@ -121,6 +121,7 @@ CHAT_REFUSED: list[tuple[Any, str | None, str | None, str]] = [
         "missing_required_parameter",
         "",
     ),
+    (_chat(response_format={"type": "json_object"}), "messages", None, "the word 'json'"),
 ]
 
 RESPONSES_REFUSED: list[tuple[Any, str | None, str | None, str]] = [
@@ -179,6 +180,7 @@ RESPONSES_REFUSED: list[tuple[Any, str | None, str | None, str]] = [
         "missing_required_parameter",
         "",
     ),
+    (_responses(text={"format": {"type": "json_object"}}), "input", None, "the word 'json'"),
 ]
 
 
@@ -221,7 +223,10 @@ CHAT_ACCEPTED = [
     _chat(tools=[{"type": "function", "function": {"name": "get_weather"}}]),
     _chat(tools=[{"type": "custom", "custom": {"name": "grammar"}}]),
     _chat(response_format={"type": "text"}),
-    _chat(response_format={"type": "json_object"}),
+    _chat(
+        messages=[{"role": "system", "content": "Answer in Json."}],
+        response_format={"type": "json_object"},
+    ),
     _chat(response_format={"type": "json_schema", "json_schema": {"name": "a"}}),
     _chat(vendor_extension={"top_k": 3}),  # unknown parameters pass
 ]
@@ -236,6 +241,9 @@ RESPONSES_ACCEPTED = [
     _responses(tools=[{"type": "function", **FUNCTION}, {"type": "web_search"}]),
     _responses(text={"format": {"type": "text"}}, instructions="be brief"),
     _responses(text={"format": {"type": "json_schema", "name": "a", "schema": SCHEMA}}),
+    _responses(text={"format": {"type": "json_object"}}, instructions="Reply in JSON."),
+    _responses(text={"format": {"type": "json_object"}}, input="a JSON list, please"),
+    {"model": "text", "previous_response_id": "r", "text": {"format": {"type": "json_object"}}},
     _responses(stream_options={"include_obfuscation": False}, stream=True),
 ]
 

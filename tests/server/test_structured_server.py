@@ -45,7 +45,7 @@ WEATHER = {
         }
     },
 }
-MESSAGES = [{"role": "user", "content": "Weather in Zürich?"}]
+MESSAGES = [{"role": "user", "content": "Weather in Zürich, as JSON?"}]
 
 
 def _chat(model: str, schema: dict[str, Any] | None = WEATHER, **extra: Any) -> dict[str, Any]:
@@ -62,7 +62,7 @@ def _responses(model: str, schema: dict[str, Any] | None = WEATHER, **extra: Any
         text_format: dict[str, Any] = {"type": "json_object"}
     else:
         text_format = {"type": "json_schema", "name": "weather", "schema": schema, "strict": True}
-    return {"model": model, "input": "Weather?", "text": {"format": text_format}, **extra}
+    return {"model": model, "input": "Weather, as JSON?", "text": {"format": text_format}, **extra}
 
 
 def _expected(schema: dict[str, Any] | None) -> Any:

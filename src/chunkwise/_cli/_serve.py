@@ -67,7 +67,7 @@ def add_serve_command(commands: CommandsAction) -> None:
             '  OPENAI_BASE_URL=http://127.0.0.1:8000/v1 chunkwise chat --model tools "hi"\n'
             "  curl http://127.0.0.1:8000/v1/chat/completions \\\n"
             "    -H 'Content-Type: application/json' \\\n"
-            '    -d \'{"model": "text", "messages": [{"role": "user", "content": "hi"}],\n'
+            '    -d \'{"model": "text", "messages": [{"role": "user", "content": "JSON?"}],\n'
             '         "response_format": {"type": "json_object"}}\'\n'
             "  curl -N http://127.0.0.1:8000/v1/responses -H 'Content-Type: application/json' \\\n"
             '    -d \'{"model": "tools", "input": "hi", "stream": true}\'\n\n'

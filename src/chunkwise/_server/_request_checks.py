@@ -32,12 +32,17 @@ Rules
    ``conversation`` or ``prompt`` carries the conversation, and ``model`` when
    ``prompt`` names one; ``input`` may be a string (even empty) or a non-empty
    array of input items.
+6. ``json_object`` output needs the word "json" somewhere in the
+   conversation (chat's ``messages``; the Responses API's ``input`` or
+   ``instructions``), as OpenAI requires, lest the model write whitespace
+   until its limit.
 
 Pure functions: no I/O, no trio.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -363,7 +368,25 @@ def check_chat_request(body: Any) -> RequestProblem | None:
             if body.get("response_format") is not None
             else None
         )
+        or (
+            RequestProblem(
+                message="'messages' must contain the word 'json' in some form, to use "
+                "'response_format' of type 'json_object'.",
+                param="messages",
+            )
+            if _json_object(body.get("response_format")) and not _says_json(body["messages"])
+            else None
+        )
     )
+
+
+def _json_object(spec: Any) -> bool:
+    return isinstance(spec, Mapping) and spec.get("type") == "json_object"
+
+
+def _says_json(conversation: Any) -> bool:
+    """Rule 6: the word, in any case, anywhere in the conversation (no stricter than OpenAI)."""
+    return "json" in json.dumps(conversation, ensure_ascii=False).lower()
 
 
 def _input(body: Mapping[str, Any]) -> RequestProblem | None:
@@ -419,4 +442,15 @@ def check_responses_request(body: Any) -> RequestProblem | None:
         or _common(body)
         or _tools(body, chat=False)
         or _text(body)
+        or (
+            RequestProblem(
+                message="Response input messages must contain the word 'json' in some form "
+                "to use 'text.format' of type 'json_object'.",
+                param="input",
+            )
+            if _json_object((body.get("text") or {}).get("format"))
+            and not _says_json([body.get("input"), body.get("instructions")])
+            and body.get("input") is not None
+            else None
+        )
     )
