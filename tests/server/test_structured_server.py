@@ -245,3 +245,27 @@ async def test_an_unsupported_schema_is_a_400_saying_so(
         "unsupported_schema",
     )
     assert "chunkwise serve cannot generate" in error["message"]
+
+
+async def test_responses_objects_echo_the_request() -> None:
+    tool = {"type": "function", "name": "get_weather", "parameters": {"type": "object"}}
+    body = _responses(
+        "text",
+        instructions="Be brief.",
+        temperature=0,
+        tools=[tool],
+        tool_choice="required",
+        metadata={"run": "1"},
+        reasoning={"effort": "low"},
+        top_p=None,  # null: the default
+    )
+    async with open_chat_server() as server:
+        _, _, data = await http_exchange(server, "POST", "/v1/responses", json.dumps(body).encode())
+        result = await chunkwise.complete_response(server.endpoint(), {**body, "stream": True})
+    document = json.loads(data)
+    for name in ("instructions", "temperature", "tools", "tool_choice", "metadata", "text"):
+        assert document[name] == body[name], name
+    assert document["reasoning"] == {"effort": "low", "summary": None}
+    defaults = (document["top_p"], document["store"], document["truncation"])
+    assert defaults == (1.0, False, "disabled")
+    assert result.parsed == _expected(WEATHER)

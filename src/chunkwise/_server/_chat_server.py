@@ -390,7 +390,7 @@ class ChatServer:
                 scenario,
                 model=model,
                 max_output_tokens=body.get("max_output_tokens"),
-                text_format=text_format,
+                echo=body,
             )
         if body.get("stream") is True:
             await self._stream(writer, events, request_id)

@@ -44,8 +44,11 @@ Rules
    and the stream ends there, with no terminal event.
 6. A keepalive style puts ``{"type": "keepalive", "sequence_number": N}``
    events before the first event and after every third one.
-7. The ``response`` objects echo what the request set: its ``model``,
-   ``max_output_tokens`` and ``text.format`` (structured outputs).
+7. OpenAI's ``response`` objects echo what the request set, as the real
+   API's do: its ``model``, ``max_output_tokens`` and the fields in
+   :data:`ECHOED` (``instructions``, ``temperature``, ``text`` with its
+   ``format``, ``tools``, ``tool_choice``...); what it left out, or set to
+   null, has the API's default.
 
 Pure functions: no I/O, no trio.
 """
@@ -62,11 +65,29 @@ from ._response_scenarios import INPUT_TOKENS, ResponseScenario
 from ._scenarios import CREATED
 
 __all__ = [
+    "ECHOED",
     "response_scenario_body",
     "response_scenario_document",
     "response_scenario_events",
     "response_scenario_payloads",
 ]
+
+#: The request fields a ``response`` object repeats (rule 7).
+ECHOED = (
+    "instructions",
+    "metadata",
+    "parallel_tool_calls",
+    "previous_response_id",
+    "reasoning",
+    "store",
+    "temperature",
+    "text",
+    "tool_choice",
+    "tools",
+    "top_p",
+    "truncation",
+    "user",
+)
 
 
 @attrs.frozen(kw_only=True)
@@ -75,7 +96,7 @@ class _Request:
 
     model: str
     max_output_tokens: int | None
-    text_format: Mapping[str, Any] | None
+    echo: Mapping[str, Any]
 
 
 def _ids(scenario: ResponseScenario) -> tuple[str, str, str]:
@@ -141,7 +162,7 @@ def _response(
         error = {"code": scenario.error.get("code") or "server_error"}
         error["message"] = scenario.error.get("message")
     incomplete = {"reason": "max_output_tokens"} if final and status == "incomplete" else None
-    return {
+    document = {
         "id": response_id,
         "object": "response",
         "created_at": CREATED,
@@ -158,7 +179,7 @@ def _response(
         "reasoning": {"effort": None, "summary": None},
         "store": False,
         "temperature": 1.0,
-        "text": {"format": dict(request.text_format or {"type": "text"})},
+        "text": {"format": {"type": "text"}},
         "tool_choice": "auto",
         "tools": [],
         "top_p": 1.0,
@@ -167,6 +188,16 @@ def _response(
         "user": None,
         "metadata": {},
     }
+    # Rule 7: what the request set, over the defaults (objects merged one level).
+    for name in ECHOED:
+        value = request.echo.get(name)
+        if value is None:
+            continue
+        default = document[name]
+        if isinstance(default, dict) and isinstance(value, Mapping):
+            value = {**default, **value}
+        document[name] = value
+    return document
 
 
 def _text_part(text: str) -> dict[str, Any]:
@@ -447,19 +478,19 @@ def response_scenario_payloads(
     *,
     model: str | None = None,
     max_output_tokens: int | None = None,
-    text_format: Mapping[str, Any] | None = None,
+    echo: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """The JSON objects a scenario streams, in order.
 
     ``model`` is echoed in the ``response`` objects (the scenario's name
     when None); ``max_output_tokens`` too, and it is the ``output_tokens`` of
-    a response cut by it (rule 3); ``text_format`` is echoed as
-    ``text.format`` (``{"type": "text"}`` when None).
+    a response cut by it (rule 3); ``echo`` is the request, whose
+    :data:`ECHOED` fields the ``response`` objects repeat (rule 7).
     """
     request = _Request(
         model=model if model is not None else scenario.name,
         max_output_tokens=max_output_tokens,
-        text_format=text_format,
+        echo=echo or {},
     )
     return _numbered(scenario, _payloads(scenario, request))
 
@@ -469,12 +500,12 @@ def response_scenario_events(
     *,
     model: str | None = None,
     max_output_tokens: int | None = None,
-    text_format: Mapping[str, Any] | None = None,
+    echo: Mapping[str, Any] | None = None,
 ) -> list[bytes]:
     """The exact bytes of each SSE event the scenario sends."""
     events: list[bytes] = []
     for payload in response_scenario_payloads(
-        scenario, model=model, max_output_tokens=max_output_tokens, text_format=text_format
+        scenario, model=model, max_output_tokens=max_output_tokens, echo=echo
     ):
         data = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
         etype = payload.get("type")
