@@ -141,8 +141,9 @@ class ServerOptions:
         response_scenario: the Responses scenario used when a Responses
             request's ``model`` names none; ``None`` takes ``scenario`` when
             that names a Responses scenario too (``text``, ``tools``,
-            ``reasoning``, ``length``, ``error``, ``demo`` say the same
-            things in both APIs), else ``text``.
+            ``reasoning``, ``length``, ``error``, ``demo``,
+            ``structured-invalid`` say the same things in both APIs), else
+            ``text``.
         replay: an SSE body sent for every chat and Responses request instead
             of a scenario.
         write_size: bytes per write (each write is one HTTP chunk); ``None``

@@ -25,9 +25,9 @@ Rules
    ``invalid_type``, ``integer_above_max_value``, ``empty_array``,
    ``invalid_value``; params name nested places as OpenAI does
    (``tools[0].function.name``).
-4. The checks are in OpenAI's order: the body, the other API's parameters,
-   ``model``, the conversation (``messages`` / ``input``), then each
-   parameter.  One problem is reported, the first.
+4. One problem is reported, the first in a fixed order: the body, the other
+   API's parameters, ``model``, the conversation (``messages`` /
+   ``input``), then each parameter, as OpenAI also reports one at a time.
 5. A Responses request may leave ``input`` out when ``previous_response_id``,
    ``conversation`` or ``prompt`` carries the conversation, and ``model`` when
    ``prompt`` names one; ``input`` may be a string (even empty) or a non-empty
