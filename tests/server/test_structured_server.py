@@ -11,10 +11,11 @@ characters x the valid, cut (``length``, ``error``) and invalid
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 import jsonschema
 import pytest
+import trio
 
 import chunkwise
 from chunkwise._server._schema_documents import document_for_schema
@@ -269,3 +270,45 @@ async def test_responses_objects_echo_the_request() -> None:
     defaults = (document["top_p"], document["store"], document["truncation"])
     assert defaults == (1.0, False, "disabled")
     assert result.parsed == _expected(WEATHER)
+
+
+# -- the official SDK's parse helpers ------------------------------------------------------------
+
+
+def _sdk_models() -> tuple[Any, Any]:
+    pydantic = pytest.importorskip("pydantic")
+
+    class Day(pydantic.BaseModel):  # type: ignore[misc,name-defined]
+        high: float
+        rain: int
+        sunny: bool
+
+    class Weather(pydantic.BaseModel):  # type: ignore[misc,name-defined]
+        city: str
+        unit: Literal["celsius", "fahrenheit"]
+        days: list[Day]
+        alert: str | None
+
+    return Weather, Day
+
+
+async def test_the_openai_sdk_parses_both_apis() -> None:
+    openai = pytest.importorskip("openai")
+    weather, day = _sdk_models()
+    async with open_chat_server() as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0, timeout=10)
+
+        def run() -> tuple[Any, Any]:
+            with client:
+                chat = client.chat.completions.parse(
+                    model="text", messages=MESSAGES, response_format=weather
+                )
+                response = client.responses.parse(
+                    model="text", input="Weather, as JSON?", text_format=weather
+                )
+            return chat.choices[0].message.parsed, response.output_parsed
+
+        chat, response = await trio.to_thread.run_sync(run)
+    for parsed in (chat, response):
+        assert isinstance(parsed, weather)
+        assert parsed.unit == "celsius" and parsed.days and isinstance(parsed.days[0], day)
