@@ -654,7 +654,7 @@ async def test_tool_results_are_answered_with_text_not_the_same_tools() -> None:
         )
         calls = first.choice(0).tool_calls
         assert calls
-        messages.append({"role": "assistant", "content": None, "tool_calls": []})
+        messages.append(completion_document(first)["choices"][0]["message"])
         messages += [{"role": "tool", "tool_call_id": c.id, "content": "sunny"} for c in calls]
         second = await chunkwise.complete_chat(
             server.endpoint(), {"model": "tools", "messages": messages}

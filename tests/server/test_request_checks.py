@@ -19,6 +19,11 @@ from chunkwise.testing import open_chat_server
 from helpers import http_exchange
 
 MESSAGES = [{"role": "user", "content": "hi"}]
+CALL = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+ASSISTANT = {"role": "assistant", "content": None, "tool_calls": [CALL]}
+TOOL_RESULT = {"role": "tool", "tool_call_id": "call_1", "content": "sunny"}
+CALL_ITEM = {"type": "function_call", "call_id": "call_1", "name": "f", "arguments": "{}"}
+CALL_OUTPUT = {"type": "function_call_output", "call_id": "call_1", "output": "sunny"}
 FUNCTION = {"name": "get_weather", "parameters": {"type": "object"}}
 SCHEMA = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
 
@@ -58,6 +63,26 @@ CHAT_REFUSED: list[tuple[Any, str | None, str | None, str]] = [
     (_chat(messages=["hi"]), "messages[0]", "invalid_type", "expected an object"),
     (_chat(messages=[{"content": "hi"}]), "messages[0].role", "missing_required_parameter", ""),
     (_chat(messages=[{"role": "robot"}]), "messages[0].role", "invalid_value", "'robot'"),
+    (_chat(messages=[{"role": "user"}]), "messages[0].content", "missing_required_parameter", ""),
+    # A tool result names its call and answers an assistant's tool_calls (rule 7).
+    (
+        _chat(messages=[*MESSAGES, ASSISTANT, {"role": "tool", "content": "sunny"}]),
+        "messages.[2].tool_call_id",
+        None,
+        "Missing parameter 'tool_call_id'",
+    ),
+    (
+        _chat(messages=[*MESSAGES, TOOL_RESULT]),
+        "messages.[1].role",
+        None,
+        "must be a response to a preceeding message with 'tool_calls'",
+    ),
+    (
+        _chat(messages=[*MESSAGES, ASSISTANT, TOOL_RESULT, *MESSAGES, TOOL_RESULT]),
+        "messages.[4].role",
+        None,
+        "preceeding message with 'tool_calls'",
+    ),
     (_chat(n=0), "n", "integer_below_min_value", "Expected a value >= 1, but got 0"),
     (_chat(n=129), "n", "integer_above_max_value", "Expected a value <= 128, but got 129"),
     (_chat(n="2"), "n", "invalid_type", "expected an integer, but got a string"),
@@ -145,6 +170,18 @@ RESPONSES_REFUSED: list[tuple[Any, str | None, str | None, str]] = [
     (_responses(input=3), "input", "invalid_type", "a string or an array of input items"),
     (_responses(input={"role": "user"}), "input", "invalid_type", "got an object"),
     (_responses(input=["hi"]), "input[0]", "invalid_type", "expected an object"),
+    (
+        _responses(input=[{"type": "function_call_output", "output": "sunny"}]),
+        "input[0].call_id",
+        "missing_required_parameter",
+        "",
+    ),
+    (
+        _responses(input=[{"role": "user", "content": "hi"}, CALL_OUTPUT]),
+        "input",
+        None,
+        "No tool call found for function call output with call_id call_1.",
+    ),
     (_responses(stream="yes"), "stream", "invalid_type", "expected a boolean"),
     (_responses(max_output_tokens=15), "max_output_tokens", "integer_below_min_value", ">= 16"),
     (_responses(max_output_tokens=True), "max_output_tokens", "invalid_type", "integer"),
@@ -229,11 +266,15 @@ CHAT_ACCEPTED = [
     ),
     _chat(response_format={"type": "json_schema", "json_schema": {"name": "a"}}),
     _chat(vendor_extension={"top_k": 3}),  # unknown parameters pass
+    _chat(messages=[*MESSAGES, ASSISTANT, TOOL_RESULT, {**TOOL_RESULT, "tool_call_id": "b"}]),
+    _chat(messages=[{"role": "assistant", "content": "Hi."}, *MESSAGES]),
 ]
 RESPONSES_ACCEPTED = [
     _responses(),
     _responses(input=""),
     _responses(input=[{"role": "user", "content": "hi"}]),
+    _responses(input=[{"role": "user", "content": "hi"}, CALL_ITEM, CALL_OUTPUT]),
+    _responses(input=[CALL_OUTPUT], previous_response_id="resp_1"),
     {"model": "text", "previous_response_id": "resp_1"},
     {"model": "text", "conversation": "conv_1"},
     {"prompt": {"id": "pmpt_1"}},

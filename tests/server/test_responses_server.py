@@ -339,13 +339,17 @@ async def test_unknown_model_gets_the_default_scenario() -> None:
 async def test_function_call_output_is_answered_with_text() -> None:
     async with open_chat_server() as server:
         first = await chunkwise.complete_response(server.endpoint(), _request("tools"))
+        calls = [
+            {"type": "function_call", "call_id": c.call_id, "name": c.name, "arguments": "{}"}
+            for c in first.function_calls
+        ]
         outputs = [
             {"type": "function_call_output", "call_id": c.call_id, "output": "sunny"}
             for c in first.function_calls
         ]
+        question = {"role": "user", "content": "weather?"}
         second = await chunkwise.complete_response(
-            server.endpoint(),
-            {"model": "tools", "input": [{"role": "user", "content": "weather?"}, *outputs]},
+            server.endpoint(), {"model": "tools", "input": [question, *calls, *outputs]}
         )
     assert len(first.function_calls) == 2
     assert second.status == "complete" and second.function_calls == ()

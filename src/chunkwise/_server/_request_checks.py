@@ -36,6 +36,12 @@ Rules
    conversation (chat's ``messages``; the Responses API's ``input`` or
    ``instructions``), as OpenAI requires, lest the model write whitespace
    until its limit.
+7. A tool result answers a call: a chat ``tool`` message has its
+   ``tool_call_id`` and follows an assistant message with ``tool_calls``
+   (other tool messages between); a ``function_call_output`` item has its
+   ``call_id``, the ``call_id`` of a ``function_call`` earlier in the same
+   ``input``, unless the request continues a stored conversation.  A system,
+   developer or user message has ``content``.
 
 Pure functions: no I/O, no trio.
 """
@@ -60,6 +66,8 @@ MIN_OUTPUT_TOKENS = 16
 _ROLES = ("system", "assistant", "user", "function", "tool", "developer")
 _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _FORMATS = ("text", "json_object", "json_schema")
+#: What carries a Responses conversation besides ``input`` (rule 5).
+_CONTEXT = ("previous_response_id", "conversation", "prompt")
 
 # Parameters only the other API has (rule 2).
 _RESPONSES_ONLY = (
@@ -327,7 +335,34 @@ def _messages(body: Mapping[str, Any]) -> RequestProblem | None:
             return _missing(f"{where}.role")
         if role not in _ROLES:
             return _invalid_value(f"{where}.role", role, _ROLES)
+        if role in ("system", "developer", "user") and message.get("content") is None:
+            return _missing(f"{where}.content")
+        if role == "tool":
+            problem = _tool_message(messages, index)
+            if problem is not None:
+                return problem
     return None
+
+
+def _tool_message(messages: Sequence[Any], index: int) -> RequestProblem | None:
+    """Rule 7: a tool result names its call, and answers an assistant's ``tool_calls``."""
+    if messages[index].get("tool_call_id") is None:
+        return RequestProblem(
+            message="Missing parameter 'tool_call_id': messages with role 'tool' must have a "
+            "'tool_call_id'.",
+            param=f"messages.[{index}].tool_call_id",
+        )
+    for earlier in reversed(messages[:index]):
+        role = earlier.get("role")
+        if role == "assistant" and earlier.get("tool_calls"):
+            return None
+        if role != "tool":
+            break
+    return RequestProblem(
+        message="Invalid parameter: messages with role 'tool' must be a response to a "
+        "preceeding message with 'tool_calls'.",  # sic: OpenAI's spelling
+        param=f"messages.[{index}].role",
+    )
 
 
 def check_chat_request(body: Any) -> RequestProblem | None:
@@ -392,19 +427,35 @@ def _says_json(conversation: Any) -> bool:
 def _input(body: Mapping[str, Any]) -> RequestProblem | None:
     items = body.get("input")
     if items is None:
-        if any(body.get(name) is not None for name in ("previous_response_id", "conversation")):
-            return None
-        return None if body.get("prompt") is not None else _missing("input")
+        return None if _continues(body) else _missing("input")
     if isinstance(items, str):
         return None
     if not isinstance(items, list):
         return _wrong_type("input", "a string or an array of input items", items)
     if not items:
         return _empty("input")
+    calls: set[Any] = set()
     for index, item in enumerate(items):
         if not isinstance(item, Mapping):
             return _wrong_type(f"input[{index}]", "an object", item)
+        if item.get("type") == "function_call":
+            calls.add(item.get("call_id"))
+        elif item.get("type") == "function_call_output":
+            call_id = item.get("call_id")
+            if call_id is None:
+                return _missing(f"input[{index}].call_id")
+            if call_id not in calls and not _continues(body):
+                # Rule 7: the call must be in this input, or in what it continues.
+                return RequestProblem(
+                    message=f"No tool call found for function call output with call_id {call_id}.",
+                    param="input",
+                )
     return None
+
+
+def _continues(body: Mapping[str, Any]) -> bool:
+    """The request continues a stored conversation (rule 5)."""
+    return any(body.get(name) is not None for name in _CONTEXT)
 
 
 def _text(body: Mapping[str, Any]) -> RequestProblem | None:
