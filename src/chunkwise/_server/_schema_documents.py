@@ -28,9 +28,10 @@ Rules
    backslash and a newline (escapes), accented letters, CJK and an emoji
    outside the BMP (:data:`SAMPLE_TEXT`); cut to ``maxLength`` and padded to
    ``minLength`` (counted in code points, as JSON Schema counts).
-5. ``const`` wins, then ``enum``; ``type`` lists take their first non-null
-   type; ``anyOf`` takes its first branch that can be generated (below
-   :data:`OPTIONAL_DEPTH`, one without a ``$ref`` first, so recursion ends).
+5. ``const`` wins, then ``enum`` (its values of the declared ``type``);
+   ``type`` lists take their first non-null type; ``anyOf`` takes its first
+   branch that can be generated (below :data:`OPTIONAL_DEPTH`, one without a
+   ``$ref`` first, so recursion ends).
 6. Numbers respect ``minimum``, ``maximum``, the exclusive bounds and
    ``multipleOf``; an integer is an ``int``, a number a ``float`` when it can.
 7. Arrays have ``minItems`` items, or two (above :data:`OPTIONAL_DEPTH`,
@@ -177,6 +178,12 @@ class _Generator:
             values = schema["enum"]
             if not isinstance(values, list) or not values:
                 raise UnsupportedSchema("'enum' must be a non-empty array", path=path)
+            if "type" in schema:
+                # Only the values of the declared type are valid.
+                kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+                values = [v for v in values if any(_is_a(v, kind) for kind in kinds)]
+                if not values:
+                    raise UnsupportedSchema("no 'enum' value has the declared type", path=path)
             return values[variant % len(values)]
         if "anyOf" in schema:
             return self._any_of(schema, path, depth, variant)
@@ -323,6 +330,20 @@ def _kind(schema: Mapping[str, Any], path: str) -> str:
     if kind not in ("object", "array", "string", "integer", "number", "boolean", "null"):
         raise UnsupportedSchema(f"unknown type {kind!r}", path=path)
     return str(kind)
+
+
+def _is_a(value: Any, kind: Any) -> bool:
+    """``value`` is of JSON Schema type ``kind``."""
+    if kind == "integer":
+        return (isinstance(value, int) and not isinstance(value, bool)) or (
+            isinstance(value, float) and value.is_integer()
+        )
+    if kind == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    types = {"string": str, "boolean": bool, "array": list, "object": dict}
+    if kind == "null":
+        return value is None
+    return kind in types and isinstance(value, types[kind])
 
 
 def _count(schema: Mapping[str, Any], keyword: str, path: str, *, default: int | None) -> Any:
