@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, AnyStr, Literal, overload
 
 import attrs
+import h11
 import pytest
 import trio
 import trio.testing
@@ -47,6 +48,7 @@ import chunkwise
 from chunkwise._cli import main
 from chunkwise.testing import (
     Handler,
+    LoopbackServer,
     RecordedRequest,
     ResponseWriter,
     Script,
@@ -1032,3 +1034,35 @@ def response_streams(draw: st.DrawFn) -> GeneratedResponse:
         terminal_end=terminal_end,
         indexed=indexed,
     )
+
+
+async def http_exchange(
+    server: LoopbackServer,
+    method: str,
+    path: str,
+    body: bytes = b"",
+    headers: tuple[tuple[str, str], ...] = (),
+) -> tuple[int, dict[str, str], bytes]:
+    """One raw HTTP/1.1 exchange: (status, lower-cased headers, body)."""
+    stream = await trio.open_tcp_stream(server.host, server.port)
+    async with stream:
+        client = h11.Connection(h11.CLIENT)
+        fields = [("Host", "127.0.0.1"), ("Content-Length", str(len(body))), *headers]
+        data = client.send(h11.Request(method=method, target=path, headers=fields))
+        if body:
+            data = (data or b"") + (client.send(h11.Data(data=body)) or b"")
+        await stream.send_all((data or b"") + (client.send(h11.EndOfMessage()) or b""))
+        status, response_headers, received = 0, {}, b""
+        while True:
+            event = client.next_event()
+            if event is h11.NEED_DATA:
+                client.receive_data(await stream.receive_some(65536))
+            elif isinstance(event, h11.Response):
+                status = event.status_code
+                response_headers = {
+                    name.decode().lower(): value.decode() for name, value in event.headers
+                }
+            elif isinstance(event, h11.Data):
+                received += event.data
+            elif isinstance(event, (h11.EndOfMessage, h11.ConnectionClosed)):
+                return status, response_headers, received

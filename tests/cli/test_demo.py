@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import io
+import json
 
+import jsonschema
 import pytest
 import trio
 
 from chunkwise._cli import main
-from chunkwise._cli._demo import _Console, run_demo
+from chunkwise._cli._demo import DEMO_SCHEMA, _Console, run_demo
 from chunkwise.testing import SCENARIOS
 from helpers import run_python
 
@@ -19,7 +21,8 @@ _TEXT = "  text      │ "
 def _check_output(out: str) -> None:
     # Request 1: live text, the validated tool call, usage and the final status.
     assert "1. One request, three independent consumers" in out
-    first, second = out.split("2. The server hangs up mid-answer")
+    first, rest = out.split("2. The server hangs up mid-answer")
+    second, third = rest.split("3. A structured answer, parsed")
     # Consumers run concurrently: another one's line may interrupt the text,
     # which then goes on in a new line under its tag.
     text = "".join(
@@ -36,7 +39,12 @@ def _check_output(out: str) -> None:
     assert "status: complete" in first and "incomplete" not in first
     assert "lifecycle │ status: incomplete (connection lost)" in second
     assert 'The result keeps the partial text: "Hello! This reply streams' in second
-    assert "Both requests behaved as expected" in out
+    # Request 3: the structured answer streams as JSON text and is parsed.
+    parsed = json.loads(third.split("choice.parsed: ", 1)[1].splitlines()[0])
+    jsonschema.validate(parsed, DEMO_SCHEMA)
+    assert "lifecycle │ status: complete" in third
+    assert "(validated against the weather_report schema)" in third
+    assert "All three requests behaved as expected" in out
     assert "Traceback" not in out
 
 
@@ -61,7 +69,7 @@ async def test_demo_with_delays_streams_visibly(autojump_clock: trio.testing.Moc
     elapsed = trio.current_time() - start
     _check_output(out.getvalue())
     # Delays between events make the streaming visible, and the whole demo is short.
-    assert 1.0 < elapsed < 5.0
+    assert 1.0 < elapsed < 6.0
 
 
 def test_demo_help(capsys: pytest.CaptureFixture[str]) -> None:

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-import h11
 import pytest
 import trio
 import trio.testing
@@ -38,6 +37,7 @@ from chunkwise.testing import (
     ServerOptions,
     open_chat_server,
 )
+from helpers import http_exchange
 
 HERE = Path(__file__).parents[1]
 RECORDINGS = {
@@ -56,41 +56,9 @@ def _usage_request(model: str, **extra: Any) -> dict[str, Any]:
     return _request(model, stream_options={"include_usage": True}, **extra)
 
 
-async def _http(
-    server: LoopbackServer,
-    method: str,
-    path: str,
-    body: bytes = b"",
-    headers: tuple[tuple[str, str], ...] = (),
-) -> tuple[int, dict[str, str], bytes]:
-    """One raw HTTP/1.1 exchange: (status, lower-cased headers, body)."""
-    stream = await trio.open_tcp_stream(server.host, server.port)
-    async with stream:
-        client = h11.Connection(h11.CLIENT)
-        fields = [("Host", "127.0.0.1"), ("Content-Length", str(len(body))), *headers]
-        data = client.send(h11.Request(method=method, target=path, headers=fields))
-        if body:
-            data = (data or b"") + (client.send(h11.Data(data=body)) or b"")
-        await stream.send_all((data or b"") + (client.send(h11.EndOfMessage()) or b""))
-        status, response_headers, received = 0, {}, b""
-        while True:
-            event = client.next_event()
-            if event is h11.NEED_DATA:
-                client.receive_data(await stream.receive_some(65536))
-            elif isinstance(event, h11.Response):
-                status = event.status_code
-                response_headers = {
-                    name.decode().lower(): value.decode() for name, value in event.headers
-                }
-            elif isinstance(event, h11.Data):
-                received += event.data
-            elif isinstance(event, (h11.EndOfMessage, h11.ConnectionClosed)):
-                return status, response_headers, received
-
-
 async def _chat_json(server: LoopbackServer, body: Any, **kwargs: Any) -> tuple[int, Any]:
     raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-    status, _, data = await _http(server, "POST", "/v1/chat/completions", raw, **kwargs)
+    status, _, data = await http_exchange(server, "POST", "/v1/chat/completions", raw, **kwargs)
     return status, json.loads(data)
 
 
@@ -332,9 +300,9 @@ def test_completion_document_of_an_empty_result() -> None:
 
 async def test_models_lists_the_scenarios() -> None:
     async with open_chat_server() as server:
-        status, headers, body = await _http(server, "GET", "/v1/models")
-        one = await _http(server, "GET", "/v1/models/tools")
-        missing = await _http(server, "GET", "/v1/models/nope")
+        status, headers, body = await http_exchange(server, "GET", "/v1/models")
+        one = await http_exchange(server, "GET", "/v1/models/tools")
+        missing = await http_exchange(server, "GET", "/v1/models/nope")
     assert status == 200 and headers["content-type"] == "application/json"
     document = json.loads(body)
     assert document["object"] == "list"
@@ -346,9 +314,9 @@ async def test_models_lists_the_scenarios() -> None:
 
 async def test_unknown_path_is_404_and_wrong_method_is_405() -> None:
     async with open_chat_server() as server:
-        status, _, body = await _http(server, "POST", "/v1/completions", b"{}")
-        status_get, headers, body_get = await _http(server, "GET", "/v1/chat/completions")
-        status_post, _, _ = await _http(server, "POST", "/v1/models", b"{}")
+        status, _, body = await http_exchange(server, "POST", "/v1/completions", b"{}")
+        status_get, headers, body_get = await http_exchange(server, "GET", "/v1/chat/completions")
+        status_post, _, _ = await http_exchange(server, "POST", "/v1/models", b"{}")
     assert status == 404 and "message" in json.loads(body)["error"]
     assert status_get == 405 and headers["allow"] == "POST"
     assert json.loads(body_get)["error"]["type"] == "invalid_request_error"
@@ -383,7 +351,7 @@ async def test_api_key() -> None:
             assert error.error.message == "Incorrect API key provided"
             assert error.error.type == "invalid_request_error"
             assert error.error.code == "invalid_api_key"
-        status, _, _ = await _http(server, "GET", "/v1/models")
+        status, _, _ = await http_exchange(server, "GET", "/v1/models")
         assert status == 401
         result = await chunkwise.complete_chat(
             server.endpoint(api_key="sk-right"), _request("text")
@@ -397,7 +365,7 @@ async def test_status_option(status: int, retry_after: float | None) -> None:
     async with open_chat_server(ServerOptions(status=status)) as server:
         with pytest.raises(chunkwise.HTTPStatusError) as info:
             await chunkwise.complete_chat(server.endpoint(), _request("text"))
-        models, _, _ = await _http(server, "GET", "/v1/models")
+        models, _, _ = await http_exchange(server, "GET", "/v1/models")
     error = info.value
     assert error.status_code == status
     assert error.retry_after == retry_after
@@ -686,7 +654,7 @@ async def test_tool_results_are_answered_with_text_not_the_same_tools() -> None:
         )
         calls = first.choice(0).tool_calls
         assert calls
-        messages.append({"role": "assistant", "content": None, "tool_calls": []})
+        messages.append(completion_document(first)["choices"][0]["message"])
         messages += [{"role": "tool", "tool_call_id": c.id, "content": "sunny"} for c in calls]
         second = await chunkwise.complete_chat(
             server.endpoint(), {"model": "tools", "messages": messages}

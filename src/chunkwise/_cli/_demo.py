@@ -25,6 +25,12 @@ The second request goes to a second server that hangs up part-way through the
 body, and shows that the stream ends ``incomplete (connection lost)`` with its
 partial text kept rather than raising.
 
+The third asks for structured output (``response_format`` with a JSON schema,
+:data:`DEMO_SCHEMA`): the server answers with a JSON document for the schema,
+streamed in fragments that split keys and escapes, and the demo prints the
+text as it arrives, then :attr:`~chunkwise.ChoiceResult.parsed`, checked
+against the schema (with ``jsonschema``; parsed only without it).
+
 Consumers run concurrently, so their output would interleave mid-line; they
 all write through one :class:`_Console`, which ends a half-written text line
 before another consumer prints and labels every line with its consumer.
@@ -64,7 +70,7 @@ from .._stream import ChatStream, open_chat_stream
 from .._tools import NO_JSONSCHEMA
 from ._common import INSTALL_JSONSCHEMA, CommandsAction, status_text
 
-__all__ = ["DEMO_TOOLS", "add_demo_command", "run_demo", "run_demo_command"]
+__all__ = ["DEMO_SCHEMA", "DEMO_TOOLS", "add_demo_command", "run_demo", "run_demo_command"]
 
 #: The tools the demo request declares; chunkwise validates calls against them.
 DEMO_TOOLS: list[dict[str, Any]] = [
@@ -86,8 +92,22 @@ DEMO_TOOLS: list[dict[str, Any]] = [
     }
 ]
 
+#: The JSON schema of the demo's structured answer (the third request).
+DEMO_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string", "enum": ["Zürich", "東京"]},
+        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+        "high": {"type": "number", "minimum": -50, "maximum": 50},
+        "sunny": {"type": "boolean"},
+        "note": {"type": "string", "maxLength": 40},
+    },
+    "required": ["city", "unit", "high", "sunny", "note"],
+    "additionalProperties": False,
+}
+
 #: Seconds between events: slow enough to watch the text arrive, and the
-#: whole demo stays under three seconds.
+#: whole demo stays under four seconds.
 _DELAY = 0.08
 #: The whole demo never takes longer than this, whatever goes wrong.
 _DEADLINE = 30.0
@@ -256,6 +276,7 @@ async def run_demo(*, fast: bool = False, out: TextIO | None = None) -> int:
     with trio.fail_after(_DEADLINE):
         first = await _first_request(console, delay)
         second = await _second_request(console, delay)
+        third = await _third_request(console, delay)
     calls = first.choices[0].tool_calls if first.choices else ()
     first_ok = (
         first.status == "complete"
@@ -269,12 +290,19 @@ async def run_demo(*, fast: bool = False, out: TextIO | None = None) -> int:
         and second.reason == IncompleteReason.CONNECTION_LOST
         and bool(second.content)
     )
+    third_ok = (
+        third.status == "complete"
+        and bool(third.choices)
+        and third.choices[0].parse_error is None
+        and isinstance(third.choices[0].parsed, dict)
+    )
     console.say()
-    if first_ok and second_ok:
-        console.say("Both requests behaved as expected:")
+    if first_ok and second_ok and third_ok:
+        console.say("All three requests behaved as expected:")
         validated = "validated" if calls[0].validated else f"not validated ({NO_JSONSCHEMA})"
         console.say(f"  1. complete, with its tool call parsed and {validated}")
         console.say("  2. incomplete (connection lost), with its partial text kept")
+        console.say("  3. complete, with its structured answer parsed")
         return 0
     console.say("Something went wrong: the requests did not end as expected (see above).")
     return 1
@@ -324,6 +352,37 @@ async def _second_request(console: _Console, delay: float) -> ChatResult:
     return result
 
 
+async def _third_request(console: _Console, delay: float) -> ChatResult:
+    async with open_chat_server(ServerOptions(scenario="text", delay=delay)) as server:
+        _heading(console, "3. A structured answer, parsed")
+        console.say("The request's response_format asks for JSON matching a schema. The server")
+        console.say("streams a document for it in fragments that split keys and escapes;")
+        console.say("chunkwise parses it once, at the end, into choice.parsed.")
+        console.say()
+        request = {
+            "model": "text",
+            "messages": [{"role": "user", "content": "The weather in Zürich, as JSON."}],
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": "weather_report", "schema": DEMO_SCHEMA, "strict": True},
+            },
+        }
+        async with open_chat_stream(server.endpoint(), request) as stream:
+            _start_consumers(stream, console)
+            result = await stream.result()
+    choice = result.choices[0] if result.choices else None
+    console.say()
+    if choice is not None and choice.parse_error is None:
+        console.say(f"choice.parsed: {_json(choice.parsed)}")
+        if importlib.util.find_spec("jsonschema") is None:
+            console.say(f"(parsed, not validated: {NO_JSONSCHEMA})")
+        else:
+            console.say("(validated against the weather_report schema)")
+    elif choice is not None:
+        console.say(f"choice.parse_error: {choice.parse_error}")
+    return result
+
+
 # -- the command line --------------------------------------------------------------
 
 
@@ -333,12 +392,13 @@ def add_demo_command(commands: CommandsAction) -> None:
         "demo",
         help="see chunkwise stream from a local server (no network, no API key)",
         description=(
-            "Start a local OpenAI-compatible server in this process and stream two "
+            "Start a local OpenAI-compatible server in this process and stream three "
             "requests through chunkwise: one with text, a validated tool call and usage, "
             "shown by three independent consumers; one whose server hangs up mid-answer, "
-            "which ends incomplete with its partial text.  Takes about three seconds."
+            "which ends incomplete with its partial text; one asking for structured output, "
+            "whose JSON answer is parsed.  Takes about four seconds."
         ),
-        epilog="exit status: 0 when both requests behave as expected, 1 otherwise, 130 interrupted",
+        epilog="exit status: 0 when all requests behave as expected, 1 otherwise, 130 interrupted",
     )
     demo.add_argument("--fast", action="store_true", help="no delays between events")
     demo.set_defaults(handler=run_demo_command)

@@ -51,8 +51,13 @@ def add_serve_command(commands: CommandsAction) -> None:
             "testing any client.  The request's model names the scenario; other models get\n"
             "--scenario (chat) and --response-scenario (Responses).  Chat honours\n"
             "stream_options.include_usage, n and stream: false; Responses honours stream,\n"
-            "max_output_tokens and function_call_output input.  --replay, --write-size,\n"
-            "--delay, --disconnect-after, --status and --api-key apply to both APIs."
+            "max_output_tokens and function_call_output input.  Both answer a\n"
+            "response_format / text.format (json_schema, json_object) with a JSON document\n"
+            "valid against the schema (cut by the length scenarios, breaking the schema in\n"
+            "structured-invalid), and refuse what OpenAI refuses with its 400 (missing\n"
+            "model or messages/input, n, token limits or temperature out of range,\n"
+            "malformed tools, the other API's body).  --replay, --write-size, --delay,\n"
+            "--disconnect-after, --status and --api-key apply to both APIs."
         ),
         epilog=(
             f"chat scenarios (model names):\n{scenarios}\n\n"
@@ -60,6 +65,10 @@ def add_serve_command(commands: CommandsAction) -> None:
             "example:\n"
             "  chunkwise serve --port 8000 --write-size 7 --delay 0.05\n"
             '  OPENAI_BASE_URL=http://127.0.0.1:8000/v1 chunkwise chat --model tools "hi"\n'
+            "  curl http://127.0.0.1:8000/v1/chat/completions \\\n"
+            "    -H 'Content-Type: application/json' \\\n"
+            '    -d \'{"model": "text", "messages": [{"role": "user", "content": "JSON?"}],\n'
+            '         "response_format": {"type": "json_object"}}\'\n'
             "  curl -N http://127.0.0.1:8000/v1/responses -H 'Content-Type: application/json' \\\n"
             '    -d \'{"model": "tools", "input": "hi", "stream": true}\'\n\n'
             "Runs until Ctrl-C (exit status 130)."

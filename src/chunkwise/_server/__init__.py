@@ -8,8 +8,13 @@ this package; it imports neither the command line nor :mod:`chunkwise.testing`.
   streams);
 * :mod:`._scenarios`: pure data and pure functions saying what a scripted chat
   stream holds and how it is written;
-* :mod:`._response_scenarios`: the same for Responses API streams, saying
-  the chat scenarios' words;
+* :mod:`._response_scenarios`: the same data for Responses API streams,
+  saying the chat scenarios' words; :mod:`._response_wire`: how they are
+  written (events and bytes);
+* :mod:`._request_checks`: what OpenAI refuses with a 400, and its words;
+* :mod:`._schema_documents`: a JSON document generated from a JSON schema;
+  :mod:`._structured_answers`: the structured answers made of it (valid, cut,
+  invalid) and the fragments they stream in;
 * :mod:`._chat_server`: the OpenAI-compatible handler (chat completions and
   Responses) on top of them.
 """

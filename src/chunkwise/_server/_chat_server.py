@@ -25,10 +25,18 @@ Rules
    the non-streamed answers cannot drift apart (and a replay works for both).
    A stream that failed is answered with a 500 and its error.
 3. Errors are shaped like OpenAI's: ``{"error": {"message", "type", "param",
-   "code"}}``.
+   "code"}}``; a request OpenAI refuses is refused with its 400
+   (:mod:`._request_checks`).
 4. A client that hangs up mid-answer (chunkwise closes as soon as it has
    ``[DONE]``) is normal, not a server error: the handler ends that response
    quietly.
+5. A request that asks for JSON (chat's ``response_format``, the Responses
+   API's ``text.format``) gets the scenario of its model with the text
+   replaced by a JSON document for its schema
+   (:mod:`._structured_answers`): valid, cut (``length``, ``error``) or
+   breaking the schema (``structured-invalid``).  A schema the generator
+   cannot promise a valid document for gets a 400 saying so
+   (``unsupported_schema``), never an answer that might break it.
 
 :class:`ServerOptions` applies to every chat and Responses request: a
 replayed body instead of a scenario, bytes per write, a delay between writes,
@@ -56,16 +64,27 @@ from .._errors import ChunkwiseError, StreamError
 from .._parser import ChatStreamParser, ResponseStreamParser
 from .._payloads import load_json
 from .._sse import SSEDecoder
+from .._structured import OutputSchema
 from ._http_server import LoopbackServer, open_test_server
+from ._request_checks import RequestProblem, check_chat_request, check_responses_request
 from ._response_scenarios import (
     DEFAULT_RESPONSE_SCENARIO,
     RESPONSE_SCENARIOS,
     ResponseScenario,
     answering_tool_results,
-    response_scenario_events,
 )
+from ._response_wire import response_scenario_events
 from ._responses import RecordedRequest, ResponseWriter, ScriptedResponse
-from ._scenarios import CREATED, DEFAULT_SCENARIO, SCENARIOS, scenario_events, split_events
+from ._scenarios import (
+    CREATED,
+    DEFAULT_SCENARIO,
+    INVALID_SCENARIO,
+    SCENARIOS,
+    scenario_events,
+    split_events,
+)
+from ._schema_documents import UnsupportedSchema
+from ._structured_answers import Answer, structured_answer
 
 __all__ = [
     "DEFAULT_HOST",
@@ -79,8 +98,6 @@ __all__ = [
 DEFAULT_HOST = "127.0.0.1"
 #: The port ``chunkwise serve`` listens on unless told otherwise (vLLM's default too).
 DEFAULT_PORT = 8000
-#: OpenAI's limit on ``n``; more would only make a typo expensive.
-_MAX_N = 128
 
 
 def _positive_or_none(_: Any, attribute: attrs.Attribute[Any], value: int | None) -> None:
@@ -124,8 +141,9 @@ class ServerOptions:
         response_scenario: the Responses scenario used when a Responses
             request's ``model`` names none; ``None`` takes ``scenario`` when
             that names a Responses scenario too (``text``, ``tools``,
-            ``reasoning``, ``length``, ``error``, ``demo`` say the same
-            things in both APIs), else ``text``.
+            ``reasoning``, ``length``, ``error``, ``demo``,
+            ``structured-invalid`` say the same things in both APIs), else
+            ``text``.
         replay: an SSE body sent for every chat and Responses request instead
             of a scenario.
         write_size: bytes per write (each write is one HTTP chunk); ``None``
@@ -283,7 +301,7 @@ class ChatServer:
         self, request: RecordedRequest, writer: ResponseWriter, request_id: str
     ) -> None:
         options = self.options
-        body = await _request_body(request, writer, request_id, options, _check_chat_request)
+        body = await _request_body(request, writer, request_id, options, check_chat_request)
         if body is None:
             return
         stream = body.get("stream") is True
@@ -300,6 +318,16 @@ class ChatServer:
                 # A tool loop's second turn: answer the results with text, as a
                 # model would, instead of asking for the same tools again.
                 scenario = SCENARIOS["text"]
+            output = OutputSchema.from_response_format(body.get("response_format"))
+            if output is not None and scenario.content:
+                # Rule 5: the scenario says the JSON the request asked for.
+                cut = scenario.finish_reason == "length" or scenario.error is not None
+                answer = _answer(output, scenario.name, cut=cut)
+                if isinstance(answer, UnsupportedSchema):
+                    where = "response_format.json_schema.schema"
+                    await _send_unsupported(writer, answer, where, request_id)
+                    return
+                scenario = attrs.evolve(scenario, content=answer)
             events = scenario_events(
                 scenario,
                 n=n,
@@ -341,7 +369,7 @@ class ChatServer:
         self, request: RecordedRequest, writer: ResponseWriter, request_id: str
     ) -> None:
         options = self.options
-        body = await _request_body(request, writer, request_id, options, _check_responses_request)
+        body = await _request_body(request, writer, request_id, options, check_responses_request)
         if body is None:
             return
         model = body.get("model")
@@ -350,8 +378,20 @@ class ChatServer:
             events = split_events(options.replay)
         else:
             scenario = _response_scenario(options, model, body)
+            text = body.get("text")
+            text_format = text.get("format") if isinstance(text, dict) else None
+            output = OutputSchema.from_text_format(text_format)
+            if output is not None and scenario.content:
+                answer = _answer(output, scenario.name, cut=scenario.outcome != "completed")
+                if isinstance(answer, UnsupportedSchema):
+                    await _send_unsupported(writer, answer, "text.format.schema", request_id)
+                    return
+                scenario = attrs.evolve(scenario, content=answer)
             events = response_scenario_events(
-                scenario, model=model, max_output_tokens=body.get("max_output_tokens")
+                scenario,
+                model=model,
+                max_output_tokens=body.get("max_output_tokens"),
+                echo=body,
             )
         if body.get("stream") is True:
             await self._stream(writer, events, request_id)
@@ -395,7 +435,7 @@ async def _request_body(
     writer: ResponseWriter,
     request_id: str,
     options: ServerOptions,
-    check: Callable[[Any], tuple[str, str | None] | None],
+    check: Callable[[Any], RequestProblem | None],
 ) -> dict[str, Any] | None:
     """The request's JSON object, or None once an error is sent (``--status``, a 400)."""
     if options.status is not None:
@@ -416,9 +456,14 @@ async def _request_body(
         return None
     problem = check(body)
     if problem is not None:
-        message, param = problem
         await _send_error(
-            writer, 400, message, request_id, type="invalid_request_error", param=param
+            writer,
+            400,
+            problem.message,
+            request_id,
+            type="invalid_request_error",
+            param=problem.param,
+            code=problem.code,
         )
         return None
     assert isinstance(body, dict)  # check() refuses anything else
@@ -439,56 +484,28 @@ def _error_body(error: ChunkwiseError | None) -> dict[str, Any]:
     return {"error": {"message": str(error), "type": "server_error", "param": None, "code": None}}
 
 
-def _check_chat_request(body: Any) -> tuple[str, str | None] | None:
-    """Why a chat request is invalid, as OpenAI would say it, or None."""
-    if not isinstance(body, dict):
-        return "The request body must be a JSON object.", None
-    n = body.get("n")
-    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= _MAX_N):
-        return f"Invalid 'n': must be an integer between 1 and {_MAX_N}.", "n"
-    stream = body.get("stream")
-    if stream is not None and not isinstance(stream, bool):
-        return "Invalid type for 'stream': expected a boolean.", "stream"
-    options = body.get("stream_options")
-    if options is not None:
-        if not isinstance(options, dict):
-            return "Invalid type for 'stream_options': expected an object.", "stream_options"
-        if stream is not True:
-            return (
-                "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
-                "stream_options",
-            )
-    return None
+def _answer(output: OutputSchema, name: str, *, cut: bool) -> tuple[str, ...] | UnsupportedSchema:
+    """The text fragments of a structured answer (rule 5), or why there is none."""
+    kind: Answer = "invalid" if name == INVALID_SCENARIO else "cut" if cut else "valid"
+    try:
+        return structured_answer(output, kind)
+    except UnsupportedSchema as exc:
+        return exc
 
 
-#: OpenAI's lower bound on ``max_output_tokens``.
-_MIN_OUTPUT_TOKENS = 16
-
-
-def _check_responses_request(body: Any) -> tuple[str, str | None] | None:
-    """Why a Responses request is invalid, as OpenAI would say it, or None."""
-    if not isinstance(body, dict):
-        return "The request body must be a JSON object.", None
-    if "input" not in body:
-        return "Missing required parameter: 'input'.", "input"
-    if not isinstance(body["input"], (str, list)):
-        return (
-            "Invalid type for 'input': expected a string or an array of input items.",
-            "input",
-        )
-    stream = body.get("stream")
-    if stream is not None and not isinstance(stream, bool):
-        return "Invalid type for 'stream': expected a boolean.", "stream"
-    limit = body.get("max_output_tokens")
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
-        return "Invalid type for 'max_output_tokens': expected an integer.", "max_output_tokens"
-    if limit is not None and limit < _MIN_OUTPUT_TOKENS:
-        return (
-            "Invalid 'max_output_tokens': integer below minimum value. Expected a value >= "
-            f"{_MIN_OUTPUT_TOKENS}, but got {limit} instead.",
-            "max_output_tokens",
-        )
-    return None
+async def _send_unsupported(
+    writer: ResponseWriter, problem: UnsupportedSchema, param: str, request_id: str
+) -> None:
+    message = f"chunkwise serve cannot generate a document for this schema: {problem}"
+    await _send_error(
+        writer,
+        400,
+        message,
+        request_id,
+        type="invalid_request_error",
+        param=param,
+        code="unsupported_schema",
+    )
 
 
 def _response_scenario(

@@ -26,6 +26,7 @@ import attrs
 __all__ = [
     "CREATED",
     "DEFAULT_SCENARIO",
+    "INVALID_SCENARIO",
     "SCENARIOS",
     "Scenario",
     "ToolCallScript",
@@ -37,6 +38,8 @@ __all__ = [
 ]
 
 DEFAULT_SCENARIO = "text"
+#: The scenario whose structured answer breaks the request's schema.
+INVALID_SCENARIO = "structured-invalid"
 
 #: ``created`` of every generated chunk: a fixed value keeps the output reproducible.
 CREATED = 1735689600
@@ -239,6 +242,12 @@ _ALL_SCENARIOS = (
         ),
         finish_reason="tool_calls",
         usage={"completion_tokens": 31},
+    ),
+    Scenario(
+        name=INVALID_SCENARIO,
+        summary="JSON that breaks the request's response_format schema (without one: cut JSON)",
+        content=('{"city": "Zü', 'rich", "un', 'it": "cel'),
+        usage={"completion_tokens": 12},
     ),
     _text_scenario(
         "quirks-keepalive",

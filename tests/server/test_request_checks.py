@@ -1,0 +1,308 @@
+"""``chunkwise serve`` refuses what OpenAI refuses, with OpenAI's 400, and accepts what it accepts.
+
+Each row is one request body and the ``param``, ``code`` and words of the
+error OpenAI answers it with (``_request_checks`` rules 1 to 5).  The bodies
+go over HTTP to the real server, so the status and the error's shape are
+checked too.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+import chunkwise
+from chunkwise._server._request_checks import check_chat_request, check_responses_request
+from chunkwise.testing import open_chat_server
+from helpers import http_exchange
+
+MESSAGES = [{"role": "user", "content": "hi"}]
+CALL = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+ASSISTANT = {"role": "assistant", "content": None, "tool_calls": [CALL]}
+TOOL_RESULT = {"role": "tool", "tool_call_id": "call_1", "content": "sunny"}
+CALL_ITEM = {"type": "function_call", "call_id": "call_1", "name": "f", "arguments": "{}"}
+CALL_OUTPUT = {"type": "function_call_output", "call_id": "call_1", "output": "sunny"}
+FUNCTION = {"name": "get_weather", "parameters": {"type": "object"}}
+SCHEMA = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
+
+
+def _chat(**extra: Any) -> dict[str, Any]:
+    return {"model": "text", "messages": MESSAGES, **extra}
+
+
+def _responses(**extra: Any) -> dict[str, Any]:
+    return {"model": "text", "input": "hi", **extra}
+
+
+def _without(body: dict[str, Any], key: str) -> dict[str, Any]:
+    return {k: v for k, v in body.items() if k != key}
+
+
+# body, param, code, words of the message
+CHAT_REFUSED: list[tuple[Any, str | None, str | None, str]] = [
+    (b"{bad", None, None, "could not parse the JSON body"),
+    (b"", None, None, "could not parse the JSON body"),
+    ([1, 2], None, None, "must be a JSON object"),
+    # A Responses body posted to chat (rule 2).
+    ({"model": "text", "input": "hi"}, None, None, "Unrecognized request argument supplied: input"),
+    (
+        _chat(instructions="x", max_output_tokens=20),
+        None,
+        None,
+        "Unrecognized request arguments supplied: instructions, max_output_tokens",
+    ),
+    (_without(_chat(), "model"), None, None, "you must provide a model parameter"),
+    (_chat(model=None), None, None, "you must provide a model parameter"),
+    (_chat(model=3), "model", "invalid_type", "expected a string, but got an integer"),
+    (_without(_chat(), "messages"), "messages", "missing_required_parameter", "'messages'"),
+    (_chat(messages=[]), "messages", "empty_array", "empty array"),
+    (_chat(messages="hi"), "messages", "invalid_type", "expected an array, but got a string"),
+    (_chat(messages={"role": "user"}), "messages", "invalid_type", "got an object"),
+    (_chat(messages=["hi"]), "messages[0]", "invalid_type", "expected an object"),
+    (_chat(messages=[{"content": "hi"}]), "messages[0].role", "missing_required_parameter", ""),
+    (_chat(messages=[{"role": "robot"}]), "messages[0].role", "invalid_value", "'robot'"),
+    (_chat(messages=[{"role": "user"}]), "messages[0].content", "missing_required_parameter", ""),
+    # A tool result names its call and answers an assistant's tool_calls (rule 7).
+    (
+        _chat(messages=[*MESSAGES, ASSISTANT, {"role": "tool", "content": "sunny"}]),
+        "messages.[2].tool_call_id",
+        None,
+        "Missing parameter 'tool_call_id'",
+    ),
+    (
+        _chat(messages=[*MESSAGES, TOOL_RESULT]),
+        "messages.[1].role",
+        None,
+        "must be a response to a preceeding message with 'tool_calls'",
+    ),
+    (
+        _chat(messages=[*MESSAGES, ASSISTANT, TOOL_RESULT, *MESSAGES, TOOL_RESULT]),
+        "messages.[4].role",
+        None,
+        "preceeding message with 'tool_calls'",
+    ),
+    (_chat(n=0), "n", "integer_below_min_value", "Expected a value >= 1, but got 0"),
+    (_chat(n=129), "n", "integer_above_max_value", "Expected a value <= 128, but got 129"),
+    (_chat(n="2"), "n", "invalid_type", "expected an integer, but got a string"),
+    (_chat(n=2.5), "n", "invalid_type", "expected an integer, but got a decimal"),
+    (_chat(n=True), "n", "invalid_type", "expected an integer, but got a boolean"),
+    (_chat(max_tokens=0), "max_tokens", "integer_below_min_value", ">= 1"),
+    (_chat(max_tokens="9"), "max_tokens", "invalid_type", "expected an integer"),
+    (_chat(max_completion_tokens=-1), "max_completion_tokens", "integer_below_min_value", ""),
+    (_chat(max_completion_tokens=1.5), "max_completion_tokens", "invalid_type", "integer"),
+    (_chat(temperature=2.5), "temperature", "decimal_above_max_value", "<= 2, but got 2.5"),
+    (_chat(temperature=-1), "temperature", "decimal_below_min_value", ">= 0, but got -1"),
+    (_chat(temperature="hot"), "temperature", "invalid_type", "expected a decimal"),
+    (_chat(temperature=False), "temperature", "invalid_type", "got a boolean"),
+    (_chat(top_p=1.5), "top_p", "decimal_above_max_value", "<= 1"),
+    (_chat(stream="yes"), "stream", "invalid_type", "expected a boolean"),
+    (_chat(stream_options=[]), "stream_options", "invalid_type", "expected an object"),
+    (_chat(stream_options={"include_usage": True}), "stream_options", None, "only allowed when"),
+    # Malformed tools.
+    (_chat(tools={}), "tools", "invalid_type", "expected an array"),
+    (_chat(tools=[]), "tools", "empty_array", "empty array"),
+    (_chat(tools=["get_weather"]), "tools[0]", "invalid_type", "expected an object"),
+    (_chat(tools=[{"function": FUNCTION}]), "tools[0].type", "missing_required_parameter", ""),
+    (_chat(tools=[{"type": "fn"}]), "tools[0].type", "invalid_value", "'function' and 'custom'"),
+    (_chat(tools=[{"type": "function"}]), "tools[0].function", "missing_required_parameter", ""),
+    (
+        _chat(tools=[{"type": "function", **FUNCTION}]),  # the Responses API's flat shape
+        "tools[0].function",
+        "missing_required_parameter",
+        "",
+    ),
+    (
+        _chat(tools=[{"type": "function", "function": {"parameters": {}}}]),
+        "tools[0].function.name",
+        "missing_required_parameter",
+        "",
+    ),
+    (
+        _chat(tools=[{"type": "function", "function": {"name": "get weather"}}]),
+        "tools[0].function.name",
+        "invalid_value",
+        "does not match pattern",
+    ),
+    (
+        _chat(tools=[{"type": "function", "function": {"name": "f", "parameters": []}}]),
+        "tools[0].function.parameters",
+        "invalid_type",
+        "expected an object",
+    ),
+    # Malformed response_format.
+    (_chat(response_format="json"), "response_format", "invalid_type", "expected an object"),
+    (_chat(response_format={"type": "xml"}), "response_format.type", "invalid_value", "'xml'"),
+    (
+        _chat(response_format={"type": "json_schema"}),
+        "response_format.json_schema",
+        "missing_required_parameter",
+        "",
+    ),
+    (
+        _chat(response_format={"type": "json_schema", "json_schema": {"schema": SCHEMA}}),
+        "response_format.json_schema.name",
+        "missing_required_parameter",
+        "",
+    ),
+    (_chat(response_format={"type": "json_object"}), "messages", None, "the word 'json'"),
+]
+
+RESPONSES_REFUSED: list[tuple[Any, str | None, str | None, str]] = [
+    (b"{bad", None, None, "could not parse the JSON body"),
+    ("hi", None, None, "must be a JSON object"),
+    # A chat body posted to Responses (rule 2).
+    ({"model": "text", "messages": MESSAGES}, "messages", "unknown_parameter", "'messages'"),
+    (_responses(n=2), "n", "unknown_parameter", "Unknown parameter: 'n'."),
+    (_responses(max_tokens=20), "max_tokens", "unknown_parameter", ""),
+    (
+        _responses(response_format={"type": "json_object"}),
+        "response_format",
+        "unsupported_parameter",
+        "moved to 'text.format'",
+    ),
+    (_without(_responses(), "model"), "model", "missing_required_parameter", "'model'"),
+    (_responses(model=["text"]), "model", "invalid_type", "expected a string"),
+    ({"model": "text"}, "input", "missing_required_parameter", "'input'"),
+    (_responses(input=None), "input", "missing_required_parameter", "'input'"),
+    (_responses(input=[]), "input", "empty_array", "empty array"),
+    (_responses(input=3), "input", "invalid_type", "a string or an array of input items"),
+    (_responses(input={"role": "user"}), "input", "invalid_type", "got an object"),
+    (_responses(input=["hi"]), "input[0]", "invalid_type", "expected an object"),
+    (
+        _responses(input=[{"type": "function_call_output", "output": "sunny"}]),
+        "input[0].call_id",
+        "missing_required_parameter",
+        "",
+    ),
+    (
+        _responses(input=[{"role": "user", "content": "hi"}, CALL_OUTPUT]),
+        "input",
+        None,
+        "No tool call found for function call output with call_id call_1.",
+    ),
+    (_responses(stream="yes"), "stream", "invalid_type", "expected a boolean"),
+    (_responses(max_output_tokens=15), "max_output_tokens", "integer_below_min_value", ">= 16"),
+    (_responses(max_output_tokens=True), "max_output_tokens", "invalid_type", "integer"),
+    (_responses(temperature=3), "temperature", "decimal_above_max_value", "<= 2, but got 3"),
+    (_responses(top_p=-0.5), "top_p", "decimal_below_min_value", ">= 0"),
+    # Malformed tools: a chat-shaped function tool has no top-level name.
+    (_responses(tools="all"), "tools", "invalid_type", "expected an array"),
+    (_responses(tools=[{"name": "f"}]), "tools[0].type", "missing_required_parameter", ""),
+    (
+        _responses(tools=[{"type": "function", "function": FUNCTION}]),
+        "tools[0].name",
+        "missing_required_parameter",
+        "",
+    ),
+    (
+        _responses(tools=[{"type": "function", "name": "a.b"}]),
+        "tools[0].name",
+        "invalid_value",
+        "pattern",
+    ),
+    # Malformed text.format.
+    (_responses(text="json"), "text", "invalid_type", "expected an object"),
+    (_responses(text={"format": {"type": "yaml"}}), "text.format.type", "invalid_value", ""),
+    (
+        _responses(text={"format": {"type": "json_schema", "schema": SCHEMA}}),
+        "text.format.name",
+        "missing_required_parameter",
+        "",
+    ),
+    (
+        _responses(text={"format": {"type": "json_schema", "name": "a"}}),
+        "text.format.schema",
+        "missing_required_parameter",
+        "",
+    ),
+    (_responses(text={"format": {"type": "json_object"}}), "input", None, "the word 'json'"),
+]
+
+
+async def _refused(path: str, body: Any, param: str | None, code: str | None, words: str) -> None:
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+    async with open_chat_server() as server:
+        status, headers, data = await http_exchange(server, "POST", path, raw)
+        assert len(server.requests) == 1  # recorded all the same
+    assert status == 400
+    assert headers["content-type"] == "application/json"
+    error = json.loads(data)["error"]
+    assert set(error) == {"message", "type", "param", "code"}
+    assert error["type"] == "invalid_request_error"
+    assert (error["param"], error["code"]) == (param, code)
+    assert words in error["message"]
+
+
+@pytest.mark.parametrize(("body", "param", "code", "words"), CHAT_REFUSED)
+async def test_chat_refuses_what_openai_refuses(
+    body: Any, param: str | None, code: str | None, words: str
+) -> None:
+    await _refused("/v1/chat/completions", body, param, code, words)
+
+
+@pytest.mark.parametrize(("body", "param", "code", "words"), RESPONSES_REFUSED)
+async def test_responses_refuses_what_openai_refuses(
+    body: Any, param: str | None, code: str | None, words: str
+) -> None:
+    await _refused("/v1/responses", body, param, code, words)
+
+
+# What OpenAI accepts is accepted (rule 1: no stricter than the real API).
+CHAT_ACCEPTED = [
+    _chat(),
+    _chat(n=None, temperature=None, max_tokens=None, top_p=None, stream=None),
+    _chat(n=128, temperature=2, top_p=0, max_tokens=1, max_completion_tokens=5),
+    _chat(temperature=0.7, seed=1, user="u", metadata={"a": "b"}, logprobs=False),
+    _chat(stream=True, stream_options={"include_usage": False}),
+    _chat(messages=[{"role": r, "content": "x"} for r in ("system", "developer", "user")]),
+    _chat(tools=[{"type": "function", "function": {"name": "get_weather"}}]),
+    _chat(tools=[{"type": "custom", "custom": {"name": "grammar"}}]),
+    _chat(response_format={"type": "text"}),
+    _chat(
+        messages=[{"role": "system", "content": "Answer in Json."}],
+        response_format={"type": "json_object"},
+    ),
+    _chat(response_format={"type": "json_schema", "json_schema": {"name": "a"}}),
+    _chat(vendor_extension={"top_k": 3}),  # unknown parameters pass
+    _chat(messages=[*MESSAGES, ASSISTANT, TOOL_RESULT, {**TOOL_RESULT, "tool_call_id": "b"}]),
+    _chat(messages=[{"role": "assistant", "content": "Hi."}, *MESSAGES]),
+]
+RESPONSES_ACCEPTED = [
+    _responses(),
+    _responses(input=""),
+    _responses(input=[{"role": "user", "content": "hi"}]),
+    _responses(input=[{"role": "user", "content": "hi"}, CALL_ITEM, CALL_OUTPUT]),
+    _responses(input=[CALL_OUTPUT], previous_response_id="resp_1"),
+    {"model": "text", "previous_response_id": "resp_1"},
+    {"model": "text", "conversation": "conv_1"},
+    {"prompt": {"id": "pmpt_1"}},
+    _responses(max_output_tokens=16, temperature=0, top_p=1, stream=False, tools=[]),
+    _responses(tools=[{"type": "function", **FUNCTION}, {"type": "web_search"}]),
+    _responses(text={"format": {"type": "text"}}, instructions="be brief"),
+    _responses(text={"format": {"type": "json_schema", "name": "a", "schema": SCHEMA}}),
+    _responses(text={"format": {"type": "json_object"}}, instructions="Reply in JSON."),
+    _responses(text={"format": {"type": "json_object"}}, input="a JSON list, please"),
+    {"model": "text", "previous_response_id": "r", "text": {"format": {"type": "json_object"}}},
+    _responses(stream_options={"include_obfuscation": False}, stream=True),
+]
+
+
+@pytest.mark.parametrize("body", CHAT_ACCEPTED)
+def test_chat_accepts_what_openai_accepts(body: dict[str, Any]) -> None:
+    assert check_chat_request(body) is None
+
+
+@pytest.mark.parametrize("body", RESPONSES_ACCEPTED)
+def test_responses_accepts_what_openai_accepts(body: dict[str, Any]) -> None:
+    assert check_responses_request(body) is None
+
+
+async def test_the_client_sees_a_refusal_as_an_http_status_error() -> None:
+    async with open_chat_server() as server:
+        with pytest.raises(chunkwise.HTTPStatusError) as caught:
+            await chunkwise.complete_chat(server.endpoint(), _chat(n=0))
+    error = caught.value
+    assert error.status_code == 400
+    assert error.error is not None and error.error.param == "n"
