@@ -23,6 +23,7 @@ from ._errors import (
     ProtocolError,
     ProxyError,
     RemoteProtocolError,
+    StallTimeout,
     StreamError,
     StructuredOutputError,
     ToolArgumentsError,
@@ -82,6 +83,7 @@ from ._stream import (
     open_chat_stream,
     open_response_stream,
 )
+from ._timings import GapStatistics, Timings
 from ._util import fixup_module_metadata
 from ._version import __version__
 
@@ -116,6 +118,7 @@ __all__ = [
     "FunctionCallCompleted",
     "FunctionCallEvent",
     "FunctionCallStarted",
+    "GapStatistics",
     "HTTPStatusError",
     "Headers",
     "IdleTimeout",
@@ -148,6 +151,7 @@ __all__ = [
     "Retries",
     "SSEDecoder",
     "ServerSentEvent",
+    "StallTimeout",
     "Status",
     "StreamCompleted",
     "StreamError",
@@ -157,6 +161,7 @@ __all__ = [
     "StructuredOutputError",
     "TerminalEvent",
     "Timeouts",
+    "Timings",
     "ToolArgumentsError",
     "ToolCall",
     "ToolCallArgumentsDelta",

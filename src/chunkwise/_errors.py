@@ -232,6 +232,7 @@ __all__ += [
     "IncompleteBody",
     "InvalidEndpoint",
     "ProxyError",
+    "StallTimeout",
     "UnexpectedContentEncoding",
     "UnexpectedContentType",
 ]
@@ -369,3 +370,21 @@ class UnexpectedContentEncoding(RemoteProtocolError):
             "but the request sent Accept-Encoding: identity"
         )
         self.content_encoding = content_encoding
+
+
+class StallTimeout(TransportError):
+    """The server sent no output for longer than ``Timeouts.stall``.
+
+    Bytes may have kept arriving (keep-alive comments, empty or role-only
+    chunks, Responses ``keepalive`` events), so the idle timeout did not fire,
+    but no text, refusal, reasoning or tool-argument delta did.  Never raised
+    out of the stream's block: the stream ends ``incomplete`` with reason
+    ``stalled``, its partial output kept, and this error is recorded on the
+    result (an anomaly ``"transport error"``, as for :class:`IdleTimeout`).
+    """
+
+    def __init__(self, host: str, port: int, timeout: float) -> None:
+        super().__init__(f"no output from {host}:{port} for {timeout:g} s")
+        self.host = host
+        self.port = port
+        self.timeout = timeout
