@@ -11,6 +11,7 @@ scripted server on a new memory stream pair.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
@@ -403,3 +404,32 @@ async def test_output_keeps_resetting_the_stall_timeout(
         result = await _complete(client, stall=5)
     assert result.status == "complete"
     assert result.timings is not None and result.timings.last_output == pytest.approx(19.0)
+
+
+@pytest.mark.parametrize("way", ["cancel", "idle timeout", "connection lost"])
+async def test_a_stream_stopped_early_ends_when_the_reading_stopped(
+    way: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+        await writer.start(framing="close")
+        await writer.write(CHAT_START + chat_token(0))
+        await trio.sleep(2)
+        if way == "connection lost":
+            await writer.disconnect()
+            return
+        await trio.sleep_forever()
+
+    async with serving(handler) as (client, _):
+        timeouts = {"idle": 3.0} if way == "idle timeout" else {}
+        async with chunkwise.open_chat_stream(
+            endpoint(**timeouts), REQUEST, transport=client
+        ) as stream:
+            stream.subscribe(buffer_size=math.inf)  # the reader reads once somebody listens
+            if way == "cancel":
+                await trio.sleep(4)
+                stream.cancel()
+            result = await stream.result()
+    assert result.status == "incomplete"
+    assert result.timings is not None
+    assert result.timings.first_output == result.timings.last_output == 0.0
+    assert result.timings.ended == {"cancel": 4.0, "idle timeout": 3.0, "connection lost": 2.0}[way]
