@@ -2,7 +2,7 @@
 
 The clock is a plain counter here (the recorder takes any clock), so every
 figure is exact; the trio layer's use of it is tested in
-``tests/client/test_timings.py``.
+``tests/client/test_stream_timings.py``.
 """
 
 from __future__ import annotations
