@@ -152,7 +152,7 @@ class Stream(Generic[R]):
         self,
         response: HTTPResponse,
         parser: StreamParser[R],
-        timings: TimingRecorder | None = None,
+        timings: TimingRecorder,
         stall: StallTimeout | None = None,
     ) -> None:
         self._response = response
@@ -188,15 +188,12 @@ class Stream(Generic[R]):
         return self._parser.result
 
     @property
-    def timings(self) -> Timings | None:
+    def timings(self) -> Timings:
         """When each part arrived so far (final once :attr:`finished`); see :doc:`timings`.
 
         The final figures are also the result's ``timings``.
         """
-        timings = self._timings
-        if timings is None:
-            return None
-        return timings.timings(getattr(self._parser.result, "usage", None))
+        return self._timings.timings(getattr(self._parser.result, "usage", None))
 
     @property
     def finished(self) -> bool:
@@ -359,7 +356,7 @@ class Stream(Generic[R]):
                         clean_end = True
                         break
                     # One stamp per read, shared by its events (chunkwise._timings).
-                    stamp = timings.read() if timings is not None else 0.0
+                    stamp = timings.read()
                     events = parser.feed(data)
                     # Neither the read nor its events are kept through the next
                     # wait: with thousands of open streams that is most of
@@ -372,7 +369,7 @@ class Stream(Generic[R]):
                     if stall is None:
                         if events:
                             await broadcaster.publish(events)
-                    elif timings is not None and timings.last_output == stamp:
+                    elif timings.last_output == stamp:
                         await broadcaster.publish(events)
                         deadline = trio.current_time() + stall.timeout
                     elif events:
@@ -381,16 +378,14 @@ class Stream(Generic[R]):
                         await broadcaster.publish(events)
                         deadline += trio.current_time() - before
                     del events
-                if timings is not None:
-                    timings.end()
+                timings.end()
                 if clean_end:
                     # With a pool, the end of the body is read and the connection
                     # kept for the next request; otherwise it is closed.
                     await self._response.release()
             if self._reader_scope.cancelled_caught:
                 reason = IncompleteReason.CANCELLED
-            if timings is not None:
-                timings.end()
+            timings.end()
             await self._response.aclose()
             if problem is not None:
                 final += parser.note_anomaly(Anomaly(kind="transport error", detail=str(problem)))

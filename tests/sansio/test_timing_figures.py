@@ -171,6 +171,14 @@ def test_the_recorder_counts_from_the_attempt_that_streamed() -> None:
     assert timings.ended is None
 
 
+def test_output_needs_a_read_and_usage_needs_a_count() -> None:
+    recorder = TimingRecorder(Clock())
+    with pytest.raises(RuntimeError, match="before read"):
+        recorder.output(content=True)
+    assert recorder.final({"prompt_tokens": 3}).output_tokens is None
+    assert recorder.final().ended == 0.0  # never read: ended when asked
+
+
 def test_one_read_counts_once_and_the_final_figures_are_frozen() -> None:
     clock = Clock()
     recorder = TimingRecorder(clock)
