@@ -32,6 +32,7 @@ SANS_IO = {
     "chunkwise._sse",
     "chunkwise._structured",
     "chunkwise._text",
+    "chunkwise._timings",
     "chunkwise._tools",
     "chunkwise._version",
 }

@@ -24,6 +24,7 @@ from ._errors import (
     ProtocolError,
     ProxyError,
     RemoteProtocolError,
+    StallTimeout,
     StreamError,
     StructuredOutputError,
     ToolArgumentsError,
@@ -84,6 +85,7 @@ from ._stream import (
     open_chat_stream,
     open_response_stream,
 )
+from ._timings import GapStatistics, Timings
 from ._util import fixup_module_metadata
 from ._version import __version__
 
@@ -118,6 +120,7 @@ __all__ = [
     "FunctionCallCompleted",
     "FunctionCallEvent",
     "FunctionCallStarted",
+    "GapStatistics",
     "HTTPStatusError",
     "Headers",
     "IdleTimeout",
@@ -152,6 +155,7 @@ __all__ = [
     "Retries",
     "SSEDecoder",
     "ServerSentEvent",
+    "StallTimeout",
     "Status",
     "StreamCompleted",
     "StreamError",
@@ -161,6 +165,7 @@ __all__ = [
     "StructuredOutputError",
     "TerminalEvent",
     "Timeouts",
+    "Timings",
     "ToolArgumentsError",
     "ToolCall",
     "ToolCallArgumentsDelta",

@@ -66,6 +66,7 @@ from ._results import Anomaly, ChatResult, ChoiceResult, IncompleteReason, Statu
 from ._sse import ServerSentEvent
 from ._structured import OutputSchema
 from ._text import Fragments
+from ._timings import TimedAccumulator, take_chunk_timings, timing_fields
 from ._tools import ToolSchemas, complete_tool_call
 
 __all__ = ["ChatAccumulator"]
@@ -155,7 +156,7 @@ class _ChoiceState:
         )
 
 
-class ChatAccumulator:
+class ChatAccumulator(TimedAccumulator):
     """Accumulate chat-completion chunks into events and a :class:`ChatResult`.
 
     Args:
@@ -212,6 +213,7 @@ class ChatAccumulator:
                 reason=self._reason,
                 done_received=self._done,
                 anomalies=tuple(self._anomalies),
+                **timing_fields(self),
             )
         return self._cache
 
@@ -315,6 +317,8 @@ class ChatAccumulator:
             if chunk.get(key) is not None:
                 self._metadata(chunk)
                 break
+        if "timings" in chunk or "metrics" in chunk:
+            take_chunk_timings(self, chunk, copy=data is None)
         failure: InvalidChunk | None = None
         choices = chunk.get("choices")
         if choices:

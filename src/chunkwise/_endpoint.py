@@ -85,16 +85,29 @@ class Timeouts:
     Such bodies are small and sent at once, so a few seconds is plenty; without it
     a body that stalls would hold the caller for the idle timeout.  When it expires,
     the error is raised with the part that arrived, marked ``truncated``.
+
+    ``stall`` (off by default) bounds the wait between *output* events, from
+    the first one on: a text, refusal, reasoning or tool-argument delta.
+    Bytes that carry no output (keep-alive comments, empty or role-only
+    chunks, Responses ``keepalive`` events) keep ``idle`` from expiring but
+    do not reset ``stall``.  It is not a limit on the wait for the first
+    output (prefill and hidden reasoning can take minutes: that wait is
+    ``idle``'s).  Time the stream spends waiting for its own slow subscribers
+    does not count.  When it expires nothing is raised out of the block: the
+    stream ends ``incomplete`` with reason ``stalled``, its partial output
+    kept, and the :class:`~chunkwise.StallTimeout` is recorded on the result.
     """
 
     connect: float | None = 10.0
     idle: float | None = 600.0
     error_body: float | None = 5.0
+    stall: float | None = None
 
     def __attrs_post_init__(self) -> None:
         _check_timeout("connect", self.connect)
         _check_timeout("idle", self.idle)
         _check_timeout("error_body", self.error_body)
+        _check_timeout("stall", self.stall)
 
 
 @attrs.frozen

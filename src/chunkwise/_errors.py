@@ -248,6 +248,7 @@ __all__ += [
     "IncompleteBody",
     "InvalidEndpoint",
     "ProxyError",
+    "StallTimeout",
     "UnexpectedContentEncoding",
     "UnexpectedContentType",
 ]
@@ -406,3 +407,21 @@ class InvalidRequest(ChunkwiseError, TypeError):
     def __init__(self, message: str, *, path: str = "") -> None:
         super().__init__(message)
         self.path = path
+
+
+class StallTimeout(TransportError):
+    """The server sent no output for longer than ``Timeouts.stall``.
+
+    Bytes may have kept arriving (keep-alive comments, empty or role-only
+    chunks, Responses ``keepalive`` events), so the idle timeout did not fire,
+    but no text, refusal, reasoning or tool-argument delta did.  Never raised
+    out of the stream's block: the stream ends ``incomplete`` with reason
+    ``stalled``, its partial output kept, and this error is recorded on the
+    result (an anomaly ``"transport error"``, as for :class:`IdleTimeout`).
+    """
+
+    def __init__(self, host: str, port: int, timeout: float) -> None:
+        super().__init__(f"no output from {host}:{port} for {timeout:g} s")
+        self.host = host
+        self.port = port
+        self.timeout = timeout

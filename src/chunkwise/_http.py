@@ -86,6 +86,7 @@ from ._pool import ConnectionPool, Slot
 from ._proxy import Proxy
 from ._request import prepare_request
 from ._retries import Retries, retry_after, retry_delay, with_attempts
+from ._timings import TimingRecorder
 from ._util import redact
 
 __all__ = [
@@ -292,6 +293,7 @@ async def send_http_request(
     transport: trio.abc.Stream | None = None,
     check: bool = True,
     pool: ConnectionPool[Connection] | None = None,
+    timings: TimingRecorder | None = None,
 ) -> HTTPResponse:
     """POST ``body`` and return the response, its body not read yet (retries included).
 
@@ -300,6 +302,10 @@ async def send_http_request(
     :meth:`~HTTPResponse.aclose` (or :meth:`~HTTPResponse.release`) it on
     every path, which also gives up the pool's slot.  For a stream, this keeps
     no generator or context manager alive for as long as the body is read.
+
+    ``timings`` (a stream's) is stamped as each attempt goes out: its start
+    (once it holds the pool's slot), the connection, the request sent, the
+    response head and its first byte.  Each attempt starts the figures over.
     """
     origin = Origin.of(endpoint)
     proxy = endpoint.select_proxy() if transport is None else None
@@ -316,6 +322,8 @@ async def send_http_request(
         slot = None if pool is None else pool.slot()
         if slot is not None:
             await slot.acquire()
+        if timings is not None:
+            timings.start_attempt()
         conn: Connection | None = None
         reused = False
         try:
@@ -329,15 +337,24 @@ async def send_http_request(
                         ssl_context=endpoint.ssl_context,
                         proxy=proxy,
                     )
+                    if timings is not None:
+                        timings.connected_now()
                 else:
                     stream, transport = transport, None
                 conn = Connection(stream, origin, idle_timeout=endpoint.timeouts.idle)
                 if pool is not None:
                     pool.add(conn, label)
+            elif timings is not None:
+                timings.reused()
             await conn.send_request(request)
+            if timings is not None:
+                timings.request_sent_now()
             # Without a pool, releasing is closing: HTTPResponse does it itself.
             release = None if pool is None else functools.partial(_release, conn, pool, key)
-            response = HTTPResponse(conn, await conn.receive_head(), release, slot)
+            head = await conn.receive_head()
+            if timings is not None:
+                timings.response_head_now(conn.first_byte_at)
+            response = HTTPResponse(conn, head, release, slot)
             if check:
                 await _check_response(response, endpoint, proxy)
         except ChunkwiseError as exc:

@@ -68,6 +68,7 @@ class Connection:
         "_received",
         "_transport",
         "_where",
+        "first_byte_at",
         "response_started",
     )
 
@@ -95,6 +96,8 @@ class Connection:
         #: Some bytes of a response arrived (a request that failed before any
         #: did may be sent again on a new connection).
         self.response_started = False
+        #: When they did (trio's clock), for the stream's timings.
+        self.first_byte_at: float | None = None
 
     @property
     def reusable(self) -> bool:
@@ -261,7 +264,9 @@ class Connection:
             if not data:
                 self._eof = True
             else:
-                self.response_started = True
+                if not self.response_started:
+                    self.response_started = True
+                    self.first_byte_at = trio.current_time()
                 # TLS hands out one record per read; the records that came with
                 # it go to h11 in the same call (see chunkwise._connect).
                 more = take_buffered(self._transport, _READ_SIZE - len(data))

@@ -13,18 +13,56 @@ everything received before.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, Protocol, TypeVar
 
 from ._accumulator import ChatAccumulator
 from ._errors import ChunkwiseError, EventTooLarge, LocalProtocolError
-from ._events import Event
+from ._events import (
+    ContentDelta,
+    Event,
+    FunctionCallArgumentsDelta,
+    OutputRefusalDelta,
+    OutputTextDelta,
+    ReasoningDelta,
+    ReasoningSummaryDelta,
+    ReasoningTextDelta,
+    RefusalDelta,
+    ToolCallArgumentsDelta,
+)
 from ._response_accumulator import ResponseAccumulator
 from ._response_results import ResponseResult
 from ._results import Anomaly, ChatResult, IncompleteReason
 from ._sse import DEFAULT_MAX_EVENT_SIZE, PairDecoder
+from ._timings import TimingRecorder, Timings
 
-__all__ = ["Accumulator", "ChatStreamParser", "ResponseStreamParser", "StreamParser"]
+__all__ = [
+    "CONTENT_EVENTS",
+    "OUTPUT_EVENTS",
+    "Accumulator",
+    "ChatStreamParser",
+    "ResponseStreamParser",
+    "StreamParser",
+]
+
+#: The events that are *output* for timings and the stall timeout: deltas of
+#: text, refusal, reasoning or tool arguments, of both APIs (never empty: the
+#: accumulators emit no empty delta).
+OUTPUT_EVENTS: frozenset[type[Any]] = frozenset(
+    {
+        ContentDelta,
+        RefusalDelta,
+        ReasoningDelta,
+        ToolCallArgumentsDelta,
+        OutputTextDelta,
+        OutputRefusalDelta,
+        ReasoningSummaryDelta,
+        ReasoningTextDelta,
+        FunctionCallArgumentsDelta,
+    }
+)
+#: The output that is the visible answer text.
+CONTENT_EVENTS: frozenset[type[Any]] = frozenset({ContentDelta, OutputTextDelta})
 
 R = TypeVar("R", covariant=True)
 
@@ -46,6 +84,8 @@ class Accumulator(Protocol[R]):
 
     def note_anomaly(self, anomaly: Anomaly) -> list[Event]: ...
 
+    def attach_timings(self, source: Callable[[Mapping[str, Any] | None], Timings]) -> None: ...
+
 
 class StreamParser(Generic[R]):
     """Sans-IO parser of a streamed body: ``feed()`` bytes, get events; ``end()``.
@@ -61,6 +101,9 @@ class StreamParser(Generic[R]):
         self._decoder = PairDecoder(max_event_size=max_event_size, legacy_error_field=True)
         self._accumulator = accumulator
         self._ended = False
+        self._events = 0  # server-sent events with data decoded so far
+        self._recorder: TimingRecorder | None = None
+        self._feeding: list[Event] = []  # the events of the current feed() so far
 
     @property
     def result(self) -> R:
@@ -76,13 +119,57 @@ class StreamParser(Generic[R]):
         """True once the terminal event was produced."""
         return self._accumulator.finished
 
+    @property
+    def events_received(self) -> int:
+        """Server-sent events carrying data decoded so far (comments and empty events not)."""
+        return self._events
+
+    def record_timings(self, recorder: TimingRecorder) -> None:
+        """Tell ``recorder`` what each read carried; its figures go on the final result.
+
+        The trio layer stamps each read (:meth:`TimingRecorder.read`) before
+        feeding it; this parser tells the recorder whether the read completed
+        an event and carried output, and the accumulator puts the recorder's
+        final figures on the result that ends the stream.
+        """
+        self._recorder = recorder
+        self._accumulator.attach_timings(self._final_timings)
+
+    def _final_timings(self, usage: Mapping[str, Any] | None) -> Timings:
+        # The stream ends inside a feed(): the output of the events fed before
+        # the terminal one, in the same read, is counted first.
+        recorder = self._recorder
+        assert recorder is not None
+        self._observe(recorder, self._feeding)
+        return recorder.final(usage)
+
+    def _observe(self, recorder: TimingRecorder, events: list[Event]) -> None:
+        """Note what the current read carried: an event, output, answer text."""
+        if recorder.first_event is None and self._events:
+            recorder.event()
+        need_content = recorder.first_content is None
+        for event in events:
+            kind = type(event)
+            if kind in OUTPUT_EVENTS:
+                if need_content and kind not in CONTENT_EVENTS:
+                    content = any(type(e) in CONTENT_EVENTS for e in events)
+                else:
+                    content = need_content
+                recorder.output(content)
+                return
+
     def feed(self, data: bytes | bytearray | memoryview) -> list[Event]:
         """Parse the next bytes of the body; return the events they complete."""
         if self._ended:
             raise LocalProtocolError("feed() called after end()")
         if self._decoder.error is not None:
             return []  # the stream already failed; it is over
-        return self._decode(data)
+        events = self._decode(data)
+        recorder = self._recorder
+        if recorder is not None:
+            self._observe(recorder, events)
+            self._feeding = []
+        return events
 
     def fail(self, error: ChunkwiseError) -> list[Event]:
         """End the stream as ``failed`` with ``error``, e.g. a broken body framing.
@@ -136,10 +223,19 @@ class StreamParser(Generic[R]):
         # After the terminal event the accumulator ignores events but notes
         # that they came, whichever read they arrived in.
         feed = self._accumulator.feed_data
+        if not sse_events:
+            return []
         if len(sse_events) == 1 and decoder.error is None:
-            return feed(*sse_events[0])
+            kind, text = sse_events[0]
+            if text:
+                self._events += 1
+            return feed(kind, text)
         events: list[Event] = []
+        if self._recorder is not None:
+            self._feeding = events
         for kind, text in sse_events:
+            if text:
+                self._events += 1
             events += feed(kind, text)
         if decoder.error is not None:
             events += self._accumulator.fail(decoder.error)

@@ -109,6 +109,7 @@ from ._response_results import ResponseResult
 from ._results import Anomaly, IncompleteReason, Status
 from ._sse import ServerSentEvent
 from ._structured import OutputSchema
+from ._timings import TimedAccumulator, take_event_timings, timing_fields
 from ._tools import ToolSchemas, complete_tool_call
 
 __all__ = ["ResponseAccumulator"]
@@ -122,7 +123,7 @@ _TERMINAL_TYPES = {
 _LIFECYCLE_TYPES = frozenset({"response.created", "response.queued", "response.in_progress"})
 
 
-class ResponseAccumulator:
+class ResponseAccumulator(TimedAccumulator):
     """Accumulate Responses API stream events into typed events and a :class:`ResponseResult`.
 
     Args:
@@ -184,6 +185,7 @@ class ResponseAccumulator:
                 anomalies=tuple(self._anomalies),
                 parsed=self._parsed,
                 parse_error=self._parse_error,
+                **timing_fields(self),
             )
         return self._cache
 
@@ -278,6 +280,7 @@ class ResponseAccumulator:
                 self._anomaly(events, "event without type", preview(data))
                 return events
         self._sequence_number(data, events)
+        take_event_timings(self, data)
         handler = _HANDLERS.get(etype)
         if handler is not None:
             handler(self, etype, data, events)

@@ -21,6 +21,7 @@ import attrs
 from ._errors import ChunkwiseError, StreamError, StructuredOutputError
 from ._payloads import copy_json
 from ._results import Anomaly, IncompleteReason, Status, ToolCall
+from ._timings import Timings
 
 __all__ = ["ContentPart", "FunctionCall", "OutputItem", "ResponseResult"]
 
@@ -143,6 +144,12 @@ class ResponseResult:
         anomalies: Recoverable breaks of the rules, recorded rather than hidden.
         parse_error: Why the text of a completed response is not what its
             schema asked for (the raw text in ``.raw``), or None.
+        timings: When each part arrived (:class:`~chunkwise.Timings`), on the
+            final result of a stream read by the trio layer; None on
+            snapshots taken while streaming and on sans-IO results.
+        server_timings: What the server itself reported, raw, by the name it
+            used: llama.cpp's ``timings`` object (beside the terminal
+            event's ``response``), vLLM's ``metrics``; None when none.
     """
 
     id: str | None = None
@@ -160,6 +167,10 @@ class ResponseResult:
     # the accumulator: a result never changes, even if a caller edits a value).
     _parsed: Any = attrs.field(default=None, alias="parsed")
     parse_error: StructuredOutputError | None = None
+    # Measurements, not content: two results of the same answer are equal
+    # however fast it came (a stream's and a sans-IO parser's, say).
+    timings: Timings | None = attrs.field(default=None, eq=False)
+    server_timings: Mapping[str, Any] | None = None
 
     @property
     def parsed(self) -> Any:

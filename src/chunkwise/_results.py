@@ -16,6 +16,7 @@ from ._errors import (
     raise_itself,
 )
 from ._payloads import copy_json, parse_json
+from ._timings import Timings
 
 __all__ = [
     "Anomaly",
@@ -43,6 +44,9 @@ class IncompleteReason(str, enum.Enum):
     IDLE_TIMEOUT = "idle timeout"
     #: The caller cancelled the stream.
     CANCELLED = "cancelled"
+    #: No output arrived for longer than the stall timeout, though the
+    #: connection was alive (keep-alive comments, empty or role-only chunks).
+    STALLED = "stalled"
     #: The server itself said the answer is incomplete (a Responses stream's
     #: ``incomplete`` status; its ``incomplete_details.reason`` says why).
     SERVER_REPORTED = "reported by the server"
@@ -186,6 +190,14 @@ class ChatResult:
     ``status`` is ``"streaming"`` until the terminal event, then
     ``"complete"`` (no error and every choice finished), ``"failed"``
     (``error`` says why) or ``"incomplete"`` (``reason`` says why).
+
+    ``timings`` (a :class:`~chunkwise.Timings`) says when each part arrived;
+    it is set on the final result of a stream read by the trio layer
+    (:func:`~chunkwise.open_chat_stream`, :class:`~chunkwise.Client`), and
+    ``None`` on snapshots taken while streaming and on results of the sans-IO
+    parsers alone.  ``server_timings`` holds what the server itself reported,
+    raw, by the name it used: llama.cpp's ``timings`` object, vLLM's
+    ``metrics`` (the last one sent of each); ``None`` when it sent none.
     """
 
     id: str | None = None
@@ -199,6 +211,10 @@ class ChatResult:
     reason: IncompleteReason | None = None
     done_received: bool = False
     anomalies: tuple[Anomaly, ...] = ()
+    # Measurements, not content: two results of the same answer are equal
+    # however fast it came (a stream's and a sans-IO parser's, say).
+    timings: Timings | None = attrs.field(default=None, eq=False)
+    server_timings: Mapping[str, Any] | None = None
 
     def choice(self, index: int = 0) -> ChoiceResult:
         """The choice with this ``index`` (raises :class:`KeyError` if absent)."""

@@ -42,6 +42,16 @@ produce the terminal event, marks the result final, and hands the rest to
 nobody is left who could read.  Cancelling the reading loses nothing, because
 the broadcaster keeps what each subscriber has not taken yet.
 
+Each read is stamped once with trio's clock as it returns
+(:class:`~chunkwise._timings.TimingRecorder`): the events parsed from it share
+that stamp, and the final figures become the result's ``timings``.  With
+``Timeouts(stall=...)``, from the first output on, each wait for the next read
+is bounded by the last output's time plus the timeout, moved on by the time
+the reader spent waiting for its own subscribers; a read without output
+(keep-alives, role-only or empty chunks) does not move it.  Expiry ends the
+reading like an idle timeout: reason ``stalled``, a
+:class:`~chunkwise.StallTimeout` noted on the result.
+
 Rules
 -----
 These are the promises of the trio layer; each is tested in every cell of
@@ -78,6 +88,7 @@ These are the promises of the trio layer; each is tested in every cell of
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Awaitable, Callable, Generator, Mapping
 from contextlib import AbstractAsyncContextManager
@@ -88,7 +99,13 @@ import attrs
 import trio
 
 from ._endpoint import Endpoint
-from ._errors import ConnectionLost, IdleTimeout, RemoteProtocolError, TransportError
+from ._errors import (
+    ConnectionLost,
+    IdleTimeout,
+    RemoteProtocolError,
+    StallTimeout,
+    TransportError,
+)
 from ._events import Event, ResponseStarted
 from ._fanout import DEFAULT_BUFFER_SIZE, Batch, Broadcaster, Family
 from ._http import HTTPResponse, send_http_request
@@ -99,6 +116,7 @@ from ._request import encode_request
 from ._response_results import ResponseResult
 from ._results import Anomaly, ChatResult, IncompleteReason
 from ._sse import DEFAULT_MAX_EVENT_SIZE
+from ._timings import TimingRecorder, Timings
 from ._util import exceptions_unwrapped
 
 __all__ = [
@@ -136,11 +154,22 @@ class Stream(Generic[R]):
         "_parser",
         "_reader_scope",
         "_response",
+        "_stall",
+        "_timings",
     )
 
-    def __init__(self, response: HTTPResponse, parser: StreamParser[R]) -> None:
+    def __init__(
+        self,
+        response: HTTPResponse,
+        parser: StreamParser[R],
+        timings: TimingRecorder,
+        stall: StallTimeout | None = None,
+    ) -> None:
         self._response = response
         self._parser = parser
+        self._timings = timings
+        # The error a stall ends the stream with, when Timeouts.stall is set.
+        self._stall = stall
         self._broadcaster = Broadcaster()
         self._ended = trio.Event()  # the socket is closed and the result final
         self._reader_scope = trio.CancelScope()  # the reading phase (rule 1)
@@ -167,6 +196,14 @@ class Stream(Generic[R]):
     def snapshot(self) -> R:
         """What the stream delivered so far (final once :attr:`finished`)."""
         return self._parser.result
+
+    @property
+    def timings(self) -> Timings:
+        """When each part arrived so far (final once :attr:`finished`); see :doc:`timings`.
+
+        The final figures are also the result's ``timings``.
+        """
+        return self._timings.timings(getattr(self._parser.result, "usage", None))
 
     @property
     def finished(self) -> bool:
@@ -291,6 +328,11 @@ class Stream(Generic[R]):
         problem: TransportError | None = None
         invalid: RemoteProtocolError | None = None
         clean_end = False
+        timings = self._timings
+        stall = self._stall
+        # The stall timeout's deadline: from the first output on, the last
+        # output plus the timeout, moved on by the time spent publishing.
+        deadline = math.inf
         try:
             with self._reader_scope:
                 await broadcaster.wait_for_listener()
@@ -300,7 +342,14 @@ class Stream(Generic[R]):
                 )
                 while True:
                     try:
-                        data = await self._response.receive_some()
+                        if deadline == math.inf:
+                            data = await self._response.receive_some()
+                        else:
+                            with trio.move_on_at(deadline) as waiting:
+                                data = await self._response.receive_some()
+                            if waiting.cancelled_caught:
+                                reason, problem = IncompleteReason.STALLED, stall
+                                break
                     except IdleTimeout as exc:
                         reason, problem = IncompleteReason.IDLE_TIMEOUT, exc
                         break
@@ -316,6 +365,8 @@ class Stream(Generic[R]):
                     if not data:
                         clean_end = True
                         break
+                    # One stamp per read, shared by its events (chunkwise._timings).
+                    stamp = timings.read()
                     events = parser.feed(data)
                     # Neither the read nor its events are kept through the next
                     # wait: with thousands of open streams that is most of
@@ -325,15 +376,26 @@ class Stream(Generic[R]):
                         final = events  # published after the socket is released (rule 2)
                         clean_end = True
                         break
-                    if events:
+                    if stall is None:
+                        if events:
+                            await broadcaster.publish(events)
+                    elif timings.last_output == stamp:
                         await broadcaster.publish(events)
+                        deadline = trio.current_time() + stall.timeout
+                    elif events:
+                        # Waiting for our own subscribers is not the server stalling.
+                        before = trio.current_time()
+                        await broadcaster.publish(events)
+                        deadline += trio.current_time() - before
                     del events
+                timings.end()
                 if clean_end:
                     # With a pool, the end of the body is read and the connection
                     # kept for the next request; otherwise it is closed.
                     await self._response.release()
             if self._reader_scope.cancelled_caught:
                 reason = IncompleteReason.CANCELLED
+            timings.end()
             await self._response.aclose()
             if problem is not None:
                 final += parser.note_anomaly(Anomaly(kind="transport error", detail=str(problem)))
@@ -534,13 +596,17 @@ class StreamBlock(Generic[S]):
         self._opening = None
         body = encode_request(request)  # InvalidRequest before anything is sent
         parser = api.make_parser(request, max_event_size)
+        timings = TimingRecorder(trio.current_time)
+        parser.record_timings(timings)
         response = await send_http_request(
-            endpoint, body, path=api.path, transport=transport, pool=pool
+            endpoint, body, path=api.path, transport=transport, pool=pool, timings=timings
         )
         # The body is not kept here while the stream runs: the HTTP layer lets
         # go of it once the request can no longer be sent again.
         del body
-        stream: S = api.stream_class(response, parser)
+        stall = endpoint.timeouts.stall
+        stalled = None if stall is None else StallTimeout(endpoint.host, endpoint.port, stall)
+        stream: S = api.stream_class(response, parser, timings, stalled)
         manager = trio.open_nursery()
         try:
             nursery = await manager.__aenter__()

@@ -46,7 +46,11 @@ from chunkwise import (
 from chunkwise.testing import ScriptedResponse
 from helpers import ResettingStream, choice, chunk, close_delimited, serving, sse, sse_typed
 
-ENDPOINT = chunkwise.Endpoint(base_url="http://127.0.0.1:9/v1", api_key="sk-test")
+# The stall timeout is on in every cell (it must not change any other outcome);
+# the "stalls" server is the one that trips it.
+ENDPOINT = chunkwise.Endpoint(
+    base_url="http://127.0.0.1:9/v1", api_key="sk-test", timeouts=chunkwise.Timeouts(stall=2.0)
+)
 REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 TERMINAL = (StreamCompleted, StreamIncomplete, StreamFailed)
 N_DELTAS = 12
@@ -92,7 +96,18 @@ def responses_body(*, done: bool = True, deltas: int = N_DELTAS, finish: bool = 
 # -- server behaviours ---------------------------------------------------------
 
 
-def servers(body: Any) -> dict[str, tuple[ScriptedResponse, bool]]:
+KEEPALIVES = {"chat": b": keep-alive\n\n", "responses": sse_typed({"type": "keepalive"})}
+
+
+def stalls(body: Any, keepalive: bytes) -> ScriptedResponse:
+    """Three deltas, then only keep-alives (every 0.5 s for 50 s): the stall timeout ends it."""
+    start = body(done=False, deltas=3, finish=False)
+    return close_delimited(
+        start + keepalive * 100, write_sizes=(len(start), *[len(keepalive)] * 100), delay=0.5
+    )
+
+
+def servers(body: Any, keepalive: bytes) -> dict[str, tuple[ScriptedResponse, bool]]:
     return {
         # name: (response, whether the server's close shows as a reset)
         "fast-done": (close_delimited(body()), False),
@@ -101,10 +116,14 @@ def servers(body: Any) -> dict[str, tuple[ScriptedResponse, bool]]:
         "short-no-done": (close_delimited(body(done=False, deltas=2, finish=False)), False),
         "trickle": (close_delimited(body(), write_sizes=40, delay=0.01), False),
         "reset": (close_delimited(body()[:600], write_sizes=40, delay=0.01), True),
+        "stalls": (stalls(body, keepalive), False),
     }
 
 
-SERVERS = {"chat": servers(chat_body), "responses": servers(responses_body)}
+SERVERS = {
+    "chat": servers(chat_body, KEEPALIVES["chat"]),
+    "responses": servers(responses_body, KEEPALIVES["responses"]),
+}
 AnyStream = chunkwise.ChatStream | chunkwise.ResponseStream
 OPEN: dict[str, Callable[..., AbstractAsyncContextManager[AnyStream]]] = {
     "chat": chunkwise.open_chat_stream,
@@ -274,6 +293,9 @@ async def test_every_promise_holds(
     assert stream is not None and stream.finished
     final = stream.snapshot
     assert final.status != "streaming"
+    if server_kind == "stalls" and way == "result" and "unread" not in SETUPS[setup]:
+        # (An unread lossless subscriber holds the reader instead: backpressure.)
+        assert final.reason is chunkwise.IncompleteReason.STALLED
     torn_down = way in ("consumer-raises", "block-raises", "deadline")
 
     for sub in subs:

@@ -158,7 +158,7 @@ def test_unknown_event_types_are_ignored_not_fatal(extra: dict[str, Any]) -> Non
 
 UNKNOWN_FIELDS = {
     "obfuscation": "Xy12ab",
-    "timings": {"prompt_n": 8, "predicted_ms": 12.5},
+    # llama.cpp's "timings" is read (result.server_timings): tests/sansio/test_timing_figures.py.
     "prompt_progress": {"total": 8, "cache": 0, "processed": 8},
     "logprobs": [],
 }

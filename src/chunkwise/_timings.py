@@ -1,0 +1,477 @@
+"""When each part of a streamed answer arrived: :class:`Timings`, its gap statistics, its clock.
+
+Theory of operation
+-------------------
+The trio layer owns one :class:`TimingRecorder` per stream.  The HTTP layer
+stamps the attempt that streams (its start, the connection, the request sent,
+the response head, the first response byte); the reader stamps each read of the
+socket once, right after it returns, and every event parsed from that read
+shares that stamp.  The recorder is told which reads carried *output* (text,
+refusal, reasoning or tool-argument deltas) and which carried visible answer
+text; it keeps the first and last of those and the statistics of the gaps
+between consecutive output reads.  When the stream ends, the accumulator asks
+the recorder for the final :class:`Timings` (:meth:`TimingRecorder.timings`)
+and puts it on the final result.
+
+This module is sans-IO: the clock is given to the recorder (the trio layer
+gives it :func:`trio.current_time`), so the figures are in the clock's seconds
+and tests run them under trio's ``MockClock`` for exact values.
+
+Rules
+-----
+1. Every figure of a :class:`Timings` except ``started`` is seconds since
+   ``started``, the start of the attempt that streamed, or ``None`` when the
+   stream never got that far.  Retries (their failed attempts and their waits)
+   and the wait for a pool's slot happen before ``started``.
+2. A read has one stamp, taken when the read returned: events parsed from one
+   read are simultaneous as far as timings go, so a gap is between two *reads*
+   that carried output, never between two events of one read.
+3. Memory per stream is bounded whatever the stream's length: the gaps are
+   kept as a count, a sum, an exact minimum and maximum, and a sparse
+   histogram of at most :data:`GapHistogram.BUCKETS` buckets.
+4. Quantiles are read from that histogram by the nearest-rank method: the
+   ``q``-quantile is the smallest recorded gap ``g`` with at least ``q * count``
+   gaps at or below ``g``.  The bucket holding it is reported by its geometric
+   middle, clamped to the exact minimum and maximum, so a reported quantile is
+   within :data:`GapHistogram.RELATIVE_ERROR` (2.5 %) of the true one for gaps
+   of at least :data:`GapHistogram.SMALLEST` (1 microsecond), and within that
+   microsecond below it.  ``count``, ``mean`` and ``max`` are exact.
+5. Once the recorder produced the final :class:`Timings`
+   (:meth:`TimingRecorder.final`) it is frozen: later calls give the same
+   object.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from ._payloads import copy_json
+
+__all__ = [
+    "SERVER_TIMING_KEYS",
+    "GapHistogram",
+    "GapStatistics",
+    "TimedAccumulator",
+    "TimingRecorder",
+    "Timings",
+    "output_tokens_of",
+    "take_chunk_timings",
+    "take_event_timings",
+    "take_server_timings",
+    "timing_fields",
+]
+
+
+@attrs.frozen(kw_only=True)
+class GapStatistics:
+    """The gaps between consecutive reads that carried output, in seconds.
+
+    ``count``, ``mean`` and ``max`` are exact; ``p50``, ``p90`` and ``p99``
+    are nearest-rank quantiles read from a log-bucket histogram, within 2.5 %
+    of the exact value (see :doc:`timings`).
+    """
+
+    count: int
+    mean: float
+    p50: float
+    p90: float
+    p99: float
+    max: float
+
+
+class GapHistogram:
+    """Bounded statistics of a stream of gaps (rule 3 and 4 of the module)."""
+
+    #: Bucket ``k`` holds gaps in ``[SMALLEST * RATIO**k, SMALLEST * RATIO**(k+1))``.
+    RATIO = 1.05
+    #: Gaps below this (zero included) share bucket ``-1``.
+    SMALLEST = 1e-6
+    #: Buckets up to a gap of a day; longer gaps share the last one.
+    BUCKETS = math.ceil(math.log(86_400 / SMALLEST) / math.log(RATIO)) + 1
+    #: The largest relative error of a quantile of gaps of at least SMALLEST.
+    RELATIVE_ERROR = math.sqrt(RATIO) - 1
+
+    __slots__ = ("_buckets", "count", "max", "min", "total")
+
+    _LOG_RATIO = math.log(RATIO)
+
+    def __init__(self) -> None:
+        self._buckets: dict[int, int] = {}
+        self.count = 0
+        self.total = 0.0
+        self.min = math.inf
+        self.max = 0.0
+
+    def add(self, gap: float) -> None:
+        """Record one gap (seconds, at least 0)."""
+        self.count += 1
+        self.total += gap
+        if gap > self.max:
+            self.max = gap
+        if gap < self.min:
+            self.min = gap
+        if gap < self.SMALLEST:
+            key = -1
+        else:
+            key = min(int(math.log(gap / self.SMALLEST) / self._LOG_RATIO), self.BUCKETS - 1)
+        buckets = self._buckets
+        buckets[key] = buckets.get(key, 0) + 1
+
+    @property
+    def buckets_used(self) -> int:
+        """Buckets holding a gap: at most :data:`BUCKETS` (rule 3)."""
+        return len(self._buckets)
+
+    def quantile(self, q: float) -> float:
+        """The nearest-rank ``q``-quantile (``0 < q <= 1``), within the stated error."""
+        if not self.count:
+            raise ValueError("no gaps recorded")
+        rank = max(1, math.ceil(q * self.count))
+        seen = 0
+        for key in sorted(self._buckets):
+            seen += self._buckets[key]
+            if seen >= rank:
+                value = 0.0 if key < 0 else self.SMALLEST * self.RATIO ** (key + 0.5)
+                return min(max(value, self.min), self.max)
+        raise AssertionError("unreachable: the buckets hold every gap")  # pragma: no cover
+
+    def statistics(self) -> GapStatistics | None:
+        """The statistics so far, or ``None`` when no gap was recorded."""
+        if not self.count:
+            return None
+        return GapStatistics(
+            count=self.count,
+            mean=self.total / self.count,
+            p50=self.quantile(0.5),
+            p90=self.quantile(0.9),
+            p99=self.quantile(0.99),
+            max=self.max,
+        )
+
+
+@attrs.frozen(kw_only=True)
+class Timings:
+    """When each part of a streamed answer arrived (see :doc:`timings`).
+
+    Every figure but ``started`` is in seconds since ``started``, or ``None``
+    when the stream never got there.  Figures come from trio's clock
+    (:func:`trio.current_time`); a read's events share the read's stamp.
+
+    Attributes:
+        started: When the attempt that streamed began (trio's clock, seconds):
+            after any retry and its wait, and after the wait for a
+            :class:`~chunkwise.Client`'s connection slot.
+        connected: The connection was open (TCP, TLS, proxy tunnel); ``None``
+            on a reused connection or a transport given by the caller.
+        request_sent: The request was handed to the socket completely.
+        response_head: The response's status line and headers were read.
+        first_byte: The first byte of the response arrived.
+        first_event: The first read that completed a server-sent event
+            carrying data (a chunk, a Responses event, ``[DONE]``); comments
+            and empty events do not count.
+        first_output: The first read carrying output: a text, refusal,
+            reasoning or tool-argument delta (never a role-only or empty
+            chunk).
+        first_content: The first read carrying visible answer text
+            (``content`` of a chat choice, ``output_text`` of a Responses
+            message).
+        last_output: The last read carrying output.
+        ended: The stream ended: its terminal event was parsed, the body
+            ended, or the reading stopped (error, timeout, cancel).
+        connection_reused: The request went out on a pooled connection.
+        attempts: Attempts made, the one that streamed included: 1 without
+            retries.
+        output_tokens: The usage's ``completion_tokens`` (chat) or
+            ``output_tokens`` (Responses), when the server reported usage.
+        gaps: Statistics of the gaps between consecutive reads carrying
+            output, or ``None`` with fewer than two such reads.
+    """
+
+    started: float
+    connected: float | None = None
+    request_sent: float | None = None
+    response_head: float | None = None
+    first_byte: float | None = None
+    first_event: float | None = None
+    first_output: float | None = None
+    first_content: float | None = None
+    last_output: float | None = None
+    ended: float | None = None
+    connection_reused: bool = False
+    attempts: int = 1
+    output_tokens: int | None = None
+    gaps: GapStatistics | None = None
+
+    @property
+    def time_to_first_token(self) -> float | None:
+        """Seconds to the first output (``first_output``): the usual TTFT."""
+        return self.first_output
+
+    @property
+    def time_per_output_token(self) -> float | None:
+        """vLLM's TPOT: ``(last_output - first_output) / (output_tokens - 1)``.
+
+        ``None`` without usage, with fewer than two output tokens, or without output.
+        """
+        tokens = self.output_tokens
+        if self.first_output is None or self.last_output is None or not tokens or tokens < 2:
+            return None
+        return (self.last_output - self.first_output) / (tokens - 1)
+
+    @property
+    def output_tokens_per_second(self) -> float | None:
+        """Decoding speed after the first token: ``1 / time_per_output_token``.
+
+        GuideLLM's ``output_tokens_per_second``; ``None`` when
+        :attr:`time_per_output_token` is ``None`` or zero.
+        """
+        tpot = self.time_per_output_token
+        return 1 / tpot if tpot else None
+
+
+def output_tokens_of(usage: Mapping[str, Any] | None) -> int | None:
+    """The output token count of a chat (``completion_tokens``) or Responses usage."""
+    if usage is None:
+        return None
+    for key in ("completion_tokens", "output_tokens"):
+        value = usage.get(key)
+        if type(value) is int and value >= 0:
+            return value
+    return None
+
+
+class TimingRecorder:
+    """The stamps of one stream, taken with ``clock`` (see the module's rules).
+
+    The trio layer calls :meth:`start_attempt` and the ``*_now`` methods as
+    the request goes out, :meth:`read` once per read of the body (then
+    :meth:`event` and :meth:`output` for what that read carried), and
+    :meth:`end` when the reading stops; the accumulator calls :meth:`final`
+    when the stream ends.  :meth:`timings` gives the figures so far.
+    """
+
+    __slots__ = (
+        "_final",
+        "_output_read",
+        "attempts",
+        "clock",
+        "connected",
+        "connection_reused",
+        "ended",
+        "first_byte",
+        "first_content",
+        "first_event",
+        "first_output",
+        "gaps",
+        "last_output",
+        "read_at",
+        "reads",
+        "request_sent",
+        "response_head",
+        "started",
+    )
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.attempts = 0
+        self.started = clock()
+        self._reset()
+        self._final: Timings | None = None
+
+    def _reset(self) -> None:
+        self.connection_reused = False
+        self.connected: float | None = None
+        self.request_sent: float | None = None
+        self.response_head: float | None = None
+        self.first_byte: float | None = None
+        self.first_event: float | None = None
+        self.first_output: float | None = None
+        self.first_content: float | None = None
+        self.last_output: float | None = None
+        self.ended: float | None = None
+        self.read_at: float | None = None  # the stamp of the current read
+        self.reads = 0  # reads stamped
+        self._output_read = 0  # the last read counted as output
+        self.gaps = GapHistogram()
+
+    # -- the request (chunkwise._http) ------------------------------------------
+
+    def start_attempt(self) -> None:
+        """An attempt begins: what earlier attempts stamped is forgotten (rule 1)."""
+        self.attempts += 1
+        self.started = self.clock()
+        self._reset()
+
+    def reused(self) -> None:
+        self.connection_reused = True
+
+    def connected_now(self) -> None:
+        self.connected = self.clock()
+
+    def request_sent_now(self) -> None:
+        self.request_sent = self.clock()
+
+    def response_head_now(self, first_byte: float | None) -> None:
+        """The head was read; ``first_byte`` is the connection's stamp of its first byte."""
+        self.response_head = self.clock()
+        self.first_byte = first_byte if first_byte is not None else self.response_head
+
+    # -- the body (chunkwise._stream) -------------------------------------------
+
+    def read(self) -> float:
+        """Stamp a read of the body; the events parsed from it share the stamp."""
+        self.reads += 1
+        now = self.read_at = self.clock()
+        return now
+
+    def event(self) -> None:
+        """The current read completed a server-sent event carrying data."""
+        if self.first_event is None and self._final is None:
+            self.first_event = self.read_at
+
+    def output(self, content: bool) -> None:
+        """The current read carried output (``content``: visible answer text).
+
+        A read counts once however often this is called for it, and nothing
+        counts once the figures are final.
+        """
+        now = self.read_at
+        if now is None:
+            raise RuntimeError("output() before read()")
+        if self._final is not None:
+            return
+        if self._output_read != self.reads:
+            self._output_read = self.reads
+            last = self.last_output
+            if last is None:
+                self.first_output = now
+            else:
+                self.gaps.add(now - last)
+        if content and self.first_content is None:
+            self.first_content = now
+        self.last_output = now
+
+    def end(self) -> None:
+        """The reading stopped now (unless the stream already ended: the first end counts)."""
+        if self.ended is None:
+            self.ended = self.clock()
+
+    # -- the figures -----------------------------------------------------------
+
+    def final(self, usage: Mapping[str, Any] | None = None) -> Timings:
+        """The final figures, frozen from now on (rule 5).
+
+        Given to the accumulator, which calls it when the stream ends: a
+        terminal event parsed from a read ends the stream at that read's stamp.
+        """
+        if self._final is None:
+            if self.ended is None:
+                self.ended = self.read_at if self.read_at is not None else self.clock()
+            self._final = self.timings(usage)
+        return self._final
+
+    def timings(self, usage: Mapping[str, Any] | None = None) -> Timings:
+        """The figures so far (final once :meth:`final` was called)."""
+        if self._final is not None:
+            return self._final
+        start = self.started
+
+        def since(stamp: float | None) -> float | None:
+            return None if stamp is None else stamp - start
+
+        return Timings(
+            started=start,
+            connected=since(self.connected),
+            request_sent=since(self.request_sent),
+            response_head=since(self.response_head),
+            first_byte=since(self.first_byte),
+            first_event=since(self.first_event),
+            first_output=since(self.first_output),
+            first_content=since(self.first_content),
+            last_output=since(self.last_output),
+            ended=since(self.ended),
+            connection_reused=self.connection_reused,
+            attempts=max(self.attempts, 1),
+            output_tokens=output_tokens_of(usage),
+            gaps=self.gaps.statistics(),
+        )
+
+
+#: The fields in which servers report their own timings: llama.cpp's
+#: ``timings`` (prompt and predicted counts and milliseconds) and vLLM's ``metrics``.
+SERVER_TIMING_KEYS = ("timings", "metrics")
+
+
+def take_server_timings(
+    payload: Mapping[str, Any], kept: Mapping[str, Any] | None, *, copy: bool
+) -> Mapping[str, Any] | None:
+    """``kept`` with the server-timing objects of ``payload`` (a chunk, an event) in it.
+
+    Returns ``kept`` itself when ``payload`` has none, else a new mapping: a
+    result holding the old one never changes.  Only JSON objects are kept, the
+    last one of each name, as sent (``copy``: copied first, for a caller's mapping).
+    """
+    found: dict[str, Any] | None = None
+    for key in SERVER_TIMING_KEYS:
+        value = payload.get(key)
+        if isinstance(value, Mapping):
+            if found is None:
+                found = dict(kept) if kept is not None else {}
+            found[key] = copy_json(value) if copy else value
+    return kept if found is None else found
+
+
+class TimedAccumulator:
+    """What both accumulators share for timings: the final result's two fields.
+
+    A base class: the accumulator keeps ``_usage``, ``_ended`` and ``_cache``
+    (the result snapshot, reset when something changes), and calls
+    :func:`timing_fields` to build a result and :func:`take_chunk_timings` or
+    :func:`take_event_timings` on what it is fed.
+    """
+
+    _usage: Mapping[str, Any] | None
+    _ended: bool
+    _cache: Any
+    _server_timings: Mapping[str, Any] | None = None
+    _timings_source: Callable[[Mapping[str, Any] | None], Timings] | None = None
+
+    def attach_timings(self, source: Callable[[Mapping[str, Any] | None], Timings]) -> None:
+        """Put ``source(usage)`` on the final result as its ``timings``.
+
+        The trio layer gives its stream's clock here; without it, ``timings``
+        stays None (a sans-IO parser measures nothing).
+        """
+        self._timings_source = source
+        self._cache = None
+
+
+def timing_fields(accumulator: TimedAccumulator) -> dict[str, Any]:
+    """A result's ``timings`` (on the final result only) and ``server_timings``."""
+    source = accumulator._timings_source
+    ended = accumulator._ended
+    timings = source(accumulator._usage) if source is not None and ended else None
+    return {"timings": timings, "server_timings": accumulator._server_timings}
+
+
+def take_chunk_timings(
+    accumulator: TimedAccumulator, payload: Mapping[str, Any], *, copy: bool
+) -> None:
+    """Keep the server-timing objects of ``payload`` (a chunk, an event, a response)."""
+    found = take_server_timings(payload, accumulator._server_timings, copy=copy)
+    if found is not accumulator._server_timings:
+        accumulator._server_timings = found
+        accumulator._cache = None
+
+
+def take_event_timings(accumulator: TimedAccumulator, event: Mapping[str, Any]) -> None:
+    """A Responses event's figures: beside its ``response`` (llama.cpp) or in it."""
+    if "timings" in event or "metrics" in event:
+        take_chunk_timings(accumulator, event, copy=False)
+    response = event.get("response")
+    if type(response) is dict and ("timings" in response or "metrics" in response):
+        take_chunk_timings(accumulator, response, copy=False)

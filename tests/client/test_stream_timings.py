@@ -1,0 +1,435 @@
+"""result.timings of the trio layer, and the stall timeout, exact under trio's MockClock.
+
+Every server here is scripted in virtual time (``autojump_clock``) over trio
+memory streams: a server that sleeps 0.2 s before the first token and 0.02 s
+between tokens gives exactly those figures, with no timed assertion.  The
+Client tests (a reused connection, retries) reach the same memory streams by
+replacing the connect step of ``chunkwise._http`` with one that serves the
+scripted server on a new memory stream pair.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+import chunkwise
+import chunkwise._http
+from chunkwise import IncompleteReason, StallTimeout, Timeouts
+from chunkwise.testing import RecordedRequest, ResponseWriter, ScriptedResponse, serve_stream
+from helpers import choice, chunk, serving
+
+REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+RESPONSES_REQUEST = {"model": "m", "input": "hi"}
+TOKENS = 5
+USAGE = {"prompt_tokens": 3, "completion_tokens": TOKENS, "total_tokens": 8}
+
+
+def endpoint(**timeouts: Any) -> chunkwise.Endpoint:
+    return chunkwise.Endpoint(
+        "http://127.0.0.1:9/v1",
+        timeouts=Timeouts(**timeouts),
+        retries=chunkwise.Retries(max_retries=2),
+    )
+
+
+def data(payload: Mapping[str, Any] | str) -> bytes:
+    text = payload if isinstance(payload, str) else json.dumps(payload)
+    return f"data: {text}\n\n".encode()
+
+
+def typed(payload: Mapping[str, Any]) -> bytes:
+    return f"event: {payload['type']}\ndata: {json.dumps(payload)}\n\n".encode()
+
+
+KEEPALIVE = b": keep-alive\n\n"
+AT = {"output_index": 0, "item_id": "msg_1"}
+MESSAGE = {"id": "msg_1", "type": "message", "role": "assistant", "content": []}
+
+
+def chat_token(i: int) -> bytes:
+    return data(chunk(choice(content=f"t{i} ")))
+
+
+def response_token(i: int) -> bytes:
+    delta = {"type": "response.output_text.delta", **AT, "content_index": 0, "delta": f"t{i} "}
+    return typed(delta)
+
+
+CHAT_START = data(chunk(choice(role="assistant", content="")))
+CHAT_END = data(chunk(choice(finish_reason="stop"))) + data(chunk(usage=USAGE)) + data("[DONE]")
+RESPONSES_START = typed(
+    {"type": "response.created", "response": {"id": "resp_1", "status": "in_progress"}}
+) + typed({"type": "response.output_item.added", "output_index": 0, "item": MESSAGE})
+RESPONSES_END = typed(
+    {
+        "type": "response.completed",
+        "response": {
+            "id": "resp_1",
+            "status": "completed",
+            "usage": {"input_tokens": 3, "output_tokens": TOKENS, "total_tokens": 8},
+        },
+    }
+)
+#: API: how to open a stream, the request, the start, a token, the end of the body.
+SHAPES: dict[str, tuple[Any, dict[str, Any], bytes, Callable[[int], bytes], bytes]] = {
+    "chat": (chunkwise.open_chat_stream, REQUEST, CHAT_START, chat_token, CHAT_END),
+    "responses": (
+        chunkwise.open_response_stream,
+        RESPONSES_REQUEST,
+        RESPONSES_START,
+        response_token,
+        RESPONSES_END,
+    ),
+}
+
+
+def paced(api: str, *, first: float = 0.2, between: float = 0.02, head_delay: float = 0.0) -> Any:
+    """A server: the start at once, the first token after ``first``, the rest ``between`` apart."""
+    _, _, start, token, end = SHAPES[api]
+
+    async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+        await trio.sleep(head_delay)
+        await writer.start()
+        await writer.write(start)
+        await trio.sleep(first)
+        for i in range(TOKENS):
+            if i:
+                await trio.sleep(between)
+            await writer.write(token(i))
+        await writer.write(end)
+        await writer.end()
+
+    return handler
+
+
+# -- one stream, every figure --------------------------------------------------------
+
+
+@pytest.mark.parametrize("api", list(SHAPES))
+async def test_a_paced_server_gives_exact_figures(
+    api: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    open_stream, request, *_ = SHAPES[api]
+    async with serving(paced(api)) as (client, _):
+        started = trio.current_time()
+        async with open_stream(endpoint(), request, transport=client) as stream:
+            result = await stream.result()
+    assert result.status == "complete"
+    timings = result.timings
+    assert timings is not None
+    assert timings.started == started
+    assert timings.connected is None  # the caller's transport was already connected
+    assert timings.request_sent == timings.response_head == timings.first_byte == 0.0
+    assert timings.first_event == 0.0
+    assert timings.first_output == timings.first_content == pytest.approx(0.2)
+    assert timings.last_output == pytest.approx(0.28)
+    assert timings.ended == pytest.approx(0.28)
+    assert (timings.connection_reused, timings.attempts) == (False, 1)
+    assert timings.output_tokens == TOKENS
+    assert timings.time_to_first_token == pytest.approx(0.2)
+    assert timings.time_per_output_token == pytest.approx(0.02)
+    assert timings.output_tokens_per_second == pytest.approx(50.0)
+    gaps = timings.gaps
+    assert gaps is not None and gaps.count == TOKENS - 1
+    for value in (gaps.mean, gaps.p50, gaps.p90, gaps.p99, gaps.max):
+        assert value == pytest.approx(0.02)
+    assert stream.timings == timings  # the stream's own figures, final
+
+
+async def test_the_head_delay_is_in_the_head_and_first_byte(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with serving(paced("chat", head_delay=0.5)) as (client, _):
+        result = await _complete(client)
+    assert result.timings is not None
+    assert result.timings.request_sent == 0.0
+    assert result.timings.first_byte == result.timings.response_head == 0.5
+    assert result.timings.first_output == pytest.approx(0.7)
+
+
+async def _complete(client: trio.abc.Stream, **timeouts: Any) -> chunkwise.ChatResult:
+    async with chunkwise.open_chat_stream(endpoint(**timeouts), REQUEST, transport=client) as s:
+        return await s.result()
+
+
+async def test_keepalives_role_only_and_empty_chunks_are_not_output(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+        await writer.start()
+        await writer.write(KEEPALIVE)
+        await trio.sleep(1)
+        await writer.write(CHAT_START)  # role only
+        await trio.sleep(1)
+        await writer.write(data(chunk(choice(content=""))))  # empty
+        await trio.sleep(1)
+        await writer.write(KEEPALIVE)
+        await trio.sleep(1)
+        await writer.write(data(chunk(choice(reasoning_content="so"))))
+        await trio.sleep(1)
+        await writer.write(chat_token(0) + CHAT_END)
+        await writer.end()
+
+    async with serving(handler) as (client, _):
+        result = await _complete(client)
+    timings = result.timings
+    assert timings is not None
+    assert timings.first_byte == 0.0
+    assert timings.first_event == 1.0
+    assert timings.first_output == 4.0  # the reasoning
+    assert timings.first_content == 5.0
+    assert timings.last_output == timings.ended == 5.0
+    assert timings.gaps is not None and (timings.gaps.count, timings.gaps.max) == (1, 1.0)
+
+
+async def test_events_of_one_read_share_its_stamp(autojump_clock: trio.testing.MockClock) -> None:
+    async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+        await writer.start()
+        await trio.sleep(0.1)
+        await writer.write(b"".join(chat_token(i) for i in range(TOKENS)) + CHAT_END)
+        await writer.end()
+
+    async with serving(handler) as (client, _):
+        result = await _complete(client)
+    assert result.content == "".join(f"t{i} " for i in range(TOKENS))
+    timings = result.timings
+    assert timings is not None
+    assert timings.first_output == timings.last_output == timings.ended == 0.1
+    assert timings.gaps is None  # one read carried every token: no gap
+    assert timings.time_per_output_token == 0.0
+
+
+async def test_the_live_figures_grow_and_snapshots_carry_none(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with serving(paced("chat", first=1.0, between=1.0)) as (client, _):
+        async with chunkwise.open_chat_stream(endpoint(), REQUEST, transport=client) as stream:
+            seen = []
+            async for event in stream:
+                if type(event) is chunkwise.ContentDelta:
+                    live = stream.timings
+                    assert live is not None and live.ended is None
+                    seen.append(live.last_output)
+                    assert stream.snapshot.timings is None
+    assert seen == [1.0, 2.0, 3.0, 4.0, 5.0]
+    assert stream.snapshot.timings == stream.timings
+
+
+async def test_a_stream_that_fails_keeps_its_figures(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    body = CHAT_START + chat_token(0) + data({"error": {"message": "boom"}})
+    async with serving(ScriptedResponse(body=body, head_delay=0.25)) as (client, _):
+        result = await _complete(client)
+    assert result.status == "failed"
+    assert result.timings is not None
+    assert result.timings.first_output == result.timings.ended == 0.25
+
+
+# -- a Client: reused connections and retries -----------------------------------------
+
+
+@pytest.fixture
+async def memory_network(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[list[Any]]:
+    """Connecting serves the handler in ``handlers[0]`` on a new memory stream pair."""
+    handlers: list[Any] = []
+    async with trio.open_nursery() as nursery:
+
+        async def connect(origin: Any, **kwargs: Any) -> trio.abc.Stream:
+            client, server = trio.testing.memory_stream_pair()
+            nursery.start_soon(serve_stream, server, handlers[0])
+            return client
+
+        monkeypatch.setattr(chunkwise._http, "open_connection", connect)
+        yield handlers
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_reused_connection_has_no_connect_time(
+    memory_network: list[Any], autojump_clock: trio.testing.MockClock
+) -> None:
+    memory_network.append(paced("chat"))
+    async with chunkwise.Client(endpoint()) as client:
+        first = await client.complete_chat(REQUEST)
+        second = await client.complete_chat(REQUEST)
+    assert first.timings is not None and second.timings is not None
+    assert (first.timings.connection_reused, first.timings.connected) == (False, 0.0)
+    assert (second.timings.connection_reused, second.timings.connected) == (True, None)
+    assert second.timings.attempts == 1
+    assert second.timings.first_output == pytest.approx(0.2)
+
+
+async def test_retries_are_counted_and_their_waits_are_outside_first_byte(
+    memory_network: list[Any], autojump_clock: trio.testing.MockClock
+) -> None:
+    calls = 0
+    busy = ScriptedResponse.error(503, "busy", headers={"Retry-After": "3"})
+
+    async def flaky(request: RecordedRequest, writer: ResponseWriter) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            await writer.play(busy)
+        else:
+            await paced("chat", head_delay=0.5)(request, writer)
+
+    memory_network.append(flaky)
+    before = trio.current_time()
+    async with chunkwise.Client(endpoint()) as client:
+        result = await client.complete_chat(REQUEST)
+    timings = result.timings
+    assert timings is not None
+    assert timings.attempts == 2
+    assert timings.started == before + 3.0  # after the Retry-After wait
+    assert timings.first_byte == timings.response_head == 0.5
+    assert timings.first_output == pytest.approx(0.7)
+
+
+# -- the stall timeout -----------------------------------------------------------------
+
+
+def stalling(api: str, *, keepalive: bytes = KEEPALIVE) -> Any:
+    """Two tokens, then only keep-alives every second, forever."""
+    _, _, start, token, _ = SHAPES[api]
+
+    async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+        await writer.start()
+        await writer.write(start + token(0))
+        await trio.sleep(1)
+        await writer.write(token(1))
+        while True:
+            await trio.sleep(1)
+            await writer.write(keepalive)
+
+    return handler
+
+
+STALLS = {
+    "chat keep-alive comments": ("chat", KEEPALIVE),
+    "chat role-only chunks": ("chat", CHAT_START),
+    "chat empty deltas": ("chat", data(chunk(choice(content="")))),
+    "responses keepalive events": ("responses", typed({"type": "keepalive"})),
+    "responses keep_alive events": ("responses", typed({"type": "response.keep_alive"})),
+}
+
+
+@pytest.mark.parametrize("case", list(STALLS))
+async def test_a_stall_ends_the_stream_incomplete_keeping_the_output(
+    case: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    api, keepalive = STALLS[case]
+    open_stream, request, *_ = SHAPES[api]
+    async with serving(stalling(api, keepalive=keepalive)) as (client, server):
+        with trio.fail_after(60):
+            async with open_stream(endpoint(stall=5.5), request, transport=client) as stream:
+                result = await stream.result()
+        await server.client_closed.wait()
+    assert result.status == "incomplete"
+    assert result.reason is IncompleteReason.STALLED
+    assert str(result.reason) == "stalled"
+    text = result.content if isinstance(result, chunkwise.ChatResult) else result.output_text
+    assert text == "t0 t1 "
+    (anomaly,) = [a for a in result.anomalies if a.kind == "transport error"]
+    assert anomaly.detail == "no output from 127.0.0.1:9 for 5.5 s"
+    assert result.timings is not None
+    assert result.timings.last_output == 1.0
+    assert result.timings.ended == 6.5  # the last output, plus the stall timeout
+
+
+def test_stall_timeout_is_a_transport_error_like_the_idle_timeout() -> None:
+    assert issubclass(StallTimeout, chunkwise.TransportError)
+    assert not issubclass(StallTimeout, chunkwise.IdleTimeout)
+    assert Timeouts().stall is None
+    for bad in (0, -1, float("nan"), "5", True):
+        with pytest.raises(chunkwise.InvalidEndpoint, match="stall timeout"):
+            Timeouts(stall=bad)  # type: ignore[arg-type]
+
+
+async def test_the_wait_for_the_first_output_is_not_bounded_by_stall(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+        await writer.start()
+        for _ in range(30):  # half a minute of keep-alives: a long prefill
+            await writer.write(KEEPALIVE)
+            await trio.sleep(1)
+        await writer.write(CHAT_START + chat_token(0) + CHAT_END)
+        await writer.end()
+
+    async with serving(handler) as (client, _):
+        result = await _complete(client, stall=5)
+    assert result.status == "complete"
+    assert result.timings is not None and result.timings.first_output == 30.0
+
+
+async def test_waiting_for_a_slow_subscriber_is_not_a_stall(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+        await writer.start()
+        await writer.write(CHAT_START + chat_token(0))
+        await trio.sleep(1)
+        await writer.write(data(chunk(usage=USAGE)))  # an event, not output
+        await trio.sleep(20)  # the reader waits from t=20 (its subscriber's pace): 1 s
+        await writer.write(chat_token(1) + CHAT_END)
+        await writer.end()
+
+    async with serving(handler) as (client, _):
+        async with chunkwise.open_chat_stream(
+            endpoint(stall=5), REQUEST, transport=client
+        ) as stream:
+            slow = stream.subscribe(buffer_size=0)
+
+            async def consume() -> None:
+                async for _ in slow:
+                    await trio.sleep(10)  # far slower than the stall timeout
+
+            stream.start_soon(consume)
+            result = await stream.result()
+    assert result.status == "complete"
+    assert result.content == "t0 t1 "
+
+
+async def test_output_keeps_resetting_the_stall_timeout(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with serving(paced("chat", first=1.0, between=4.5)) as (client, _):
+        result = await _complete(client, stall=5)
+    assert result.status == "complete"
+    assert result.timings is not None and result.timings.last_output == pytest.approx(19.0)
+
+
+@pytest.mark.parametrize("way", ["cancel", "idle timeout", "connection lost"])
+async def test_a_stream_stopped_early_ends_when_the_reading_stopped(
+    way: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+        await writer.start(framing="close")
+        await writer.write(CHAT_START + chat_token(0))
+        await trio.sleep(2)
+        if way == "connection lost":
+            await writer.disconnect()
+            return
+        await trio.sleep_forever()
+
+    async with serving(handler) as (client, _):
+        timeouts = {"idle": 3.0} if way == "idle timeout" else {}
+        async with chunkwise.open_chat_stream(
+            endpoint(**timeouts), REQUEST, transport=client
+        ) as stream:
+            stream.subscribe(buffer_size=math.inf)  # the reader reads once somebody listens
+            if way == "cancel":
+                await trio.sleep(4)
+                stream.cancel()
+            result = await stream.result()
+    assert result.status == "incomplete"
+    assert result.timings is not None
+    assert result.timings.first_output == result.timings.last_output == 0.0
+    assert result.timings.ended == {"cancel": 4.0, "idle timeout": 3.0, "connection lost": 2.0}[way]
