@@ -7,6 +7,7 @@ trio, fan-out to subscribers) build on them.
 """
 
 from ._accumulator import ChatAccumulator
+from ._apis import complete_chat, complete_response, open_chat_stream, open_response_stream
 from ._client import Client
 from ._endpoint import DEFAULT_BASE_URL, Endpoint, Timeouts
 from ._errors import (
@@ -77,14 +78,7 @@ from ._response_results import ContentPart, FunctionCall, OutputItem, ResponseRe
 from ._results import Anomaly, ChatResult, ChoiceResult, IncompleteReason, Status, ToolCall
 from ._retries import Retries
 from ._sse import DEFAULT_MAX_EVENT_SIZE, ServerSentEvent, SSEDecoder
-from ._stream import (
-    ChatStream,
-    ResponseStream,
-    complete_chat,
-    complete_response,
-    open_chat_stream,
-    open_response_stream,
-)
+from ._stream import ChatStream, ResponseStream
 from ._timings import GapStatistics, Timings
 from ._util import fixup_module_metadata
 from ._version import __version__

@@ -18,21 +18,15 @@ from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import Any
 
+from ._apis import CHAT, RESPONSES
 from ._endpoint import Endpoint
 from ._http11 import Connection
 from ._pool import ConnectionPool, PoolSettings, PoolStats
 from ._response_results import ResponseResult
 from ._results import ChatResult
 from ._sse import DEFAULT_MAX_EVENT_SIZE
-from ._stream import (
-    CHAT,
-    RESPONSES,
-    ChatStream,
-    ResponseStream,
-    complete,
-    open_stream,
-    require_trio,
-)
+from ._stream import ChatStream, ResponseStream, complete, open_stream
+from ._util import require_trio
 
 __all__ = ["Client"]
 

@@ -2,10 +2,11 @@
 
 Theory of operation
 -------------------
-:func:`open_chat_stream` and :func:`open_response_stream` are one
-implementation, :func:`open_stream`, parametrised by an :class:`Api`: the
-path to post to, the sans-IO parser to read the body with, and the stream
-class to hand out.  Everything below is the same for both APIs.
+:func:`~chunkwise.open_chat_stream` and :func:`~chunkwise.open_response_stream`
+(in :mod:`chunkwise._apis`) are one implementation, :func:`open_stream`,
+parametrised by an :class:`Api`: the path to post to, the sans-IO parser to
+read the body with, and the stream class to hand out.  Everything here is the
+same for every API.
 
 :func:`open_stream` returns a :class:`StreamBlock`, whose ``__aenter__``
 opens the HTTP response (raising a typed error for a non-2xx status before the
@@ -18,7 +19,7 @@ is lossless by default: a full subscriber makes the reader wait, which stops
 reads from the socket.
 
 Before anything is sent, ``__aenter__`` checks what a newcomer gets wrong:
-not running under trio (:func:`require_trio`, which names asyncio when it is
+not running under trio (:func:`~chunkwise._util.require_trio`, which names asyncio when it is
 the loop), and a request JSON cannot encode
 (:func:`~chunkwise._request.encode_request` raises
 :class:`~chunkwise.InvalidRequest` with the path of the bad value).  Awaiting
@@ -89,7 +90,6 @@ These are the promises of the trio layer; each is tested in every cell of
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Awaitable, Callable, Generator, Mapping
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
@@ -110,30 +110,23 @@ from ._events import Event, ResponseStarted
 from ._fanout import DEFAULT_BUFFER_SIZE, Batch, Broadcaster, Family
 from ._http import HTTPResponse, send_http_request
 from ._http11 import Connection
-from ._parser import ChatStreamParser, ResponseStreamParser, StreamParser
+from ._parser import StreamParser
 from ._pool import ConnectionPool
 from ._request import encode_request
 from ._response_results import ResponseResult
 from ._results import Anomaly, ChatResult, IncompleteReason
 from ._sse import DEFAULT_MAX_EVENT_SIZE
 from ._timings import TimingRecorder, Timings
-from ._util import exceptions_unwrapped
+from ._util import exceptions_unwrapped, require_trio
 
 __all__ = [
-    "CHAT",
-    "RESPONSES",
     "Api",
     "ChatStream",
     "ResponseStream",
     "Stream",
     "StreamBlock",
     "complete",
-    "complete_chat",
-    "complete_response",
-    "open_chat_stream",
-    "open_response_stream",
     "open_stream",
-    "require_trio",
 ]
 
 #: The result type of a stream: ChatResult or ResponseResult.
@@ -461,88 +454,6 @@ class Api(Generic[S]):
     stream_class: type[S]
 
 
-def _chat_parser(request: Mapping[str, Any], max_event_size: int) -> StreamParser[ChatResult]:
-    return ChatStreamParser(
-        tools=request.get("tools"),
-        response_format=request.get("response_format"),
-        max_event_size=max_event_size,
-    )
-
-
-def _response_parser(
-    request: Mapping[str, Any], max_event_size: int
-) -> StreamParser[ResponseResult]:
-    text = request.get("text")
-    return ResponseStreamParser(
-        tools=request.get("tools"),
-        text_format=text.get("format") if isinstance(text, Mapping) else None,
-        max_output_tokens=request.get("max_output_tokens"),
-        max_event_size=max_event_size,
-    )
-
-
-CHAT: Api[ChatStream] = Api("chat", "/chat/completions", _chat_parser, ChatStream)
-RESPONSES: Api[ResponseStream] = Api("response", "/responses", _response_parser, ResponseStream)
-
-
-def open_chat_stream(
-    endpoint: Endpoint,
-    request: Mapping[str, Any],
-    *,
-    max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
-    transport: trio.abc.Stream | None = None,
-) -> AbstractAsyncContextManager[ChatStream]:
-    """Send a streamed chat-completions request and read it in a nursery.
-
-    ``request`` is the JSON body you would send to ``/chat/completions``;
-    ``"stream": true`` is set for you.  The request's ``tools`` validate
-    tool-call arguments.  Timeouts come from ``endpoint.timeouts`` (connect
-    and idle); bound the whole stream with your own cancel scope.
-
-    Raises:
-        InvalidRequest: ``request`` is not a mapping or holds a value JSON
-            cannot encode (before anything is sent).
-        HTTPStatusError: a non-2xx response (before the block is entered).
-        UnexpectedContentType: a 2xx response that is not an event stream.
-        TransportError: connecting failed (:class:`~chunkwise.ConnectTimeout`...).
-        TypeError: the call was awaited, or used with ``with``: it is an
-            ``async with``.
-        RuntimeError: not called from a trio task (e.g. from asyncio).
-    """
-    return open_stream(CHAT, endpoint, request, max_event_size=max_event_size, transport=transport)
-
-
-def open_response_stream(
-    endpoint: Endpoint,
-    request: Mapping[str, Any],
-    *,
-    max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
-    transport: trio.abc.Stream | None = None,
-) -> AbstractAsyncContextManager[ResponseStream]:
-    """Send a streamed Responses API request (``POST /responses``) and read it in a nursery.
-
-    ``request`` is the JSON body you would send to ``/responses``;
-    ``"stream": true`` is set for you.  The request's ``tools`` validate
-    function-call arguments, its ``text.format`` asks for structured output,
-    its ``max_output_tokens`` is checked against the usage.  Everything else
-    is as :func:`open_chat_stream`: the same stream object, fan-out, retries,
-    timeouts and guarantees.
-
-    Raises:
-        InvalidRequest: ``request`` is not a mapping or holds a value JSON
-            cannot encode (before anything is sent).
-        HTTPStatusError: a non-2xx response (before the block is entered).
-        UnexpectedContentType: a 2xx response that is not an event stream.
-        TransportError: connecting failed (:class:`~chunkwise.ConnectTimeout`...).
-        TypeError: the call was awaited, or used with ``with``: it is an
-            ``async with``.
-        RuntimeError: not called from a trio task (e.g. from asyncio).
-    """
-    return open_stream(
-        RESPONSES, endpoint, request, max_event_size=max_event_size, transport=transport
-    )
-
-
 def open_stream(
     api: Api[S],
     endpoint: Endpoint,
@@ -663,63 +574,6 @@ class StreamBlock(Generic[S]):
         finally:
             stream._nursery = None
             await stream._response.aclose()  # nothing to do once released (rule 2)
-
-
-def require_trio(what: str) -> None:
-    """Raise a :class:`RuntimeError` saying how to run chunkwise unless a trio task runs this.
-
-    chunkwise's I/O is trio's: under asyncio (or any other loop) the first
-    trio call would fail with a message about trio's internals.  Whether an
-    asyncio loop runs is asked only when asyncio was imported, so chunkwise
-    never imports it.
-    """
-    try:
-        trio.lowlevel.current_task()
-    except RuntimeError:
-        pass
-    else:
-        return
-    asyncio = sys.modules.get("asyncio")
-    if asyncio is not None:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            pass
-        else:
-            raise RuntimeError(
-                f"{what} was called from asyncio, but chunkwise runs under trio: run your "
-                "program with trio.run() (from an asyncio program, trio-asyncio can "
-                "call it)"
-            ) from None
-    raise RuntimeError(f"{what} must be called from a trio task (inside trio.run())") from None
-
-
-async def complete_chat(
-    endpoint: Endpoint,
-    request: Mapping[str, Any],
-    *,
-    max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
-) -> ChatResult:
-    """Stream one chat completion to its end and return the :class:`ChatResult`.
-
-    Check ``result.status``: an incomplete or failed stream is returned, not
-    raised, so its partial output stays available.
-    """
-    return await complete(CHAT, endpoint, request, max_event_size=max_event_size)
-
-
-async def complete_response(
-    endpoint: Endpoint,
-    request: Mapping[str, Any],
-    *,
-    max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
-) -> ResponseResult:
-    """Stream one Responses API answer to its end and return the :class:`ResponseResult`.
-
-    Check ``result.status``: an incomplete or failed stream is returned, not
-    raised, so its partial output stays available.
-    """
-    return await complete(RESPONSES, endpoint, request, max_event_size=max_event_size)
 
 
 async def complete(

@@ -37,6 +37,7 @@ __all__ = [
     "exceptions_unwrapped",
     "fixup_module_metadata",
     "redact",
+    "require_trio",
     "secret",
     "sole_exception",
     "url_host",
@@ -183,3 +184,32 @@ def fixup_module_metadata(module_name: str, namespace: Mapping[str, Any]) -> Non
         obj = namespace[name]
         if isinstance(obj, type) or callable(obj):
             fix(obj, getattr(obj, "__qualname__", name))
+
+
+def require_trio(what: str) -> None:
+    """Raise a :class:`RuntimeError` saying how to run chunkwise unless a trio task runs this.
+
+    chunkwise's I/O is trio's: under asyncio (or any other loop) the first
+    trio call would fail with a message about trio's internals.  Whether an
+    asyncio loop runs is asked only when asyncio was imported, so chunkwise
+    never imports it.
+    """
+    try:
+        trio.lowlevel.current_task()
+    except RuntimeError:
+        pass
+    else:
+        return
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is not None:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise RuntimeError(
+                f"{what} was called from asyncio, but chunkwise runs under trio: run your "
+                "program with trio.run() (from an asyncio program, trio-asyncio can "
+                "call it)"
+            ) from None
+    raise RuntimeError(f"{what} must be called from a trio task (inside trio.run())") from None

@@ -14,7 +14,7 @@ import trio
 import trio.testing
 
 import chunkwise
-from chunkwise import _fanout, _http, _http11, _stream, _text, _util
+from chunkwise import _apis, _fanout, _http, _http11, _stream, _text, _util
 from chunkwise._pool import ConnectionPool
 from chunkwise._request import Request
 from chunkwise.testing import RecordedRequest, ResponseWriter
@@ -150,7 +150,7 @@ def live_generators() -> int:
     )
 
 
-@pytest.mark.parametrize("api", [_stream.CHAT, _stream.RESPONSES], ids=["chat", "responses"])
+@pytest.mark.parametrize("api", [_apis.CHAT, _apis.RESPONSES], ids=["chat", "responses"])
 @pytest.mark.parametrize("pooled", [False, True], ids=["alone", "pooled"])
 async def test_an_open_stream_holds_no_generator_or_context_manager_but_its_own(
     api: _stream.Api[Any], pooled: bool, autojump_clock: trio.testing.MockClock

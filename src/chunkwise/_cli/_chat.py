@@ -43,6 +43,7 @@ from typing import Any, TextIO
 
 import trio
 
+from .._apis import open_chat_stream, open_response_stream
 from .._convert import event_to_json, to_json
 from .._endpoint import Endpoint
 from .._errors import ChunkwiseError
@@ -65,7 +66,7 @@ from .._events import (
 )
 from .._response_results import ResponseResult
 from .._results import ChatResult
-from .._stream import ChatStream, ResponseStream, open_chat_stream, open_response_stream
+from .._stream import ChatStream, ResponseStream
 from .._util import redact
 from ._common import (
     EXIT_INTERRUPTED,

@@ -48,6 +48,7 @@ from typing import Any, TextIO
 
 import trio
 
+from .._apis import open_chat_stream
 from .._events import (
     AnomalyDetected,
     ChoiceFinished,
@@ -66,7 +67,7 @@ from .._events import (
 from .._results import ChatResult, IncompleteReason
 from .._server._chat_server import ServerOptions, open_chat_server
 from .._server._scenarios import SCENARIOS, scenario_events
-from .._stream import ChatStream, open_chat_stream
+from .._stream import ChatStream
 from .._tools import NO_JSONSCHEMA
 from ._common import INSTALL_JSONSCHEMA, CommandsAction, status_text
 

@@ -34,13 +34,13 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .._apis import CHAT
 from .._endpoint import Endpoint
 from .._errors import ChunkwiseError
 from .._events import ContentDelta, ReasoningDelta, ToolCallArgumentsDelta, ToolCallStarted
 from .._parser import ChatStreamParser
 from .._results import ChatResult
 from .._sse import SSEDecoder
-from .._stream import CHAT
 from ._common import (
     CommandsAction,
     Exchange,

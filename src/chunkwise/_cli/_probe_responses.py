@@ -35,6 +35,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .._apis import RESPONSES
 from .._endpoint import Endpoint
 from .._errors import ChunkwiseError
 from .._events import (
@@ -47,7 +48,6 @@ from .._events import (
 from .._parser import ResponseStreamParser
 from .._response_results import ResponseResult
 from .._sse import SSEDecoder
-from .._stream import RESPONSES
 from ._common import (
     Exchange,
     comments_cell,

@@ -43,6 +43,7 @@ from typing import IO
 import attrs
 import trio
 
+from .._apis import CHAT, RESPONSES
 from .._endpoint import Endpoint
 from .._errors import ChunkwiseError
 from .._headers import Headers
@@ -51,7 +52,6 @@ from .._parser import ChatStreamParser, ResponseStreamParser, StreamParser
 from .._response_results import ResponseResult
 from .._results import ChatResult
 from .._retries import Retries
-from .._stream import CHAT, RESPONSES
 from .._util import redact, secret
 from ._common import (
     EXIT_INTERRUPTED,

@@ -1,0 +1,143 @@
+"""Layer 5: the entry points of each API, on the one stream implementation.
+
+Each API is an :class:`~chunkwise._stream.Api` value (the path to post to, the
+sans-IO parser for a request, the stream class to hand out) and a pair of
+public functions, ``open_{name}_stream`` and ``complete_{name}``, over
+:func:`~chunkwise._stream.open_stream` and :func:`~chunkwise._stream.complete`.
+Nothing else differs between the APIs in the trio layer; an API added later
+adds its value and its two functions here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+import trio
+
+from ._endpoint import Endpoint
+from ._parser import ChatStreamParser, ResponseStreamParser, StreamParser
+from ._response_results import ResponseResult
+from ._results import ChatResult
+from ._sse import DEFAULT_MAX_EVENT_SIZE
+from ._stream import Api, ChatStream, ResponseStream, complete, open_stream
+
+__all__ = [
+    "CHAT",
+    "RESPONSES",
+    "complete_chat",
+    "complete_response",
+    "open_chat_stream",
+    "open_response_stream",
+]
+
+
+def _chat_parser(request: Mapping[str, Any], max_event_size: int) -> StreamParser[ChatResult]:
+    return ChatStreamParser(
+        tools=request.get("tools"),
+        response_format=request.get("response_format"),
+        max_event_size=max_event_size,
+    )
+
+
+def _response_parser(
+    request: Mapping[str, Any], max_event_size: int
+) -> StreamParser[ResponseResult]:
+    text = request.get("text")
+    return ResponseStreamParser(
+        tools=request.get("tools"),
+        text_format=text.get("format") if isinstance(text, Mapping) else None,
+        max_output_tokens=request.get("max_output_tokens"),
+        max_event_size=max_event_size,
+    )
+
+
+CHAT: Api[ChatStream] = Api("chat", "/chat/completions", _chat_parser, ChatStream)
+RESPONSES: Api[ResponseStream] = Api("response", "/responses", _response_parser, ResponseStream)
+
+
+def open_chat_stream(
+    endpoint: Endpoint,
+    request: Mapping[str, Any],
+    *,
+    max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+    transport: trio.abc.Stream | None = None,
+) -> AbstractAsyncContextManager[ChatStream]:
+    """Send a streamed chat-completions request and read it in a nursery.
+
+    ``request`` is the JSON body you would send to ``/chat/completions``;
+    ``"stream": true`` is set for you.  The request's ``tools`` validate
+    tool-call arguments.  Timeouts come from ``endpoint.timeouts`` (connect
+    and idle); bound the whole stream with your own cancel scope.
+
+    Raises:
+        InvalidRequest: ``request`` is not a mapping or holds a value JSON
+            cannot encode (before anything is sent).
+        HTTPStatusError: a non-2xx response (before the block is entered).
+        UnexpectedContentType: a 2xx response that is not an event stream.
+        TransportError: connecting failed (:class:`~chunkwise.ConnectTimeout`...).
+        TypeError: the call was awaited, or used with ``with``: it is an
+            ``async with``.
+        RuntimeError: not called from a trio task (e.g. from asyncio).
+    """
+    return open_stream(CHAT, endpoint, request, max_event_size=max_event_size, transport=transport)
+
+
+def open_response_stream(
+    endpoint: Endpoint,
+    request: Mapping[str, Any],
+    *,
+    max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+    transport: trio.abc.Stream | None = None,
+) -> AbstractAsyncContextManager[ResponseStream]:
+    """Send a streamed Responses API request (``POST /responses``) and read it in a nursery.
+
+    ``request`` is the JSON body you would send to ``/responses``;
+    ``"stream": true`` is set for you.  The request's ``tools`` validate
+    function-call arguments, its ``text.format`` asks for structured output,
+    its ``max_output_tokens`` is checked against the usage.  Everything else
+    is as :func:`open_chat_stream`: the same stream object, fan-out, retries,
+    timeouts and guarantees.
+
+    Raises:
+        InvalidRequest: ``request`` is not a mapping or holds a value JSON
+            cannot encode (before anything is sent).
+        HTTPStatusError: a non-2xx response (before the block is entered).
+        UnexpectedContentType: a 2xx response that is not an event stream.
+        TransportError: connecting failed (:class:`~chunkwise.ConnectTimeout`...).
+        TypeError: the call was awaited, or used with ``with``: it is an
+            ``async with``.
+        RuntimeError: not called from a trio task (e.g. from asyncio).
+    """
+    return open_stream(
+        RESPONSES, endpoint, request, max_event_size=max_event_size, transport=transport
+    )
+
+
+async def complete_chat(
+    endpoint: Endpoint,
+    request: Mapping[str, Any],
+    *,
+    max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+) -> ChatResult:
+    """Stream one chat completion to its end and return the :class:`ChatResult`.
+
+    Check ``result.status``: an incomplete or failed stream is returned, not
+    raised, so its partial output stays available.
+    """
+    return await complete(CHAT, endpoint, request, max_event_size=max_event_size)
+
+
+async def complete_response(
+    endpoint: Endpoint,
+    request: Mapping[str, Any],
+    *,
+    max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+) -> ResponseResult:
+    """Stream one Responses API answer to its end and return the :class:`ResponseResult`.
+
+    Check ``result.status``: an incomplete or failed stream is returned, not
+    raised, so its partial output stays available.
+    """
+    return await complete(RESPONSES, endpoint, request, max_event_size=max_event_size)
