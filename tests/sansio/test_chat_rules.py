@@ -84,8 +84,11 @@ def test_interleaved_choices_are_kept_apart_and_sorted_by_index() -> None:
     assert isinstance(terminal(events), StreamCompleted)
 
 
-def test_content_that_is_not_a_string_is_recorded_not_appended() -> None:
-    events, result = accumulate([chunk(choice(content=[{"type": "text", "text": "x"}]))])
+@pytest.mark.parametrize("content", [{"type": "text", "text": "x"}, 42, True])
+def test_content_that_is_neither_a_string_nor_a_list_of_parts_is_recorded_not_appended(
+    content: object,
+) -> None:
+    events, result = accumulate([chunk(choice(content=content))])
     assert result.choice(0).content == ""
     assert [a.kind for a in result.anomalies] == ["non-string content"]
     assert any(isinstance(e, AnomalyDetected) for e in events)
@@ -217,11 +220,30 @@ def test_missing_done_with_finished_choices_is_still_complete() -> None:
     assert isinstance(terminal(events), StreamCompleted)
 
 
-def test_done_without_finish_reason_is_incomplete_not_success() -> None:
-    events, result = parse_chat([sse(chunk(choice(content="partial")))])
+def test_done_without_finish_reason_is_complete_with_one_anomaly_per_choice() -> None:
+    # [DONE] is the server's word that the stream is over (Snowflake Cortex
+    # and some OpenRouter upstreams never send a finish_reason).
+    body = sse(chunk(choice(0, content="a"), choice(1, content="b")), chunk(choice(1, content="c")))
+    events, result = parse_chat([body])
+    assert (result.status, result.reason) == ("complete", None)
+    assert [(c.content, c.finish_reason, c.finished) for c in result.choices] == [
+        ("a", None, True),
+        ("bc", None, True),
+    ]
+    assert [(a.kind, a.choice_index) for a in result.anomalies] == [
+        ("missing finish_reason", 0),
+        ("missing finish_reason", 1),
+    ]
+    assert not any(isinstance(e, ChoiceFinished) for e in events)
+    assert isinstance(terminal(events), StreamCompleted)
+
+
+def test_no_finish_reason_and_no_done_is_incomplete_not_success() -> None:
+    events, result = parse_chat([sse(chunk(choice(content="partial")), done=False)])
     assert result.status == "incomplete"
     assert result.reason is IncompleteReason.UNFINISHED
     assert result.choice(0).content == "partial"
+    assert not result.choice(0).finished and not result.anomalies
     last = terminal(events)
     assert isinstance(last, StreamIncomplete) and last.reason is IncompleteReason.UNFINISHED
 

@@ -940,7 +940,7 @@ def test_structured_refusal_is_neither_parsed_nor_an_error() -> None:
 @pytest.mark.parametrize(
     ("kind", "item_status", "cut"),
     [
-        ("response.incomplete", "incomplete", False),
+        ("response.incomplete", "incomplete", True),  # as a chat choice cut by "length"
         ("response.completed", "incomplete", True),
         (None, "in_progress", False),  # EOF before the terminal event
     ],
