@@ -17,6 +17,7 @@ import pytest
 
 import chunkwise
 from chunkwise import StreamError
+from chunkwise._convert import exception_to_json
 from chunkwise._http import parse_error_body
 
 Fields = tuple[str, str | None, int | str | None, str | None]
@@ -203,6 +204,9 @@ def test_every_error_in_a_result_has_message_type_and_code(name: str) -> None:
     assert type(error).__name__ == cls
     assert isinstance(error.message, str) and error.message
     assert (error.type, error.code) == (kind, code)
+    # And so does its JSON (chunkwise inspect --json, chat --json).
+    document = exception_to_json(error)
+    assert (document["message"], document["type"], document["code"]) == (error.message, kind, code)
     assert "kept" in (result.content if api == "chat" else result.output_text)
 
 
