@@ -1199,6 +1199,40 @@ WILD_SHAPES: dict[str, tuple[bytes, dict[str, Any]]] = {
 }
 
 
+@pytest.mark.parametrize(
+    "part",
+    [
+        {"type": "thinking", "thinking": None},
+        {"type": "thinking"},
+        {"type": "thinking", "thinking": [{"type": "image_url", "image_url": "x"}]},
+        {"type": "thinking", "thinking": ["text"]},
+        {"type": "text", "text": 5},
+        {"text": "no type"},
+        "a bare string",
+        None,
+    ],
+)
+def test_a_content_part_not_understood_is_one_counted_anomaly_never_text(part: Any) -> None:
+    chunks = [chunk(choice(content=[text_part("a"), part, text_part("b")])) for _ in range(2)]
+    events, result = accumulate([*chunks, chunk(choice(finish_reason="stop"))])
+    assert (result.content, result.choice(0).reasoning) == ("abab", None)
+    assert [(a.kind, a.choice_index, a.count) for a in result.anomalies] == [
+        ("unknown content part", 0, 2)
+    ]
+    assert sum(isinstance(e, AnomalyDetected) for e in events) == 1
+
+
+def test_content_parts_after_finish_are_an_anomaly_not_merged() -> None:
+    _, result = accumulate(
+        [
+            chunk(choice(content=[text_part("done")], finish_reason="stop")),
+            chunk(choice(content=[text_part(" extra"), thinking("late")])),
+        ]
+    )
+    assert (result.content, result.choice(0).reasoning) == ("done", None)
+    assert [a.kind for a in result.anomalies] == ["content after finish"]
+
+
 @pytest.mark.parametrize("name", WILD_SHAPES)
 def test_wild_shape_gives_its_result_under_every_split(name: str) -> None:
     body, expected = WILD_SHAPES[name]

@@ -962,6 +962,15 @@ def test_structured_an_incomplete_message_is_never_parsed_as_complete(
         assert result.parse_error is None
 
 
+def test_structured_a_cancelled_answer_is_neither_parsed_nor_an_error() -> None:
+    # Cancelled is not cut short by the model: the answer did not finish.
+    stream = answer('{"city": "Oslo", "temp": 1}', kind="response.incomplete")
+    stream[-1]["response"]["status"] = "cancelled"
+    _, result = accumulate_response(stream, text_format=SCHEMA_FORMAT)
+    assert (result.status, result.incomplete_reason) == ("incomplete", "cancelled")
+    assert (result.parsed, result.parse_error) == (None, None)
+
+
 @pytest.mark.parametrize("fmt", [None, {"type": "text"}, {}, "json_schema"])
 def test_structured_without_a_json_format_gives_none(fmt: Any) -> None:
     _, result = accumulate_response(answer('{"a": 1}'), text_format=fmt)
