@@ -1126,6 +1126,21 @@ WILD_SHAPES: dict[str, tuple[bytes, dict[str, Any]]] = {
             "usage": USAGE,
         },
     ),
+    "empty-finish-reason-on-every-chunk-then-done-is-complete-kept-as-sent": (
+        sse(chunk(choice(content="Hi", finish_reason="")), chunk(choice(finish_reason=""))),
+        {
+            "status": "complete",
+            "reason": None,
+            "done": True,
+            "choices": [("Hi", None, "", True)],
+            "calls": [],
+            "anomalies": [("missing finish_reason", 0, 1)],
+            "error": None,
+            "events": ["AnomalyDetected", "StreamCompleted"],
+            "text": [("ContentDelta", "Hi")],
+            "usage": None,
+        },
+    ),
     "no-finish-reason-and-no-done-stays-incomplete": (
         sse(
             chunk(bare(role="assistant", content="Hel")),
