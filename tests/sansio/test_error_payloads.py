@@ -190,15 +190,18 @@ FAILURES: dict[str, tuple[str, bytes, str, str | None, int | str | None]] = {
 @pytest.mark.parametrize("name", FAILURES)
 def test_every_error_in_a_result_has_message_type_and_code(name: str) -> None:
     api, tail, cls, kind, code = FAILURES[name]
-    if api == "chat":
-        parser: Any = chunkwise.ChatStreamParser(max_event_size=1000)
-        body = CHAT_HEAD + tail
-    else:
-        parser = chunkwise.ResponseStreamParser(max_event_size=1000)
-        body = RESPONSE_HEAD + tail
-    parser.feed(body)
-    parser.end()
-    result = parser.result
+    body = (CHAT_HEAD if api == "chat" else RESPONSE_HEAD) + tail
+
+    def parse(reads: list[bytes]) -> tuple[list[chunkwise.Event], Any]:
+        parser: Any = (
+            chunkwise.ChatStreamParser if api == "chat" else chunkwise.ResponseStreamParser
+        )(max_event_size=1000)
+        events = [e for read in reads for e in parser.feed(read)]
+        return events + parser.end(), parser.result
+
+    events, result = parse([body])
+    for cut in range(len(body) + 1):  # the same error whatever the split
+        assert parse([body[:cut], body[cut:]]) == (events, result), cut
     error = result.error
     assert result.status == "failed"
     assert type(error).__name__ == cls

@@ -36,6 +36,7 @@ from chunkwise import (
 )
 from helpers import (
     accumulate_response,
+    byte_reads,
     call_events,
     message_item,
     numbered,
@@ -1098,6 +1099,7 @@ def test_wild_response_shape_gives_its_result_under_every_split(name: str) -> No
     terminal(whole[0])
     for cut in range(len(body) + 1):
         assert parse_response([body[:cut], body[cut:]], **kwargs) == whole, cut
+    assert parse_response(byte_reads(body), **kwargs) == whole
 
 
 @pytest.mark.parametrize("name", WILD_RESPONSES)
