@@ -879,6 +879,24 @@ def numbered(events: Iterable[Mapping[str, Any]], start: int = 0) -> list[dict[s
     return [{**event, "sequence_number": start + i} for i, event in enumerate(events)]
 
 
+def rotated(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``events`` as a Copilot Responses endpoint sends them: a new response id and a new
+    item id on every event that carries one (``capture-id-N``, as in its recordings)."""
+    fresh = iter(f"capture-id-{n}" for n in itertools.count(1))
+    out = []
+    for event in json.loads(json.dumps(list(events))):
+        if "response" in event:
+            event["response"]["id"] = next(fresh)
+            for item in event["response"].get("output") or ():
+                item["id"] = next(fresh)
+        if "item" in event:
+            event["item"]["id"] = next(fresh)
+        if "item_id" in event:
+            event["item_id"] = next(fresh)
+        out.append(event)
+    return out
+
+
 #: Short texts for Responses streams: any UTF-8 text, with astral characters,
 #: combining marks and ZWJ sequences made likely.
 response_text = st.lists(

@@ -20,6 +20,8 @@ SRC = Path(chunkwise.__file__).resolve().parent
 #: Layers 1-3: no trio, no network; usable on chunks decoded by another client.
 SANS_IO = {
     "chunkwise._accumulator",
+    "chunkwise._anomalies",
+    "chunkwise._choices",
     "chunkwise._convert",
     "chunkwise._errors",
     "chunkwise._events",

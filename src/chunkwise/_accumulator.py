@@ -18,13 +18,33 @@ before the next merge when a snapshot holds them (copy on write); and what
 :meth:`~ChatAccumulator.feed_chunk` keeps from the caller's mapping is copied
 (see :mod:`chunkwise._payloads`), so the caller cannot change it either.
 
-The stream has one terminal event.  ``[DONE]``, an error payload, a chunk we
-cannot interpret, or :meth:`~ChatAccumulator.end` produce it; anything fed
-after it is ignored.  The status is derived, never asserted by the server:
-``failed`` when an error arrived, ``complete`` when every choice that started
-has a finish_reason, ``incomplete`` otherwise -- a missing ``[DONE]`` alone
-does not make a finished stream incomplete, and a ``[DONE]`` does not make an
-unfinished one complete.
+Rules
+-----
+1. The stream has one terminal event.  ``[DONE]``, an error payload, a chunk
+   we cannot interpret, or :meth:`~ChatAccumulator.end` produce it; anything
+   fed after it is ignored, with one counted anomaly -- except a ``[DONE]``
+   after an error, which is the server's normal close.
+2. The status is derived, never asserted by the server: ``failed`` when an
+   error arrived (an error payload, ``finish_reason: "error"``, input we
+   cannot interpret); ``complete`` when every choice that started finished;
+   ``incomplete`` otherwise.  A missing ``[DONE]`` alone does not make a
+   finished stream incomplete.
+3. A choice finishes with a non-empty finish_reason, which completes its tool
+   calls (``finished`` true).  ``[DONE]`` is the server's own word that the
+   stream is over: a choice still without a finish_reason then finishes too
+   (some servers never send one), its ``finish_reason`` staying as sent
+   (``None``) with one ``missing finish_reason`` anomaly, its tool calls
+   completed with ``finished`` true.  A body that just stops leaves it
+   unfinished, and its calls are completed with ``finished`` false.
+4. Text is appended when it is a non-empty string; ``content`` may also be a
+   list of typed parts (:mod:`chunkwise._choices`, rule 2): text parts are
+   content, thinking parts reasoning, in order, and a part not understood is
+   one counted anomaly per choice.  Text after a choice finished is an
+   anomaly, not appended.
+5. A structured output (``response_format``) is checked once, at the end,
+   for each finished choice (:mod:`chunkwise._structured`): a choice cut
+   short (``length``, ``content_filter``) gets a "cut short" error unparsed,
+   a choice finished by ``[DONE]`` alone is parsed (the server said it is over).
 
 Nothing fed to the accumulator raises because of what the *server* sent:
 invalid input ends the stream as ``failed`` with a typed error, and everything
@@ -36,9 +56,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ._errors import ChunkwiseError, InvalidChunk, StreamError, StructuredOutputError
+from ._anomalies import AnomalyLog
+from ._choices import ChoiceState, ToolCallState, merge_logprobs, read_parts
+from ._errors import ChunkwiseError, InvalidChunk, StreamError
 from ._events import (
-    AnomalyDetected,
     ChoiceFinished,
     ContentDelta,
     Event,
@@ -58,14 +79,13 @@ from ._payloads import (
     copy_json,
     dump_json,
     load_json,
+    load_object,
     parse_error_payload,
     preview,
-    scan_json,
 )
-from ._results import Anomaly, ChatResult, ChoiceResult, IncompleteReason, Status, ToolCall
+from ._results import Anomaly, ChatResult, IncompleteReason, Status
 from ._sse import ServerSentEvent
-from ._structured import OutputSchema
-from ._text import Fragments
+from ._structured import CUT_SHORT, OutputSchema
 from ._timings import TimedAccumulator, take_chunk_timings, timing_fields
 from ._tools import ToolSchemas, complete_tool_call
 
@@ -73,87 +93,6 @@ __all__ = ["ChatAccumulator"]
 
 _DONE = "[DONE]"
 _METADATA_KEYS = ("id", "model", "created", "system_fingerprint")
-_NOT_PARSED: Any = object()
-
-
-class _ToolCallState:
-    __slots__ = ("args", "completed", "finished", "id", "index", "name", "snapshot", "type")
-
-    def __init__(self, index: int) -> None:
-        self.index = index
-        self.id: str | None = None
-        self.type: str | None = None
-        self.name: str | None = None
-        self.args = Fragments()
-        self.finished = False
-        self.completed = False
-        self.snapshot: ToolCall | None = None  # set once completed
-
-    def arguments(self) -> str:
-        return self.args.text()
-
-    def to_result(self) -> ToolCall:
-        if self.snapshot is not None:
-            return self.snapshot
-        return ToolCall(
-            index=self.index,
-            id=self.id,
-            type=self.type,
-            name=self.name,
-            arguments=self.arguments(),
-            finished=self.finished,
-        )
-
-
-class _ChoiceState:
-    __slots__ = (
-        "by_index",
-        "content",
-        "finish_reason",
-        "finished",
-        "index",
-        "logprobs",
-        "logprobs_shared",
-        "parse_error",
-        "parsed",
-        "reasoning",
-        "refusal",
-        "role",
-        "tools",
-    )
-
-    def __init__(self, index: int) -> None:
-        self.index = index
-        self.role: str | None = None
-        self.content = Fragments()
-        # Empty until text arrives: empty strings are never appended.
-        self.refusal = Fragments()
-        self.reasoning = Fragments()
-        self.tools: list[_ToolCallState] = []
-        self.by_index: dict[int, _ToolCallState] = {}
-        self.finish_reason: str | None = None
-        self.finished = False
-        self.logprobs: dict[str, Any] | None = None
-        # True once a snapshot holds ``logprobs``: the next merge copies it first.
-        self.logprobs_shared = False
-        # Structured output, checked once at the end (see _structured).
-        self.parsed: Any = None
-        self.parse_error: StructuredOutputError | None = None
-
-    def to_result(self) -> ChoiceResult:
-        self.logprobs_shared = True
-        return ChoiceResult(
-            index=self.index,
-            role=self.role,
-            content=self.content.text(),
-            refusal=self.refusal.text() if self.refusal else None,
-            reasoning=self.reasoning.text() if self.reasoning else None,
-            tool_calls=tuple(t.to_result() for t in self.tools),
-            finish_reason=self.finish_reason,
-            logprobs=self.logprobs,
-            parsed=self.parsed,
-            parse_error=self.parse_error,
-        )
 
 
 class ChatAccumulator(TimedAccumulator):
@@ -177,7 +116,7 @@ class ChatAccumulator(TimedAccumulator):
     ) -> None:
         self._schemas = ToolSchemas(tools) if tools is not None else None
         self._output_schema = OutputSchema.from_response_format(response_format)
-        self._choices: dict[int, _ChoiceState] = {}
+        self._choices: dict[int, ChoiceState] = {}
         self._id: str | None = None
         self._model: str | None = None
         self._created: int | None = None
@@ -187,12 +126,11 @@ class ChatAccumulator(TimedAccumulator):
         self._metadata_missing: tuple[str, ...] = _METADATA_KEYS
         self._usage: Mapping[str, Any] | None = None
         self._error: ChunkwiseError | None = None
-        self._anomalies: list[Anomaly] = []
+        self._anomalies = AnomalyLog()
         self._status: Status = "streaming"
         self._reason: IncompleteReason | None = None
         self._done = False
         self._ended = False
-        self._ignored_after_end = 0
         self._cache: ChatResult | None = None
 
     # -- public API --------------------------------------------------------
@@ -212,7 +150,7 @@ class ChatAccumulator(TimedAccumulator):
                 status=self._status,
                 reason=self._reason,
                 done_received=self._done,
-                anomalies=tuple(self._anomalies),
+                anomalies=self._anomalies.snapshot(),
                 **timing_fields(self),
             )
         return self._cache
@@ -229,6 +167,8 @@ class ChatAccumulator(TimedAccumulator):
     def feed_data(self, kind: str, data: str) -> list[Event]:
         """:meth:`feed_event` for an SSE event given as its type and data."""
         if self._ended:
+            if data == _DONE and self._status == "failed" and not self._done:
+                return []  # rule 1: the server's normal close after its error
             return self._ignore()
         if kind == "error":
             try:
@@ -241,32 +181,13 @@ class ChatAccumulator(TimedAccumulator):
             return self._error_payload(parse_error_payload(payload))
         if data == _DONE:
             self._done = True
-            return self._finish()
+            return self._finish(done=True)
         if not data:
             return []  # an empty keep-alive event carries nothing
-        # The hot path: the bare scanner on a compact chunk (once per chunk).
-        # Anything unusual (surrounding space, any failure) goes through
-        # load_json, for its value or its one typed error.
-        chunk: Any = _NOT_PARSED
-        if data[0] not in " \t\n\r":
-            try:
-                chunk, end = scan_json(data, 0)
-            except (StopIteration, ValueError, RecursionError):
-                pass
-            else:
-                if end != len(data):
-                    chunk = _NOT_PARSED
-        if chunk is _NOT_PARSED:
-            try:
-                chunk = load_json(data)
-            except InvalidChunk as exc:
-                return self.fail(exc)
-        if type(chunk) is not dict:
-            return self.fail(
-                InvalidChunk(
-                    f"event data is JSON {type(chunk).__name__}, not an object", data[:DATA_LIMIT]
-                )
-            )
+        try:
+            chunk = load_object(data)
+        except InvalidChunk as exc:
+            return self.fail(exc)
         return self._chunk(chunk, data)
 
     def feed_chunk(self, chunk: Mapping[str, Any]) -> list[Event]:
@@ -412,18 +333,18 @@ class ChatAccumulator(TimedAccumulator):
         elif type(delta) is not dict:
             return InvalidChunk(f"delta of choice {index} is {type(delta).__name__}")
         if state is None:
-            state = self._choices[index] = _ChoiceState(index)
+            state = self._choices[index] = ChoiceState(index)
         self._cache = None
         if delta:
             self._delta(state, delta, events)
         logprobs = choice.get("logprobs")
         if logprobs is not None:
-            _merge_logprobs(state, copy_json(logprobs) if copy else logprobs)
+            merge_logprobs(state, copy_json(logprobs) if copy else logprobs)
         if finish_reason is not None:
             self._finish_reason(state, finish_reason, events)
         return None
 
-    def _delta(self, state: _ChoiceState, delta: dict[str, Any], events: list[Event]) -> None:
+    def _delta(self, state: ChoiceState, delta: dict[str, Any], events: list[Event]) -> None:
         index = state.index
         if len(delta) == 1 and not state.finished:
             # The hot path: a delta carrying only text.
@@ -437,7 +358,9 @@ class ChatAccumulator(TimedAccumulator):
         if role and state.role is None and isinstance(role, str):
             state.role = role
         text = delta.get("content")
-        if text and self._appendable(state, "content", text, events):
+        if text and type(text) is list:
+            self._content_parts(state, text, events)
+        elif text and self._appendable(state, "content", text, events):
             state.content.append(text)
             events.append(ContentDelta(choice_index=index, text=text))
         text = delta.get("refusal")
@@ -461,7 +384,7 @@ class ChatAccumulator(TimedAccumulator):
                     else:
                         self._anomaly(events, "invalid tool call", preview(tool_delta), index)
 
-    def _appendable(self, state: _ChoiceState, field: str, text: Any, events: list[Event]) -> bool:
+    def _appendable(self, state: ChoiceState, field: str, text: Any, events: list[Event]) -> bool:
         """True when ``text`` may extend the choice's ``field``; else record why not."""
         if type(text) is not str:
             self._anomaly(events, f"non-string {field}", preview(text), state.index)
@@ -472,19 +395,36 @@ class ChatAccumulator(TimedAccumulator):
             return False
         return True
 
-    def _tool_delta(self, state: _ChoiceState, delta: dict[str, Any], events: list[Event]) -> None:
+    def _content_parts(self, state: ChoiceState, parts: list[Any], events: list[Event]) -> None:
+        # Rule 4: typed parts (Mistral), text and reasoning in the order sent.
+        if state.finished:
+            self._anomaly(events, "content after finish", preview(parts), state.index)
+            return
+        pieces, unknown = read_parts(parts)
+        for field, text in pieces:
+            if field == "content":
+                state.content.append(text)
+                events.append(ContentDelta(choice_index=state.index, text=text))
+            else:
+                state.reasoning.append(text)
+                events.append(ReasoningDelta(choice_index=state.index, text=text))
+        for part in unknown:
+            self._anomalies.count(events, "unknown content part", preview(part), state.index)
+            self._cache = None
+
+    def _tool_delta(self, state: ChoiceState, delta: dict[str, Any], events: list[Event]) -> None:
         index = delta.get("index")
         call_id = delta.get("id")
         if not isinstance(call_id, str) or not call_id:
             call_id = None
-        call = self._find_call(state, index if type(index) is int else None, call_id)
+        call = state.find_call(index if type(index) is int else None, call_id)
         if call is None:
             tool_index = index if type(index) is int else len(state.tools)
             if tool_index in state.by_index:
                 # An explicit index reused with another id: keep both calls.
                 tool_index = max(state.by_index) + 1
                 self._anomaly(events, "tool index reused", f"index {index}", state.index)
-            call = _ToolCallState(tool_index)
+            call = ToolCallState(tool_index)
             state.tools.append(call)
             state.by_index[tool_index] = call
             started = True
@@ -529,29 +469,7 @@ class ChatAccumulator(TimedAccumulator):
         self._anomaly(events, "non-string arguments", detail, choice_index)
         return text or ""
 
-    @staticmethod
-    def _find_call(
-        state: _ChoiceState, index: int | None, call_id: str | None
-    ) -> _ToolCallState | None:
-        if index is not None:
-            call = state.by_index.get(index)
-            if call is None or call_id is None or call.id is None or call.id == call_id:
-                return call
-            # Same index, another id: a new call (some servers reuse index 0).
-            for other in state.tools:
-                if other.id == call_id:
-                    return other
-            return None
-        # No index: a new id opens a new call, a repeated id is the same
-        # call, and a delta without id continues the last call.
-        if call_id is None:
-            return state.tools[-1] if state.tools else None
-        for other in reversed(state.tools):
-            if other.id == call_id:
-                return other
-        return None
-
-    def _finish_reason(self, state: _ChoiceState, reason: Any, events: list[Event]) -> None:
+    def _finish_reason(self, state: ChoiceState, reason: Any, events: list[Event]) -> None:
         if not isinstance(reason, str):
             self._anomaly(events, "invalid finish_reason", preview(reason), state.index)
             return
@@ -575,7 +493,7 @@ class ChatAccumulator(TimedAccumulator):
         self._complete_tools(state, True, events)
         events.append(ChoiceFinished(choice_index=state.index, finish_reason=reason))
 
-    def _complete_tools(self, state: _ChoiceState, finished: bool, events: list[Event]) -> None:
+    def _complete_tools(self, state: ChoiceState, finished: bool, events: list[Event]) -> None:
         for call in state.tools:
             if call.completed:
                 continue
@@ -599,25 +517,27 @@ class ChatAccumulator(TimedAccumulator):
     def _anomaly(
         self, events: list[Event], kind: str, detail: str, choice_index: int | None = None
     ) -> None:
-        anomaly = Anomaly(kind=kind, detail=detail, choice_index=choice_index)
-        self._anomalies.append(anomaly)
+        self._anomalies.add(events, kind, detail, choice_index)
         self._cache = None
-        events.append(AnomalyDetected(anomaly=anomaly))
 
     def _ignore(self) -> list[Event]:
-        self._ignored_after_end += 1
-        if self._ignored_after_end == 1:
-            kind = "data after [DONE]" if self._done else "data after end"
-            anomaly = Anomaly(kind=kind, detail="events after the terminal event are ignored")
-            self._anomalies.append(anomaly)
-            self._cache = None
+        # Rule 1: counted in the result, no event after the terminal one.
+        kind = "data after [DONE]" if self._done else "data after end"
+        self._anomalies.count([], kind, "events after the terminal event are ignored")
+        self._cache = None
         return []
 
-    def _finish(self, reason: IncompleteReason | None = None) -> list[Event]:
+    def _finish(self, reason: IncompleteReason | None = None, *, done: bool = False) -> list[Event]:
         events: list[Event] = []
         for index in sorted(self._choices):
-            self._complete_tools(self._choices[index], False, events)
-            self._structured(self._choices[index])
+            state = self._choices[index]
+            if done and not state.finished:
+                # Rule 3: [DONE] finishes a choice the server never gave a finish_reason.
+                state.finished = True
+                detail = "the stream ended with [DONE]"
+                self._anomaly(events, "missing finish_reason", detail, index)
+            self._complete_tools(state, state.finished, events)
+            self._structured(state)
         self._ended = True
         self._cache = None
         if self._error is None:
@@ -642,7 +562,7 @@ class ChatAccumulator(TimedAccumulator):
         events.append(StreamIncomplete(result=self.result, reason=self._reason))
         return events
 
-    def _structured(self, state: _ChoiceState) -> None:
+    def _structured(self, state: ChoiceState) -> None:
         # The rules of _structured: finished choices only, never a cut answer
         # as if whole, a refusal or a tool-call-only answer left alone.
         schema = self._output_schema
@@ -652,34 +572,5 @@ class ChatAccumulator(TimedAccumulator):
         if not content and (state.refusal or state.tools):
             return
         reason = state.finish_reason
-        cut = f"finish_reason {reason!r}" if reason in _CUT_SHORT else None
+        cut = f"finish_reason {reason!r}" if reason in CUT_SHORT else None
         state.parsed, state.parse_error = schema.check(content, cut_short=cut)
-
-
-#: Finish reasons that say the content is not the whole answer.
-_CUT_SHORT = frozenset({"length", "content_filter", "error"})
-
-
-def _merge_logprobs(state: _ChoiceState, logprobs: Any) -> None:
-    if type(logprobs) is not dict:
-        return
-    merged = state.logprobs
-    if merged is None:
-        merged = state.logprobs = {}
-    elif state.logprobs_shared:
-        # A snapshot holds this dict and its lists, and a snapshot never
-        # changes: extend copies instead (copy on write, so streams nobody
-        # snapshots mid-way pay nothing).
-        merged = state.logprobs = {
-            key: list(value) if type(value) is list else value for key, value in merged.items()
-        }
-    state.logprobs_shared = False
-    for key, value in logprobs.items():
-        if type(value) is list:
-            current = merged.get(key)
-            if type(current) is list:
-                current.extend(value)
-            else:
-                merged[key] = list(value)
-        elif value is not None or key not in merged:
-            merged[key] = value

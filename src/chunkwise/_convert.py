@@ -18,7 +18,7 @@ from typing import Any
 
 import attrs
 
-from ._errors import ToolArgumentsError
+from ._errors import ChunkwiseError, ToolArgumentsError
 from ._events import Event
 from ._results import ChatResult, ChoiceResult, ToolCall
 
@@ -110,7 +110,10 @@ def exception_to_json(exc: BaseException) -> dict[str, Any]:
 
 
 def exception_fields(exc: BaseException) -> dict[str, Any]:
-    return {key: value for key, value in vars(exc).items() if not key.startswith("_")}
+    # Every ChunkwiseError answers type and code (None where they do not apply).
+    fields = {"type": exc.type, "code": exc.code} if isinstance(exc, ChunkwiseError) else {}
+    fields.update((key, value) for key, value in vars(exc).items() if not key.startswith("_"))
+    return fields
 
 
 def event_to_json(event: Event) -> dict[str, Any]:

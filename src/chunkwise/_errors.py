@@ -27,7 +27,24 @@ __all__ = [
 
 
 class ChunkwiseError(Exception):
-    """Base class of every exception chunkwise raises on purpose."""
+    """Base class of every exception chunkwise raises on purpose.
+
+    Every one answers the questions an OpenAI error object answers, so that a
+    result's ``error`` can be read the same way whatever went wrong:
+    :attr:`message`, :attr:`type` and :attr:`code`.  The last two are the
+    server's for a :class:`StreamError`, and ``None`` where they do not apply
+    (an error chunkwise found itself, such as :class:`InvalidChunk`).
+    """
+
+    #: The error's kind as the server named it (``"server_error"``...), or None.
+    type: str | None = None
+    #: The server's error code, int or string as sent, or None.
+    code: str | int | None = None
+
+    @property
+    def message(self) -> str:
+        """What went wrong, as a string (the exception's first argument)."""
+        return str(self.args[0]) if self.args else ""
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
@@ -133,7 +150,6 @@ class StreamError(ChunkwiseError):
         body: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(message)
-        self.message = message
         self.type = type
         self.code = code
         self.param = param

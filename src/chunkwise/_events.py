@@ -204,9 +204,11 @@ class ToolCallArgumentsDelta:
 class ToolCallCompleted:
     """A tool call is over: arguments assembled, parsed and (given tools) validated.
 
-    Sent once per call, when its choice finishes, or at the end of the stream
-    with ``call.finished`` false.  ``call.error`` says why the arguments cannot
-    be used; :meth:`chunkwise.ToolCall.parse_arguments` gives them.
+    Sent once per call, when its choice finishes (its finish_reason, or
+    ``[DONE]`` ending the stream: ``call.finished`` true), or at the end of a
+    stream that stopped first, with ``call.finished`` false.  ``call.error``
+    says why the arguments cannot be used;
+    :meth:`chunkwise.ToolCall.parse_arguments` gives them.
     """
 
     choice_index: int

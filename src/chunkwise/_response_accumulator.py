@@ -22,6 +22,10 @@ Rules
    Parts are keyed by ``content_index`` (``summary_index`` for summaries) the
    same way.  An event for an item never added creates it, with an anomaly.
    Deltas for a finished item, and ``output_item.added`` again, are anomalies.
+   The position decides: an ``item_id`` that differs from its item's id (a
+   Copilot endpoint sends new item and response ids with every event) is
+   one counted ``item id changed`` anomaly, the item taking the id of its
+   latest whole version; a new response id is counted too, the first kept.
 3. Deltas append.  The ``.done`` events (``output_text.done``,
    ``refusal.done``, ``reasoning_text.done``, ``reasoning_summary_text.done``,
    ``content_part.done``, ``function_call_arguments.done``,
@@ -55,9 +59,13 @@ Rules
 8. Nothing fed raises because of what the *server* sent: data that is not a
    JSON object ends the stream ``failed`` with a typed error, keeping
    everything received before.  Anything after the terminal event is
-   ignored, with one anomaly.
+   ignored, with one counted anomaly.
 9. A result never changes once handed out: snapshots are new objects, values
    taken from the caller's mappings are copied.
+10. A structured output (``text.format``) is checked once, when the terminal
+    event ends the answer (:mod:`chunkwise._structured`): ``completed`` is
+    parsed; ``incomplete`` (``max_output_tokens``...) gets a "cut short"
+    error unparsed, as a chat choice cut by ``length`` does.
 """
 
 from __future__ import annotations
@@ -65,9 +73,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from ._anomalies import AnomalyLog
 from ._errors import ChunkwiseError, InvalidChunk, StreamError
 from ._events import (
-    AnomalyDetected,
     Event,
     FunctionCallArgumentsDelta,
     FunctionCallCompleted,
@@ -84,13 +92,11 @@ from ._events import (
     UsageReported,
 )
 from ._payloads import (
-    DATA_LIMIT,
     copy_json,
-    load_json,
+    load_object,
     parse_error_event,
     parse_error_payload,
     preview,
-    scan_json,
 )
 from ._response_items import (
     PART_DELTAS,
@@ -155,14 +161,13 @@ class ResponseAccumulator(TimedAccumulator):
         self._incomplete_reason: str | None = None
         self._usage: Mapping[str, Any] | None = None
         self._error: ChunkwiseError | None = None
-        self._anomalies: list[Anomaly] = []
+        self._anomalies = AnomalyLog()
         self._status: Status = "streaming"
         self._reason: IncompleteReason | None = None
         self._parsed: Any = None
         self._parse_error: Any = None
         self._sequence = -1
         self._ended = False
-        self._ignored_after_end = 0
         self._cache: ResponseResult | None = None
 
     # -- public API --------------------------------------------------------
@@ -182,7 +187,7 @@ class ResponseAccumulator(TimedAccumulator):
                 output=self._items.snapshot(),
                 usage=self._usage,
                 error=self._error,
-                anomalies=tuple(self._anomalies),
+                anomalies=self._anomalies.snapshot(),
                 parsed=self._parsed,
                 parse_error=self._parse_error,
                 **timing_fields(self),
@@ -218,27 +223,12 @@ class ResponseAccumulator(TimedAccumulator):
             return []  # rule 1, even after the terminal event (a proxy's [DONE])
         if self._ended:
             return self._ignore()
-        value: Any = None
-        if data[0] == "{":  # the hot path: the bare scanner, as in the chat accumulator
-            try:
-                value, end = scan_json(data, 0)
-            except (StopIteration, ValueError, RecursionError):
-                value = None
-            else:
-                value = value if end == len(data) else None
-        if value is None:
-            try:
-                value = load_json(data)
-            except InvalidChunk as exc:
-                if kind == "error":  # an error event whose data is not JSON: its text
-                    return self._error_event(StreamError(data))
-                return self.fail(exc)
-        if type(value) is not dict:
-            return self.fail(
-                InvalidChunk(
-                    f"event data is JSON {type(value).__name__}, not an object", data[:DATA_LIMIT]
-                )
-            )
+        try:
+            value = load_object(data)
+        except InvalidChunk as exc:
+            if kind == "error":  # an error event whose data is not a JSON object: its text
+                return self._error_event(StreamError(data))
+            return self.fail(exc)
         return self._event(value, kind)
 
     def end(self, reason: IncompleteReason | None = None) -> list[Event]:
@@ -309,7 +299,15 @@ class ResponseAccumulator(TimedAccumulator):
         if item is None:
             self._anomaly(events, "event for an unknown item", f"{what}: {preview(data)}")
             item = self._items.new(index, item_id)
+        elif item_id is not None and item.id not in (None, item_id):
+            self._item_id_changed(item, item_id, events)
         return item
+
+    def _item_id_changed(self, item: ItemState, item_id: str, events: list[Event]) -> None:
+        # Rule 2: the position decides; a server may send a new id on every event.
+        detail = f"output {item.index}: {preview(item_id)} after {preview(item.id)}"
+        self._anomalies.count(events, "item id changed", detail)
+        self._cache = None
 
     def _item_added(self, etype: str, data: dict[str, Any], events: list[Event]) -> None:
         raw = data.get("item")
@@ -328,7 +326,10 @@ class ResponseAccumulator(TimedAccumulator):
     ) -> None:
         """Take an item the server sent whole: on ``added`` (``streaming``) or authoritative."""
         item.data = raw
-        self._items.identify(item, as_str(raw.get("id")))
+        item_id = as_str(raw.get("id"))
+        if item_id is not None and item.id not in (None, item_id):
+            self._item_id_changed(item, item_id, events)
+        self._items.identify(item, item_id)
         item.type = as_str(raw.get("type")) or item.type
         item.status = as_str(raw.get("status")) or item.status
         item.role = as_str(raw.get("role")) or item.role
@@ -550,9 +551,10 @@ class ResponseAccumulator(TimedAccumulator):
     def _metadata(self, response: dict[str, Any], events: list[Event]) -> None:
         response_id = as_str(response.get("id"))
         if response_id is not None and self._id not in (None, response_id):
-            # llama.cpp streams n > 1 answers as several responses in one body.
+            # llama.cpp streams n > 1 answers as several responses in one body,
+            # and a Copilot endpoint sends a new id with every response event.
             detail = f"{preview(response_id)} after {preview(self._id)}; the first is kept"
-            self._anomaly(events, "response id changed", detail)
+            self._anomalies.count(events, "response id changed", detail)
         self._id = self._id or response_id
         self._model = self._model or as_str(response.get("model"))
         created = response.get("created_at")
@@ -594,17 +596,15 @@ class ResponseAccumulator(TimedAccumulator):
 
     def _take_output(self, output: list[Any], events: list[Event]) -> None:
         # Rule 3: the terminal output replaces the items, position by position.
+        ids = {as_str(raw.get("id")) for raw in output if type(raw) is dict}
         for position, raw in enumerate(output):
             if type(raw) is not dict:
                 continue
-            item = self._items.at(position)
             raw_id = as_str(raw.get("id"))
-            if item is None or (raw_id is not None and item.id not in (None, raw_id)):
-                found = self._items.with_id(raw_id) if raw_id is not None else None
-                if found is None and item is not None:  # another item at that position
-                    detail = f"output {position}: {preview(item.id)} by {preview(raw_id)}"
-                    self._anomaly(events, "item replaced", detail)
-                item = found or self._items.new(position, raw_id)
+            item, displaced = self._items.final(position, raw_id, as_str(raw.get("type")), ids)
+            if displaced is not None:
+                detail = f"output {position}: {preview(displaced.id)} by {preview(raw_id)}"
+                self._anomaly(events, "item replaced", detail)
             self._take_item(item, raw, events, streaming=False)
             self._close_item(item, events)
         unfinished = [item.index for item in self._items if not item.done]
@@ -624,15 +624,13 @@ class ResponseAccumulator(TimedAccumulator):
     # -- anomalies and the end -------------------------------------------------
 
     def _anomaly(self, events: list[Event], kind: str, detail: str) -> None:
-        anomaly = Anomaly(kind=kind, detail=detail)
-        self._anomalies.append(anomaly)
+        self._anomalies.add(events, kind, detail)
         self._cache = None
-        events.append(AnomalyDetected(anomaly=anomaly))
 
     def _ignore(self) -> list[Event]:
-        self._ignored_after_end += 1
-        if self._ignored_after_end == 1:  # noted in the result, no event after the terminal
-            self._anomaly([], "data after end", "events after the terminal event are ignored")
+        # Rule 8: counted in the result, no event after the terminal one.
+        self._anomalies.count([], "data after end", "events after the terminal event are ignored")
+        self._cache = None
         return []
 
     def _finish(
@@ -651,12 +649,14 @@ class ResponseAccumulator(TimedAccumulator):
             self._status = "failed"
             events.append(StreamFailed(result=self.result, error=self._error))
             return events
+        if self._output_schema is not None and status is not None:  # rule 10
+            output, why = self._items.snapshot(), self._incomplete_reason
+            self._parsed, self._parse_error = self._output_schema.check_response(
+                output, status, why
+            )
         if status == "completed":
             self._check_length(events)
             self._status = "complete"
-            if self._output_schema is not None:
-                checked = self._output_schema.check_output(self._items.snapshot())
-                self._parsed, self._parse_error = checked
             events.append(StreamCompleted(result=self.result))
             return events
         self._status = "incomplete"

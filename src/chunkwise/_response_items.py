@@ -12,6 +12,11 @@ Addressing (rule 2 of the accumulator):
    calls sent without an id of their own); without that, it is the item that
    arrived last.
 2. A new item without an index takes the position after the last one.
+   The terminal output's item at a position is the item there when the ids
+   agree, or when they differ but the types are the same and the output has
+   no other place for the old id (a server may send a new id with every
+   event); else the item known by that id, moved there, or a new item
+   displacing the one there.
 3. A part is found by its index (``content_index``, ``summary_index``);
    without one, it is the part last created with (or given) the same type,
    or a new one after the last part.
@@ -24,7 +29,7 @@ The tables say which events carry a part's text, and where it goes.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Container, Iterator, Mapping
 from typing import Any, Literal
 
 from ._events import OutputRefusalDelta, OutputTextDelta, ReasoningTextDelta
@@ -239,6 +244,23 @@ class ItemTable:
             self._by_id[item_id] = item
         self._last = item
         return item
+
+    def final(
+        self, position: int, item_id: str | None, kind: str | None, ids: Container[str | None]
+    ) -> tuple[ItemState, ItemState | None]:
+        """Rule 2: the item the terminal output puts at ``position``, and the one it displaces.
+
+        ``ids`` are the ids of every item of the terminal output.
+        """
+        item = self._items.get(position)
+        if item is not None and (item_id is None or item.id in (None, item_id)):
+            return item, None
+        found = self.with_id(item_id) if item_id is not None else None
+        if found is not None:
+            return found, None
+        if item is not None and item.type == kind and item.id not in ids:
+            return item, None  # the same item with a new id
+        return self.new(position, item_id), item
 
     def identify(self, item: ItemState, item_id: str | None) -> None:
         """``item`` is (also) known by ``item_id`` from now on."""

@@ -34,7 +34,8 @@ class IncompleteReason(str, enum.Enum):
     """Why a stream ended ``incomplete``."""
 
     #: The stream ended before it was over: a chat choice without a
-    #: finish_reason, or a Responses stream without its terminal event.
+    #: finish_reason and no ``[DONE]``, or a Responses stream without its
+    #: terminal event.
     UNFINISHED = "unfinished"
     #: No chunk carried a choice (e.g. ``data: [DONE]`` alone).
     EMPTY_STREAM = "empty stream"
@@ -61,11 +62,17 @@ class Anomaly:
 
     ``kind`` is a short stable tag (e.g. ``"content after finish"``),
     ``detail`` says what was received, ``choice_index`` where it applies.
+    ``count`` is how many times it happened: kinds a misbehaving server
+    repeats on every event (an id that changes each time, an unknown content
+    part, data after the end) are recorded once, with the first occurrence's
+    ``detail``, and counted; every other anomaly is recorded each time, with
+    ``count`` 1.
     """
 
     kind: str
     detail: str
     choice_index: int | None = None
+    count: int = 1
 
 
 class _Unset(enum.Enum):
@@ -88,9 +95,9 @@ class ToolCall:
         type: Usually ``"function"``.
         name: The function name, assigned once.
         arguments: The argument fragments concatenated exactly.
-        finished: True when the call was closed by its choice's
-            ``finish_reason``; False while streaming or when the stream ended
-            first.
+        finished: True when the server finished the call: its choice's
+            ``finish_reason``, or ``data: [DONE]`` ending a choice that never
+            got one; False while streaming or when the stream ended first.
         completed: True once :class:`~chunkwise.ToolCallCompleted` was sent.
         error: Why the arguments cannot be used (invalid JSON, or the
             tool's schema rejects them), once completed.
@@ -146,14 +153,17 @@ class ChoiceResult:
 
     ``content`` is ``""`` when no text arrived; ``refusal`` and ``reasoning``
     are ``None`` when none arrived.  ``finish_reason`` is the raw string sent,
-    or ``None`` while the choice is unfinished.
+    or ``None`` while the choice is unfinished -- and for a choice the server
+    finished with ``data: [DONE]`` without ever sending one (a ``missing
+    finish_reason`` anomaly says so): :attr:`finished` is then true.
 
     When the request's ``response_format`` asked for JSON, a finished
     choice's content is parsed and validated once, at the end of the stream:
     :attr:`parsed` holds the value, :attr:`parse_error` a
     :class:`~chunkwise.StructuredOutputError` (raw text in ``.raw``); both
     are None when no JSON was asked for, the choice did not finish, or it
-    refused.
+    refused.  A choice finished by ``[DONE]`` alone is parsed: the server
+    said the stream is over.
     """
 
     index: int
@@ -168,16 +178,17 @@ class ChoiceResult:
     # a result never changes even if a caller edits the value it was given.
     _parsed: Any = attrs.field(default=None, alias="parsed")
     parse_error: StructuredOutputError | None = None
+    #: True once the choice finished: a non-empty finish_reason arrived, or
+    #: ``data: [DONE]`` ended the stream (then ``finish_reason`` may be None).
+    #: By default, whether ``finish_reason`` is non-empty.
+    finished: bool = attrs.field(
+        default=attrs.Factory(lambda self: bool(self.finish_reason), takes_self=True)
+    )
 
     @property
     def parsed(self) -> Any:
         """The structured output (a new copy on each access), or None; see the class."""
         return copy_json(self._parsed)
-
-    @property
-    def finished(self) -> bool:
-        """True once a non-empty finish_reason arrived."""
-        return bool(self.finish_reason)
 
 
 @attrs.frozen(kw_only=True)
@@ -188,8 +199,15 @@ class ChatResult:
     later chunks give a new snapshot.
 
     ``status`` is ``"streaming"`` until the terminal event, then
-    ``"complete"`` (no error and every choice finished), ``"failed"``
-    (``error`` says why) or ``"incomplete"`` (``reason`` says why).
+    ``"complete"`` (no error and every choice finished: by its finish_reason,
+    or by ``data: [DONE]``), ``"failed"`` (``error`` says why) or
+    ``"incomplete"`` (``reason`` says why).
+
+    ``error`` is a :class:`~chunkwise.StreamError` (the server's own error),
+    or the error chunkwise found (:class:`~chunkwise.InvalidChunk`,
+    :class:`~chunkwise.EventTooLarge`, a broken body...); whichever it is, it
+    has ``message``, ``type`` and ``code`` (the last two ``None`` where they
+    do not apply).
 
     ``timings`` (a :class:`~chunkwise.Timings`) says when each part arrived;
     it is set on the final result of a stream read by the trio layer

@@ -10,10 +10,15 @@ text.
 Rules:
 
 1. Only a finished answer is checked, once, at the end of the stream: a prefix
-   of JSON is not JSON, so parsing earlier would only report noise.
-2. An answer the server cut short (chat ``finish_reason`` ``length`` or
-   ``content_filter``; a Responses message whose status is not
-   ``completed``) is never parsed as if complete: it gets an error saying so.
+   of JSON is not JSON, so parsing earlier would only report noise.  A chat
+   choice finished by ``data: [DONE]`` without a finish_reason is finished
+   (the server said the stream is over): it is checked.
+2. An answer the server cut short is never parsed as if complete: it gets an
+   error saying so ("the answer was cut short (...)"), the same for both APIs.
+   Chat: ``finish_reason`` ``length``, ``content_filter`` or ``error``
+   (:data:`CUT_SHORT`).  Responses: a response the server ended
+   ``incomplete`` (``incomplete_details.reason`` ``max_output_tokens``,
+   ``content_filter``...), or a message whose status is not ``completed``.
 3. A refusal (no text, a refusal part) is neither parsed nor an error.
 4. Schemas are checked with the optional ``jsonschema`` package; without it
    the text is still parsed (as for tool-call arguments), and a
@@ -30,7 +35,10 @@ from ._payloads import parse_json
 from ._response_results import OutputItem
 from ._tools import jsonschema_module, make_validator, schema_problem
 
-__all__ = ["OutputSchema"]
+__all__ = ["CUT_SHORT", "OutputSchema"]
+
+#: Chat finish reasons that say the content is not the whole answer (rule 2).
+CUT_SHORT = frozenset({"length", "content_filter", "error"})
 
 
 class OutputSchema:
@@ -102,19 +110,37 @@ class OutputSchema:
         return value, None
 
     def check_output(
-        self, output: Sequence[OutputItem]
+        self, output: Sequence[OutputItem], *, cut_short: str | None = None
     ) -> tuple[Any, StructuredOutputError | None]:
-        """:meth:`check` of a completed Responses answer: the text of its messages.
+        """:meth:`check` of a finished Responses answer: the text of its messages.
 
         ``(None, None)`` when no message has text (a refusal, only calls);
-        cut short when a message's status is not ``completed`` (rule 2).
+        cut short when ``cut_short`` says why (the response ended
+        ``incomplete``) or a message's status is not ``completed`` (rule 2).
         """
         messages = [item for item in output if item.type == "message"]
         if not any(part.type == "output_text" for item in messages for part in item.content):
             return None, None
         unfinished = [i.status for i in messages if i.status not in (None, "completed")]
-        cut = f"message status {unfinished[0]!r}" if unfinished else None
-        return self.check("".join(item.text for item in messages), cut_short=cut)
+        if cut_short is None and unfinished:
+            cut_short = f"message status {unfinished[0]!r}"
+        return self.check("".join(item.text for item in messages), cut_short=cut_short)
+
+    def check_response(
+        self, output: Sequence[OutputItem], status: str, incomplete_reason: str | None
+    ) -> tuple[Any, StructuredOutputError | None]:
+        """The structured output of a Responses answer the server ended with ``status``.
+
+        ``completed``: :meth:`check_output`; ``incomplete``: cut short, with
+        the server's reason (rule 2); any other status: the answer did not
+        finish, ``(None, None)``.
+        """
+        if status == "completed":
+            return self.check_output(output)
+        if status != "incomplete":
+            return None, None
+        why = f"incomplete_details.reason {incomplete_reason!r}" if incomplete_reason else None
+        return self.check_output(output, cut_short=why or "status 'incomplete'")
 
     def _validate(self, value: Any) -> str | None:
         if self._validator is None:

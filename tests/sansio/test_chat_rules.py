@@ -24,7 +24,7 @@ from chunkwise import (
     ToolCallStarted,
     UsageReported,
 )
-from helpers import accumulate, choice, chunk, parse_chat, sse, terminal, tool
+from helpers import accumulate, byte_reads, choice, chunk, parse_chat, split_at, sse, terminal, tool
 
 # -- content and choices ---------------------------------------------------------
 
@@ -84,8 +84,11 @@ def test_interleaved_choices_are_kept_apart_and_sorted_by_index() -> None:
     assert isinstance(terminal(events), StreamCompleted)
 
 
-def test_content_that_is_not_a_string_is_recorded_not_appended() -> None:
-    events, result = accumulate([chunk(choice(content=[{"type": "text", "text": "x"}]))])
+@pytest.mark.parametrize("content", [{"type": "text", "text": "x"}, 42, True])
+def test_content_that_is_neither_a_string_nor_a_list_of_parts_is_recorded_not_appended(
+    content: object,
+) -> None:
+    events, result = accumulate([chunk(choice(content=content))])
     assert result.choice(0).content == ""
     assert [a.kind for a in result.anomalies] == ["non-string content"]
     assert any(isinstance(e, AnomalyDetected) for e in events)
@@ -217,11 +220,30 @@ def test_missing_done_with_finished_choices_is_still_complete() -> None:
     assert isinstance(terminal(events), StreamCompleted)
 
 
-def test_done_without_finish_reason_is_incomplete_not_success() -> None:
-    events, result = parse_chat([sse(chunk(choice(content="partial")))])
+def test_done_without_finish_reason_is_complete_with_one_anomaly_per_choice() -> None:
+    # [DONE] is the server's word that the stream is over (Snowflake Cortex
+    # and some OpenRouter upstreams never send a finish_reason).
+    body = sse(chunk(choice(0, content="a"), choice(1, content="b")), chunk(choice(1, content="c")))
+    events, result = parse_chat([body])
+    assert (result.status, result.reason) == ("complete", None)
+    assert [(c.content, c.finish_reason, c.finished) for c in result.choices] == [
+        ("a", None, True),
+        ("bc", None, True),
+    ]
+    assert [(a.kind, a.choice_index) for a in result.anomalies] == [
+        ("missing finish_reason", 0),
+        ("missing finish_reason", 1),
+    ]
+    assert not any(isinstance(e, ChoiceFinished) for e in events)
+    assert isinstance(terminal(events), StreamCompleted)
+
+
+def test_no_finish_reason_and_no_done_is_incomplete_not_success() -> None:
+    events, result = parse_chat([sse(chunk(choice(content="partial")), done=False)])
     assert result.status == "incomplete"
     assert result.reason is IncompleteReason.UNFINISHED
     assert result.choice(0).content == "partial"
+    assert not result.choice(0).finished and not result.anomalies
     last = terminal(events)
     assert isinstance(last, StreamIncomplete) and last.reason is IncompleteReason.UNFINISHED
 
@@ -932,3 +954,323 @@ def test_without_jsonschema_tools_are_name_checked_but_not_validated(
     assert call.validated is None
     assert call.error is None
     assert _call_with("{}", name="unknown").error is not None
+
+
+# -- shapes seen in the wild: a table, each row checked under every split -----------------
+
+USAGE = {"prompt_tokens": 9, "completion_tokens": 4, "total_tokens": 13}
+
+
+def thinking(text: str) -> dict[str, Any]:
+    """A Mistral (Magistral) reasoning part."""
+    return {"type": "thinking", "thinking": [{"type": "text", "text": text}]}
+
+
+def text_part(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def bare(**delta: Any) -> dict[str, Any]:
+    """A choice without a finish_reason key at all (Snowflake Cortex, Bedrock-style)."""
+    return {"index": 0, "delta": delta}
+
+
+def view(events: list[chunkwise.Event], result: chunkwise.ChatResult) -> dict[str, Any]:
+    """What a row of :data:`WILD_SHAPES` checks: the result and the events that matter."""
+    error = result.error
+    return {
+        "status": result.status,
+        "reason": None if result.reason is None else str(result.reason),
+        "done": result.done_received,
+        "choices": [(c.content, c.reasoning, c.finish_reason, c.finished) for c in result.choices],
+        "calls": [
+            (t.name, t.arguments, t.finished, t.error is None)
+            for c in result.choices
+            for t in c.tool_calls
+        ],
+        "anomalies": [(a.kind, a.choice_index, a.count) for a in result.anomalies],
+        "error": None if error is None else (type(error).__name__, error.message),
+        "events": [
+            type(e).__name__
+            for e in events
+            if not isinstance(e, (ContentDelta, ReasoningDelta, ToolCallArgumentsDelta))
+        ],
+        "text": [
+            (type(e).__name__, e.text)
+            for e in events
+            if isinstance(e, (ContentDelta, ReasoningDelta))
+        ],
+        "usage": result.usage,
+    }
+
+
+#: Each row: the body a server sent, and what :func:`view` must make of it.
+WILD_SHAPES: dict[str, tuple[bytes, dict[str, Any]]] = {
+    "mistral-thinking-parts-then-text-parts": (
+        sse(
+            chunk(choice(role="assistant", content=[thinking("Count the r")]), model="magistral"),
+            chunk(choice(content=[thinking("s: three.")])),
+            chunk(choice(content=[text_part("There are ")])),
+            chunk(choice(content=[text_part("3.")])),
+            chunk(choice(finish_reason="stop"), usage=USAGE),
+        ),
+        {
+            "status": "complete",
+            "reason": None,
+            "done": True,
+            "choices": [("There are 3.", "Count the rs: three.", "stop", True)],
+            "calls": [],
+            "anomalies": [],
+            "error": None,
+            "events": ["ChoiceFinished", "UsageReported", "StreamCompleted"],
+            "text": [
+                ("ReasoningDelta", "Count the r"),
+                ("ReasoningDelta", "s: three."),
+                ("ContentDelta", "There are "),
+                ("ContentDelta", "3."),
+            ],
+            "usage": USAGE,
+        },
+    ),
+    "mistral-parts-and-strings-in-order": (
+        sse(
+            chunk(choice(content=[thinking("Hm"), text_part("A"), thinking(""), text_part("")])),
+            chunk(choice(content="B")),
+            chunk(
+                choice(
+                    content=[{"type": "thinking", "thinking": "ok"}, text_part("C")],
+                    finish_reason="stop",
+                )
+            ),
+        ),
+        {
+            "status": "complete",
+            "reason": None,
+            "done": True,
+            "choices": [("ABC", "Hmok", "stop", True)],
+            "calls": [],
+            "anomalies": [],
+            "error": None,
+            "events": ["ChoiceFinished", "StreamCompleted"],
+            "text": [
+                ("ReasoningDelta", "Hm"),
+                ("ContentDelta", "A"),
+                ("ContentDelta", "B"),
+                ("ReasoningDelta", "ok"),
+                ("ContentDelta", "C"),
+            ],
+            "usage": None,
+        },
+    ),
+    "mistral-unknown-part-type-is-one-counted-anomaly": (
+        sse(
+            chunk(choice(content=[text_part("See "), {"type": "reference", "ids": [1]}])),
+            chunk(choice(content=[{"type": "reference", "ids": [2]}, text_part("[1]")])),
+            chunk(choice(content=[{"type": "image_url", "image_url": "x"}], finish_reason="stop")),
+        ),
+        {
+            "status": "complete",
+            "reason": None,
+            "done": True,
+            "choices": [("See [1]", None, "stop", True)],
+            "calls": [],
+            "anomalies": [("unknown content part", 0, 3)],
+            "error": None,
+            "events": ["AnomalyDetected", "ChoiceFinished", "StreamCompleted"],
+            "text": [("ContentDelta", "See "), ("ContentDelta", "[1]")],
+            "usage": None,
+        },
+    ),
+    "no-finish-reason-usage-then-done-is-complete": (
+        sse(
+            chunk(bare(role="assistant", content="Hel")),
+            chunk(bare(content="lo")),
+            chunk(usage=USAGE),
+        ),
+        {
+            "status": "complete",
+            "reason": None,
+            "done": True,
+            "choices": [("Hello", None, None, True)],
+            "calls": [],
+            "anomalies": [("missing finish_reason", 0, 1)],
+            "error": None,
+            "events": ["UsageReported", "AnomalyDetected", "StreamCompleted"],
+            "text": [("ContentDelta", "Hel"), ("ContentDelta", "lo")],
+            "usage": USAGE,
+        },
+    ),
+    "no-finish-reason-tool-call-then-done-is-finished-and-parsed": (
+        sse(
+            chunk(bare(role="assistant", tool_calls=[tool(0, id="c1", name="get", arguments="")])),
+            chunk(bare(tool_calls=[tool(0, arguments='{"city": ')])),
+            chunk(bare(tool_calls=[tool(0, arguments='"Paris"}')])),
+            chunk(usage=USAGE),
+        ),
+        {
+            "status": "complete",
+            "reason": None,
+            "done": True,
+            "choices": [("", None, None, True)],
+            "calls": [("get", '{"city": "Paris"}', True, True)],
+            "anomalies": [("missing finish_reason", 0, 1)],
+            "error": None,
+            "events": [
+                "ToolCallStarted",
+                "UsageReported",
+                "AnomalyDetected",
+                "ToolCallCompleted",
+                "StreamCompleted",
+            ],
+            "text": [],
+            "usage": USAGE,
+        },
+    ),
+    "empty-finish-reason-on-every-chunk-then-done-is-complete-kept-as-sent": (
+        sse(chunk(choice(content="Hi", finish_reason="")), chunk(choice(finish_reason=""))),
+        {
+            "status": "complete",
+            "reason": None,
+            "done": True,
+            "choices": [("Hi", None, "", True)],
+            "calls": [],
+            "anomalies": [("missing finish_reason", 0, 1)],
+            "error": None,
+            "events": ["AnomalyDetected", "StreamCompleted"],
+            "text": [("ContentDelta", "Hi")],
+            "usage": None,
+        },
+    ),
+    "no-finish-reason-and-no-done-stays-incomplete": (
+        sse(
+            chunk(bare(role="assistant", content="Hel")),
+            chunk(bare(tool_calls=[tool(0, id="c1", name="get", arguments='{"city": "Pa')])),
+            chunk(usage=USAGE),
+            done=False,
+        ),
+        {
+            "status": "incomplete",
+            "reason": "unfinished",
+            "done": False,
+            "choices": [("Hel", None, None, False)],
+            "calls": [("get", '{"city": "Pa', False, False)],
+            "anomalies": [],
+            "error": None,
+            "events": ["ToolCallStarted", "UsageReported", "ToolCallCompleted", "StreamIncomplete"],
+            "text": [("ContentDelta", "Hel")],
+            "usage": USAGE,
+        },
+    ),
+    "done-after-an-error-chunk-is-the-normal-close": (
+        sse(
+            chunk(choice(role="assistant", content="Hel")),
+            {"error": {"message": "upstream failed", "type": "server_error", "code": 502}},
+        ),
+        {
+            "status": "failed",
+            "reason": None,
+            "done": False,
+            "choices": [("Hel", None, None, False)],
+            "calls": [],
+            "anomalies": [],
+            "error": ("StreamError", "upstream failed"),
+            "events": ["StreamErrorReceived", "StreamFailed"],
+            "text": [("ContentDelta", "Hel")],
+            "usage": None,
+        },
+    ),
+    "done-after-an-error-event-is-the-normal-close": (
+        sse(chunk(choice(role="assistant", content="Hel")), done=False)
+        + b'event: error\ndata: {"message": "overloaded", "code": 529}\n\ndata: [DONE]\n\n',
+        {
+            "status": "failed",
+            "reason": None,
+            "done": False,
+            "choices": [("Hel", None, None, False)],
+            "calls": [],
+            "anomalies": [],
+            "error": ("StreamError", "overloaded"),
+            "events": ["StreamErrorReceived", "StreamFailed"],
+            "text": [("ContentDelta", "Hel")],
+            "usage": None,
+        },
+    ),
+    "data-after-done-is-one-counted-anomaly": (
+        sse(chunk(choice(content="x", finish_reason="stop")))
+        + sse(chunk(choice(content="late")), chunk(choice(content="later"))),
+        {
+            "status": "complete",
+            "reason": None,
+            "done": True,
+            "choices": [("x", None, "stop", True)],
+            "calls": [],
+            "anomalies": [("data after [DONE]", None, 3)],
+            "error": None,
+            "events": ["ChoiceFinished", "StreamCompleted"],
+            "text": [("ContentDelta", "x")],
+            "usage": None,
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    "part",
+    [
+        {"type": "thinking", "thinking": None},
+        {"type": "thinking"},
+        {"type": "thinking", "thinking": [{"type": "image_url", "image_url": "x"}]},
+        {"type": "thinking", "thinking": ["text"]},
+        {"type": "text", "text": 5},
+        {"text": "no type"},
+        "a bare string",
+        None,
+    ],
+)
+def test_a_content_part_not_understood_is_one_counted_anomaly_never_text(part: Any) -> None:
+    chunks = [chunk(choice(content=[text_part("a"), part, text_part("b")])) for _ in range(2)]
+    events, result = accumulate([*chunks, chunk(choice(finish_reason="stop"))])
+    assert (result.content, result.choice(0).reasoning) == ("abab", None)
+    assert [(a.kind, a.choice_index, a.count) for a in result.anomalies] == [
+        ("unknown content part", 0, 2)
+    ]
+    assert sum(isinstance(e, AnomalyDetected) for e in events) == 1
+
+
+def test_content_parts_after_finish_are_an_anomaly_not_merged() -> None:
+    _, result = accumulate(
+        [
+            chunk(choice(content=[text_part("done")], finish_reason="stop")),
+            chunk(choice(content=[text_part(" extra"), thinking("late")])),
+        ]
+    )
+    assert (result.content, result.choice(0).reasoning) == ("done", None)
+    assert [a.kind for a in result.anomalies] == ["content after finish"]
+
+
+@pytest.mark.parametrize("name", WILD_SHAPES)
+def test_wild_shape_gives_its_result_under_every_split(name: str) -> None:
+    body, expected = WILD_SHAPES[name]
+    whole = parse_chat([body])
+    assert view(*whole) == expected
+    terminal(whole[0])
+    for cut in range(len(body) + 1):
+        assert parse_chat(split_at(body, [cut])) == whole, cut
+    assert parse_chat(byte_reads(body)) == whole
+
+
+@pytest.mark.parametrize("name", WILD_SHAPES)
+def test_wild_shape_through_feed_chunk_gives_the_same_result(name: str) -> None:
+    # The decoded chunks (as another client would pass them), then what
+    # feed_chunk cannot carry: [DONE] and the error event, through feed_data.
+    body, _ = WILD_SHAPES[name]
+    decoder = chunkwise.SSEDecoder(legacy_error_field=True)
+    accumulator = chunkwise.ChatAccumulator()
+    events: list[chunkwise.Event] = []
+    for event in [*decoder.feed(body), *decoder.end()]:
+        if event.event == "message" and event.data.startswith("{"):
+            events += accumulator.feed_chunk(json.loads(event.data))
+        else:
+            events += accumulator.feed_data(event.event, event.data)
+    events += accumulator.end()
+    assert (events, accumulator.result) == parse_chat([body])

@@ -665,3 +665,57 @@ def test_nan_in_a_chunk_sdk_accepts_it_chunkwise_fails_invalid_chunk(client: Any
     assert result.status == "failed"
     assert isinstance(result.error, chunkwise.InvalidChunk)
     assert result.content == "Hel"
+
+
+def test_typed_content_parts_sdk_raises_runtime_error(client: Any) -> None:
+    # Mistral's Magistral models send content as a list of typed parts.
+    thinking = {"type": "thinking", "thinking": [{"type": "text", "text": "Hm."}]}
+    data = (
+        event(chunk(choice(role="assistant", content=[thinking])))
+        + event(chunk(choice(content=[{"type": "text", "text": "Hel"}])))
+        + event(chunk(choice(content=[{"type": "text", "text": "lo"}])))
+        + event(chunk(choice(finish_reason="stop")))
+        + DONE
+    )
+    with pytest.warns(UserWarning, match="serializ"):  # pydantic: content is not a str
+        sdk = run_sdk(client, [data])
+    _, result = parse_chat([data])
+    # SDK: the first list is kept as the content, the second cannot be merged.
+    assert isinstance(sdk.error, RuntimeError)
+    assert "Expected list delta entry to have an `index` key" in str(sdk.error)
+    # chunkwise: text parts are content, thinking parts reasoning, in order.
+    assert result.status == "complete"
+    assert (result.content, result.choice(0).reasoning) == ("Hello", "Hm.")
+
+
+def test_done_without_finish_reason_agrees_with_sdk(client: Any) -> None:
+    # Snowflake Cortex and some OpenRouter upstreams never send a finish_reason.
+    call = tool_call(index=0, id="call_1", type="function", name="f", arguments='{"a": 1}')
+    data = (
+        event(chunk({"index": 0, "delta": {"role": "assistant", "content": "Hel"}}))
+        + event(chunk({"index": 0, "delta": {"content": "lo", "tool_calls": [call]}}))
+        + event(chunk(usage=USAGE))
+        + DONE
+    )
+    sdk = run_sdk(client, [data])
+    _, result = parse_chat([data])
+    assert (sdk.error, sdk.final_error) == (None, None)
+    assert sdk.final.choices[0].finish_reason is None
+    assert cw_view(result) == sdk_view(sdk.snapshot)
+    # chunkwise: [DONE] finished the choice; its call is finished and parsed.
+    assert result.status == "complete"
+    (cw_call,) = result.choice(0).tool_calls
+    assert cw_call.finished and cw_call.parse_arguments() == {"a": 1}
+    assert [a.kind for a in result.anomalies] == ["missing finish_reason"]
+    # The SDK consumes [DONE]: from its chunks alone the accumulator cannot
+    # tell the server's end from a cut body, unless told (docs/sdk.rst).
+    for last in ("end", "[DONE]"):
+        acc = chunkwise.ChatAccumulator()
+        for sdk_chunk in sdk.chunks:
+            acc.feed_chunk(sdk_chunk.model_dump(exclude_unset=True))
+        if last == "end":
+            acc.end()
+            assert (acc.result.status, acc.result.reason) == ("incomplete", "unfinished")
+        else:
+            acc.feed_data("message", "[DONE]")
+            assert acc.result == result

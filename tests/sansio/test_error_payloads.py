@@ -8,13 +8,16 @@ chunks) a ``data:`` chunk.
 
 from __future__ import annotations
 
+import copy
 import json
+import pickle
 from typing import Any
 
 import pytest
 
 import chunkwise
 from chunkwise import StreamError
+from chunkwise._convert import exception_to_json
 from chunkwise._http import parse_error_body
 
 Fields = tuple[str, str | None, int | str | None, str | None]
@@ -121,3 +124,105 @@ def test_http_body_that_is_not_json_has_no_error(body: bytes) -> None:
 
 def test_error_event_that_is_not_json_is_its_text() -> None:
     assert _fields(_stream_error(b"event: error\ndata: boom\n\n")) == ("boom", None, None, None)
+
+
+# -- result.error answers the same questions whatever went wrong ------------------------
+
+CHAT_HEAD = b'data: {"choices": [{"index": 0, "delta": {"content": "kept"}}]}\n\n'
+RESPONSE_HEAD = (
+    b'data: {"type": "response.output_item.added", "output_index": 0, '
+    b'"item": {"type": "message", "id": "m"}}\n\n'
+    b'data: {"type": "response.output_text.delta", "output_index": 0, '
+    b'"content_index": 0, "delta": "kept"}\n\n'
+)
+
+#: Every way a stream can fail, each with the (error class, type, code) its
+#: ``result.error`` must report; the message is never empty.
+FAILURES: dict[str, tuple[str, bytes, str, str | None, int | str | None]] = {
+    "chat: error chunk": (
+        "chat",
+        b'data: {"error": {"message": "m", "type": "server_error", "code": 502}}\n\n',
+        "StreamError",
+        "server_error",
+        502,
+    ),
+    "chat: finish_reason error": (
+        "chat",
+        b'data: {"choices": [{"index": 0, "delta": {}, "finish_reason": "error"}]}\n\n',
+        "StreamError",
+        None,
+        None,
+    ),
+    "chat: invalid JSON": ("chat", b"data: {not json\n\n", "InvalidChunk", None, None),
+    "chat: not an object": ("chat", b"data: [1]\n\n", "InvalidChunk", None, None),
+    "chat: event too large": (
+        "chat",
+        b"data: " + b"x" * 5000 + b"\n\n",
+        "EventTooLarge",
+        None,
+        None,
+    ),
+    "responses: error event": (
+        "responses",
+        b'data: {"type": "error", "code": "rate_limit", "message": "slow down"}\n\n',
+        "StreamError",
+        None,
+        "rate_limit",
+    ),
+    "responses: failed without error": (
+        "responses",
+        b'data: {"type": "response.failed", "response": {"status": "failed"}}\n\n',
+        "StreamError",
+        None,
+        None,
+    ),
+    "responses: invalid JSON": ("responses", b"data: {not json\n\n", "InvalidChunk", None, None),
+    "responses: event too large": (
+        "responses",
+        b"data: " + b"x" * 5000 + b"\n\n",
+        "EventTooLarge",
+        None,
+        None,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", FAILURES)
+def test_every_error_in_a_result_has_message_type_and_code(name: str) -> None:
+    api, tail, cls, kind, code = FAILURES[name]
+    body = (CHAT_HEAD if api == "chat" else RESPONSE_HEAD) + tail
+
+    def parse(reads: list[bytes]) -> tuple[list[chunkwise.Event], Any]:
+        parser: Any = (
+            chunkwise.ChatStreamParser if api == "chat" else chunkwise.ResponseStreamParser
+        )(max_event_size=1000)
+        events = [e for read in reads for e in parser.feed(read)]
+        return events + parser.end(), parser.result
+
+    events, result = parse([body])
+    for cut in range(len(body) + 1):  # the same error whatever the split
+        assert parse([body[:cut], body[cut:]]) == (events, result), cut
+    error = result.error
+    assert result.status == "failed"
+    assert type(error).__name__ == cls
+    assert isinstance(error.message, str) and error.message
+    assert (error.type, error.code) == (kind, code)
+    # And so does its JSON (chunkwise inspect --json, chat --json).
+    document = exception_to_json(error)
+    assert (document["message"], document["type"], document["code"]) == (error.message, kind, code)
+    assert "kept" in (result.content if api == "chat" else result.output_text)
+
+
+def test_message_type_and_code_survive_a_copy_and_compare_by_value() -> None:
+    error = chunkwise.InvalidChunk("event data is not valid JSON", "{not")
+    for twin in (copy.deepcopy(error), pickle.loads(pickle.dumps(error))):
+        assert twin == error
+        assert (twin.message, twin.type, twin.code, twin.data) == (
+            "event data is not valid JSON",
+            None,
+            None,
+            "{not",
+        )
+    server = StreamError("m", type="t", code=5)
+    assert (server.message, server.type, server.code) == ("m", "t", 5)
+    assert pickle.loads(pickle.dumps(server)) == server

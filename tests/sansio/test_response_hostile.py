@@ -87,15 +87,32 @@ def test_a_lifecycle_event_status_does_not_end_a_stream_cut_before_its_terminal(
 
 def test_a_terminal_item_at_a_streamed_items_position_replaces_it_with_an_anomaly() -> None:
     stream = [
-        added(0, "msg_1"),
+        added(0, "rs_1", kind="reasoning"),
         {"type": TEXT, "output_index": 0, "content_index": 0, "delta": "streamed"},
         completed(message("msg_9", "final")),
     ]
     _, result = accumulate_response(stream)
     assert result.status == "complete"
-    assert [(item.id, item.text) for item in result.output] == [("msg_9", "final")]
+    assert [(item.id, item.type, item.text) for item in result.output] == [
+        ("msg_9", "message", "final")
+    ]
     assert kinds(result) == ["item replaced"]
-    assert result.anomalies[0].detail == "output 0: 'msg_1' by 'msg_9'"
+    assert result.anomalies[0].detail == "output 0: 'rs_1' by 'msg_9'"
+
+
+def test_a_terminal_item_of_the_same_type_at_a_position_is_that_item_with_a_new_id() -> None:
+    # A server may send a new item id with every event (a Copilot endpoint
+    # does): the position decides, and neither change goes unsaid.
+    stream = [
+        added(0, "msg_1"),
+        {"type": TEXT, "output_index": 0, "content_index": 0, "delta": "streamed"},
+        completed(message("msg_9", "final")),
+    ]
+    events, result = accumulate_response(stream)
+    assert [(item.id, item.text) for item in result.output] == [("msg_9", "final")]
+    assert kinds(result) == ["item id changed", "final text differs from deltas"]
+    assert result.anomalies[0].detail == "output 0: 'msg_9' after 'msg_1'"
+    assert sum(isinstance(e, chunkwise.OutputItemDone) for e in events) == 1
 
 
 def test_an_item_the_terminal_output_moves_behind_a_new_one_is_not_lost() -> None:

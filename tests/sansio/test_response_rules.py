@@ -1,6 +1,6 @@
 """The rules of the Responses layer, one test (or one table) each.
 
-The rules are the nine of :mod:`chunkwise._response_accumulator` and the
+The rules are the ten of :mod:`chunkwise._response_accumulator` and the
 facts about real streams in RESPONSES.md (OpenAI, vLLM, llama.cpp quirks);
 each test is named for the behaviour it checks.  Streams are built from
 OpenAI's documented shapes (``helpers.text_events``, ``helpers.call_events``)
@@ -36,6 +36,7 @@ from chunkwise import (
 )
 from helpers import (
     accumulate_response,
+    byte_reads,
     call_events,
     message_item,
     numbered,
@@ -43,6 +44,7 @@ from helpers import (
     response_object,
     response_sse,
     response_usage,
+    rotated,
     terminal,
     text_events,
 )
@@ -940,7 +942,7 @@ def test_structured_refusal_is_neither_parsed_nor_an_error() -> None:
 @pytest.mark.parametrize(
     ("kind", "item_status", "cut"),
     [
-        ("response.incomplete", "incomplete", False),
+        ("response.incomplete", "incomplete", True),  # as a chat choice cut by "length"
         ("response.completed", "incomplete", True),
         (None, "in_progress", False),  # EOF before the terminal event
     ],
@@ -961,6 +963,15 @@ def test_structured_an_incomplete_message_is_never_parsed_as_complete(
         assert result.parse_error is None
 
 
+def test_structured_a_cancelled_answer_is_neither_parsed_nor_an_error() -> None:
+    # Cancelled is not cut short by the model: the answer did not finish.
+    stream = answer('{"city": "Oslo", "temp": 1}', kind="response.incomplete")
+    stream[-1]["response"]["status"] = "cancelled"
+    _, result = accumulate_response(stream, text_format=SCHEMA_FORMAT)
+    assert (result.status, result.incomplete_reason) == ("incomplete", "cancelled")
+    assert (result.parsed, result.parse_error) == (None, None)
+
+
 @pytest.mark.parametrize("fmt", [None, {"type": "text"}, {}, "json_schema"])
 def test_structured_without_a_json_format_gives_none(fmt: Any) -> None:
     _, result = accumulate_response(answer('{"a": 1}'), text_format=fmt)
@@ -971,3 +982,132 @@ def test_structured_output_through_the_byte_parser() -> None:
     body = response_sse(*answer('{"city": "Oslo", "temp": 2}'))
     _, result = parse_response([body], text_format=SCHEMA_FORMAT)
     assert result.parsed == {"city": "Oslo", "temp": 2}
+
+
+# -- shapes seen in the wild: a table, each row checked under every split -----------------
+
+
+COPILOT = rotated(
+    numbered(
+        [
+            created(),
+            {"type": "response.in_progress", "response": response_object()},
+            *text_events(0, "msg_1", ["There are ", "3."]),
+            *call_events(1, "fc_1", "call_1", "get_weather", ['{"city":', '"Paris"}']),
+            ended(
+                message_item("msg_1", "There are 3."),
+                {
+                    "id": "fc_1",
+                    "type": "function_call",
+                    "status": "completed",
+                    "call_id": "call_1",
+                    "name": "get_weather",
+                    "arguments": '{"city":"Paris"}',
+                },
+                usage=response_usage(),
+            ),
+        ]
+    )
+)
+CUT_FORMAT = {"type": "json_schema", "name": "count", "schema": {"type": "object"}}
+
+
+def wild_view(events: list[chunkwise.Event], result: chunkwise.ResponseResult) -> dict[str, Any]:
+    """What a row of :data:`WILD_RESPONSES` checks."""
+    return {
+        "status": (result.status, result.response_status, result.incomplete_reason),
+        "id": result.id,
+        "output": [(i.index, i.id, i.type, i.text, i.done) for i in result.output],
+        "calls": [
+            (c.call_id, c.arguments, c.finished, c.error is None) for c in result.function_calls
+        ],
+        "anomalies": [(a.kind, a.count) for a in result.anomalies],
+        "announced": [e.anomaly.kind for e in events if isinstance(e, AnomalyDetected)],
+        "items_done": [e.output_index for e in events if isinstance(e, OutputItemDone)],
+        "parse_error": None if result.parse_error is None else str(result.parse_error),
+    }
+
+
+#: Each row: the body, the parser's arguments, and what :func:`wild_view` must make of it.
+WILD_RESPONSES: dict[str, tuple[bytes, dict[str, Any], dict[str, Any]]] = {
+    "copilot-rotates-response-and-item-ids-on-every-event": (
+        response_sse(*COPILOT),
+        {},
+        {
+            "status": ("complete", "completed", None),
+            "id": "capture-id-1",  # the first response id is kept
+            # Each item takes the id of its latest whole version: the terminal output's.
+            "output": [
+                (0, COPILOT[-1]["response"]["output"][0]["id"], "message", "There are 3.", True),
+                (1, COPILOT[-1]["response"]["output"][1]["id"], "function_call", "", True),
+            ],
+            "calls": [("call_1", '{"city":"Paris"}', True, True)],
+            # Message: part added, 2 deltas, text done, part done, item done, output
+            # (7); call: 2 deltas, arguments done, item done, output (5).
+            "anomalies": [("response id changed", 2), ("item id changed", 12)],
+            "announced": ["response id changed", "item id changed"],
+            "items_done": [0, 1],
+            "parse_error": None,
+        },
+    ),
+    "incomplete-at-max-output-tokens-is-cut-short-like-chat-length": (
+        response_sse(
+            created(),
+            *text_events(0, "msg_1", ['{"n": ', "1"])[:-3],
+            ended(
+                message_item("msg_1", '{"n": 1', status="incomplete"),
+                kind="response.incomplete",
+                status="incomplete",
+                incomplete_details={"reason": "max_output_tokens"},
+            ),
+        ),
+        {"text_format": CUT_FORMAT},
+        {
+            "status": ("incomplete", "incomplete", "max_output_tokens"),
+            "id": "resp_1",
+            "output": [(0, "msg_1", "message", '{"n": 1', True)],
+            "calls": [],
+            "anomalies": [],
+            "announced": [],
+            "items_done": [0],
+            "parse_error": "structured output 'count': the answer was cut short "
+            "(incomplete_details.reason 'max_output_tokens')",
+        },
+    ),
+    "data-after-the-terminal-event-is-one-counted-anomaly": (
+        response_sse(*HELLO_DONE, delta("more"), delta("and more"), HELLO_DONE[-1]),
+        {},
+        {
+            "status": ("complete", "completed", None),
+            "id": "resp_1",
+            "output": [(0, "msg_1", "message", "Hello", True)],
+            "calls": [],
+            "anomalies": [("data after end", 3)],
+            "announced": [],
+            "items_done": [0],
+            "parse_error": None,
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("name", WILD_RESPONSES)
+def test_wild_response_shape_gives_its_result_under_every_split(name: str) -> None:
+    body, kwargs, expected = WILD_RESPONSES[name]
+    whole = parse_response([body], **kwargs)
+    assert wild_view(*whole) == expected
+    terminal(whole[0])
+    for cut in range(len(body) + 1):
+        assert parse_response([body[:cut], body[cut:]], **kwargs) == whole, cut
+    assert parse_response(byte_reads(body), **kwargs) == whole
+
+
+@pytest.mark.parametrize("name", WILD_RESPONSES)
+def test_wild_response_shape_through_feed_event_gives_the_same_result(name: str) -> None:
+    body, kwargs, _ = WILD_RESPONSES[name]
+    accumulator = chunkwise.ResponseAccumulator(**kwargs)
+    events: list[chunkwise.Event] = []
+    for event in chunkwise.SSEDecoder().feed(body):
+        events += accumulator.feed_event(json.loads(event.data))
+    events += accumulator.end()
+    assert (events, accumulator.result) == parse_response([body], **kwargs)

@@ -49,6 +49,7 @@ from helpers import (
     response_sse,
     response_streams,
     response_usage,
+    rotated,
     text_events,
 )
 
@@ -556,6 +557,43 @@ def test_response_id_changing_sdk_raises(client: Any) -> None:
     assert str(sdk.error) == "Lifecycle response identity changed."
     _, result = parse_response([body])
     assert (result.status, result.id) == ("complete", "resp_1")  # the first id is kept
+    (anomaly,) = result.anomalies
+    assert (anomaly.kind, anomaly.count) == ("response id changed", 1)
+
+
+@pytest.mark.parametrize(
+    ("rotate", "message"),
+    [
+        ("item ids", "Completed output item identity changed."),
+        ("item and response ids", "Lifecycle response identity changed."),
+    ],
+)
+def test_ids_rotating_on_every_event_sdk_raises(client: Any, rotate: str, message: str) -> None:
+    # A Copilot Responses endpoint sends a new item id (and response id) with
+    # every event; only output_index stays.
+    in_progress = {"type": "response.in_progress", "response": response_object()}
+    stream = rotated([created(), in_progress, *text_events(0, "m", ["Hel", "lo"]), HELLO_DONE[-1]])
+    if rotate == "item ids":
+        for event in stream:
+            if "response" in event:
+                event["response"]["id"] = "resp_1"
+    body = response_sse(*stream)
+    sdk = run_sdk(client, [body])
+    assert isinstance(sdk.error, RuntimeError) and str(sdk.error) == message
+    _, result = parse_response([body])
+    assert (result.status, result.output_text) == ("complete", "Hello")
+    counted = {a.kind: a.count for a in result.anomalies}
+    assert counted["item id changed"] == 7  # all but the first id of the message
+    assert ("response id changed" in counted) == (rotate != "item ids")
+    # The SDK's plain iteration decodes the events; fed to the accumulator,
+    # they give the byte parse's result.
+    events, error = sdk_decode(client, [body])
+    assert error is None
+    accumulator = chunkwise.ResponseAccumulator()
+    for event in events:
+        accumulator.feed_event(event.model_dump(exclude_unset=True))
+    accumulator.end()
+    assert accumulator.result == result
 
 
 def test_vector_files_are_json_per_event() -> None:

@@ -83,8 +83,19 @@ def test_a_choice_cut_short_is_an_error_without_parsing(reason: str) -> None:
 
 
 def test_an_unfinished_choice_is_neither_parsed_nor_an_error() -> None:
+    # No finish_reason and no [DONE]: the body just stopped.
+    chunks = answer('{"city": "Oslo", "temp": 1}', finish_reason=None)
+    _, result = parse_chat([sse(*chunks, done=False)], response_format=SCHEMA_FORMAT)
+    c = result.choice(0)
+    assert (c.finished, c.parsed, c.parse_error) == (False, None, None)
+
+
+def test_a_choice_finished_by_done_alone_is_parsed() -> None:
+    # No finish_reason, but [DONE] (Snowflake Cortex, some OpenRouter
+    # upstreams): the server said the stream is over, so the answer is whole.
     c = parsed(answer('{"city": "Oslo", "temp": 1}', finish_reason=None))
-    assert (c.parsed, c.parse_error) == (None, None)
+    assert (c.finished, c.finish_reason) == (True, None)
+    assert (c.parsed, c.parse_error) == ({"city": "Oslo", "temp": 1}, None)
 
 
 def test_a_refusal_is_neither_parsed_nor_an_error() -> None:

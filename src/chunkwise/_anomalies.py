@@ -1,0 +1,56 @@
+"""The anomalies of one stream, as both accumulators record them.
+
+An anomaly is a recoverable break of a stream's rules (:class:`~chunkwise.Anomaly`).
+Most are recorded each time they happen, each with an
+:class:`~chunkwise.AnomalyDetected` event.  Some happen on every event of a
+misbehaving server (a response id or item id that changes each time, a content
+part type the parser does not know, data after the end): those are *counted*,
+recorded once per kind (and choice) with the details of the first, their
+:attr:`~chunkwise.Anomaly.count` growing with each repetition, and announced
+once, so that a long stream neither floods the consumer with events nor grows
+its result by one anomaly per event.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from ._events import AnomalyDetected, Event
+from ._results import Anomaly
+
+__all__ = ["AnomalyLog"]
+
+
+class AnomalyLog:
+    """The anomalies recorded so far, in the order they first happened."""
+
+    __slots__ = ("_anomalies", "_counted")
+
+    def __init__(self) -> None:
+        self._anomalies: list[Anomaly] = []
+        # (kind, choice index) -> position in _anomalies, for counted kinds.
+        self._counted: dict[tuple[str, int | None], int] = {}
+
+    def add(
+        self, events: list[Event], kind: str, detail: str, choice_index: int | None = None
+    ) -> None:
+        """Record one anomaly and announce it."""
+        anomaly = Anomaly(kind=kind, detail=detail, choice_index=choice_index)
+        self._anomalies.append(anomaly)
+        events.append(AnomalyDetected(anomaly=anomaly))
+
+    def count(
+        self, events: list[Event], kind: str, detail: str, choice_index: int | None = None
+    ) -> None:
+        """Record ``kind`` the first time (and announce it); afterwards only count it."""
+        position = self._counted.get((kind, choice_index))
+        if position is None:
+            self._counted[kind, choice_index] = len(self._anomalies)
+            self.add(events, kind, detail, choice_index)
+            return
+        # A new object: a snapshot holding the old one never changes.
+        first = self._anomalies[position]
+        self._anomalies[position] = attrs.evolve(first, count=first.count + 1)
+
+    def snapshot(self) -> tuple[Anomaly, ...]:
+        return tuple(self._anomalies)

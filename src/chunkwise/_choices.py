@@ -1,0 +1,192 @@
+"""The choices of a chat stream as they build up, and how deltas find their tool calls.
+
+Each choice keeps its text (content, refusal, reasoning), its tool calls and
+its finish; the accumulator (:mod:`chunkwise._accumulator`) decides what goes
+in, these classes only hold it and turn it into results, as
+:mod:`chunkwise._response_items` does for the Responses API.
+
+Rules kept here:
+
+1. A tool-call delta with an integer ``index`` finds the call with that index,
+   unless both carry ids and they differ (some servers reuse index 0): then
+   the call with that id, or none (a new call).  Without an index, a new id
+   opens a new call, a repeated id is the same call, and a delta without id
+   continues the last call.
+2. ``content`` sent as a list of typed parts (Mistral's Magistral models) is
+   read in order: a ``text`` part is content, a ``thinking`` part (whose
+   ``thinking`` is a list of text parts, or a string) is reasoning; any other
+   part is returned as not understood, for the accumulator to report.
+3. ``logprobs`` merge by extending their lists, copying a merged dict first
+   when a snapshot holds it (copy on write: a result never changes).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from ._errors import StructuredOutputError
+from ._results import ChoiceResult, ToolCall
+from ._text import Fragments
+
+__all__ = ["ChoiceState", "Piece", "ToolCallState", "merge_logprobs", "read_parts"]
+
+#: Where a piece of a typed content list goes: the answer or the reasoning.
+Piece = tuple[Literal["content", "reasoning"], str]
+
+
+class ToolCallState:
+    """One tool call of one choice, while it streams."""
+
+    __slots__ = ("args", "completed", "finished", "id", "index", "name", "snapshot", "type")
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.id: str | None = None
+        self.type: str | None = None
+        self.name: str | None = None
+        self.args = Fragments()
+        self.finished = False
+        self.completed = False
+        self.snapshot: ToolCall | None = None  # set once completed
+
+    def arguments(self) -> str:
+        return self.args.text()
+
+    def to_result(self) -> ToolCall:
+        if self.snapshot is not None:
+            return self.snapshot
+        return ToolCall(
+            index=self.index,
+            id=self.id,
+            type=self.type,
+            name=self.name,
+            arguments=self.arguments(),
+            finished=self.finished,
+        )
+
+
+class ChoiceState:
+    """One choice: its text, tool calls, finish and structured output."""
+
+    __slots__ = (
+        "by_index",
+        "content",
+        "finish_reason",
+        "finished",
+        "index",
+        "logprobs",
+        "logprobs_shared",
+        "parse_error",
+        "parsed",
+        "reasoning",
+        "refusal",
+        "role",
+        "tools",
+    )
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.role: str | None = None
+        self.content = Fragments()
+        # Empty until text arrives: empty strings are never appended.
+        self.refusal = Fragments()
+        self.reasoning = Fragments()
+        self.tools: list[ToolCallState] = []
+        self.by_index: dict[int, ToolCallState] = {}
+        self.finish_reason: str | None = None
+        # True once a finish_reason arrived, or [DONE] finished the choice.
+        self.finished = False
+        self.logprobs: dict[str, Any] | None = None
+        # True once a snapshot holds ``logprobs``: the next merge copies it first.
+        self.logprobs_shared = False
+        # Structured output, checked once at the end (see _structured).
+        self.parsed: Any = None
+        self.parse_error: StructuredOutputError | None = None
+
+    def find_call(self, index: int | None, call_id: str | None) -> ToolCallState | None:
+        """Rule 1: the call a tool-call delta continues, or None for a new call."""
+        if index is not None:
+            call = self.by_index.get(index)
+            if call is None or call_id is None or call.id is None or call.id == call_id:
+                return call
+            for other in self.tools:
+                if other.id == call_id:
+                    return other
+            return None
+        if call_id is None:
+            return self.tools[-1] if self.tools else None
+        for other in reversed(self.tools):
+            if other.id == call_id:
+                return other
+        return None
+
+    def to_result(self) -> ChoiceResult:
+        self.logprobs_shared = True
+        return ChoiceResult(
+            index=self.index,
+            role=self.role,
+            content=self.content.text(),
+            refusal=self.refusal.text() if self.refusal else None,
+            reasoning=self.reasoning.text() if self.reasoning else None,
+            tool_calls=tuple(t.to_result() for t in self.tools),
+            finish_reason=self.finish_reason,
+            finished=self.finished,
+            logprobs=self.logprobs,
+            parsed=self.parsed,
+            parse_error=self.parse_error,
+        )
+
+
+def read_parts(parts: list[Any]) -> tuple[list[Piece], list[Any]]:
+    """Rule 2: the text pieces of a typed content list in order, and the parts not understood."""
+    pieces: list[Piece] = []
+    unknown: list[Any] = []
+    for part in parts:
+        kind = part.get("type") if type(part) is dict else None
+        if kind == "text" and type(part.get("text")) is str:
+            if part["text"]:
+                pieces.append(("content", part["text"]))
+        elif kind == "thinking":
+            thinking = part.get("thinking")
+            if type(thinking) is str:
+                thinking = [{"type": "text", "text": thinking}]
+            if type(thinking) is not list:
+                unknown.append(part)
+                continue
+            for inner in thinking:
+                if type(inner) is dict and inner.get("type") == "text":
+                    text = inner.get("text")
+                    if type(text) is str:
+                        if text:
+                            pieces.append(("reasoning", text))
+                        continue
+                unknown.append(inner)
+        else:
+            unknown.append(part)
+    return pieces, unknown
+
+
+def merge_logprobs(state: ChoiceState, logprobs: Any) -> None:
+    """Rule 3: extend the choice's ``logprobs`` with a chunk's."""
+    if type(logprobs) is not dict:
+        return
+    merged = state.logprobs
+    if merged is None:
+        merged = state.logprobs = {}
+    elif state.logprobs_shared:
+        # A snapshot holds this dict and its lists, and a snapshot never
+        # changes: extend copies instead (copy on write, so streams nobody
+        # snapshots mid-way pay nothing).
+        merged = state.logprobs = {
+            key: list(value) if type(value) is list else value for key, value in merged.items()
+        }
+    state.logprobs_shared = False
+    for key, value in logprobs.items():
+        if type(value) is list:
+            current = merged.get(key)
+            if type(current) is list:
+                current.extend(value)
+            else:
+                merged[key] = list(value)
+        elif value is not None or key not in merged:
+            merged[key] = value
