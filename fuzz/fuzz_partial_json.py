@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any, Literal
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -84,7 +83,7 @@ def fragments_of(reader: ByteReader, text: str) -> list[str]:
 
 def same(a: Any, b: Any) -> bool:
     """Bit for bit (types, float bits, key order); mappings match dicts, tuples lists."""
-    if isinstance(a, dict | MappingProxyType) and isinstance(b, dict):
+    if isinstance(a, dict) and isinstance(b, dict):
         return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
     if isinstance(a, tuple | list) and isinstance(b, tuple | list):
         return len(a) == len(b) and all(map(same, a, b))
@@ -98,9 +97,9 @@ def grows(old: Any, new: Any) -> bool:
         return isinstance(new, str) and new.startswith(old)
     if isinstance(old, tuple):
         return isinstance(new, tuple) and all(map(grows, old, new[: len(old)]))
-    if isinstance(old, MappingProxyType):
+    if isinstance(old, dict):
         return (
-            isinstance(new, MappingProxyType)
+            isinstance(new, dict)
             and list(new)[: len(old)] == list(old)
             and all(grows(old[k], new[k]) for k in old)
         )

@@ -53,6 +53,7 @@ from ._events import (
     ToolCallStarted,
     UsageReported,
 )
+from ._partial_json import LiveJSON
 from ._payloads import (
     DATA_LIMIT,
     copy_json,
@@ -76,7 +77,7 @@ _NOT_PARSED: Any = object()
 
 
 class _ToolCallState:
-    __slots__ = ("args", "completed", "finished", "id", "index", "name", "snapshot", "type")
+    __slots__ = ("args", "completed", "finished", "id", "index", "live", "name", "snapshot", "type")
 
     def __init__(self, index: int) -> None:
         self.index = index
@@ -87,6 +88,7 @@ class _ToolCallState:
         self.finished = False
         self.completed = False
         self.snapshot: ToolCall | None = None  # set once completed
+        self.live = LiveJSON()  # the arguments' preview
 
     def arguments(self) -> str:
         return self.args.text()
@@ -101,6 +103,7 @@ class _ToolCallState:
             name=self.name,
             arguments=self.arguments(),
             finished=self.finished,
+            partial_arguments=self.live.value,
         )
 
 
@@ -111,6 +114,7 @@ class _ChoiceState:
         "finish_reason",
         "finished",
         "index",
+        "live",
         "logprobs",
         "logprobs_shared",
         "parse_error",
@@ -138,6 +142,7 @@ class _ChoiceState:
         # Structured output, checked once at the end (see _structured).
         self.parsed: Any = None
         self.parse_error: StructuredOutputError | None = None
+        self.live: LiveJSON | None = None  # its preview, when JSON was asked for
 
     def to_result(self) -> ChoiceResult:
         self.logprobs_shared = True
@@ -152,6 +157,7 @@ class _ChoiceState:
             logprobs=self.logprobs,
             parsed=self.parsed,
             parse_error=self.parse_error,
+            partial_parsed=None if self.live is None else self.live.value,
         )
 
 
@@ -421,8 +427,8 @@ class ChatAccumulator:
 
     def _delta(self, state: _ChoiceState, delta: dict[str, Any], events: list[Event]) -> None:
         index = state.index
-        if len(delta) == 1 and not state.finished:
-            # The hot path: a delta carrying only text.
+        if len(delta) == 1 and not state.finished and self._output_schema is None:
+            # The hot path: a delta carrying only text (not previewed as JSON).
             text = delta.get("content")
             if type(text) is str:
                 if text:
@@ -435,7 +441,7 @@ class ChatAccumulator:
         text = delta.get("content")
         if text and self._appendable(state, "content", text, events):
             state.content.append(text)
-            events.append(ContentDelta(choice_index=index, text=text))
+            self._content_delta(state, text, events)
         text = delta.get("refusal")
         if text and self._appendable(state, "refusal", text, events):
             state.refusal.append(text)
@@ -508,11 +514,24 @@ class ChatAccumulator:
             fragment = self._arguments_text(state.index, fragment, events)
         if fragment:
             call.args.append(fragment)
+            (patches, stop), tool = call.live.feed(fragment), call.index
             events.append(
                 ToolCallArgumentsDelta(
-                    choice_index=state.index, tool_index=call.index, fragment=fragment
+                    choice_index=state.index, tool_index=tool, fragment=fragment, patches=patches
                 )
             )
+            if stop is not None:
+                self._anomaly(events, "not JSON", f"tool call {tool}: {stop}", state.index)
+
+    def _content_delta(self, state: _ChoiceState, text: str, events: list[Event]) -> None:
+        if self._output_schema is None:
+            events.append(ContentDelta(choice_index=state.index, text=text))
+            return
+        state.live = state.live or LiveJSON()  # JSON was asked for: previewed as it streams
+        patches, stop = state.live.feed(text)
+        events.append(ContentDelta(choice_index=state.index, text=text, patches=patches))
+        if stop is not None:
+            self._anomaly(events, "not JSON", f"content: {stop}", state.index)
 
     def _arguments_text(self, choice_index: int, value: Any, events: list[Event]) -> str:
         # Some OpenAI-compatible servers send the arguments as a JSON value

@@ -3,8 +3,8 @@
 :class:`~chunkwise.PartialJSON` describes each change of its snapshot as a
 :class:`Patch`; :func:`apply_patches` replays them on a plain mirror (dicts,
 lists, strings) that the consumer owns, e.g. the model behind a UI.  The
-snapshots themselves are read-only (mappings and tuples); :func:`thaw` makes a
-plain copy of one.  Standard library and attrs only.
+snapshots themselves are read-only (:class:`ReadOnlyDict` and tuples);
+:func:`thaw` makes a plain copy of one.  Standard library and attrs only.
 """
 
 from __future__ import annotations
@@ -14,10 +14,37 @@ from typing import Any, Literal
 
 import attrs
 
-__all__ = ["Patch", "PathItem", "apply_patches", "thaw"]
+__all__ = ["Patch", "PathItem", "ReadOnlyDict", "apply_patches", "thaw"]
 
 #: One step of a :attr:`Patch.path`: an object key or an array index.
 PathItem = str | int
+
+
+class ReadOnlyDict(dict[str, Any]):
+    """A JSON object in a snapshot: a dict that refuses to change.
+
+    A dict, so it prints, compares and ``json.dumps`` as one; unlike
+    :class:`types.MappingProxyType` it also copies and pickles (results are
+    copied and pickled whole).  Every mutating method raises :class:`TypeError`.
+    """
+
+    __slots__ = ()
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("a live JSON snapshot is read-only (chunkwise.apply_patches builds a copy)")
+
+    __setitem__ = __delitem__ = __ior__ = _read_only
+    clear = pop = popitem = setdefault = update = _read_only
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Rebuilt from a plain dict: pickle would otherwise set items one by one.
+        return (type(self), (dict(self),))
+
+    def __copy__(self) -> ReadOnlyDict:
+        return self  # immutable: a copy is itself
+
+    def __deepcopy__(self, memo: Any) -> ReadOnlyDict:
+        return self  # the values are immutable too (tuples, strings, read-only dicts)
 
 
 @attrs.frozen

@@ -16,13 +16,14 @@ number, a literal, an escape, at most a few characters besides long numbers),
 so no character is examined twice.  Strings are consumed in runs with a
 regular expression (``_RUN``), never one character at a time in Python.
 
-Snapshots are read-only: objects are :class:`types.MappingProxyType` over a
-private dict, arrays are tuples.  A closed container's view is built once,
-when it closes.  An open container keeps its last view until something under
-it changes (its frame is then *dirty*, and so is every frame below it on the
-stack); reading :attr:`~PartialJSON.value` rebuilds only the dirty frames, so
-reading it after every fragment costs the width of the open containers, not
-the size of the document.
+Snapshots are read-only: objects are :class:`ReadOnlyDict` (a dict that
+refuses to change, copied from the frame's private dict), arrays are tuples.
+A closed container's view is built once, when it closes.  An open container
+keeps its last view until something under it changes (its frame is then
+*dirty*, and so is every frame below it on the stack); reading
+:attr:`~PartialJSON.value` rebuilds only the dirty frames, so reading it after
+every fragment costs the width of the open containers, not the size of the
+document.
 
 Rules this module keeps:
 
@@ -54,14 +55,13 @@ Rules this module keeps:
 from __future__ import annotations
 
 import re
-from types import MappingProxyType
 from typing import Any, Final, Literal
 
 from ._errors import InvalidJSON, LocalProtocolError, raise_itself
-from ._json_patches import Patch, PathItem, thaw
+from ._json_patches import Patch, PathItem, ReadOnlyDict, thaw
 from ._sse import DEFAULT_MAX_EVENT_SIZE
 
-__all__ = ["DEFAULT_MAX_DEPTH", "PartialJSON", "partial_json"]
+__all__ = ["DEFAULT_MAX_DEPTH", "LiveJSON", "PartialJSON", "partial_json"]
 
 #: How deeply arrays and objects may nest (openai-node's partial JSON parser's limit).
 DEFAULT_MAX_DEPTH: Final = 128
@@ -135,10 +135,10 @@ class _Frame:
         self.view: Any = None  # the cached read-only view, None when dirty
         self.dirty = True
 
-    def freeze(self, *, final: bool) -> Any:
-        """The read-only view of this container (a copy unless it will not change)."""
+    def freeze(self) -> Any:
+        """The read-only view of this container (a copy: the frame may change)."""
         if self.kind == _OBJECT:
-            return MappingProxyType(self.items if final else dict(self.items))
+            return ReadOnlyDict(self.items)
         return tuple(self.items)
 
 
@@ -222,7 +222,7 @@ class PartialJSON:
             frame = stack[i]
             if not frame.visible or not frame.dirty:
                 continue
-            frame.view = frame.freeze(final=False)
+            frame.view = frame.freeze()
             frame.dirty = False
             self._set_last(stack[i - 1], frame.view)
         items = self._root.items
@@ -357,7 +357,7 @@ class PartialJSON:
             path = self._child_path(parent) if visible else ()
             frame = _Frame(kind, path, visible)
             if visible:
-                self._add(parent, path, {} if kind == _OBJECT else [], frame.freeze(final=False))
+                self._add(parent, path, {} if kind == _OBJECT else [], frame.freeze())
             self._stack.append(frame)
             self._state = _KEY_OR_CLOSE if kind == _OBJECT else _VALUE_OR_CLOSE
         elif char == "-" or "0" <= char <= "9":
@@ -376,7 +376,7 @@ class PartialJSON:
         # A visible frame was added when it opened; a hidden one is placed now
         # (into its hidden parent, or by a "replace" of a duplicate key).
         frame = self._stack.pop()
-        self._complete(frame.freeze(final=True), placed=frame.visible)
+        self._complete(frame.freeze(), placed=frame.visible)
 
     def _child_path(self, parent: _Frame) -> tuple[PathItem, ...]:
         if parent.kind == _OBJECT:
@@ -638,3 +638,42 @@ def partial_json(text: str, strings: Literal["partial", "whole"] = "partial") ->
     parser = PartialJSON(strings)
     parser.feed(text)
     return parser.value
+
+
+class LiveJSON:
+    """A :class:`PartialJSON` for the accumulators: it stops at its first error instead of raising.
+
+    The one way every API previews streamed JSON (tool-call arguments,
+    structured outputs).  :meth:`feed` returns the fragment's patches, and,
+    once, the :class:`InvalidJSON` that stopped the preview (the caller
+    records it as an anomaly); after it, patches are empty and the value stays
+    at the last valid snapshot.  A preview never raises into a stream.
+    """
+
+    __slots__ = ("_parser", "error")
+
+    def __init__(self) -> None:
+        self._parser = PartialJSON()
+        self.error: InvalidJSON | None = None
+
+    @classmethod
+    def of(cls, text: str) -> LiveJSON:
+        """The preview of ``text`` fed whole (a final text that replaced the streamed one)."""
+        live = cls()
+        live.feed(text)
+        return live
+
+    @property
+    def value(self) -> Any:
+        """The read-only snapshot (None before the value starts)."""
+        return self._parser.value
+
+    def feed(self, fragment: str) -> tuple[tuple[Patch, ...], InvalidJSON | None]:
+        """The patches of ``fragment``, and the error if this fragment stopped the preview."""
+        if self.error is not None:
+            return (), None
+        try:
+            return self._parser.feed(fragment), None
+        except InvalidJSON as exc:
+            self.error = exc
+            return self._parser.error_patches, exc

@@ -143,6 +143,11 @@ class ResponseResult:
         anomalies: Recoverable breaks of the rules, recorded rather than hidden.
         parse_error: Why the text of a completed response is not what its
             schema asked for (the raw text in ``.raw``), or None.
+        partial_parsed: When ``text.format`` asks for JSON, the message text
+            as far as it has streamed, a read-only live value (see
+            :doc:`/live_values`); None before the value starts or when no
+            JSON was asked for.  A preview, never validated: use
+            :attr:`parsed`.
     """
 
     id: str | None = None
@@ -160,6 +165,7 @@ class ResponseResult:
     # the accumulator: a result never changes, even if a caller edits a value).
     _parsed: Any = attrs.field(default=None, alias="parsed")
     parse_error: StructuredOutputError | None = None
+    partial_parsed: Any = None
 
     @property
     def parsed(self) -> Any:

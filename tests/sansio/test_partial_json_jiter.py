@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any, Literal
 
 import pytest
@@ -111,3 +112,12 @@ def test_whole_mode_root_string_jiter_raises_chunkwise_shows_nothing() -> None:
     assert chunkwise.partial_json('"ab', "whole") is None
     with pytest.raises(ValueError, match="EOF"):
         jiter.from_json(b'"ab', partial_mode="on")
+
+
+def test_every_row_in_the_docs_has_its_test() -> None:
+    text = (Path(__file__).parents[2] / "docs" / "differences.rst").read_text(encoding="utf-8")
+    section = text.split("Partial JSON: chunkwise and jiter\n", 1)[1].split("\n---", 1)[0]
+    named = set(re.findall(r"``(test_\w+)``", section))
+    assert named and named <= {name for name in globals() if name.startswith("test_")}
+    rows = re.findall(r"^     - ``([a-zA-Z ]+)``$", section, flags=re.MULTILINE)
+    assert set(rows) == {row for *_, row in ROWS}
