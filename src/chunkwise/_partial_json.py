@@ -323,14 +323,14 @@ class PartialJSON:
                 if char == '"':
                     self._open_string(key=True)
                 elif char == "}" and state == _KEY_OR_CLOSE:
-                    self._close(pos)
+                    self._close()
                 else:
                     self._fail(f"expected an object key, found {char!r}", pos)
             elif state == _DONE:
                 self._fail(f"extra data after the JSON value: {char!r}", pos)
             else:  # _VALUE, _VALUE_OR_CLOSE
                 if char == "]" and state == _VALUE_OR_CLOSE:
-                    self._close(pos)
+                    self._close()
                 else:
                     self._start_value(char, pos)
             pos += 1
@@ -340,7 +340,7 @@ class PartialJSON:
         if char == ",":
             self._state = _KEY if kind == _OBJECT else _VALUE
         elif (char == "}" and kind == _OBJECT) or (char == "]" and kind == _ARRAY):
-            self._close(pos)
+            self._close()
         else:
             close = "}" if kind == _OBJECT else "]"
             self._fail(f"expected ',' or {close!r}, found {char!r}", pos)
@@ -372,7 +372,7 @@ class PartialJSON:
         else:
             self._fail(f"expected a JSON value, found {char!r}", pos)
 
-    def _close(self, pos: int) -> None:
+    def _close(self) -> None:
         # A visible frame was added when it opened; a hidden one is placed now
         # (into its hidden parent, or by a "replace" of a duplicate key).
         frame = self._stack.pop()
@@ -580,7 +580,7 @@ class PartialJSON:
                 token.append(text[pos:digits])
                 pos = digits
                 continue
-            if char == "." and (state in (_N_ZERO, _N_INT)):
+            if char == "." and state in (_N_ZERO, _N_INT):
                 state = _N_DOT
             elif (char == "e" or char == "E") and state in (_N_ZERO, _N_INT, _N_FRAC):
                 state = _N_E
