@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import chunkwise
 from helpers import (
@@ -25,9 +27,11 @@ from helpers import (
     call_item,
     choice,
     chunk,
+    json_texts,
     message_item,
     response_object,
     same_json,
+    split_text,
     text_events,
     tool,
 )
@@ -106,6 +110,42 @@ def test_chat_tool_arguments_are_previewed_delta_by_delta() -> None:
     assert not call.completed and call.validated is None
     with pytest.raises(TypeError):
         call.partial_arguments["city"] = "Lyon"
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=json_texts, cuts=st.lists(st.integers(0, 300), max_size=10), structured=st.booleans())
+def test_chat_previews_of_any_document_at_any_split(
+    text: str, cuts: list[int], structured: bool
+) -> None:
+    pieces = [p for p in split_text(text, cuts) if p]
+    kind: Any
+    if structured:
+        seen = feed_chat(content_chunks(pieces), response_format={"type": "json_object"})
+        kind = chunkwise.ContentDelta
+
+        def preview(r: chunkwise.ChatResult) -> Any:
+            return r.choice(0).partial_parsed
+
+        def raw(r: chunkwise.ChatResult) -> str:
+            return r.choice(0).content
+    else:
+        seen = feed_chat(tool_chunks(pieces))
+        kind = chunkwise.ToolCallArgumentsDelta
+
+        def preview(r: chunkwise.ChatResult) -> Any:
+            return r.choice(0).tool_calls[0].partial_arguments
+
+        def raw(r: chunkwise.ChatResult) -> str:
+            return r.choice(0).tool_calls[0].arguments
+
+    mirror = check_mirror(seen, kind, preview, raw)
+    whole = json.loads(text)
+    if text == text.rstrip() and isinstance(whole, (int, float)) and not isinstance(whole, bool):
+        # A bare number: nothing after it proves it complete; the final parse has it.
+        assert mirror is None
+    else:
+        assert same_json(mirror, whole)
+    assert not seen[-1][1].anomalies
 
 
 def test_chat_prose_first_stops_the_patches_with_one_anomaly() -> None:
