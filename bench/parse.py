@@ -64,6 +64,15 @@ by events per second.  The SDK's accumulate path gets slower per chunk as the
 stream grows (every chunk re-serialises the message so far), so such scaling
 understates its cost; the output says when it was used.
 
+(5) the partial-JSON parser alone (``--partial-json`` runs only this): a
+    document of about 100 KB in 4-character deltas, as a model streams tool
+    arguments or a structured answer, in three shapes (records, one long
+    string, a long array of numbers).  Contenders: :class:`chunkwise.PartialJSON`
+    fed every delta (patches only), the same reading ``.value`` after every
+    delta, and ``jiter.from_json(text so far, partial_mode="trailing-strings")``
+    after every delta, as the openai SDK previews arguments; ``json.loads`` of
+    the whole text once is the floor.
+
 Targets are reported, not asserted: chunkwise at least 25x faster than the SDK's
 accumulate path, at most 2x the floor, the 8 MiB line in 1 KiB reads within
 2x of the same line in 64 KiB reads, and on the Responses input at least 20x
@@ -77,13 +86,16 @@ import gc
 import json
 import os
 import platform
+import random
 import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import jiter
 import openai
 from _workload import (
+    WORDS,
     content_events,
     head_event,
     make_chunk,
@@ -254,6 +266,79 @@ def best_of_interleaved(repeat: int, jobs: dict[str, Job]) -> dict[str, float]:
     return best
 
 
+# -- input (5): the partial-JSON parser alone ------------------------------------
+
+
+def make_partial_documents(size: int, *, seed: int = 2026) -> dict[str, str]:
+    """Three JSON documents of about ``size`` characters: records, one string, numbers."""
+    rng = random.Random(seed)
+    words = [*WORDS, "été", "😀"]
+    records: list[Any] = []
+    while len(json.dumps(records)) < size:
+        name = " ".join(rng.choice(words) for _ in range(5))
+        records.extend(
+            {"id": i, "name": name, "score": rng.random(), "ok": True} for i in range(50)
+        )
+    text = " ".join(rng.choice(words) for _ in range(size // 3))[:size]
+    numbers = [rng.randrange(10**6) for _ in range(size // 8)]
+    return {
+        "records": json.dumps({"items": records}),
+        "long string": json.dumps({"text": text}),
+        "numbers": json.dumps(numbers),
+    }
+
+
+def run_partial_feed(deltas: Sequence[str]) -> Any:
+    parser = chunkwise.PartialJSON()
+    for delta in deltas:
+        parser.feed(delta)
+    return parser.end()
+
+
+def run_partial_value(deltas: Sequence[str]) -> Any:
+    parser = chunkwise.PartialJSON()
+    for delta in deltas:
+        parser.feed(delta)
+        parser.value  # noqa: B018 - the read is what is timed
+    return parser.end()
+
+
+def run_jiter_reparse(deltas: Sequence[str]) -> Any:
+    text = ""
+    value = None
+    for delta in deltas:
+        text += delta
+        value = jiter.from_json(text.encode(), partial_mode="trailing-strings")
+    return value
+
+
+def bench_partial_json(repeat: int, size: int) -> list[tuple[str, float, bool]]:
+    """Time input (5), print its table; return its targets."""
+    table = Table()
+    checks: list[tuple[str, float, bool]] = []
+    for shape, text in make_partial_documents(size).items():
+        deltas = [text[i : i + 4] for i in range(0, len(text), 4)]
+        expected = json.loads(text)
+        jobs: dict[str, Job] = {
+            "feed": (run_partial_feed, deltas, expected),
+            "value": (run_partial_value, deltas, expected),
+            "jiter": (run_jiter_reparse, deltas, expected),
+            "floor": (json.loads, text, expected),
+        }
+        t = best_of_interleaved(repeat, jobs)
+        label = f"(5) {shape}, 4-char deltas"
+        n, base = len(deltas), t["value"]
+        table.add(label, "PartialJSON.feed", t["feed"], len(text), n, base)
+        table.add(label, "PartialJSON.feed + .value", t["value"], len(text), n, base)
+        table.add(label, "jiter re-parse per delta", t["jiter"], len(text), n, base)
+        table.add(label, "floor json.loads once", t["floor"], len(text), n, base)
+        ratio = t["jiter"] / t["value"]
+        checks.append((f"PartialJSON + .value >= 5x faster than jiter, {shape}", ratio, ratio >= 5))
+    print(f"input (5): documents of about {size:,} characters (deltas = events)")
+    table.print()
+    return checks
+
+
 # -- report -------------------------------------------------------------------
 
 
@@ -315,8 +400,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=60.0,
         help="seconds one SDK run may take before the SDK is timed on a prefix (default 60)",
     )
+    ap.add_argument(
+        "--partial-json", action="store_true", help="run input (5) only: the partial-JSON parser"
+    )
     args = ap.parse_args(argv)
     repeat = 1 if args.quick and args.repeat == 3 else args.repeat
+    if args.partial_json:
+        return report_targets(bench_partial_json(repeat, 10_000 if args.quick else 100_000))
     n_chunks = args.chunks or (5_000 if args.quick else 100_000)
     big = (args.big_mib or (1 if args.quick else 8)) * MIB
     n_deltas = args.deltas or (5_000 if args.quick else 100_000)
@@ -455,8 +545,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
 
     # -- targets -------------------------------------------------------------------
-    print()
-    print("targets (reported, not asserted):")
     checks = [
         (f"chunkwise >= 25x faster than sdk-accumulate, input ({n})", ratio, ratio >= 25)
         for n in (1, 2)
@@ -473,6 +561,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     checks.append(
         ("chunkwise >= 20x faster than sdk responses.stream(), input (4)", ratio, ratio >= 20)
     )
+    print()
+    checks += bench_partial_json(repeat, 10_000 if args.quick else 100_000)
+    return report_targets(checks)
+
+
+def report_targets(checks: list[tuple[str, float, bool]]) -> int:
+    print()
+    print("targets (reported, not asserted):")
     width = max(len(c[0]) for c in checks)
     for text, ratio, ok in checks:
         print(f"  {text.ljust(width)}  {ratio:6.2f}x  {'PASS' if ok else 'MISS'}")

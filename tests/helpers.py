@@ -16,6 +16,10 @@ one test module lives in that module.  Five groups:
   (the chat parser), and, for the trio client, :func:`serving` (a
   :func:`chunkwise.testing.serve_stream` server on a memory stream) with the
   client-side transports :class:`TrackedStream` and :class:`ResettingStream`;
+* live JSON values: the strategy :data:`json_texts` makes JSON documents
+  written every way ``json.dumps`` writes them; :func:`same_json` compares
+  values bit for bit, :func:`grows` checks the growth rules between two
+  snapshots, :func:`split_text` cuts text;
 * the command line: :func:`run_main` runs ``main()`` in-process, :func:`run_python`
   runs a Python process to its end and :func:`interrupt` sends one a Ctrl-C,
   :func:`slow_words` is a stream to interrupt; :data:`KEY_VAR` and :data:`KEY`
@@ -219,6 +223,86 @@ chunk_values = st.fixed_dictionaries(
         | json_values,
     },
 )
+
+
+# --- live JSON values (chunkwise.PartialJSON) ------------------------------------------
+
+# Text with every kind of character: escapes (ensure_ascii), astral characters
+# (surrogate pairs once escaped), control characters, quotes and backslashes.
+_json_text = st.text(
+    alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"])
+    | st.sampled_from(['"', "\\", "/", "\n", "\x00", "\x1f", "\u2028", "😀", "é"]),
+    max_size=10,
+)
+json_documents = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.integers(-(10**40), 10**40)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | _json_text,
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(_json_text, children, max_size=4)
+    ),
+    max_leaves=12,
+)
+json_texts = st.builds(
+    lambda value, ascii_only, indent, lead, trail: (
+        lead + json.dumps(value, ensure_ascii=ascii_only, indent=indent) + trail
+    ),
+    json_documents,
+    st.booleans(),
+    st.sampled_from([None, 0, 2]),
+    st.sampled_from(["", " ", "\n\t "]),
+    st.sampled_from(["", " ", "\r\n"]),
+)
+
+
+def same_json(a: Any, b: Any) -> bool:
+    """``a == b`` for JSON values, bit for bit: types, float signs and bits, key order.
+
+    Mappings compare with dicts and tuples with lists (a snapshot with a
+    plain value).
+    """
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return list(a) == list(b) and all(same_json(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(map(same_json, a, b))
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return bool(a.hex() == b.hex())
+    return bool(a == b)
+
+
+def grows(old: Any, new: Any) -> bool:
+    """``new`` is ``old`` grown by the rules of chunkwise.PartialJSON snapshots.
+
+    Keys only added (in order), arrays only extended, strings only appended to,
+    anything else unchanged.  (A snapshot of None, no value yet, grows into
+    anything: check that before calling.)
+    """
+    if isinstance(old, Mapping):
+        return (
+            isinstance(new, Mapping)
+            and list(new)[: len(old)] == list(old)
+            and all(grows(old[k], new[k]) for k in old)
+        )
+    if isinstance(old, tuple):
+        return (
+            isinstance(new, tuple)
+            and len(new) >= len(old)
+            and all(map(grows, old, new[: len(old)]))
+        )
+    if isinstance(old, str):
+        return isinstance(new, str) and new.startswith(old)
+    return same_json(old, new)
+
+
+def split_text(text: str, cuts: Iterable[int]) -> list[str]:
+    """``text`` cut at the given offsets (clamped, any order; repeats give empty pieces)."""
+    points = [0, *sorted(min(max(cut, 0), len(text)) for cut in cuts), len(text)]
+    return [text[a:b] for a, b in itertools.pairwise(points)]
 
 
 # --- cutting bytes into reads -------------------------------------------------------

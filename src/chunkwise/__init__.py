@@ -20,6 +20,7 @@ from ._errors import (
     IncompleteBody,
     InvalidChunk,
     InvalidEndpoint,
+    InvalidJSON,
     InvalidRequest,
     LocalProtocolError,
     ProtocolError,
@@ -71,7 +72,9 @@ from ._events import (
 )
 from ._fanout import DEFAULT_BUFFER_SIZE, Batch, Family
 from ._headers import Headers
+from ._json_patches import Patch, apply_patches
 from ._parser import ChatStreamParser, ResponseStreamParser
+from ._partial_json import PartialJSON, partial_json
 from ._pool import PoolStats
 from ._response_accumulator import ResponseAccumulator
 from ._response_results import ContentPart, FunctionCall, OutputItem, ResponseResult
@@ -122,6 +125,7 @@ __all__ = [
     "IncompleteReason",
     "InvalidChunk",
     "InvalidEndpoint",
+    "InvalidJSON",
     "InvalidRequest",
     "LifecycleEvent",
     "LocalProtocolError",
@@ -131,6 +135,8 @@ __all__ = [
     "OutputItemDone",
     "OutputRefusalDelta",
     "OutputTextDelta",
+    "PartialJSON",
+    "Patch",
     "PoolStats",
     "ProtocolError",
     "ProxyError",
@@ -171,10 +177,12 @@ __all__ = [
     "UnexpectedContentType",
     "UsageReported",
     "__version__",
+    "apply_patches",
     "complete_chat",
     "complete_response",
     "open_chat_stream",
     "open_response_stream",
+    "partial_json",
 ]
 
 fixup_module_metadata(__name__, globals())

@@ -74,6 +74,7 @@ from ._events import (
     ToolCallStarted,
     UsageReported,
 )
+from ._partial_json import LiveJSON
 from ._payloads import (
     DATA_LIMIT,
     copy_json,
@@ -346,8 +347,8 @@ class ChatAccumulator(TimedAccumulator):
 
     def _delta(self, state: ChoiceState, delta: dict[str, Any], events: list[Event]) -> None:
         index = state.index
-        if len(delta) == 1 and not state.finished:
-            # The hot path: a delta carrying only text.
+        if len(delta) == 1 and not state.finished and self._output_schema is None:
+            # The hot path: a delta carrying only text (not previewed as JSON).
             text = delta.get("content")
             if type(text) is str:
                 if text:
@@ -362,7 +363,7 @@ class ChatAccumulator(TimedAccumulator):
             self._content_parts(state, text, events)
         elif text and self._appendable(state, "content", text, events):
             state.content.append(text)
-            events.append(ContentDelta(choice_index=index, text=text))
+            self._content_delta(state, text, events)
         text = delta.get("refusal")
         if text and self._appendable(state, "refusal", text, events):
             state.refusal.append(text)
@@ -452,11 +453,24 @@ class ChatAccumulator(TimedAccumulator):
             fragment = self._arguments_text(state.index, fragment, events)
         if fragment:
             call.args.append(fragment)
+            (patches, stop), tool = call.live.feed(fragment), call.index
             events.append(
                 ToolCallArgumentsDelta(
-                    choice_index=state.index, tool_index=call.index, fragment=fragment
+                    choice_index=state.index, tool_index=tool, fragment=fragment, patches=patches
                 )
             )
+            if stop is not None:
+                self._anomaly(events, "not JSON", f"tool call {tool}: {stop}", state.index)
+
+    def _content_delta(self, state: ChoiceState, text: str, events: list[Event]) -> None:
+        if self._output_schema is None:
+            events.append(ContentDelta(choice_index=state.index, text=text))
+            return
+        state.live = state.live or LiveJSON()  # JSON was asked for: previewed as it streams
+        patches, stop = state.live.feed(text)
+        events.append(ContentDelta(choice_index=state.index, text=text, patches=patches))
+        if stop is not None:
+            self._anomaly(events, "not JSON", f"content: {stop}", state.index)
 
     def _arguments_text(self, choice_index: int, value: Any, events: list[Event]) -> str:
         # Some OpenAI-compatible servers send the arguments as a JSON value

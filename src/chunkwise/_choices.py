@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from ._errors import StructuredOutputError
+from ._partial_json import LiveJSON
 from ._results import ChoiceResult, ToolCall
 from ._text import Fragments
 
@@ -37,7 +38,7 @@ Piece = tuple[Literal["content", "reasoning"], str]
 class ToolCallState:
     """One tool call of one choice, while it streams."""
 
-    __slots__ = ("args", "completed", "finished", "id", "index", "name", "snapshot", "type")
+    __slots__ = ("args", "completed", "finished", "id", "index", "live", "name", "snapshot", "type")
 
     def __init__(self, index: int) -> None:
         self.index = index
@@ -48,6 +49,7 @@ class ToolCallState:
         self.finished = False
         self.completed = False
         self.snapshot: ToolCall | None = None  # set once completed
+        self.live = LiveJSON()  # the arguments' preview
 
     def arguments(self) -> str:
         return self.args.text()
@@ -62,6 +64,7 @@ class ToolCallState:
             name=self.name,
             arguments=self.arguments(),
             finished=self.finished,
+            partial_arguments=self.live.value,
         )
 
 
@@ -74,6 +77,7 @@ class ChoiceState:
         "finish_reason",
         "finished",
         "index",
+        "live",
         "logprobs",
         "logprobs_shared",
         "parse_error",
@@ -102,6 +106,7 @@ class ChoiceState:
         # Structured output, checked once at the end (see _structured).
         self.parsed: Any = None
         self.parse_error: StructuredOutputError | None = None
+        self.live: LiveJSON | None = None  # its preview, when JSON was asked for
 
     def find_call(self, index: int | None, call_id: str | None) -> ToolCallState | None:
         """Rule 1: the call a tool-call delta continues, or None for a new call."""
@@ -134,6 +139,7 @@ class ChoiceState:
             logprobs=self.logprobs,
             parsed=self.parsed,
             parse_error=self.parse_error,
+            partial_parsed=None if self.live is None else self.live.value,
         )
 
 

@@ -441,3 +441,22 @@ class StallTimeout(TransportError):
         self.host = host
         self.port = port
         self.timeout = timeout
+
+
+# --- Live structured values (partial JSON) -------------------------------------------------
+
+__all__ += ["InvalidJSON"]
+
+
+class InvalidJSON(ChunkwiseError, ValueError):
+    """JSON text streamed to :class:`~chunkwise.PartialJSON` can no longer become JSON.
+
+    Also raised past a limit (nesting depth, size).  ``offset`` is the position
+    (in characters of the whole text) of the first offending character, or the
+    text's length when it ended too early.  The same text gives the same error
+    however it was split.
+    """
+
+    def __init__(self, message: str, *, offset: int) -> None:
+        super().__init__(f"{message} (at character {offset})")
+        self.offset = offset

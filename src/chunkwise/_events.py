@@ -33,6 +33,7 @@ from typing import Any, Generic, TypeAlias, TypeVar
 import attrs
 
 from ._errors import ChunkwiseError, StreamError
+from ._json_patches import Patch
 from ._response_results import FunctionCall, OutputItem
 from ._results import Anomaly, IncompleteReason, ToolCall
 
@@ -79,10 +80,17 @@ __all__ = [
 
 @attrs.frozen(kw_only=True)
 class ContentDelta:
-    """Text appended to a choice's ``content``, exactly as sent."""
+    """Text appended to a choice's ``content``, exactly as sent.
+
+    ``patches``: when the request's ``response_format`` asks for JSON, how
+    this text changed :attr:`ChoiceResult.partial_parsed
+    <chunkwise.ChoiceResult.partial_parsed>` (see :doc:`/live_values`); empty
+    otherwise, and once the content cannot become JSON.
+    """
 
     choice_index: int
     text: str
+    patches: tuple[Patch, ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -128,12 +136,19 @@ class OutputItemAdded:
 
 @attrs.frozen(kw_only=True)
 class OutputTextDelta:
-    """Text appended to a message part (``response.output_text.delta``)."""
+    """Text appended to a message part (``response.output_text.delta``).
+
+    ``patches``: when the request's ``text.format`` asks for JSON, how this
+    text changed :attr:`ResponseResult.partial_parsed
+    <chunkwise.ResponseResult.partial_parsed>` (see :doc:`/live_values`);
+    empty otherwise, and once the text cannot become JSON.
+    """
 
     output_index: int
     content_index: int
     item_id: str | None
     text: str
+    patches: tuple[Patch, ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -193,11 +208,17 @@ class ToolCallStarted:
 
 @attrs.frozen(kw_only=True)
 class ToolCallArgumentsDelta:
-    """A fragment of a tool call's arguments (unparsed JSON text)."""
+    """A fragment of a tool call's arguments (unparsed JSON text).
+
+    ``patches``: how the fragment changed the call's
+    :attr:`~chunkwise.ToolCall.partial_arguments` (see :doc:`/live_values`);
+    empty once the arguments cannot become JSON.  A preview: never act on it.
+    """
 
     choice_index: int
     tool_index: int
     fragment: str
+    patches: tuple[Patch, ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -231,11 +252,17 @@ class FunctionCallStarted:
 
 @attrs.frozen(kw_only=True)
 class FunctionCallArgumentsDelta:
-    """A fragment of a function call's arguments (unparsed JSON text)."""
+    """A fragment of a function call's arguments (unparsed JSON text).
+
+    ``patches``: how the fragment changed the call's
+    :attr:`~chunkwise.ToolCall.partial_arguments` (see :doc:`/live_values`);
+    empty once the arguments cannot become JSON.  A preview: never act on it.
+    """
 
     output_index: int
     item_id: str | None
     fragment: str
+    patches: tuple[Patch, ...] = ()
 
 
 @attrs.frozen(kw_only=True)

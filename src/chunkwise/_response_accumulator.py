@@ -74,16 +74,13 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ._anomalies import AnomalyLog
-from ._errors import ChunkwiseError, InvalidChunk, StreamError
+from ._errors import ChunkwiseError, InvalidChunk, InvalidJSON, StreamError
 from ._events import (
     Event,
-    FunctionCallArgumentsDelta,
     FunctionCallCompleted,
     FunctionCallStarted,
     OutputItemAdded,
     OutputItemDone,
-    OutputTextDelta,
-    ReasoningSummaryDelta,
     ResponseStatusChanged,
     StreamCompleted,
     StreamErrorReceived,
@@ -99,7 +96,6 @@ from ._payloads import (
     preview,
 )
 from ._response_items import (
-    PART_DELTAS,
     PART_EVENTS,
     PART_LISTS,
     TEXT_DELTAS,
@@ -153,7 +149,7 @@ class ResponseAccumulator(TimedAccumulator):
         self._schemas = ToolSchemas(tools) if tools is not None else None
         self._output_schema = OutputSchema.from_text_format(text_format)
         self._max_output_tokens = as_index(max_output_tokens)
-        self._items = ItemTable()
+        self._items = ItemTable(preview=self._output_schema is not None)
         self._id: str | None = None
         self._model: str | None = None
         self._created_at: int | float | None = None
@@ -191,6 +187,7 @@ class ResponseAccumulator(TimedAccumulator):
                 parsed=self._parsed,
                 parse_error=self._parse_error,
                 **timing_fields(self),
+                partial_parsed=None if self._items.preview is None else self._items.preview.value,
             )
         return self._cache
 
@@ -359,12 +356,7 @@ class ResponseAccumulator(TimedAccumulator):
                 )
             )
             if arguments and not item.args:  # a call sent whole when it is added (once)
-                item.args.append(arguments)
-                events.append(
-                    FunctionCallArgumentsDelta(
-                        output_index=item.index, item_id=item.id, fragment=arguments
-                    )
-                )
+                self._emit(events, *item.add_arguments(arguments), f"output {item.index}")
         elif arguments is not None:
             self._replace_arguments(item, arguments, events)
 
@@ -441,18 +433,13 @@ class ResponseAccumulator(TimedAccumulator):
     def _append(
         self, item: ItemState, which: Which, part: PartState, text: str, events: list[Event]
     ) -> None:
-        part.text.append(text)
-        if which == "summary":
-            events.append(
-                ReasoningSummaryDelta(
-                    output_index=item.index, summary_index=part.index, item_id=item.id, text=text
-                )
-            )
-            return
-        cls = PART_DELTAS.get(part.type, OutputTextDelta)
-        events.append(
-            cls(output_index=item.index, content_index=part.index, item_id=item.id, text=text)
-        )
+        self._emit(events, *self._items.append(item, which, part, text), "output text")
+
+    def _emit(self, events: list[Event], event: Event, stop: InvalidJSON | None, what: str) -> None:
+        # A delta, and the anomaly when it stopped a live value's preview.
+        events.append(event)
+        if stop is not None:
+            self._anomaly(events, "not JSON", f"{what}: {stop}")
 
     def _text_done(self, etype: str, data: dict[str, Any], events: list[Event]) -> None:
         which, kind, key, text_key = TEXT_DONES[etype]
@@ -478,6 +465,7 @@ class ResponseAccumulator(TimedAccumulator):
                 f"the final text is {preview(text)}",
             )
         part.text.replace(text)
+        self._items.restart_preview()
 
     def _annotation(self, etype: str, data: dict[str, Any], events: list[Event]) -> None:
         annotation = data.get("annotation")
@@ -498,10 +486,7 @@ class ResponseAccumulator(TimedAccumulator):
             self._anomaly(events, "arguments after done", preview(fragment))
             return
         item.type = item.type or "function_call"
-        item.args.append(fragment)
-        events.append(
-            FunctionCallArgumentsDelta(output_index=item.index, item_id=item.id, fragment=fragment)
-        )
+        self._emit(events, *item.add_arguments(fragment), f"output {item.index}")
 
     def _arguments_done(self, etype: str, data: dict[str, Any], events: list[Event]) -> None:
         item = self._find_item(data, events, "response.function_call_arguments.done")
@@ -523,7 +508,7 @@ class ResponseAccumulator(TimedAccumulator):
                 f"output {item.index}: the deltas gave {preview(current)}, "
                 f"the final arguments are {preview(arguments)}",
             )
-        item.args.replace(arguments)
+        item.replace_arguments(arguments)
         if item.call is not None:  # rule 4: the later version replaces the completed one
             # Authoritative: the server finished it.
             item.call = complete_tool_call(item.streaming_call(True), schemas=self._schemas)

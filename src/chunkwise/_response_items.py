@@ -25,6 +25,13 @@ Every lookup takes constant time: a stream of many items or parts costs no
 more than its length (no scan of the items or parts so far).
 
 The tables say which events carry a part's text, and where it goes.
+
+Live values (:mod:`chunkwise._partial_json`): a function call's arguments are
+previewed as they stream (:meth:`ItemState.add_arguments`), and, when the
+request's ``text.format`` asks for JSON, so is the message text
+(:attr:`ItemTable.preview`, fed by :meth:`ItemTable.append`).  A final text
+that replaces streamed text restarts the preview from the whole new text, so a
+result's preview is always that of its own text.
 """
 
 from __future__ import annotations
@@ -32,7 +39,16 @@ from __future__ import annotations
 from collections.abc import Container, Iterator, Mapping
 from typing import Any, Literal
 
-from ._events import OutputRefusalDelta, OutputTextDelta, ReasoningTextDelta
+from ._errors import InvalidJSON
+from ._events import (
+    Event,
+    FunctionCallArgumentsDelta,
+    OutputRefusalDelta,
+    OutputTextDelta,
+    ReasoningSummaryDelta,
+    ReasoningTextDelta,
+)
+from ._partial_json import LiveJSON
 from ._response_results import ContentPart, FunctionCall, OutputItem
 from ._text import Fragments
 
@@ -137,6 +153,7 @@ class ItemState:
         "id",
         "index",
         "last",
+        "live",
         "name",
         "role",
         "status",
@@ -159,12 +176,29 @@ class ItemState:
         self.name: str | None = None
         self.call_id: str | None = None
         self.args = Fragments()
+        self.live: LiveJSON | None = None  # the arguments' preview, from the first fragment
         self.call: FunctionCall | None = None  # set once completed
         self.data: Mapping[str, Any] | None = None
         self.done = False
 
     def arguments(self) -> str:
         return self.args.text()
+
+    def add_arguments(self, fragment: str) -> tuple[Event, InvalidJSON | None]:
+        """Append an arguments fragment: its event, and the error if it stopped the preview."""
+        self.args.append(fragment)
+        if self.live is None:
+            self.live = LiveJSON()
+        patches, stop = self.live.feed(fragment)
+        event = FunctionCallArgumentsDelta(
+            output_index=self.index, item_id=self.id, fragment=fragment, patches=patches
+        )
+        return event, stop
+
+    def replace_arguments(self, arguments: str) -> None:
+        """The server's final arguments replace the fragments (and their preview)."""
+        self.args.replace(arguments)
+        self.live = LiveJSON.of(arguments)
 
     def streaming_call(self, finished: bool | None = None) -> FunctionCall:
         """The call as streamed so far (not completed: nothing parsed yet).
@@ -180,6 +214,7 @@ class ItemState:
             arguments=self.arguments(),
             finished=self.done if finished is None else finished,
             call_id=self.call_id,
+            partial_arguments=None if self.live is None else self.live.value,
         )
 
     def to_result(self) -> OutputItem:
@@ -203,7 +238,9 @@ class ItemState:
 class ItemTable:
     """The items of one response, by position, with the addressing rules above."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, preview: bool = False) -> None:
+        #: The message text's preview, when the request asked for JSON.
+        self.preview = LiveJSON() if preview else None
         self._items: dict[int, ItemState] = {}
         self._by_id: dict[str, ItemState] = {}
         self._last: ItemState | None = None
@@ -304,3 +341,38 @@ class ItemTable:
 
     def snapshot(self) -> tuple[OutputItem, ...]:
         return tuple(item.to_result() for item in self)
+
+    def append(
+        self, item: ItemState, which: Which, part: PartState, text: str
+    ) -> tuple[Event, InvalidJSON | None]:
+        """Append a delta's text to ``part``: its event, and the error if it stopped the preview."""
+        part.text.append(text)
+        if which == "summary":
+            event: Event = ReasoningSummaryDelta(
+                output_index=item.index, summary_index=part.index, item_id=item.id, text=text
+            )
+            return event, None
+        cls = PART_DELTAS.get(part.type, OutputTextDelta)
+        event = cls(output_index=item.index, content_index=part.index, item_id=item.id, text=text)
+        if cls is not OutputTextDelta or self.preview is None or item.type not in (None, "message"):
+            return event, None
+        patches, stop = self.preview.feed(text)
+        return OutputTextDelta(
+            output_index=item.index,
+            content_index=part.index,
+            item_id=item.id,
+            text=text,
+            patches=patches,
+        ), stop
+
+    def restart_preview(self) -> None:
+        """A final text replaced streamed text: preview the whole message text afresh."""
+        if self.preview is not None:
+            texts = (
+                part.joined()
+                for item in self
+                if item.type in (None, "message")
+                for _, part in sorted(item.content.items())
+                if part.type == "output_text"
+            )
+            self.preview = LiveJSON.of("".join(texts))

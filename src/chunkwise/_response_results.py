@@ -150,6 +150,11 @@ class ResponseResult:
         server_timings: What the server itself reported, raw, by the name it
             used: llama.cpp's ``timings`` object (beside the terminal
             event's ``response``), vLLM's ``metrics``; None when none.
+        partial_parsed: When ``text.format`` asks for JSON, the message text
+            as far as it has streamed, a read-only live value (see
+            :doc:`/live_values`); None before the value starts or when no
+            JSON was asked for.  A preview, never validated: use
+            :attr:`parsed`.
     """
 
     id: str | None = None
@@ -171,6 +176,7 @@ class ResponseResult:
     # however fast it came (a stream's and a sans-IO parser's, say).
     timings: Timings | None = attrs.field(default=None, eq=False)
     server_timings: Mapping[str, Any] | None = None
+    partial_parsed: Any = None
 
     @property
     def parsed(self) -> Any:

@@ -111,6 +111,11 @@ class ToolCall:
             None when they were checked (see ``validated``), when ``error``
             says why they are unusable, and while the call is streaming.  So
             "not checked" is never mistaken for "rejected".
+        partial_arguments: The arguments as far as they have streamed, a
+            read-only live value (see :doc:`/live_values`): None before the
+            value starts; it stops growing where the text cannot become JSON.
+            A preview, never parsed or validated: act on
+            :meth:`parse_arguments` only.
     """
 
     index: int
@@ -123,6 +128,7 @@ class ToolCall:
     error: ToolArgumentsError | None = None
     validated: bool | None = None
     validation_skipped: str | None = None
+    partial_arguments: Any = None
     # Set once by the accumulator when the call completes (see _tools), so
     # parse_arguments() does not parse twice; not part of the public signature.
     _parsed: Any = attrs.field(default=_UNSET, init=False, repr=False, eq=False)
@@ -164,6 +170,9 @@ class ChoiceResult:
     are None when no JSON was asked for, the choice did not finish, or it
     refused.  A choice finished by ``[DONE]`` alone is parsed: the server
     said the stream is over.
+    refused.  Meanwhile :attr:`partial_parsed` previews the content as it
+    streams: a read-only live value (see :doc:`/live_values`), None before
+    the value starts or when no JSON was asked for; never validated.
     """
 
     index: int
@@ -184,6 +193,7 @@ class ChoiceResult:
     finished: bool = attrs.field(
         default=attrs.Factory(lambda self: bool(self.finish_reason), takes_self=True)
     )
+    partial_parsed: Any = None
 
     @property
     def parsed(self) -> Any:

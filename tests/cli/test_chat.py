@@ -154,7 +154,13 @@ async def test_reasoning_and_tool_calls(capsys: pytest.CaptureFixture[str], tmp_
     assert lines[5] == '  raw arguments: "{\\"town\\": 1}"'
     assert lines[6] == "[tool call 2] x (call_3)"
     assert "not valid JSON" in lines[7]
-    assert err.splitlines()[-2:] == ["finish_reason: tool_calls", "status: complete"]
+    assert err.splitlines()[-3:] == [
+        "finish_reason: tool_calls",
+        # The live preview of call 2's arguments stopped at "{o".
+        "note: not JSON (choice 0): tool call 2: expected an object key, found 'o' "
+        "(at character 1)",
+        "status: complete",
+    ]
 
 
 async def test_refusal_and_control_characters(capsys: pytest.CaptureFixture[str]) -> None:

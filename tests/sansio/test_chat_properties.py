@@ -82,7 +82,8 @@ def test_generated_stream_reconstructs_exactly(
     body, expected = stream
     events, result = parse_chat([body])
     assert result.status == "complete"
-    assert not result.anomalies
+    # Arbitrary argument text: its live preview may stop ("not JSON"), nothing else.
+    assert {a.kind for a in result.anomalies} <= {"not JSON"}
     assert result.usage == {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
     for index, want in expected.items():
         got = result.choice(index)

@@ -687,7 +687,11 @@ def test_tool_arguments_sent_as_a_json_value_are_kept_as_compact_json_text(
     (got,) = result.choice(0).tool_calls
     assert got.arguments == text
     assert got.parse_arguments() == arguments
-    assert ToolCallArgumentsDelta(choice_index=0, tool_index=0, fragment=text) in events
+    patches = chunkwise.PartialJSON().feed(text)  # the arguments' live value, whole at once
+    assert (
+        ToolCallArgumentsDelta(choice_index=0, tool_index=0, fragment=text, patches=patches)
+        in events
+    )
     assert [a.kind for a in result.anomalies] == ["non-string arguments"]
     assert result.status == "complete"
 

@@ -287,6 +287,7 @@ def test_tool_call(reads: Callable[[bytes], list[bytes]]) -> None:
     assert call.validated is (True if JSONSCHEMA else None)
 
     # No function_call_arguments.done: the finished item completes the call.
+    live = chunkwise.PartialJSON()  # each delta carries its patches to the arguments' preview
     assert events == [
         chunkwise.ResponseStatusChanged(status="in_progress"),
         chunkwise.OutputItemAdded(output_index=0, item_id=item_id, item_type="function_call"),
@@ -294,7 +295,9 @@ def test_tool_call(reads: Callable[[bytes], list[bytes]]) -> None:
             output_index=0, item_id=item_id, call_id=call_id, name="get_weather"
         ),
         *(
-            chunkwise.FunctionCallArgumentsDelta(output_index=0, item_id=item_id, fragment=f)
+            chunkwise.FunctionCallArgumentsDelta(
+                output_index=0, item_id=item_id, fragment=f, patches=live.feed(f)
+            )
             for f in ARGUMENT_FRAGMENTS
         ),
         chunkwise.FunctionCallCompleted(output_index=0, call=call),

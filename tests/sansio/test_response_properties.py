@@ -60,7 +60,8 @@ def test_generated_stream_reconstructs_exactly(stream: GeneratedResponse) -> Non
     events, result = parse_response([stream.body])
     assert isinstance(terminal(events), chunkwise.StreamCompleted)
     assert (result.status, result.response_status) == ("complete", "completed")
-    assert result.anomalies == ()
+    # Arbitrary argument text: its live preview may stop ("not JSON"), nothing else.
+    assert {a.kind for a in result.anomalies} <= {"not JSON"}
     assert part_texts(result) == stream.parts
     assert result.output_text == stream.output_text
     assert [(c.call_id, c.name, c.arguments) for c in result.function_calls] == list(stream.calls)

@@ -1,0 +1,679 @@
+"""Live structured values: JSON text parsed as it streams, sans-IO, standard library only.
+
+Theory of operation
+-------------------
+:class:`PartialJSON` is a push parser: :meth:`~PartialJSON.feed` takes the
+next fragment of JSON text and returns the :class:`Patch` objects that turn the
+previous snapshot into the new one; :attr:`~PartialJSON.value` is the newest
+snapshot, read-only; :meth:`~PartialJSON.end` says the text is over and returns
+the whole value, equal to :func:`json.loads` of the whole text.
+
+The parser keeps one state (what the next character may be) and a stack of
+open containers (frames).  Each frame holds the values of its children as they
+are shown: scalars, strings, and the read-only views of closed containers.
+Nothing already consumed is kept as text except the token being read (a
+number, a literal, an escape, at most a few characters besides long numbers),
+so no character is examined twice.  Strings are consumed in runs with a
+regular expression (``_RUN``), never one character at a time in Python.
+
+Snapshots are read-only: objects are :class:`ReadOnlyDict` (a dict that
+refuses to change, copied from the frame's private dict), arrays are tuples.
+A closed container's view is built once, when it closes.  An open container
+keeps its last view until something under it changes (its frame is then
+*dirty*, and so is every frame below it on the stack); reading
+:attr:`~PartialJSON.value` rebuilds only the dirty frames, so reading it after
+every fragment costs the width of the open containers, not the size of the
+document.
+
+Rules this module keeps:
+
+1. Snapshots only grow.  A key is added, never removed; an array gets
+   elements at its end; a string gets text at its end; a number is shown only
+   once a delimiter (or :meth:`~PartialJSON.end`) proves it complete, a
+   literal once fully spelled, an escape (``\\uXXXX``, a surrogate pair) once
+   whole.  Nothing shown changes, except a duplicate key's value, which is
+   replaced (one ``"replace"`` patch) once the later value is complete, as
+   :func:`json.loads` keeps the last value at the first key's position.
+2. A snapshot is a function of the text fed so far, never of how it was split:
+   ``PartialJSON().feed(a) + feed(b)`` shows what ``partial_json(a + b)``
+   shows.  In ``strings="whole"`` mode a string is shown only once closed.
+3. The end value is :func:`json.loads` of the whole text, bit for bit, with the
+   same rejections (and ``NaN``/``Infinity`` rejected, as chunkwise's
+   :func:`~chunkwise._payloads.parse_json` rejects them): whitespace around
+   the value is fine, anything else after it is :class:`InvalidJSON`.
+4. Limits: ``max_depth`` nested containers (128, like openai-node) and
+   ``max_size`` characters of text (the SSE event limit).  Past one, and on
+   any text that can no longer become JSON, :class:`InvalidJSON` is raised at
+   the first offending character, the snapshot stays at the last valid state,
+   and every later :meth:`~PartialJSON.feed` or :meth:`~PartialJSON.end`
+   raises the same error.
+5. Each patch describes one change to the previous snapshot, in order:
+   applying them with :func:`apply_patches` to a copy of the previous snapshot
+   gives the new one.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final, Literal
+
+from ._errors import InvalidJSON, LocalProtocolError, raise_itself
+from ._json_patches import Patch, PathItem, ReadOnlyDict, thaw
+from ._sse import DEFAULT_MAX_EVENT_SIZE
+
+__all__ = ["DEFAULT_MAX_DEPTH", "LiveJSON", "PartialJSON", "partial_json"]
+
+#: How deeply arrays and objects may nest (openai-node's partial JSON parser's limit).
+DEFAULT_MAX_DEPTH: Final = 128
+
+# -- states: what the next significant character may be --------------------
+_VALUE: Final = 0  # a value (root, after ':', after ',' in an array)
+_VALUE_OR_CLOSE: Final = 1  # a value or ']' (after '[')
+_KEY: Final = 2  # a key (after ',' in an object)
+_KEY_OR_CLOSE: Final = 3  # a key or '}' (after '{')
+_COLON: Final = 4  # ':' after a key
+_AFTER: Final = 5  # ',' or the container's close, after a value
+_STRING: Final = 6  # inside a string (a key or a value)
+_NUMBER: Final = 7  # inside a number
+_LITERAL: Final = 8  # inside true, false or null
+_DONE: Final = 9  # the root value is complete: only whitespace may follow
+
+# -- frame kinds --------------------------------------------------------------
+_ROOT: Final = 0
+_OBJECT: Final = 1
+_ARRAY: Final = 2
+
+# -- number sub-states (RFC 8259 section 6) -----------------------------------
+_N_MINUS: Final = 0  # after '-'
+_N_ZERO: Final = 1  # a leading 0
+_N_INT: Final = 2  # in the integer digits
+_N_DOT: Final = 3  # after '.'
+_N_FRAC: Final = 4  # in the fraction digits
+_N_E: Final = 5  # after 'e' or 'E'
+_N_SIGN: Final = 6  # after the exponent's sign
+_N_EXP: Final = 7  # in the exponent digits
+_N_COMPLETE: Final = frozenset((_N_ZERO, _N_INT, _N_FRAC, _N_EXP))
+
+# What may end a number, by the kind of the frame holding it (rule 1: a
+# number is shown only once a character that may follow it proves it complete).
+_DELIMITERS: Final = {_ROOT: " \t\n\r", _OBJECT: " \t\n\r,}", _ARRAY: " \t\n\r,]"}
+_WS: Final = re.compile(r"[ \t\n\r]*")
+_RUN: Final = re.compile(r'[^"\\\x00-\x1f]+')
+_DIGITS: Final = re.compile(r"[0-9]*")
+_HEX: Final = frozenset("0123456789abcdefABCDEF")
+_SIMPLE_ESCAPES: Final = {
+    '"': '"',
+    "\\": "\\",
+    "/": "/",
+    "b": "\b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+}
+_LITERALS: Final[dict[str, tuple[str, Any]]] = {
+    "t": ("true", True),
+    "f": ("false", False),
+    "n": ("null", None),
+}
+
+
+class _Frame:
+    """An open container (or the root holder) and the views of its children."""
+
+    __slots__ = ("dirty", "dup", "items", "key", "kind", "path", "view", "visible")
+
+    def __init__(self, kind: int, path: tuple[PathItem, ...], visible: bool) -> None:
+        self.kind = kind
+        self.path = path
+        # Shown in the snapshot (False inside a duplicate key's value, which is
+        # parsed silently and shown whole by one "replace").
+        self.visible = visible
+        self.items: Any = {} if kind == _OBJECT else []
+        self.key = ""  # the current key (objects)
+        self.dup = False  # the current key was seen before (objects)
+        self.view: Any = None  # the cached read-only view, None when dirty
+        self.dirty = True
+
+    def freeze(self) -> Any:
+        """The read-only view of this container (a copy: the frame may change)."""
+        if self.kind == _OBJECT:
+            return ReadOnlyDict(self.items)
+        return tuple(self.items)
+
+
+class PartialJSON:
+    """A push parser for one JSON value, showing it as it grows.
+
+    Args:
+        strings: ``"partial"`` shows a string as it arrives (text appended
+            piece by piece); ``"whole"`` shows a string only once closed.
+            Keys are always whole.
+        max_depth: How deeply arrays and objects may nest.
+        max_size: How many characters of text may be fed in all.
+
+    See the module's rules: snapshots only grow, they depend on the text and
+    never on its split, and :meth:`end` equals :func:`json.loads`.
+    """
+
+    def __init__(
+        self,
+        strings: Literal["partial", "whole"] = "partial",
+        *,
+        max_depth: int = DEFAULT_MAX_DEPTH,
+        max_size: int = DEFAULT_MAX_EVENT_SIZE,
+    ) -> None:
+        if strings not in ("partial", "whole"):
+            raise ValueError(f"strings must be 'partial' or 'whole', not {strings!r}")
+        if max_depth < 1 or max_size < 1:
+            raise ValueError("max_depth and max_size must be positive")
+        self.strings = strings
+        self.max_depth = max_depth
+        self.max_size = max_size
+        self._partial_strings = strings == "partial"
+        self._state = _VALUE
+        self._root = _Frame(_ROOT, (), True)
+        self._stack: list[_Frame] = [self._root]
+        self._offset = 0  # characters consumed before the current fragment
+        self._error: InvalidJSON | None = None
+        self._ended = False
+        #: The patches of the valid start of the fragment whose feed() raised.
+        self.error_patches: tuple[Patch, ...] = ()
+        self._patches: list[Patch] = []
+        # The token being read.
+        self._token: list[str] = []  # a number's pieces, or an escape's characters
+        self._token_start = 0  # where the number starts (for its error)
+        self._number_state = _N_MINUS
+        self._literal = ""  # the literal's spelling
+        self._literal_value: Any = None
+        self._literal_seen = 0  # characters of it seen so far
+        # The string being read.
+        self._in_key = False
+        self._str_shown = False  # shown as it grows (a visible value, partial mode)
+        self._str_text = ""  # text materialized so far
+        self._str_parts: list[str] = []  # decoded text not yet joined into _str_text
+        self._str_unsent: list[str] = []  # decoded text not yet in an "append" patch
+        self._escape = ""  # an unfinished escape, from its backslash
+        self._high = ""  # a high surrogate from an escape, waiting for its pair
+
+    # -- public face ------------------------------------------------------------
+
+    @property
+    def done(self) -> bool:
+        """True once the root value is complete (a root number: once delimited or ended)."""
+        return self._state == _DONE
+
+    @property
+    def error(self) -> InvalidJSON | None:
+        """The error that stopped the parser, or None."""
+        return self._error
+
+    @property
+    def value(self) -> Any:
+        """The newest snapshot, read-only: None before the value starts."""
+        stack = self._stack
+        if self._state == _STRING and self._str_shown and self._str_parts:
+            self._str_text += "".join(self._str_parts)
+            self._str_parts.clear()
+            self._set_last(stack[-1], self._str_text)
+        # Rebuild the dirty visible frames, the deepest first (rule: a dirty
+        # frame's ancestors are dirty too).
+        for i in range(len(stack) - 1, 0, -1):
+            frame = stack[i]
+            if not frame.visible or not frame.dirty:
+                continue
+            frame.view = frame.freeze()
+            frame.dirty = False
+            self._set_last(stack[i - 1], frame.view)
+        items = self._root.items
+        return items[0] if items else None
+
+    def feed(self, fragment: str) -> tuple[Patch, ...]:
+        """Parse the next fragment; return the patches that turn the last snapshot into the new one.
+
+        Raises:
+            InvalidJSON: The text can no longer become JSON, or passed a limit.
+                The snapshot stays at the last valid state: that of the text
+                before the offending character.  The patches of the valid
+                start of ``fragment`` are in :attr:`error_patches`.
+            LocalProtocolError: ``feed()`` after :meth:`end`.
+        """
+        if not isinstance(fragment, str):
+            raise TypeError(f"feed() takes str, not {type(fragment).__name__}")
+        if self._error is not None:
+            raise_itself(self._error, fresh_traceback=True)
+        if self._ended:
+            raise LocalProtocolError("feed() called after end()")
+        room = self.max_size - self._offset
+        text = fragment if len(fragment) <= room else fragment[:room]
+        try:
+            self._parse(text)
+            if len(text) < len(fragment):
+                self._fail(
+                    f"the text is longer than max_size ({self.max_size} characters)", len(text)
+                )
+        except InvalidJSON as exc:
+            if self._state == _STRING and self._str_shown and self._str_unsent:
+                self._emit_append()
+            self.error_patches = tuple(self._patches)
+            self._patches.clear()
+            self._error = exc
+            raise
+        finally:
+            self._offset += len(text)
+        if self._state == _STRING and self._str_shown and self._str_unsent:
+            self._emit_append()
+        patches = tuple(self._patches)
+        self._patches.clear()
+        return patches
+
+    def end(self) -> Any:
+        """The text is over: return the whole value, as :func:`json.loads` would.
+
+        The value is plain (dicts and lists), a new copy on each call.
+
+        Raises:
+            InvalidJSON: The text is not one whole JSON value.
+        """
+        if self._error is not None:
+            raise_itself(self._error, fresh_traceback=True)
+        if not self._ended:
+            self._ended = True
+            try:
+                if self._state == _NUMBER and len(self._stack) == 1:
+                    self._finish_number(0)
+                    self._patches.clear()  # the root number is shown by .value
+                if self._state != _DONE:
+                    self._fail("the text ends before the JSON value does", 0)
+            except InvalidJSON as exc:
+                self._error = exc
+                raise
+        return thaw(self.value)
+
+    # -- the machine ------------------------------------------------------------
+
+    def _fail(self, message: str, pos: int) -> None:
+        raise InvalidJSON(message, offset=self._offset + pos)
+
+    def _parse(self, text: str) -> None:
+        pos = 0
+        end = len(text)
+        while pos < end:
+            state = self._state
+            if state == _STRING:
+                pos = self._string(text, pos)
+                continue
+            if state == _NUMBER:
+                pos = self._number(text, pos)
+                continue
+            if state == _LITERAL:
+                pos = self._literal_chars(text, pos)
+                continue
+            pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
+            if pos == end:
+                break
+            char = text[pos]
+            if state == _AFTER:
+                self._after(char, pos)
+            elif state == _COLON:
+                if char != ":":
+                    self._fail(f"expected ':' after an object key, found {char!r}", pos)
+                self._state = _VALUE
+            elif state in (_KEY, _KEY_OR_CLOSE):
+                if char == '"':
+                    self._open_string(key=True)
+                elif char == "}" and state == _KEY_OR_CLOSE:
+                    self._close()
+                else:
+                    self._fail(f"expected an object key, found {char!r}", pos)
+            elif state == _DONE:
+                self._fail(f"extra data after the JSON value: {char!r}", pos)
+            else:  # _VALUE, _VALUE_OR_CLOSE
+                if char == "]" and state == _VALUE_OR_CLOSE:
+                    self._close()
+                else:
+                    self._start_value(char, pos)
+            pos += 1
+
+    def _after(self, char: str, pos: int) -> None:
+        kind = self._stack[-1].kind
+        if char == ",":
+            self._state = _KEY if kind == _OBJECT else _VALUE
+        elif (char == "}" and kind == _OBJECT) or (char == "]" and kind == _ARRAY):
+            self._close()
+        else:
+            close = "}" if kind == _OBJECT else "]"
+            self._fail(f"expected ',' or {close!r}, found {char!r}", pos)
+
+    def _start_value(self, char: str, pos: int) -> None:
+        if char == '"':
+            self._open_string(key=False)
+        elif char == "{" or char == "[":
+            if len(self._stack) > self.max_depth:
+                self._fail(f"arrays and objects nest deeper than max_depth ({self.max_depth})", pos)
+            kind = _OBJECT if char == "{" else _ARRAY
+            parent = self._stack[-1]
+            visible = parent.visible and not parent.dup
+            path = self._child_path(parent) if visible else ()
+            frame = _Frame(kind, path, visible)
+            if visible:
+                self._add(parent, path, {} if kind == _OBJECT else [], frame.freeze())
+            self._stack.append(frame)
+            self._state = _KEY_OR_CLOSE if kind == _OBJECT else _VALUE_OR_CLOSE
+        elif char == "-" or "0" <= char <= "9":
+            self._state = _NUMBER
+            self._token = [char]
+            self._token_start = self._offset + pos
+            self._number_state = _N_MINUS if char == "-" else _N_ZERO if char == "0" else _N_INT
+        elif char in _LITERALS:
+            self._state = _LITERAL
+            self._literal, self._literal_value = _LITERALS[char]
+            self._literal_seen = 1
+        else:
+            self._fail(f"expected a JSON value, found {char!r}", pos)
+
+    def _close(self) -> None:
+        # A visible frame was added when it opened; a hidden one is placed now
+        # (into its hidden parent, or by a "replace" of a duplicate key).
+        frame = self._stack.pop()
+        self._complete(frame.freeze(), placed=frame.visible)
+
+    def _child_path(self, parent: _Frame) -> tuple[PathItem, ...]:
+        if parent.kind == _OBJECT:
+            return (*parent.path, parent.key)
+        if parent.kind == _ARRAY:
+            return (*parent.path, len(parent.items))
+        return ()
+
+    def _set_last(self, frame: _Frame, value: Any) -> None:
+        """Put ``value`` as ``frame``'s newest child (it was shown already)."""
+        if frame.kind == _OBJECT:
+            frame.items[frame.key] = value
+        else:
+            frame.items[-1] = value
+
+    def _touch(self) -> None:
+        """The top frame changed: it and every frame under it are dirty."""
+        for frame in reversed(self._stack):
+            if frame.dirty or not frame.visible:
+                return
+            frame.dirty = True
+
+    def _add(
+        self, parent: _Frame, path: tuple[PathItem, ...], patch_value: Any, shown: Any
+    ) -> None:
+        """A new child of the visible ``parent`` appears (rule 1)."""
+        if parent.kind == _OBJECT:
+            parent.items[parent.key] = shown
+        else:
+            parent.items.append(shown)
+        self._touch()
+        self._patches.append(Patch("add", path, patch_value))
+
+    def _complete(self, value: Any, *, placed: bool) -> None:
+        """A value is complete; ``placed``: it was added when it started (a container, a string)."""
+        parent = self._stack[-1]
+        if parent.visible:
+            if parent.dup:
+                parent.items[parent.key] = value
+                self._touch()
+                self._patches.append(Patch("replace", (*parent.path, parent.key), value))
+            elif placed:
+                self._set_last(parent, value)
+                self._touch()
+            else:
+                self._add(parent, self._child_path(parent), value, value)
+        elif parent.kind == _OBJECT:
+            parent.items[parent.key] = value
+        else:
+            parent.items.append(value)
+        if parent.kind == _ROOT:
+            self._state = _DONE
+        else:
+            self._state = _AFTER
+            parent.dup = False
+
+    # -- strings ---------------------------------------------------------------
+
+    def _open_string(self, *, key: bool) -> None:
+        self._state = _STRING
+        self._in_key = key
+        self._str_text = ""
+        self._str_parts.clear()
+        self._str_unsent.clear()
+        parent = self._stack[-1]
+        self._str_shown = not key and self._partial_strings and parent.visible and not parent.dup
+        if self._str_shown:
+            self._add(parent, self._child_path(parent), "", "")
+
+    def _decoded(self, text: str) -> None:
+        self._str_parts.append(text)
+        if self._str_shown:
+            self._str_unsent.append(text)
+
+    def _emit_append(self) -> None:
+        parent = self._stack[-1]
+        text = "".join(self._str_unsent)
+        self._str_unsent.clear()
+        self._touch()
+        self._patches.append(Patch("append", self._child_path_last(parent), text))
+
+    def _child_path_last(self, parent: _Frame) -> tuple[PathItem, ...]:
+        # The path of the newest child (already added).
+        if parent.kind == _OBJECT:
+            return (*parent.path, parent.key)
+        if parent.kind == _ARRAY:
+            return (*parent.path, len(parent.items) - 1)
+        return ()
+
+    def _string(self, text: str, pos: int) -> int:
+        end = len(text)
+        while pos < end:
+            if self._escape:
+                pos = self._escape_chars(text, pos)
+                continue
+            run = _RUN.match(text, pos)
+            if run is not None:
+                if self._high:
+                    self._lone_high()
+                self._decoded(run.group())
+                pos = run.end()
+                if pos == end:
+                    break
+            char = text[pos]
+            if char == "\\":
+                self._escape = "\\"
+                pos += 1
+            elif char == '"':
+                if self._high:
+                    self._lone_high()
+                self._close_string()
+                return pos + 1
+            else:
+                self._fail(f"unescaped control character {char!r} in a string", pos)
+        return pos
+
+    def _lone_high(self) -> None:
+        # A high surrogate with no low one after it: kept alone, as json.loads does.
+        self._decoded(self._high)
+        self._high = ""
+
+    def _escape_chars(self, text: str, pos: int) -> int:
+        escape = self._escape
+        if len(escape) == 1:
+            char = text[pos]
+            if char == "u":
+                self._escape = "\\u"
+                return pos + 1
+            decoded = _SIMPLE_ESCAPES.get(char)
+            if decoded is None:
+                self._fail(f"invalid escape {escape + char!r} in a string", pos)
+            if self._high:
+                self._lone_high()
+            self._escape = ""
+            self._decoded(decoded)  # type: ignore[arg-type]
+            return pos + 1
+        take = text[pos : pos + 6 - len(escape)]
+        for i, char in enumerate(take):
+            if char not in _HEX:
+                self._fail(f"invalid \\uXXXX escape: {char!r} is not a hex digit", pos + i)
+        escape += take
+        pos += len(take)
+        if len(escape) < 6:
+            self._escape = escape
+            return pos
+        self._escape = ""
+        code = int(escape[2:], 16)
+        if self._high:
+            if 0xDC00 <= code <= 0xDFFF:
+                pair = 0x10000 + ((ord(self._high) - 0xD800) << 10) + (code - 0xDC00)
+                self._high = ""
+                self._decoded(chr(pair))
+                return pos
+            self._lone_high()
+        if 0xD800 <= code <= 0xDBFF:
+            self._high = chr(code)  # shown once its pair (or its absence) is known
+        else:
+            self._decoded(chr(code))
+        return pos
+
+    def _close_string(self) -> None:
+        value = self._str_text + "".join(self._str_parts)
+        self._str_text = ""
+        self._str_parts.clear()
+        parent = self._stack[-1]
+        if self._in_key:
+            parent.key = value
+            parent.dup = value in parent.items
+            self._state = _COLON
+            return
+        shown = self._str_shown
+        if shown:
+            if self._str_unsent:
+                self._emit_append()
+            self._str_shown = False
+        self._complete(value, placed=shown)
+
+    # -- numbers and literals ------------------------------------------------------
+
+    def _number(self, text: str, pos: int) -> int:
+        end = len(text)
+        state = self._number_state
+        token = self._token
+        while pos < end:
+            char = text[pos]
+            if "0" <= char <= "9":
+                if state == _N_ZERO:
+                    self._fail("a number has a leading zero", pos)
+                if state == _N_MINUS and char == "0":
+                    state = _N_ZERO
+                    token.append(char)
+                    pos += 1
+                    continue
+                if state == _N_MINUS:
+                    state = _N_INT
+                elif state == _N_DOT:
+                    state = _N_FRAC
+                elif state in (_N_E, _N_SIGN):
+                    state = _N_EXP
+                digits = _DIGITS.match(text, pos).end()  # type: ignore[union-attr]
+                token.append(text[pos:digits])
+                pos = digits
+                continue
+            if char == "." and state in (_N_ZERO, _N_INT):
+                state = _N_DOT
+            elif (char == "e" or char == "E") and state in (_N_ZERO, _N_INT, _N_FRAC):
+                state = _N_E
+            elif (char == "+" or char == "-") and state == _N_E:
+                state = _N_SIGN
+            elif state in _N_COMPLETE and char in _DELIMITERS[self._stack[-1].kind]:
+                self._number_state = state
+                self._finish_number(pos)
+                return pos  # the delimiter is read by the main loop
+            else:
+                self._fail(f"unexpected {char!r} in a number", pos)
+            token.append(char)
+            pos += 1
+        self._number_state = state
+        return pos
+
+    def _finish_number(self, pos: int) -> None:
+        if self._number_state not in _N_COMPLETE:
+            self._fail("the text ends inside a number", pos)
+        literal = "".join(self._token)
+        self._token = []
+        try:
+            if self._number_state in (_N_ZERO, _N_INT):
+                value: Any = int(literal)
+            else:
+                value = float(literal)
+        except ValueError as exc:  # more digits than sys.get_int_max_str_digits()
+            raise InvalidJSON(
+                f"a number Python will not convert: {exc}", offset=self._token_start
+            ) from None
+        self._complete(value, placed=False)
+
+    def _literal_chars(self, text: str, pos: int) -> int:
+        word = self._literal
+        seen = self._literal_seen
+        take = text[pos : pos + len(word) - seen]
+        for i, char in enumerate(take):
+            if char != word[seen + i]:
+                self._fail(f"expected {word!r}, found {char!r}", pos + i)
+        seen += len(take)
+        self._literal_seen = seen
+        if seen == len(word):
+            self._complete(self._literal_value, placed=False)
+        return pos + len(take)
+
+
+def partial_json(text: str, strings: Literal["partial", "whole"] = "partial") -> Any:
+    """The snapshot of a prefix of JSON text: what :attr:`PartialJSON.value` shows after it.
+
+    A pure function: read-only, None when no value has started.
+
+    Raises:
+        InvalidJSON: ``text`` is not a prefix of JSON (or passes a limit).
+    """
+    parser = PartialJSON(strings)
+    parser.feed(text)
+    return parser.value
+
+
+class LiveJSON:
+    """A :class:`PartialJSON` for the accumulators: it stops at its first error instead of raising.
+
+    The one way every API previews streamed JSON (tool-call arguments,
+    structured outputs).  :meth:`feed` returns the fragment's patches, and,
+    once, the :class:`InvalidJSON` that stopped the preview (the caller
+    records it as an anomaly); after it, patches are empty and the value stays
+    at the last valid snapshot.  A preview never raises into a stream.
+    """
+
+    __slots__ = ("_parser", "error")
+
+    def __init__(self) -> None:
+        self._parser = PartialJSON()
+        self.error: InvalidJSON | None = None
+
+    @classmethod
+    def of(cls, text: str) -> LiveJSON:
+        """The preview of ``text`` fed whole (a final text that replaced the streamed one)."""
+        live = cls()
+        live.feed(text)
+        return live
+
+    @property
+    def value(self) -> Any:
+        """The read-only snapshot (None before the value starts)."""
+        return self._parser.value
+
+    def feed(self, fragment: str) -> tuple[tuple[Patch, ...], InvalidJSON | None]:
+        """The patches of ``fragment``, and the error if this fragment stopped the preview."""
+        if self.error is not None:
+            return (), None
+        try:
+            return self._parser.feed(fragment), None
+        except InvalidJSON as exc:
+            self.error = exc
+            return self._parser.error_patches, exc
