@@ -65,7 +65,10 @@ from .._parser import ChatStreamParser, ResponseStreamParser
 from .._payloads import load_json
 from .._sse import SSEDecoder
 from .._structured import OutputSchema
+from .._util import exceptions_unwrapped
+from ._background import DEFAULT_RESUME_WINDOW, DEFAULT_RETENTION, ResponseStore, StreamCuts
 from ._http_server import LoopbackServer, open_test_server
+from ._replies import send_error, send_json
 from ._request_checks import RequestProblem, check_chat_request, check_responses_request
 from ._response_scenarios import (
     DEFAULT_RESPONSE_SCENARIO,
@@ -73,7 +76,7 @@ from ._response_scenarios import (
     ResponseScenario,
     answering_tool_results,
 )
-from ._response_wire import response_scenario_events
+from ._response_wire import response_event_bytes, response_scenario_payloads
 from ._responses import RecordedRequest, ResponseWriter, ScriptedResponse
 from ._scenarios import (
     CREATED,
@@ -127,9 +130,14 @@ def _check_delay(_: Any, __: Any, value: float) -> None:
         raise ValueError("delay must be a non-negative number of seconds")
 
 
-def _check_disconnect(_: Any, __: Any, value: int | None) -> None:
+def _check_disconnect(_: Any, attribute: attrs.Attribute[Any], value: int | None) -> None:
     if value is not None and value < 0:
-        raise ValueError("disconnect_after must not be negative")
+        raise ValueError(f"{attribute.name} must not be negative")
+
+
+def _check_seconds(_: Any, attribute: attrs.Attribute[Any], value: float | None) -> None:
+    if value is not None and not value >= 0:  # also refuses NaN
+        raise ValueError(f"{attribute.name} must be a non-negative number of seconds")
 
 
 @attrs.frozen(kw_only=True)
@@ -158,6 +166,20 @@ class ServerOptions:
             ``Retry-After: 1``).
         api_key: when set, requests without ``Authorization: Bearer <api_key>``
             get a 401.
+        cut_after_events: close each streaming connection after this many
+            events, without finishing the response (``0``: right after the
+            head).  With ``disconnect_after`` and ``cut_seed``, the earliest
+            cut wins; each counts from the connection's first body byte, so a
+            resumed background stream is cut again (see :mod:`._background`).
+        cut_seed: cut each streaming connection at random: after a random
+            number of whole events and a random number of the next one's
+            bytes (or not at all, when the number drawn is all of them); the
+            same seed cuts the same way, connection after connection.
+        retention: seconds a stored response stays retrievable after it ended
+            (``GET /v1/responses/{id}``); then 404, as OpenAI's.
+        resume_window: a background response at least this many seconds old
+            can no longer be streamed again (400, as OpenAI refuses one older
+            than five minutes); ``0`` refuses every re-stream, ``None`` none.
     """
 
     scenario: str = attrs.field(default=DEFAULT_SCENARIO, validator=_check_scenario)
@@ -168,6 +190,12 @@ class ServerOptions:
     disconnect_after: int | None = attrs.field(default=None, validator=_check_disconnect)
     status: int | None = attrs.field(default=None, validator=_check_status)
     api_key: str | None = attrs.field(default=None, repr=False)
+    cut_after_events: int | None = attrs.field(default=None, validator=_check_disconnect)
+    cut_seed: int | None = None
+    retention: float = attrs.field(default=DEFAULT_RETENTION, validator=_check_seconds)
+    resume_window: float | None = attrs.field(
+        default=DEFAULT_RESUME_WINDOW, validator=_check_seconds
+    )
 
     @property
     def default_response_scenario(self) -> str:
@@ -211,11 +239,28 @@ class ChatServer:
     """The request handler: ``async def __call__(request, writer)`` for :mod:`chunkwise.testing`."""
 
     def __init__(
-        self, options: ServerOptions | None = None, *, log: Callable[[str], None] | None = None
+        self,
+        options: ServerOptions | None = None,
+        *,
+        log: Callable[[str], None] | None = None,
+        nursery: trio.Nursery | None = None,
     ) -> None:
-        self.options = options if options is not None else ServerOptions()
+        self.options = options = options if options is not None else ServerOptions()
         self._log = log
         self._request_ids = itertools.count(1)
+        #: The stored responses; background ones run in ``nursery`` (rule 6).
+        self.store = ResponseStore(
+            nursery=nursery,
+            delay=options.delay,
+            write_size=options.write_size,
+            retention=options.retention,
+            resume_window=options.resume_window,
+            cuts=StreamCuts(
+                disconnect_after=options.disconnect_after,
+                after_events=options.cut_after_events,
+                seed=options.cut_seed,
+            ),
+        )
 
     async def __call__(self, request: RecordedRequest, writer: ResponseWriter) -> None:
         if self._log is not None:
@@ -232,12 +277,15 @@ class ChatServer:
     async def _answer(self, request: RecordedRequest, writer: ResponseWriter) -> None:
         request_id = f"req_chunkwise_{next(self._request_ids)}"
         path = request.target.partition("?")[0]
+        stored = _stored_response_path(path)
         if path in (_CHAT_PATH, _RESPONSES_PATH):
             allowed = "POST"
+        elif stored:
+            allowed = "POST" if path.endswith("/cancel") else "GET"
         elif path == _MODELS_PATH or path.startswith(_MODELS_PATH + "/"):
             allowed = "GET"
         else:
-            await _send_error(
+            await send_error(
                 writer,
                 404,
                 f"Unknown request URL: {request.method} {path}.",
@@ -247,7 +295,7 @@ class ChatServer:
             )
             return
         if request.method != allowed:
-            await _send_error(
+            await send_error(
                 writer,
                 405,
                 f"Method {request.method} is not allowed for {path}; use {allowed}.",
@@ -259,7 +307,9 @@ class ChatServer:
         if not self._authorized(request):
             await _send_status_error(writer, 401, request_id)
             return
-        if allowed == "GET":
+        if stored:
+            await self.store.answer(request, writer, request_id)
+        elif allowed == "GET":
             await self._models(path, writer, request_id)
         elif path == _RESPONSES_PATH:
             await self._responses(request, writer, request_id)
@@ -282,13 +332,13 @@ class ChatServer:
 
         if path.rstrip("/") == _MODELS_PATH:
             document = {"object": "list", "data": [model(name) for name in SCENARIOS]}
-            await _send_json(writer, 200, document, request_id)
+            await send_json(writer, 200, document, request_id)
             return
         name = path[len(_MODELS_PATH) + 1 :]
         if name in SCENARIOS:
-            await _send_json(writer, 200, model(name), request_id)
+            await send_json(writer, 200, model(name), request_id)
         else:
-            await _send_error(
+            await send_error(
                 writer,
                 404,
                 f"The model '{name}' does not exist",
@@ -351,7 +401,7 @@ class ChatServer:
             # Without --write-size each event is one write, so --delay paces events.
             write_sizes=options.write_size or tuple(len(e) for e in events if e) or None,
             delay=options.delay,
-            disconnect_after=options.disconnect_after,
+            disconnect_after=self.store.cuts.offset(events),
         )
         await writer.play(response)
 
@@ -361,9 +411,9 @@ class ChatServer:
         parser.end()
         result = parser.result
         if result.status == "failed":
-            await _send_json(writer, 500, _error_body(result.error), request_id)
+            await send_json(writer, 500, _error_body(result.error), request_id)
             return
-        await _send_json(writer, 200, completion_document(result), request_id)
+        await send_json(writer, 200, completion_document(result), request_id)
 
     async def _responses(
         self, request: RecordedRequest, writer: ResponseWriter, request_id: str
@@ -374,6 +424,14 @@ class ChatServer:
             return
         model = body.get("model")
         model = model if isinstance(model, str) else None
+        background = body.get("background") is True
+        refusal = _background_refusal(body, options) if background else None
+        if refusal is not None:
+            message, param = refusal
+            await send_error(
+                writer, 400, message, request_id, type="invalid_request_error", param=param
+            )
+            return
         if options.replay is not None:
             events = split_events(options.replay)
         else:
@@ -387,12 +445,21 @@ class ChatServer:
                     await _send_unsupported(writer, answer, "text.format.schema", request_id)
                     return
                 scenario = attrs.evolve(scenario, content=answer)
-            events = response_scenario_events(
+            payloads = response_scenario_payloads(
                 scenario,
                 model=model,
                 max_output_tokens=body.get("max_output_tokens"),
                 echo=body,
             )
+            if background:
+                stream = body.get("stream") is True
+                await self.store.create(
+                    payloads, stream=stream, writer=writer, request_id=request_id
+                )
+                return
+            if body.get("store") is not False:
+                self.store.keep(payloads)
+            events = [response_event_bytes(payload) for payload in payloads]
         if body.get("stream") is True:
             await self._stream(writer, events, request_id)
         else:
@@ -413,9 +480,9 @@ class ChatServer:
                 error = StreamError(
                     "The stream ended before its terminal event.", type="server_error"
                 )
-            await _send_json(writer, 500, _error_body(error), request_id)
+            await send_json(writer, 500, _error_body(error), request_id)
             return
-        await _send_json(writer, 200, document, request_id)
+        await send_json(writer, 200, document, request_id)
 
 
 def describe_request(request: RecordedRequest) -> str:
@@ -444,7 +511,7 @@ async def _request_body(
     try:
         body = json.loads(request.body)
     except (ValueError, RecursionError):
-        await _send_error(
+        await send_error(
             writer,
             400,
             "We could not parse the JSON body of your request. (HINT: This likely means "
@@ -456,7 +523,7 @@ async def _request_body(
         return None
     problem = check(body)
     if problem is not None:
-        await _send_error(
+        await send_error(
             writer,
             400,
             problem.message,
@@ -497,7 +564,7 @@ async def _send_unsupported(
     writer: ResponseWriter, problem: UnsupportedSchema, param: str, request_id: str
 ) -> None:
     message = f"chunkwise serve cannot generate a document for this schema: {problem}"
-    await _send_error(
+    await send_error(
         writer,
         400,
         message,
@@ -506,6 +573,32 @@ async def _send_unsupported(
         param=param,
         code="unsupported_schema",
     )
+
+
+def _stored_response_path(path: str) -> bool:
+    """``/v1/responses/{id}`` or ``/v1/responses/{id}/cancel``."""
+    parts = path.split("/")
+    return (
+        len(parts) in (4, 5)
+        and path.startswith(_RESPONSES_PATH + "/")
+        and bool(parts[3])
+        and (len(parts) == 4 or parts[4] == "cancel")
+    )
+
+
+def _background_refusal(body: Mapping[str, Any], options: ServerOptions) -> tuple[str, str] | None:
+    """Why a background request cannot be run (message, param), or None."""
+    if body.get("store") is False:
+        return "Background mode requires store=true.", "store"
+    if options.replay is not None:
+        return "chunkwise serve cannot run a replayed body in background mode.", "background"
+    model = body.get("model")
+    scenario = _response_scenario(options, model if isinstance(model, str) else None, body)
+    if scenario.llama_cpp:
+        # llama-server has no background mode, and its events no sequence numbers.
+        message = f"The scenario {scenario.name!r} (llama.cpp) has no background mode."
+        return message, "background"
+    return None
 
 
 def _response_scenario(
@@ -557,40 +650,6 @@ def _answers_tool_results(body: Mapping[str, Any]) -> bool:
     )
 
 
-async def _send_json(
-    writer: ResponseWriter,
-    status: int,
-    document: Any,
-    request_id: str,
-    headers: Sequence[tuple[str, str]] = (),
-) -> None:
-    data = json.dumps(document, ensure_ascii=False).encode()
-    await writer.start(
-        status,
-        (("x-request-id", request_id), *headers),
-        content_type="application/json",
-        framing="content-length",
-        content_length=len(data),
-    )
-    await writer.write(data)
-    await writer.end()
-
-
-async def _send_error(
-    writer: ResponseWriter,
-    status: int,
-    message: str,
-    request_id: str,
-    *,
-    type: str | None,
-    code: str | None = None,
-    param: str | None = None,
-    headers: Sequence[tuple[str, str]] = (),
-) -> None:
-    error = {"message": message, "type": type, "param": param, "code": code}
-    await _send_json(writer, status, {"error": error}, request_id, headers)
-
-
 async def _send_status_error(writer: ResponseWriter, status: int, request_id: str) -> None:
     message, type, code = _STATUS_ERRORS.get(
         status,
@@ -602,7 +661,7 @@ async def _send_status_error(writer: ResponseWriter, status: int, request_id: st
     )
     # Tell clients how long to back off, as OpenAI does on rate limits.
     headers = (("Retry-After", "1"),) if status in (429, 503) else ()
-    await _send_error(writer, status, message, request_id, type=type, code=code, headers=headers)
+    await send_error(writer, status, message, request_id, type=type, code=code, headers=headers)
 
 
 @asynccontextmanager
@@ -620,6 +679,12 @@ async def open_chat_server(
     recorded ``server.requests``.  ``port=0`` picks a free port.  ``log``, if
     given, is called with one line describing each request as it arrives.
     """
-    handler = ChatServer(options, log=log)
-    async with open_test_server(handler, host=host, port=port) as server:
-        yield server
+    with exceptions_unwrapped():
+        async with trio.open_nursery() as nursery:
+            # Background responses run here, in the server's nursery, not a connection's.
+            handler = ChatServer(options, log=log, nursery=nursery)
+            try:
+                async with open_test_server(handler, host=host, port=port) as server:
+                    yield server
+            finally:
+                nursery.cancel_scope.cancel()
