@@ -200,8 +200,8 @@ async def test_the_run_goes_on_after_its_client_leaves(
         assert found is not None
         response_id = found.group(1).decode()
         await trio.sleep(100)
-        run = handler.store.get(response_id)
-        assert run is not None and run.document["status"] == "completed"
+        retained = handler.retained(response_id)
+        assert retained is not None and retained["status"] == "completed"
         nursery.cancel_scope.cancel()
 
 

@@ -38,6 +38,14 @@ Rules
    cannot promise a valid document for gets a 400 saying so
    (``unsupported_schema``), never an answer that might break it.
 
+6. A Responses request with ``"background": true``, and ``GET`` and
+   ``cancel`` of a stored response, are the :class:`~._background.ResponseStore`'s:
+   its runs live in the nursery :func:`open_chat_server` owns, not a
+   connection's, and a live stream is written event by event there (the one
+   exception to rule 1: it cannot be scripted up front).  Where a stream is
+   cut (``disconnect_after``, ``cut_after_events``, ``cut_seed``) is decided
+   in one place for every streamed answer, :class:`~._background.StreamCuts`.
+
 :class:`ServerOptions` applies to every chat and Responses request: a
 replayed body instead of a scenario, bytes per write, a delay between writes,
 a disconnect after N body bytes, a fixed HTTP error status, and a required API
@@ -68,7 +76,7 @@ from .._structured import OutputSchema
 from .._util import exceptions_unwrapped
 from ._background import DEFAULT_RESUME_WINDOW, DEFAULT_RETENTION, ResponseStore, StreamCuts
 from ._http_server import LoopbackServer, open_test_server
-from ._replies import send_error, send_json
+from ._replies import send_error, send_json, send_status_error
 from ._request_checks import RequestProblem, check_chat_request, check_responses_request
 from ._response_scenarios import (
     DEFAULT_RESPONSE_SCENARIO,
@@ -207,29 +215,6 @@ class ServerOptions:
         return DEFAULT_RESPONSE_SCENARIO
 
 
-# OpenAI's error type and code for the statuses a client most often meets.
-_STATUS_ERRORS: Mapping[int, tuple[str, str, str | None]] = {
-    400: ("Invalid request.", "invalid_request_error", None),
-    401: ("Incorrect API key provided", "invalid_request_error", "invalid_api_key"),
-    403: ("You are not allowed to use this model.", "invalid_request_error", None),
-    404: (
-        "The model does not exist or you do not have access to it.",
-        "invalid_request_error",
-        "model_not_found",
-    ),
-    429: (
-        "Rate limit reached for requests. Please try again in 1s.",
-        "requests",
-        "rate_limit_exceeded",
-    ),
-    500: (
-        "The server had an error while processing your request. Sorry about that!",
-        "server_error",
-        None,
-    ),
-    503: ("The engine is currently overloaded, please try again later.", "server_error", None),
-}
-
 _CHAT_PATH = "/v1/chat/completions"
 _RESPONSES_PATH = "/v1/responses"
 _MODELS_PATH = "/v1/models"
@@ -248,8 +233,8 @@ class ChatServer:
         self.options = options = options if options is not None else ServerOptions()
         self._log = log
         self._request_ids = itertools.count(1)
-        #: The stored responses; background ones run in ``nursery`` (rule 6).
-        self.store = ResponseStore(
+        # The stored responses; background ones run in ``nursery`` (rule 6).
+        self._store = ResponseStore(
             nursery=nursery,
             delay=options.delay,
             write_size=options.write_size,
@@ -261,6 +246,15 @@ class ChatServer:
                 seed=options.cut_seed,
             ),
         )
+
+    def retained(self, response_id: str) -> dict[str, Any] | None:
+        """The stored response ``response_id`` as it stands now, or None (unknown, expired).
+
+        What ``GET /v1/responses/{id}`` answers, without a request: a test can
+        see that a background response went on after its client left.
+        """
+        run = self._store.get(response_id)
+        return None if run is None else run.document
 
     async def __call__(self, request: RecordedRequest, writer: ResponseWriter) -> None:
         if self._log is not None:
@@ -305,10 +299,10 @@ class ChatServer:
             )
             return
         if not self._authorized(request):
-            await _send_status_error(writer, 401, request_id)
+            await send_status_error(writer, 401, request_id)
             return
         if stored:
-            await self.store.answer(request, writer, request_id)
+            await self._store.answer(request, writer, request_id)
         elif allowed == "GET":
             await self._models(path, writer, request_id)
         elif path == _RESPONSES_PATH:
@@ -401,7 +395,7 @@ class ChatServer:
             # Without --write-size each event is one write, so --delay paces events.
             write_sizes=options.write_size or tuple(len(e) for e in events if e) or None,
             delay=options.delay,
-            disconnect_after=self.store.cuts.offset(events),
+            disconnect_after=self._store.cuts.offset(events),
         )
         await writer.play(response)
 
@@ -453,12 +447,12 @@ class ChatServer:
             )
             if background:
                 stream = body.get("stream") is True
-                await self.store.create(
+                await self._store.create(
                     payloads, stream=stream, writer=writer, request_id=request_id
                 )
                 return
             if body.get("store") is not False:
-                self.store.keep(payloads)
+                self._store.keep(payloads)
             events = [response_event_bytes(payload) for payload in payloads]
         if body.get("stream") is True:
             await self._stream(writer, events, request_id)
@@ -506,7 +500,7 @@ async def _request_body(
 ) -> dict[str, Any] | None:
     """The request's JSON object, or None once an error is sent (``--status``, a 400)."""
     if options.status is not None:
-        await _send_status_error(writer, options.status, request_id)
+        await send_status_error(writer, options.status, request_id)
         return None
     try:
         body = json.loads(request.body)
@@ -648,20 +642,6 @@ def _answers_tool_results(body: Mapping[str, Any]) -> bool:
         and isinstance(messages[-1], dict)
         and messages[-1].get("role") == "tool"
     )
-
-
-async def _send_status_error(writer: ResponseWriter, status: int, request_id: str) -> None:
-    message, type, code = _STATUS_ERRORS.get(
-        status,
-        (
-            "The server answered with an error." if status >= 500 else "The request was refused.",
-            "server_error" if status >= 500 else "invalid_request_error",
-            None,
-        ),
-    )
-    # Tell clients how long to back off, as OpenAI does on rate limits.
-    headers = (("Retry-After", "1"),) if status in (429, 503) else ()
-    await send_error(writer, status, message, request_id, type=type, code=code, headers=headers)
 
 
 @asynccontextmanager
