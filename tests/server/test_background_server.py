@@ -235,13 +235,19 @@ async def test_cancel_a_running_response(autojump_clock: trio.testing.MockClock)
     assert 0 < len(watched) < 10 and not {e["type"] for e in watched} & TERMINAL
 
 
-async def test_cancel_a_finished_response_answers_its_final_object() -> None:
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [("text", "a completed"), ("length", "an incomplete"), ("error", "a failed")],
+)
+async def test_cancel_a_response_that_finished_on_its_own_is_refused(name: str, words: str) -> None:
     async with server() as send:
-        created = await send("POST", "/v1/responses", create(stream=True))
+        created = await send("POST", "/v1/responses", create(name, stream=True))
         response_id = events_of(created.body)[0]["response"]["id"]
         got = await send("POST", f"/v1/responses/{response_id}/cancel")
-    assert got.status == 200
-    assert document(got) == events_of(created.body)[-1]["response"]
+        polled = await send("GET", f"/v1/responses/{response_id}")
+    assert got.status == 400
+    assert document(got) == error_body(f"Cannot cancel {words} response.")
+    assert document(polled) == events_of(created.body)[-1]["response"]
 
 
 async def test_cancel_an_unknown_or_non_background_response() -> None:

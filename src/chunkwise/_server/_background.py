@@ -37,9 +37,11 @@ Rules
    the words OpenAI uses: openai-python #2828).
 4. ``POST /v1/responses/{id}/cancel``: a queued or running run is cancelled
    (200 and the response, ``cancelled``; its streams end after the events
-   already produced, with no terminal event); a finished one answers its final
-   response (cancelling is idempotent, as OpenAI documents); a response not
-   created in background mode gets 400.
+   already produced, with no terminal event); cancelling it again answers the
+   same (idempotent, as OpenAI documents); one that finished on its own gets
+   400 ``Cannot cancel a completed response.`` (as OpenAI answers, seen in
+   litellm #39617; ``failed`` and ``incomplete`` alike); a response not created
+   in background mode gets 400.
 5. A response is retained ``retention`` seconds after it ended (a
    non-background one: after it was answered); then, like an id never seen,
    it is 404 ``Response with id '...' not found.``.  A running one is kept.
@@ -332,6 +334,17 @@ class ResponseStore:
                 type="invalid_request_error",
             )
             return
+        if run.ended and not run.cancelled:
+            status = str(run.document.get("status"))
+            article = "an" if status[:1] in "aeiou" else "a"
+            await send_error(
+                writer,
+                400,
+                f"Cannot cancel {article} {status} response.",
+                request_id,
+                type="invalid_request_error",
+            )
+            return
         if not run.ended:
             run.cancelled = True
             run.scope.cancel()
@@ -341,10 +354,11 @@ class ResponseStore:
     async def _produce(self, run: Run) -> None:
         with run.scope:
             for position in range(len(run.events)):
-                if position and self._delay:
+                if position:
+                    # Streams take each event in turn; the last one and the end are one step,
+                    # so a cancel cannot fall between a terminal event and the run's end.
                     await trio.sleep(self._delay)
                 run.produce()
-                await trio.lowlevel.checkpoint()  # a stream may take each event in turn
         run.end(trio.current_time())
 
     async def _stream(
