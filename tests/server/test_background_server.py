@@ -484,3 +484,53 @@ def test_serve_flags_set_the_background_options() -> None:
 def test_bad_background_options_are_refused(bad: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match=next(iter(bad))):
         ServerOptions(**bad)
+
+
+# --- the official openai SDK as an oracle ---------------------------------------------
+
+
+async def test_the_sdk_creates_resumes_polls_and_cancels() -> None:
+    openai = pytest.importorskip("openai")
+    # The SDK runs on asyncio; trio runs this test, so it runs in a thread.
+    import asyncio  # only here: the SDK's own event loop, in a worker thread
+
+    async with (
+        open_chat_server() as quick,
+        open_chat_server(ServerOptions(delay=3600.0)) as slow,
+    ):
+
+        async def run() -> tuple[Any, ...]:
+            def sdk(server: Any) -> Any:
+                return openai.AsyncOpenAI(
+                    base_url=server.base_url, api_key="k", max_retries=0, timeout=10
+                )
+
+            async with sdk(quick) as client, sdk(slow) as slow_client:
+                streamed = await client.responses.create(
+                    model="tools", input="hi", background=True, stream=True
+                )
+                full = [event async for event in streamed]
+                response_id = full[0].response.id
+                resumed = await client.responses.retrieve(
+                    response_id, stream=True, starting_after=3
+                )
+                tail = [event async for event in resumed]
+                polled = await client.responses.retrieve(response_id)
+                with pytest.raises(openai.BadRequestError, match="Cannot cancel a completed"):
+                    await client.responses.cancel(response_id)
+                queued = await slow_client.responses.create(
+                    model="text", input="hi", background=True
+                )
+                cancelled = await slow_client.responses.cancel(queued.id)
+                with pytest.raises(openai.NotFoundError):
+                    await client.responses.retrieve("resp_missing")
+            return full, tail, polled, queued, cancelled
+
+        full, tail, polled, queued, cancelled = await trio.to_thread.run_sync(
+            lambda: asyncio.run(run())
+        )
+    assert [e.sequence_number for e in full] == list(range(len(full)))
+    assert [e.model_dump() for e in tail] == [e.model_dump() for e in full[4:]]
+    assert (polled.status, polled.background) == ("completed", True)
+    assert [c.name for c in polled.output if c.type == "function_call"] == ["get_weather"] * 2
+    assert (queued.status, cancelled.status, cancelled.id) == ("queued", "cancelled", queued.id)
