@@ -48,11 +48,13 @@ Rules
 
 :class:`ServerOptions` applies to every chat and Responses request: a
 replayed body instead of a scenario, bytes per write, a delay between writes,
-a disconnect after N body bytes, a fixed HTTP error status, and a required API
-key.
+cuts of each streaming connection (after N body bytes, after N events, at
+random with a seed), a fixed HTTP error status, a required API key, and how
+long responses are kept and can be streamed again.
 :func:`open_chat_server` runs the server for an ``async with`` block (an
-ephemeral loopback port by default), logging one line per request to ``log``;
-``chunkwise serve`` runs it until Ctrl-C.
+ephemeral loopback port by default), in a nursery of its own for background
+responses, logging one line per request to ``log``; ``chunkwise serve`` runs
+it until Ctrl-C.
 """
 
 from __future__ import annotations
@@ -133,11 +135,6 @@ def _check_status(_: Any, __: Any, value: int | None) -> None:
         raise ValueError(f"status must be an HTTP error status (400-599), not {value}")
 
 
-def _check_delay(_: Any, __: Any, value: float) -> None:
-    if not value >= 0:  # also refuses NaN
-        raise ValueError("delay must be a non-negative number of seconds")
-
-
 def _check_disconnect(_: Any, attribute: attrs.Attribute[Any], value: int | None) -> None:
     if value is not None and value < 0:
         raise ValueError(f"{attribute.name} must not be negative")
@@ -194,7 +191,7 @@ class ServerOptions:
     response_scenario: str | None = attrs.field(default=None, validator=_check_response_scenario)
     replay: bytes | None = None
     write_size: int | None = attrs.field(default=None, validator=_positive_or_none)
-    delay: float = attrs.field(default=0.0, validator=_check_delay)
+    delay: float = attrs.field(default=0.0, validator=_check_seconds)
     disconnect_after: int | None = attrs.field(default=None, validator=_check_disconnect)
     status: int | None = attrs.field(default=None, validator=_check_status)
     api_key: str | None = attrs.field(default=None, repr=False)
