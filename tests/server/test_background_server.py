@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -30,6 +31,9 @@ from chunkwise.testing import (
     serve_stream,
 )
 from helpers import Exchange, exchange, http_exchange
+
+if sys.version_info < (3, 11):  # pragma: no cover
+    from exceptiongroup import ExceptionGroup
 
 Send = Callable[..., Awaitable[Exchange]]
 
@@ -534,3 +538,30 @@ async def test_the_sdk_creates_resumes_polls_and_cancels() -> None:
     assert (polled.status, polled.background) == ("completed", True)
     assert [c.name for c in polled.output if c.type == "function_call"] == ["get_weather"] * 2
     assert (queued.status, cancelled.status, cancelled.id) == ("queued", "cancelled", queued.id)
+
+
+async def test_cut_options_cut_chat_streams_too() -> None:
+    body = {"model": "text", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+    async with server(cut_after_events=2) as send:
+        got = await send("POST", "/v1/chat/completions", body)
+    assert not got.complete
+    assert len(events_of(got.body)) == 2 and got.body.endswith(b"\n\n")
+
+
+async def test_a_stream_without_a_terminal_event_is_not_stored() -> None:
+    async with server() as send:
+        body = {"model": "quirks-llamacpp-error", "input": "hi", "stream": True}
+        streamed = await send("POST", "/v1/responses", body)
+        response_id = events_of(streamed.body)[0]["response"]["id"]
+        got = await send("GET", f"/v1/responses/{response_id}")
+    assert (got.status, document(got)) == (404, not_found(response_id))
+
+
+async def test_a_chat_server_without_a_nursery_cannot_run_background_responses() -> None:
+    client, served = trio.testing.memory_stream_pair()
+    async with client:
+        with pytest.raises(ExceptionGroup) as info:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(serve_stream, served, ChatServer())
+                await exchange(client, "POST", "/v1/responses", json.dumps(create()).encode())
+    assert info.group_contains(RuntimeError, match="nursery")
