@@ -1138,6 +1138,53 @@ def response_streams(draw: st.DrawFn) -> GeneratedResponse:
     )
 
 
+@attrs.frozen(kw_only=True)
+class Exchange:
+    """One HTTP/1.1 exchange as the client saw it; ``complete`` is false for a cut body."""
+
+    status: int
+    headers: dict[str, str]
+    body: bytes
+    complete: bool
+
+
+async def exchange(
+    stream: trio.abc.Stream,
+    method: str,
+    path: str,
+    body: bytes = b"",
+    headers: tuple[tuple[str, str], ...] = (),
+) -> Exchange:
+    """One raw HTTP/1.1 exchange on ``stream``; a cut body is returned as far as it got."""
+    client = h11.Connection(h11.CLIENT)
+    fields = [("Host", "127.0.0.1"), ("Content-Length", str(len(body))), *headers]
+    data = client.send(h11.Request(method=method, target=path, headers=fields))
+    if body:
+        data = (data or b"") + (client.send(h11.Data(data=body)) or b"")
+    await stream.send_all((data or b"") + (client.send(h11.EndOfMessage()) or b""))
+    status, received = 0, b""
+    response_headers: dict[str, str] = {}
+    while True:
+        try:
+            event = client.next_event()
+        except h11.RemoteProtocolError:
+            return Exchange(status=status, headers=response_headers, body=received, complete=False)
+        if event is h11.NEED_DATA:
+            client.receive_data(bytes(await stream.receive_some(65536)))
+        elif isinstance(event, h11.Response):
+            status = event.status_code
+            response_headers = {
+                name.decode().lower(): value.decode() for name, value in event.headers
+            }
+        elif isinstance(event, h11.Data):
+            received += event.data
+        elif isinstance(event, (h11.EndOfMessage, h11.ConnectionClosed)):
+            complete = isinstance(event, h11.EndOfMessage)
+            return Exchange(
+                status=status, headers=response_headers, body=received, complete=complete
+            )
+
+
 async def http_exchange(
     server: LoopbackServer,
     method: str,
@@ -1148,23 +1195,5 @@ async def http_exchange(
     """One raw HTTP/1.1 exchange: (status, lower-cased headers, body)."""
     stream = await trio.open_tcp_stream(server.host, server.port)
     async with stream:
-        client = h11.Connection(h11.CLIENT)
-        fields = [("Host", "127.0.0.1"), ("Content-Length", str(len(body))), *headers]
-        data = client.send(h11.Request(method=method, target=path, headers=fields))
-        if body:
-            data = (data or b"") + (client.send(h11.Data(data=body)) or b"")
-        await stream.send_all((data or b"") + (client.send(h11.EndOfMessage()) or b""))
-        status, response_headers, received = 0, {}, b""
-        while True:
-            event = client.next_event()
-            if event is h11.NEED_DATA:
-                client.receive_data(await stream.receive_some(65536))
-            elif isinstance(event, h11.Response):
-                status = event.status_code
-                response_headers = {
-                    name.decode().lower(): value.decode() for name, value in event.headers
-                }
-            elif isinstance(event, h11.Data):
-                received += event.data
-            elif isinstance(event, (h11.EndOfMessage, h11.ConnectionClosed)):
-                return status, response_headers, received
+        got = await exchange(stream, method, path, body, headers)
+    return got.status, got.headers, got.body

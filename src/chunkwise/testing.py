@@ -16,6 +16,9 @@ face over trio's private modules:
 * :func:`open_chat_server`: the OpenAI-compatible server that ``chunkwise
   serve`` runs (``/v1/chat/completions`` and ``/v1/responses``), with
   :data:`SCENARIOS`, :data:`RESPONSE_SCENARIOS` and :class:`ServerOptions`.
+  Its background Responses run in a nursery it owns; a bare
+  :class:`ChatServer` (e.g. under :func:`serve_stream`) takes one as
+  ``nursery=``, and :meth:`ChatServer.retained` shows a stored response.
 * :func:`tls_contexts`: a throwaway CA (needs ``trustme``, the ``test`` extra).
 
 Everything runs in the caller's task tree: leaving an ``async with`` cancels the

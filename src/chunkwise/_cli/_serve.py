@@ -17,6 +17,7 @@ import sys
 
 import trio
 
+from .._server._background import DEFAULT_RESUME_WINDOW, DEFAULT_RETENTION
 from .._server._chat_server import DEFAULT_HOST, DEFAULT_PORT, ServerOptions, open_chat_server
 from .._server._http_server import LoopbackServer
 from .._server._response_scenarios import RESPONSE_SCENARIOS
@@ -57,7 +58,13 @@ def add_serve_command(commands: CommandsAction) -> None:
             "structured-invalid), and refuse what OpenAI refuses with its 400 (missing\n"
             "model or messages/input, n, token limits or temperature out of range,\n"
             "malformed tools, the other API's body).  --replay, --write-size, --delay,\n"
-            "--disconnect-after, --status and --api-key apply to both APIs."
+            "--disconnect-after, --status and --api-key apply to both APIs.\n\n"
+            'Background Responses ("background": true) run in a server task that outlives\n'
+            "the connection: GET /v1/responses/{id} polls one, GET /v1/responses/{id}?stream=\n"
+            "true&starting_after=N streams its events after sequence number N, POST\n"
+            "/v1/responses/{id}/cancel cancels it.  --cut-after-events, --cut-seed and\n"
+            "--disconnect-after cut every streaming connection, so resuming can be tried;\n"
+            "--resume-window 0 refuses every re-stream, so polling can be tried too."
         ),
         epilog=(
             f"chat scenarios (model names):\n{scenarios}\n\n"
@@ -124,6 +131,35 @@ def add_serve_command(commands: CommandsAction) -> None:
         help="close the connection after N body bytes, without finishing the response",
     )
     serve.add_argument(
+        "--cut-after-events",
+        type=non_negative_int,
+        metavar="N",
+        help="close each streaming connection after N events, without finishing the response",
+    )
+    serve.add_argument(
+        "--cut-seed",
+        type=int,
+        metavar="SEED",
+        help="cut each streaming connection at random (after a random number of events, "
+        "inside the next one, or not at all); the same SEED cuts the same way",
+    )
+    serve.add_argument(
+        "--retention",
+        type=seconds(0, 7 * 24 * 3600),
+        default=DEFAULT_RETENTION,
+        metavar="S",
+        help=f"keep a finished response retrievable for S seconds (default {DEFAULT_RETENTION:g}); "
+        "then GET /v1/responses/{id} answers 404",
+    )
+    serve.add_argument(
+        "--resume-window",
+        type=seconds(0, 7 * 24 * 3600),
+        default=DEFAULT_RESUME_WINDOW,
+        metavar="S",
+        help="refuse to stream a background response again once it is S seconds old (400, as "
+        f"OpenAI after five minutes; default {DEFAULT_RESUME_WINDOW:g}; 0 refuses every re-stream)",
+    )
+    serve.add_argument(
         "--status",
         type=error_status,
         metavar="CODE",
@@ -165,6 +201,10 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
         disconnect_after=args.disconnect_after,
         status=args.status,
         api_key=api_key,
+        cut_after_events=args.cut_after_events,
+        cut_seed=args.cut_seed,
+        retention=args.retention,
+        resume_window=args.resume_window,
     )
 
 

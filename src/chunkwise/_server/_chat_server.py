@@ -38,13 +38,23 @@ Rules
    cannot promise a valid document for gets a 400 saying so
    (``unsupported_schema``), never an answer that might break it.
 
+6. A Responses request with ``"background": true``, and ``GET`` and
+   ``cancel`` of a stored response, are the :class:`~._background.ResponseStore`'s:
+   its runs live in the nursery :func:`open_chat_server` owns, not a
+   connection's, and a live stream is written event by event there (the one
+   exception to rule 1: it cannot be scripted up front).  Where a stream is
+   cut (``disconnect_after``, ``cut_after_events``, ``cut_seed``) is decided
+   in one place for every streamed answer, :class:`~._background.StreamCuts`.
+
 :class:`ServerOptions` applies to every chat and Responses request: a
 replayed body instead of a scenario, bytes per write, a delay between writes,
-a disconnect after N body bytes, a fixed HTTP error status, and a required API
-key.
+cuts of each streaming connection (after N body bytes, after N events, at
+random with a seed), a fixed HTTP error status, a required API key, and how
+long responses are kept and can be streamed again.
 :func:`open_chat_server` runs the server for an ``async with`` block (an
-ephemeral loopback port by default), logging one line per request to ``log``;
-``chunkwise serve`` runs it until Ctrl-C.
+ephemeral loopback port by default), in a nursery of its own for background
+responses, logging one line per request to ``log``; ``chunkwise serve`` runs
+it until Ctrl-C.
 """
 
 from __future__ import annotations
@@ -65,7 +75,10 @@ from .._parser import ChatStreamParser, ResponseStreamParser
 from .._payloads import load_json
 from .._sse import SSEDecoder
 from .._structured import OutputSchema
+from .._util import exceptions_unwrapped
+from ._background import DEFAULT_RESUME_WINDOW, DEFAULT_RETENTION, ResponseStore, StreamCuts
 from ._http_server import LoopbackServer, open_test_server
+from ._replies import send_error, send_json, send_status_error
 from ._request_checks import RequestProblem, check_chat_request, check_responses_request
 from ._response_scenarios import (
     DEFAULT_RESPONSE_SCENARIO,
@@ -73,7 +86,7 @@ from ._response_scenarios import (
     ResponseScenario,
     answering_tool_results,
 )
-from ._response_wire import response_scenario_events
+from ._response_wire import response_event_bytes, response_scenario_payloads
 from ._responses import RecordedRequest, ResponseWriter, ScriptedResponse
 from ._scenarios import (
     CREATED,
@@ -122,14 +135,14 @@ def _check_status(_: Any, __: Any, value: int | None) -> None:
         raise ValueError(f"status must be an HTTP error status (400-599), not {value}")
 
 
-def _check_delay(_: Any, __: Any, value: float) -> None:
-    if not value >= 0:  # also refuses NaN
-        raise ValueError("delay must be a non-negative number of seconds")
-
-
-def _check_disconnect(_: Any, __: Any, value: int | None) -> None:
+def _check_disconnect(_: Any, attribute: attrs.Attribute[Any], value: int | None) -> None:
     if value is not None and value < 0:
-        raise ValueError("disconnect_after must not be negative")
+        raise ValueError(f"{attribute.name} must not be negative")
+
+
+def _check_seconds(_: Any, attribute: attrs.Attribute[Any], value: float | None) -> None:
+    if value is not None and not value >= 0:  # also refuses NaN
+        raise ValueError(f"{attribute.name} must be a non-negative number of seconds")
 
 
 @attrs.frozen(kw_only=True)
@@ -158,16 +171,36 @@ class ServerOptions:
             ``Retry-After: 1``).
         api_key: when set, requests without ``Authorization: Bearer <api_key>``
             get a 401.
+        cut_after_events: close each streaming connection after this many
+            events, without finishing the response (``0``: right after the
+            head).  With ``disconnect_after`` and ``cut_seed``, the earliest
+            cut wins; each counts from the connection's first body byte, so a
+            resumed background stream is cut again (see :mod:`._background`).
+        cut_seed: cut each streaming connection at random: after a random
+            number of whole events and a random number of the next one's
+            bytes (or not at all, when the number drawn is all of them); the
+            same seed cuts the same way, connection after connection.
+        retention: seconds a stored response stays retrievable after it ended
+            (``GET /v1/responses/{id}``); then 404, as OpenAI's.
+        resume_window: a background response at least this many seconds old
+            can no longer be streamed again (400, as OpenAI refuses one older
+            than five minutes); ``0`` refuses every re-stream, ``None`` none.
     """
 
     scenario: str = attrs.field(default=DEFAULT_SCENARIO, validator=_check_scenario)
     response_scenario: str | None = attrs.field(default=None, validator=_check_response_scenario)
     replay: bytes | None = None
     write_size: int | None = attrs.field(default=None, validator=_positive_or_none)
-    delay: float = attrs.field(default=0.0, validator=_check_delay)
+    delay: float = attrs.field(default=0.0, validator=_check_seconds)
     disconnect_after: int | None = attrs.field(default=None, validator=_check_disconnect)
     status: int | None = attrs.field(default=None, validator=_check_status)
     api_key: str | None = attrs.field(default=None, repr=False)
+    cut_after_events: int | None = attrs.field(default=None, validator=_check_disconnect)
+    cut_seed: int | None = None
+    retention: float = attrs.field(default=DEFAULT_RETENTION, validator=_check_seconds)
+    resume_window: float | None = attrs.field(
+        default=DEFAULT_RESUME_WINDOW, validator=_check_seconds
+    )
 
     @property
     def default_response_scenario(self) -> str:
@@ -179,29 +212,6 @@ class ServerOptions:
         return DEFAULT_RESPONSE_SCENARIO
 
 
-# OpenAI's error type and code for the statuses a client most often meets.
-_STATUS_ERRORS: Mapping[int, tuple[str, str, str | None]] = {
-    400: ("Invalid request.", "invalid_request_error", None),
-    401: ("Incorrect API key provided", "invalid_request_error", "invalid_api_key"),
-    403: ("You are not allowed to use this model.", "invalid_request_error", None),
-    404: (
-        "The model does not exist or you do not have access to it.",
-        "invalid_request_error",
-        "model_not_found",
-    ),
-    429: (
-        "Rate limit reached for requests. Please try again in 1s.",
-        "requests",
-        "rate_limit_exceeded",
-    ),
-    500: (
-        "The server had an error while processing your request. Sorry about that!",
-        "server_error",
-        None,
-    ),
-    503: ("The engine is currently overloaded, please try again later.", "server_error", None),
-}
-
 _CHAT_PATH = "/v1/chat/completions"
 _RESPONSES_PATH = "/v1/responses"
 _MODELS_PATH = "/v1/models"
@@ -211,11 +221,37 @@ class ChatServer:
     """The request handler: ``async def __call__(request, writer)`` for :mod:`chunkwise.testing`."""
 
     def __init__(
-        self, options: ServerOptions | None = None, *, log: Callable[[str], None] | None = None
+        self,
+        options: ServerOptions | None = None,
+        *,
+        log: Callable[[str], None] | None = None,
+        nursery: trio.Nursery | None = None,
     ) -> None:
-        self.options = options if options is not None else ServerOptions()
+        self.options = options = options if options is not None else ServerOptions()
         self._log = log
         self._request_ids = itertools.count(1)
+        # The stored responses; background ones run in ``nursery`` (rule 6).
+        self._store = ResponseStore(
+            nursery=nursery,
+            delay=options.delay,
+            write_size=options.write_size,
+            retention=options.retention,
+            resume_window=options.resume_window,
+            cuts=StreamCuts(
+                disconnect_after=options.disconnect_after,
+                after_events=options.cut_after_events,
+                seed=options.cut_seed,
+            ),
+        )
+
+    def retained(self, response_id: str) -> dict[str, Any] | None:
+        """The stored response ``response_id`` as it stands now, or None (unknown, expired).
+
+        What ``GET /v1/responses/{id}`` answers, without a request: a test can
+        see that a background response went on after its client left.
+        """
+        run = self._store.get(response_id)
+        return None if run is None else run.document
 
     async def __call__(self, request: RecordedRequest, writer: ResponseWriter) -> None:
         if self._log is not None:
@@ -232,12 +268,15 @@ class ChatServer:
     async def _answer(self, request: RecordedRequest, writer: ResponseWriter) -> None:
         request_id = f"req_chunkwise_{next(self._request_ids)}"
         path = request.target.partition("?")[0]
+        stored = _stored_response_path(path)
         if path in (_CHAT_PATH, _RESPONSES_PATH):
             allowed = "POST"
+        elif stored:
+            allowed = "POST" if path.endswith("/cancel") else "GET"
         elif path == _MODELS_PATH or path.startswith(_MODELS_PATH + "/"):
             allowed = "GET"
         else:
-            await _send_error(
+            await send_error(
                 writer,
                 404,
                 f"Unknown request URL: {request.method} {path}.",
@@ -247,7 +286,7 @@ class ChatServer:
             )
             return
         if request.method != allowed:
-            await _send_error(
+            await send_error(
                 writer,
                 405,
                 f"Method {request.method} is not allowed for {path}; use {allowed}.",
@@ -257,9 +296,11 @@ class ChatServer:
             )
             return
         if not self._authorized(request):
-            await _send_status_error(writer, 401, request_id)
+            await send_status_error(writer, 401, request_id)
             return
-        if allowed == "GET":
+        if stored:
+            await self._store.answer(request, writer, request_id)
+        elif allowed == "GET":
             await self._models(path, writer, request_id)
         elif path == _RESPONSES_PATH:
             await self._responses(request, writer, request_id)
@@ -282,13 +323,13 @@ class ChatServer:
 
         if path.rstrip("/") == _MODELS_PATH:
             document = {"object": "list", "data": [model(name) for name in SCENARIOS]}
-            await _send_json(writer, 200, document, request_id)
+            await send_json(writer, 200, document, request_id)
             return
         name = path[len(_MODELS_PATH) + 1 :]
         if name in SCENARIOS:
-            await _send_json(writer, 200, model(name), request_id)
+            await send_json(writer, 200, model(name), request_id)
         else:
-            await _send_error(
+            await send_error(
                 writer,
                 404,
                 f"The model '{name}' does not exist",
@@ -351,7 +392,7 @@ class ChatServer:
             # Without --write-size each event is one write, so --delay paces events.
             write_sizes=options.write_size or tuple(len(e) for e in events if e) or None,
             delay=options.delay,
-            disconnect_after=options.disconnect_after,
+            disconnect_after=self._store.cuts.offset(events),
         )
         await writer.play(response)
 
@@ -361,9 +402,9 @@ class ChatServer:
         parser.end()
         result = parser.result
         if result.status == "failed":
-            await _send_json(writer, 500, _error_body(result.error), request_id)
+            await send_json(writer, 500, _error_body(result.error), request_id)
             return
-        await _send_json(writer, 200, completion_document(result), request_id)
+        await send_json(writer, 200, completion_document(result), request_id)
 
     async def _responses(
         self, request: RecordedRequest, writer: ResponseWriter, request_id: str
@@ -374,6 +415,14 @@ class ChatServer:
             return
         model = body.get("model")
         model = model if isinstance(model, str) else None
+        background = body.get("background") is True
+        refusal = _background_refusal(body, options) if background else None
+        if refusal is not None:
+            message, param = refusal
+            await send_error(
+                writer, 400, message, request_id, type="invalid_request_error", param=param
+            )
+            return
         if options.replay is not None:
             events = split_events(options.replay)
         else:
@@ -387,12 +436,21 @@ class ChatServer:
                     await _send_unsupported(writer, answer, "text.format.schema", request_id)
                     return
                 scenario = attrs.evolve(scenario, content=answer)
-            events = response_scenario_events(
+            payloads = response_scenario_payloads(
                 scenario,
                 model=model,
                 max_output_tokens=body.get("max_output_tokens"),
                 echo=body,
             )
+            if background:
+                stream = body.get("stream") is True
+                await self._store.create(
+                    payloads, stream=stream, writer=writer, request_id=request_id
+                )
+                return
+            if body.get("store") is not False:
+                self._store.keep(payloads)
+            events = [response_event_bytes(payload) for payload in payloads]
         if body.get("stream") is True:
             await self._stream(writer, events, request_id)
         else:
@@ -413,9 +471,9 @@ class ChatServer:
                 error = StreamError(
                     "The stream ended before its terminal event.", type="server_error"
                 )
-            await _send_json(writer, 500, _error_body(error), request_id)
+            await send_json(writer, 500, _error_body(error), request_id)
             return
-        await _send_json(writer, 200, document, request_id)
+        await send_json(writer, 200, document, request_id)
 
 
 def describe_request(request: RecordedRequest) -> str:
@@ -439,12 +497,12 @@ async def _request_body(
 ) -> dict[str, Any] | None:
     """The request's JSON object, or None once an error is sent (``--status``, a 400)."""
     if options.status is not None:
-        await _send_status_error(writer, options.status, request_id)
+        await send_status_error(writer, options.status, request_id)
         return None
     try:
         body = json.loads(request.body)
     except (ValueError, RecursionError):
-        await _send_error(
+        await send_error(
             writer,
             400,
             "We could not parse the JSON body of your request. (HINT: This likely means "
@@ -456,7 +514,7 @@ async def _request_body(
         return None
     problem = check(body)
     if problem is not None:
-        await _send_error(
+        await send_error(
             writer,
             400,
             problem.message,
@@ -497,7 +555,7 @@ async def _send_unsupported(
     writer: ResponseWriter, problem: UnsupportedSchema, param: str, request_id: str
 ) -> None:
     message = f"chunkwise serve cannot generate a document for this schema: {problem}"
-    await _send_error(
+    await send_error(
         writer,
         400,
         message,
@@ -506,6 +564,32 @@ async def _send_unsupported(
         param=param,
         code="unsupported_schema",
     )
+
+
+def _stored_response_path(path: str) -> bool:
+    """``/v1/responses/{id}`` or ``/v1/responses/{id}/cancel``."""
+    parts = path.split("/")
+    return (
+        len(parts) in (4, 5)
+        and path.startswith(_RESPONSES_PATH + "/")
+        and bool(parts[3])
+        and (len(parts) == 4 or parts[4] == "cancel")
+    )
+
+
+def _background_refusal(body: Mapping[str, Any], options: ServerOptions) -> tuple[str, str] | None:
+    """Why a background request cannot be run (message, param), or None."""
+    if body.get("store") is False:
+        return "Background mode requires store=true.", "store"
+    if options.replay is not None:
+        return "chunkwise serve cannot run a replayed body in background mode.", "background"
+    model = body.get("model")
+    scenario = _response_scenario(options, model if isinstance(model, str) else None, body)
+    if scenario.llama_cpp:
+        # llama-server has no background mode, and its events no sequence numbers.
+        message = f"The scenario {scenario.name!r} (llama.cpp) has no background mode."
+        return message, "background"
+    return None
 
 
 def _response_scenario(
@@ -557,54 +641,6 @@ def _answers_tool_results(body: Mapping[str, Any]) -> bool:
     )
 
 
-async def _send_json(
-    writer: ResponseWriter,
-    status: int,
-    document: Any,
-    request_id: str,
-    headers: Sequence[tuple[str, str]] = (),
-) -> None:
-    data = json.dumps(document, ensure_ascii=False).encode()
-    await writer.start(
-        status,
-        (("x-request-id", request_id), *headers),
-        content_type="application/json",
-        framing="content-length",
-        content_length=len(data),
-    )
-    await writer.write(data)
-    await writer.end()
-
-
-async def _send_error(
-    writer: ResponseWriter,
-    status: int,
-    message: str,
-    request_id: str,
-    *,
-    type: str | None,
-    code: str | None = None,
-    param: str | None = None,
-    headers: Sequence[tuple[str, str]] = (),
-) -> None:
-    error = {"message": message, "type": type, "param": param, "code": code}
-    await _send_json(writer, status, {"error": error}, request_id, headers)
-
-
-async def _send_status_error(writer: ResponseWriter, status: int, request_id: str) -> None:
-    message, type, code = _STATUS_ERRORS.get(
-        status,
-        (
-            "The server answered with an error." if status >= 500 else "The request was refused.",
-            "server_error" if status >= 500 else "invalid_request_error",
-            None,
-        ),
-    )
-    # Tell clients how long to back off, as OpenAI does on rate limits.
-    headers = (("Retry-After", "1"),) if status in (429, 503) else ()
-    await _send_error(writer, status, message, request_id, type=type, code=code, headers=headers)
-
-
 @asynccontextmanager
 async def open_chat_server(
     options: ServerOptions | None = None,
@@ -620,6 +656,12 @@ async def open_chat_server(
     recorded ``server.requests``.  ``port=0`` picks a free port.  ``log``, if
     given, is called with one line describing each request as it arrives.
     """
-    handler = ChatServer(options, log=log)
-    async with open_test_server(handler, host=host, port=port) as server:
-        yield server
+    with exceptions_unwrapped():
+        async with trio.open_nursery() as nursery:
+            # Background responses run here, in the server's nursery, not a connection's.
+            handler = ChatServer(options, log=log, nursery=nursery)
+            try:
+                async with open_test_server(handler, host=host, port=port) as server:
+                    yield server
+            finally:
+                nursery.cancel_scope.cancel()

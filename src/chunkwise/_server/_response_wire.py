@@ -66,6 +66,7 @@ from ._scenarios import CREATED
 
 __all__ = [
     "ECHOED",
+    "response_event_bytes",
     "response_scenario_body",
     "response_scenario_document",
     "response_scenario_events",
@@ -503,16 +504,21 @@ def response_scenario_events(
     echo: Mapping[str, Any] | None = None,
 ) -> list[bytes]:
     """The exact bytes of each SSE event the scenario sends."""
-    events: list[bytes] = []
-    for payload in response_scenario_payloads(
-        scenario, model=model, max_output_tokens=max_output_tokens, echo=echo
-    ):
-        data = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
-        etype = payload.get("type")
-        # llama.cpp's bare error frame has neither a type nor an event line.
-        head = f"event: {etype}\n" if isinstance(etype, str) else ""
-        events.append(f"{head}data: {data}\n\n".encode())
-    return events
+    return [
+        response_event_bytes(payload)
+        for payload in response_scenario_payloads(
+            scenario, model=model, max_output_tokens=max_output_tokens, echo=echo
+        )
+    ]
+
+
+def response_event_bytes(payload: Mapping[str, Any]) -> bytes:
+    """One SSE event: ``event: <type>`` + ``data: <json>`` + a blank line."""
+    data = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    etype = payload.get("type")
+    # llama.cpp's bare error frame has neither a type nor an event line.
+    head = f"event: {etype}\n" if isinstance(etype, str) else ""
+    return f"{head}data: {data}\n\n".encode()
 
 
 def response_scenario_body(
