@@ -98,6 +98,7 @@ from typing import Any, Generic, Literal, NoReturn, TypeVar, overload
 import attrs
 import trio
 
+from ._completions import CompletionResult
 from ._endpoint import Endpoint
 from ._errors import (
     ConnectionLost,
@@ -122,6 +123,7 @@ from ._util import exceptions_unwrapped, require_trio
 __all__ = [
     "Api",
     "ChatStream",
+    "CompletionStream",
     "ResponseStream",
     "Stream",
     "StreamBlock",
@@ -437,12 +439,24 @@ class ResponseStream(Stream[ResponseResult]):
     __slots__ = ()
 
 
+class CompletionStream(Stream[CompletionResult]):
+    """A legacy completion being streamed; created by :func:`open_completion_stream`.
+
+    The same object as :class:`ChatStream`, for ``POST /completions``:
+    subscribers receive :data:`~chunkwise.CompletionEvent` events (its
+    :class:`~chunkwise.TextDelta` events are the ``"choice"`` family); the
+    result is a :class:`~chunkwise.CompletionResult`.
+    """
+
+    __slots__ = ()
+
+
 S = TypeVar("S", bound=Stream[Any], covariant=True)
 
 
 @attrs.frozen
 class Api(Generic[S]):
-    """What differs between the two APIs: where to post, how to parse, what to hand out."""
+    """What differs between the APIs: where to post, how to parse, what to hand out."""
 
     #: In the names of the functions, ``open_{name}_stream`` and ``complete_{name}``.
     name: str
