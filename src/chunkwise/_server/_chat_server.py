@@ -65,8 +65,14 @@ from .._parser import ChatStreamParser, ResponseStreamParser
 from .._payloads import load_json
 from .._sse import SSEDecoder
 from .._structured import OutputSchema
+from ._completion_wire import completion_events, text_completion_document
 from ._http_server import LoopbackServer, open_test_server
-from ._request_checks import RequestProblem, check_chat_request, check_responses_request
+from ._request_checks import (
+    RequestProblem,
+    check_chat_request,
+    check_completions_request,
+    check_responses_request,
+)
 from ._response_scenarios import (
     DEFAULT_RESPONSE_SCENARIO,
     RESPONSE_SCENARIOS,
@@ -204,6 +210,7 @@ _STATUS_ERRORS: Mapping[int, tuple[str, str, str | None]] = {
 
 _CHAT_PATH = "/v1/chat/completions"
 _RESPONSES_PATH = "/v1/responses"
+_COMPLETIONS_PATH = "/v1/completions"
 _MODELS_PATH = "/v1/models"
 
 
@@ -232,7 +239,7 @@ class ChatServer:
     async def _answer(self, request: RecordedRequest, writer: ResponseWriter) -> None:
         request_id = f"req_chunkwise_{next(self._request_ids)}"
         path = request.target.partition("?")[0]
-        if path in (_CHAT_PATH, _RESPONSES_PATH):
+        if path in (_CHAT_PATH, _RESPONSES_PATH, _COMPLETIONS_PATH):
             allowed = "POST"
         elif path == _MODELS_PATH or path.startswith(_MODELS_PATH + "/"):
             allowed = "GET"
@@ -263,6 +270,8 @@ class ChatServer:
             await self._models(path, writer, request_id)
         elif path == _RESPONSES_PATH:
             await self._responses(request, writer, request_id)
+        elif path == _COMPLETIONS_PATH:
+            await self._completions(request, writer, request_id)
         else:
             await self._chat(request, writer, request_id)
 
@@ -364,6 +373,29 @@ class ChatServer:
             await _send_json(writer, 500, _error_body(result.error), request_id)
             return
         await _send_json(writer, 200, completion_document(result), request_id)
+
+    async def _completions(
+        self, request: RecordedRequest, writer: ResponseWriter, request_id: str
+    ) -> None:
+        # Legacy completions: the answer is _completion_wire's; the stream and
+        # the document are played and sent as chat's (rules 1 and 2).
+        options = self.options
+        body = await _request_body(request, writer, request_id, options, check_completions_request)
+        if body is None:
+            return
+        stream = body.get("stream") is True
+        if options.replay is not None:
+            events = split_events(options.replay)
+        else:
+            events = completion_events(body, document=not stream)
+        if stream:
+            await self._stream(writer, events, request_id)
+            return
+        result, document = text_completion_document(events)
+        if result.status == "failed":
+            await _send_json(writer, 500, _error_body(result.error), request_id)
+        else:
+            await _send_json(writer, 200, document, request_id)
 
     async def _responses(
         self, request: RecordedRequest, writer: ResponseWriter, request_id: str
