@@ -15,7 +15,9 @@ non-empty ``finish_reason``, the last usage, logprob lists extended.
   same result as chunkwise's own parse of the bytes;
 * documented differences (``docs/differences.rst``): an error object mid
   stream (the SDK raises, the text only in the chunks a caller kept),
-  ``data: null`` (the SDK yields ``None`` as a chunk).
+  ``data: null`` (the SDK yields ``None`` as a chunk), errors without an
+  ``error`` key and ``finish_reason: "error"`` (the SDK reports nothing),
+  a body cut off (the SDK reports nothing).
 """
 
 from __future__ import annotations
@@ -196,3 +198,44 @@ def test_data_null_sdk_yields_none_chunkwise_notes_it(client: Any) -> None:
     _, result = parse_completion([body])
     assert result.status == "complete"
     assert [a.kind for a in result.anomalies] == ["null event"]
+
+
+ERRORS_WITHOUT_ERROR_KEY = {
+    "object_error_body": sse(
+        c(text_choice("p")), {"object": "error", "message": "bad", "code": 400}
+    ),
+    "event_error": sse(c(text_choice("p")), done=False)
+    + b'event: error\ndata: {"message": "gone"}\n\n',
+    "legacy_error_field": b'data: {"choices":[{"index":0,"text":"p"}]}\n\n'
+    b'error: {"message":"slot died"}\n\n',
+}
+
+
+@pytest.mark.parametrize("name", list(ERRORS_WITHOUT_ERROR_KEY))
+def test_error_without_error_key_sdk_ignores_it(client: Any, name: str) -> None:
+    body = ERRORS_WITHOUT_ERROR_KEY[name]
+    chunks, error = run_sdk(client, [body])
+    # No exception: the error becomes a Completion whose choices are None, or
+    # (the legacy field) is never dispatched.
+    assert error is None
+    assert all(chunk.choices is None for chunk in chunks[1:])
+    _, result = parse_completion([body])
+    assert result.status == "failed" and result.text == "p"
+    assert result.error is not None
+
+
+def test_finish_reason_error_sdk_reports_success(client: Any) -> None:
+    body = sse(c(text_choice("p", finish_reason="error")))
+    chunks, error = run_sdk(client, [body])
+    assert error is None and sdk_view(chunks)["choices"][0]["finish_reason"] == "error"
+    _, result = parse_completion([body])
+    assert result.status == "failed" and result.text == "p"
+
+
+def test_missing_done_and_finish_reason_sdk_reports_success(client: Any) -> None:
+    body = sse(c(text_choice("a")), done=False)
+    chunks, error = run_sdk(client, [body])
+    assert error is None and sdk_view(chunks)["choices"][0]["text"] == "a"
+    _, result = parse_completion([body])
+    assert result.status == "incomplete"
+    assert result.reason is chunkwise.IncompleteReason.UNFINISHED

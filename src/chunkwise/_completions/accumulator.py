@@ -71,6 +71,7 @@ from .results import CompletionChoice, CompletionResult
 __all__ = ["CompletionAccumulator"]
 
 _DONE = "[DONE]"
+_METADATA_KEYS = ("id", "model", "created", "system_fingerprint")
 
 
 def _text(value: Any) -> str | None:
@@ -111,6 +112,9 @@ class CompletionAccumulator(TimedAccumulator):
         self._model: str | None = None
         self._created: int | None = None
         self._fingerprint: str | None = None
+        # The keys of those still None: while a server never sends one (OpenAI
+        # sends no system_fingerprint here), the hot path only looks it up.
+        self._metadata_missing: tuple[str, ...] = _METADATA_KEYS
         self._usage: Mapping[str, Any] | None = None
         self._error: ChunkwiseError | None = None
         self._anomalies = AnomalyLog()
@@ -170,7 +174,7 @@ class CompletionAccumulator(TimedAccumulator):
             return self._finish(done=True)
         if not data:
             return []  # an empty keep-alive event carries nothing
-        if data.strip() == "null":
+        if data[0] != "{" and data.strip() == "null":
             # Rule 5: llama-server opens a multi-prompt stream with it.
             events: list[Event] = []
             self._anomalies.count(events, "null event", "data: null carries nothing")
@@ -221,8 +225,10 @@ class CompletionAccumulator(TimedAccumulator):
 
     def _chunk(self, chunk: Mapping[str, Any], *, copy: bool) -> list[Event]:
         events: list[Event] = []
-        if None in (self._id, self._model, self._created, self._fingerprint):
-            self._metadata(chunk)
+        for key in self._metadata_missing:
+            if chunk.get(key) is not None:
+                self._metadata(chunk)
+                break
         if "timings" in chunk or "metrics" in chunk:
             take_chunk_timings(self, chunk, copy=copy)
         failure: InvalidChunk | None = None
@@ -265,6 +271,10 @@ class CompletionAccumulator(TimedAccumulator):
         if self._created is None and type(created) is int:
             self._created = created
         self._cache = None
+        values = (self._id, self._model, self._created, self._fingerprint)
+        self._metadata_missing = tuple(
+            key for key, value in zip(_METADATA_KEYS, values, strict=True) if value is None
+        )
 
     def _choice(self, choice: Any, events: list[Event], copy: bool) -> InvalidChunk | None:
         if type(choice) is not dict:
@@ -275,6 +285,19 @@ class CompletionAccumulator(TimedAccumulator):
         text = choice.get("text")
         finish_reason = choice.get("finish_reason")
         state = self._choices.get(index)
+        if (
+            state is not None
+            and finish_reason is None
+            and type(text) is str
+            and not state.finished
+            and choice.get("logprobs") is None
+        ):
+            # The hot path: text for a choice that already started.
+            if text:
+                state.text.append(text)
+                events.append(TextDelta(choice_index=index, text=text))
+                self._cache = None
+            return None
         if state is None:
             if "text" not in choice and finish_reason is None:
                 return None  # rule 4: a filter annotation starts nothing
