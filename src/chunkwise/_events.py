@@ -379,7 +379,7 @@ class StreamFailed(Generic[R]):
     error: ChunkwiseError
 
 
-ChoiceEvent: TypeAlias = ContentDelta | RefusalDelta | ReasoningDelta | TextDelta | ChoiceFinished
+ChoiceEvent: TypeAlias = ContentDelta | RefusalDelta | ReasoningDelta | ChoiceFinished
 OutputEvent: TypeAlias = (
     OutputItemAdded
     | OutputTextDelta
@@ -408,7 +408,11 @@ LifecycleEvent: TypeAlias = (
     | StreamIncomplete  # type: ignore[type-arg]
     | StreamFailed  # type: ignore[type-arg]
 )
-Event: TypeAlias = ChoiceEvent | OutputEvent | ToolCallEvent | FunctionCallEvent | LifecycleEvent
+# A completion's text (TextDelta) is its "choice" family, as OutputEvent is
+# the Responses API's.
+Event: TypeAlias = (
+    ChoiceEvent | TextDelta | OutputEvent | ToolCallEvent | FunctionCallEvent | LifecycleEvent
+)
 ChatEvent: TypeAlias = ChoiceEvent | ToolCallEvent | LifecycleEvent
 ResponseEvent: TypeAlias = OutputEvent | FunctionCallEvent | LifecycleEvent
 CompletionEvent: TypeAlias = TextDelta | ChoiceFinished | LifecycleEvent

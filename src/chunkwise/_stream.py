@@ -1,11 +1,12 @@
-"""Layer 5: one streamed answer (chat completion or Responses API) as a trio resource.
+"""Layer 5: one streamed answer (chat, Responses API or legacy completion) as a trio resource.
 
 Theory of operation
 -------------------
-:func:`~chunkwise.open_chat_stream` and :func:`~chunkwise.open_response_stream`
-(in :mod:`chunkwise._apis`) are one implementation, :func:`open_stream`,
-parametrised by an :class:`Api`: the path to post to, the sans-IO parser to
-read the body with, and the stream class to hand out.  Everything here is the
+:func:`~chunkwise.open_chat_stream`, :func:`~chunkwise.open_response_stream` and
+:func:`~chunkwise.open_completion_stream` (in :mod:`chunkwise._apis`) are one
+implementation, :func:`open_stream`, parametrised by an :class:`Api`: the path
+to post to, the sans-IO parser to read the body with, and the stream class to
+hand out.  Everything here is the
 same for every API.
 
 :func:`open_stream` returns a :class:`StreamBlock`, whose ``__aenter__``

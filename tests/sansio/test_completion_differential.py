@@ -22,7 +22,9 @@ non-empty ``finish_reason``, the last usage, logprob lists extended.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -239,3 +241,12 @@ def test_missing_done_and_finish_reason_sdk_reports_success(client: Any) -> None
     _, result = parse_completion([body])
     assert result.status == "incomplete"
     assert result.reason is chunkwise.IncompleteReason.UNFINISHED
+
+
+def test_every_difference_in_the_docs_has_its_test() -> None:
+    text = (Path(__file__).parents[2] / "docs" / "differences.rst").read_text(encoding="utf-8")
+    section = text.split("Legacy completions\n------------------", 1)[1]
+    section = section.split("\nResponses API\n-------------", 1)[0]
+    named = set(re.findall(r"``(test_\w+)``", section))
+    tests = {name for name in globals() if name.startswith("test_")}
+    assert len(named) >= 7 and named <= tests

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import typing
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,6 +29,7 @@ from chunkwise import (
     TextDelta,
     UsageReported,
 )
+from chunkwise._fanout import family_of
 from helpers import (
     accumulate_completion,
     byte_reads,
@@ -467,3 +469,27 @@ def test_choice_finished_event_carries_the_raw_reason() -> None:
     events, _ = parse_completion([BY_NAME["several_prompts_and_n_interleaved"].body])
     finished = [(e.choice_index, e.finish_reason) for e in events if type(e) is ChoiceFinished]
     assert finished == [(0, "stop"), (3, "length"), (1, "eos")]
+
+
+# The legacy ``error:`` field is an option of the parser's decoder, not an SSE event.
+SSE_ROWS = [row for row in ROWS if b"\nerror:" not in b"\n" + row.body]
+
+
+@pytest.mark.parametrize("row", SSE_ROWS, ids=[row.name for row in SSE_ROWS])
+def test_feed_event_with_decoded_sse_events_gives_the_parsers_result(row: Row) -> None:
+    """The accumulator fed the SSE decoder's events agrees with the bytes parser."""
+    decoder = chunkwise.SSEDecoder()
+    accumulator = chunkwise.CompletionAccumulator()
+    events: list[chunkwise.Event] = []
+    for sse_event in [*decoder.feed(row.body), *decoder.end()]:
+        events += accumulator.feed_event(sse_event)
+    events += accumulator.end()
+    _, parsed = parse_completion([row.body])
+    assert accumulator.result == parsed
+
+
+def test_text_deltas_are_the_choice_family_and_not_chat_events() -> None:
+    delta = TextDelta(choice_index=0, text="x")
+    assert family_of(delta) == "choice"
+    assert TextDelta not in typing.get_args(chunkwise.ChatEvent)
+    assert TextDelta in typing.get_args(chunkwise.CompletionEvent)
