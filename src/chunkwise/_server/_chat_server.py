@@ -1,4 +1,4 @@
-"""An OpenAI-compatible server (chat completions and Responses) for demos and testing clients.
+"""An OpenAI-compatible server (chat, Responses, completions) for demos and testing clients.
 
 Theory of operation
 -------------------
@@ -8,8 +8,9 @@ request parsing and connection lifetime.  The handler only routes a request and
 writes one response; what a chat request streams comes from a scenario
 (:mod:`chunkwise._server._scenarios`), what a Responses request (``POST
 /v1/responses``) streams from a Responses scenario
-(:mod:`chunkwise._server._response_scenarios`), either from a replayed
-recording.  The request's ``model`` names the scenario.
+(:mod:`chunkwise._server._response_scenarios`), what a legacy completions
+request (``POST /v1/completions``) streams from :mod:`._completion_wire`,
+any of them from a replayed recording.  The request's ``model`` names the scenario.
 
 Rules
 -----
