@@ -182,6 +182,40 @@ def response_events(n_deltas: int, *, seed: int = 2026) -> tuple[list[bytes], st
     return events, text
 
 
+def completion_events(n_chunks: int, *, seed: int = 2026) -> tuple[list[bytes], str]:
+    """A legacy completions stream (``/completions``) of ``n_chunks`` text chunks, and its text.
+
+    As OpenAI writes ``gpt-3.5-turbo-instruct``'s: a ``text_completion`` chunk
+    per piece (the words of :func:`content_events`), ``logprobs`` and
+    ``finish_reason`` null, then a finish chunk, a ``choices: []`` usage chunk
+    (``stream_options.include_usage``) and ``[DONE]``.
+    """
+    rnd = random.Random(seed)
+    parts = [
+        " " + " ".join(rnd.choice(WORDS) for _ in range(rnd.randint(1, 4))) for _ in range(n_chunks)
+    ]
+    base = {
+        "id": "cmpl-AbCdEfGhIjKlMnOpQrStUvWxYz012",
+        "object": "text_completion",
+        "created": 1735689600,
+        "model": "gpt-3.5-turbo-instruct:20230824-v2",
+    }
+
+    def event(choices: list[dict[str, Any]], **extra: Any) -> bytes:
+        chunk = {**base, "choices": choices, **extra}
+        return f"data: {json.dumps(chunk, ensure_ascii=False, separators=(',', ':'))}\n\n".encode()
+
+    events = [
+        event([{"text": text, "index": 0, "logprobs": None, "finish_reason": None}])
+        for text in parts
+    ]
+    events.append(event([{"text": "", "index": 0, "logprobs": None, "finish_reason": "stop"}]))
+    usage = {"prompt_tokens": 7, "completion_tokens": n_chunks, "total_tokens": 7 + n_chunks}
+    events.append(event([], usage=usage))
+    events.append(b"data: [DONE]\n\n")
+    return events, "".join(parts)
+
+
 def print_table(head: tuple[str, ...], rows: Sequence[tuple[str, ...]], left: int = 1) -> None:
     """A plain-text table: the first ``left`` columns left-aligned, the rest right-aligned."""
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]

@@ -496,6 +496,51 @@ def accumulate(
     return events, accumulator.result
 
 
+def completion_chunk(
+    *choices: Mapping[str, Any], id: str = "cmpl-1", **extra: Any
+) -> dict[str, Any]:
+    """A legacy ``text_completion`` chunk with these choices."""
+    return {
+        "id": id,
+        "object": "text_completion",
+        "created": 1,
+        "model": "m",
+        "choices": list(choices),
+        **extra,
+    }
+
+
+def text_choice(
+    text: str | None = "", index: int = 0, finish_reason: str | None = None, **extra: Any
+) -> dict[str, Any]:
+    """One choice of a legacy completion chunk."""
+    return {"index": index, "text": text, "finish_reason": finish_reason, **extra}
+
+
+def parse_completion(
+    reads: Iterable[bytes],
+) -> tuple[list[chunkwise.Event], chunkwise.CompletionResult]:
+    """Feed every read to a fresh :class:`chunkwise.CompletionStreamParser`."""
+    parser = chunkwise.CompletionStreamParser()
+    events: list[chunkwise.Event] = []
+    for read in reads:
+        events += parser.feed(read)
+    events += parser.end()
+    return events, parser.result
+
+
+def accumulate_completion(
+    chunks: Sequence[Mapping[str, Any]],
+) -> tuple[list[chunkwise.Event], chunkwise.CompletionResult]:
+    """Feed decoded chunks to a fresh :class:`chunkwise.CompletionAccumulator`."""
+    accumulator = chunkwise.CompletionAccumulator()
+    events: list[chunkwise.Event] = []
+    for c in chunks:
+        events += accumulator.feed_chunk(c)
+    events += accumulator.end()
+    return events, accumulator.result
+
+
 def terminal(events: Sequence[chunkwise.Event]) -> chunkwise.Event:
     """The one terminal event, checked to be the last one."""
     terminals = [e for e in events if isinstance(e, chunkwise.TerminalEvent)]

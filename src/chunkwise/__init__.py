@@ -1,14 +1,28 @@
 """chunkwise: OpenAI-style model output streams, parsed correctly at every chunk boundary.
 
-Both APIs: chat completions (``/chat/completions``) and the Responses API
-(``/responses``).  Layers 1-3 (bytes to SSE events to typed events and a
-result) are sans-IO: they do no I/O and need no trio.  Layers 4-5 (HTTP over
-trio, fan-out to subscribers) build on them.
+Three APIs: chat completions (``/chat/completions``), the Responses API
+(``/responses``) and legacy completions (``/completions``).  Layers 1-3 (bytes
+to SSE events to typed events and a result) are sans-IO: they do no I/O and
+need no trio.  Layers 4-5 (HTTP over trio, fan-out to subscribers) build on
+them.
 """
 
 from ._accumulator import ChatAccumulator
-from ._apis import complete_chat, complete_response, open_chat_stream, open_response_stream
+from ._apis import (
+    complete_chat,
+    complete_completion,
+    complete_response,
+    open_chat_stream,
+    open_completion_stream,
+    open_response_stream,
+)
 from ._client import Client
+from ._completions import (
+    CompletionAccumulator,
+    CompletionChoice,
+    CompletionResult,
+    CompletionStreamParser,
+)
 from ._endpoint import DEFAULT_BASE_URL, Endpoint, Timeouts
 from ._errors import (
     ChunkwiseError,
@@ -39,6 +53,7 @@ from ._events import (
     ChatEvent,
     ChoiceEvent,
     ChoiceFinished,
+    CompletionEvent,
     ContentDelta,
     Event,
     EventsDropped,
@@ -64,6 +79,7 @@ from ._events import (
     StreamFailed,
     StreamIncomplete,
     TerminalEvent,
+    TextDelta,
     ToolCallArgumentsDelta,
     ToolCallCompleted,
     ToolCallEvent,
@@ -81,7 +97,7 @@ from ._response_results import ContentPart, FunctionCall, OutputItem, ResponseRe
 from ._results import Anomaly, ChatResult, ChoiceResult, IncompleteReason, Status, ToolCall
 from ._retries import Retries
 from ._sse import DEFAULT_MAX_EVENT_SIZE, ServerSentEvent, SSEDecoder
-from ._stream import ChatStream, ResponseStream
+from ._stream import ChatStream, CompletionStream, ResponseStream
 from ._timings import GapStatistics, Timings
 from ._util import fixup_module_metadata
 from ._version import __version__
@@ -103,6 +119,12 @@ __all__ = [
     "ChoiceResult",
     "ChunkwiseError",
     "Client",
+    "CompletionAccumulator",
+    "CompletionChoice",
+    "CompletionEvent",
+    "CompletionResult",
+    "CompletionStream",
+    "CompletionStreamParser",
     "ConnectTimeout",
     "ConnectionLost",
     "ContentDelta",
@@ -164,6 +186,7 @@ __all__ = [
     "StreamIncomplete",
     "StructuredOutputError",
     "TerminalEvent",
+    "TextDelta",
     "Timeouts",
     "Timings",
     "ToolArgumentsError",
@@ -179,8 +202,10 @@ __all__ = [
     "__version__",
     "apply_patches",
     "complete_chat",
+    "complete_completion",
     "complete_response",
     "open_chat_stream",
+    "open_completion_stream",
     "open_response_stream",
     "partial_json",
 ]

@@ -16,19 +16,23 @@ from typing import Any
 
 import trio
 
+from ._completions import CompletionResult, CompletionStreamParser
 from ._endpoint import Endpoint
 from ._parser import ChatStreamParser, ResponseStreamParser, StreamParser
 from ._response_results import ResponseResult
 from ._results import ChatResult
 from ._sse import DEFAULT_MAX_EVENT_SIZE
-from ._stream import Api, ChatStream, ResponseStream, complete, open_stream
+from ._stream import Api, ChatStream, CompletionStream, ResponseStream, complete, open_stream
 
 __all__ = [
     "CHAT",
+    "COMPLETIONS",
     "RESPONSES",
     "complete_chat",
+    "complete_completion",
     "complete_response",
     "open_chat_stream",
+    "open_completion_stream",
     "open_response_stream",
 ]
 
@@ -53,8 +57,17 @@ def _response_parser(
     )
 
 
+def _completion_parser(
+    request: Mapping[str, Any], max_event_size: int
+) -> StreamParser[CompletionResult]:
+    return CompletionStreamParser(max_event_size=max_event_size)
+
+
 CHAT: Api[ChatStream] = Api("chat", "/chat/completions", _chat_parser, ChatStream)
 RESPONSES: Api[ResponseStream] = Api("response", "/responses", _response_parser, ResponseStream)
+COMPLETIONS: Api[CompletionStream] = Api(
+    "completion", "/completions", _completion_parser, CompletionStream
+)
 
 
 def open_chat_stream(
@@ -115,6 +128,36 @@ def open_response_stream(
     )
 
 
+def open_completion_stream(
+    endpoint: Endpoint,
+    request: Mapping[str, Any],
+    *,
+    max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+    transport: trio.abc.Stream | None = None,
+) -> AbstractAsyncContextManager[CompletionStream]:
+    """Send a streamed legacy completions request (``POST /completions``) and read it.
+
+    ``request`` is the JSON body you would send to ``/completions``
+    (``model``, ``prompt``: a string or a list of them, ``n``, ``echo``,
+    ``suffix``, ``logprobs``...); ``"stream": true`` is set for you.
+    Everything else is as :func:`open_chat_stream`: the same stream object,
+    fan-out, retries, timeouts, timings and guarantees.
+
+    Raises:
+        InvalidRequest: ``request`` is not a mapping or holds a value JSON
+            cannot encode (before anything is sent).
+        HTTPStatusError: a non-2xx response (before the block is entered).
+        UnexpectedContentType: a 2xx response that is not an event stream.
+        TransportError: connecting failed (:class:`~chunkwise.ConnectTimeout`...).
+        TypeError: the call was awaited, or used with ``with``: it is an
+            ``async with``.
+        RuntimeError: not called from a trio task (e.g. from asyncio).
+    """
+    return open_stream(
+        COMPLETIONS, endpoint, request, max_event_size=max_event_size, transport=transport
+    )
+
+
 async def complete_chat(
     endpoint: Endpoint,
     request: Mapping[str, Any],
@@ -141,3 +184,17 @@ async def complete_response(
     raised, so its partial output stays available.
     """
     return await complete(RESPONSES, endpoint, request, max_event_size=max_event_size)
+
+
+async def complete_completion(
+    endpoint: Endpoint,
+    request: Mapping[str, Any],
+    *,
+    max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+) -> CompletionResult:
+    """Stream one legacy completion to its end and return the :class:`CompletionResult`.
+
+    Check ``result.status``: an incomplete or failed stream is returned, not
+    raised, so its partial output stays available.
+    """
+    return await complete(COMPLETIONS, endpoint, request, max_event_size=max_event_size)

@@ -22,14 +22,21 @@ Rules kept here:
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from ._errors import StructuredOutputError
 from ._partial_json import LiveJSON
 from ._results import ChoiceResult, ToolCall
 from ._text import Fragments
 
-__all__ = ["ChoiceState", "Piece", "ToolCallState", "merge_logprobs", "read_parts"]
+__all__ = [
+    "ChoiceState",
+    "LogprobsOwner",
+    "Piece",
+    "ToolCallState",
+    "merge_logprobs",
+    "read_parts",
+]
 
 #: Where a piece of a typed content list goes: the answer or the reasoning.
 Piece = tuple[Literal["content", "reasoning"], str]
@@ -172,8 +179,15 @@ def read_parts(parts: list[Any]) -> tuple[list[Piece], list[Any]]:
     return pieces, unknown
 
 
-def merge_logprobs(state: ChoiceState, logprobs: Any) -> None:
-    """Rule 3: extend the choice's ``logprobs`` with a chunk's."""
+class LogprobsOwner(Protocol):
+    """A choice that keeps merged ``logprobs``: a chat choice or a legacy completion's."""
+
+    logprobs: dict[str, Any] | None
+    logprobs_shared: bool
+
+
+def merge_logprobs(state: LogprobsOwner, logprobs: Any) -> None:
+    """Rule 3: extend the choice's ``logprobs`` with a chunk's (either API's shape)."""
     if type(logprobs) is not dict:
         return
     merged = state.logprobs

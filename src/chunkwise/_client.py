@@ -4,7 +4,8 @@
 client`` owns a :class:`~chunkwise._pool.ConnectionPool`, and leaving the block
 closes every idle connection.  Requests made through it are the module-level
 ones (:func:`~chunkwise.open_chat_stream`, :func:`~chunkwise.complete_chat`,
-:func:`~chunkwise.open_response_stream`, :func:`~chunkwise.complete_response`),
+:func:`~chunkwise.open_response_stream`, :func:`~chunkwise.complete_response`,
+:func:`~chunkwise.open_completion_stream`, :func:`~chunkwise.complete_completion`),
 with the same stream object, fan-out, retries and guarantees; the only
 difference is where their connection comes from and where it goes afterwards.
 No task runs in the background: an idle connection the server closed is
@@ -18,14 +19,15 @@ from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import Any
 
-from ._apis import CHAT, RESPONSES
+from ._apis import CHAT, COMPLETIONS, RESPONSES
+from ._completions import CompletionResult
 from ._endpoint import Endpoint
 from ._http11 import Connection
 from ._pool import ConnectionPool, PoolSettings, PoolStats
 from ._response_results import ResponseResult
 from ._results import ChatResult
 from ._sse import DEFAULT_MAX_EVENT_SIZE
-from ._stream import ChatStream, ResponseStream, complete, open_stream
+from ._stream import ChatStream, CompletionStream, ResponseStream, complete, open_stream
 from ._util import require_trio
 
 __all__ = ["Client"]
@@ -113,6 +115,22 @@ class Client:
         """:func:`chunkwise.complete_response` on this client's connections."""
         return await complete(
             RESPONSES, self.endpoint, request, max_event_size=max_event_size, pool=self._pool
+        )
+
+    def open_completion_stream(
+        self, request: Mapping[str, Any], *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE
+    ) -> AbstractAsyncContextManager[CompletionStream]:
+        """:func:`chunkwise.open_completion_stream` on this client's connections."""
+        return open_stream(
+            COMPLETIONS, self.endpoint, request, max_event_size=max_event_size, pool=self._pool
+        )
+
+    async def complete_completion(
+        self, request: Mapping[str, Any], *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE
+    ) -> CompletionResult:
+        """:func:`chunkwise.complete_completion` on this client's connections."""
+        return await complete(
+            COMPLETIONS, self.endpoint, request, max_event_size=max_event_size, pool=self._pool
         )
 
     async def aclose(self) -> None:

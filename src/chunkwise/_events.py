@@ -2,6 +2,8 @@
 
 * choice events describe text.  For chat, one choice's: :class:`ContentDelta`,
   :class:`RefusalDelta`, :class:`ReasoningDelta`, :class:`ChoiceFinished`;
+  for legacy completions (:data:`CompletionEvent`): :class:`TextDelta`, then
+  the same :class:`ChoiceFinished`;
   for the Responses API, one output item's (:data:`OutputEvent`):
   :class:`OutputItemAdded`, :class:`OutputTextDelta`,
   :class:`OutputRefusalDelta`, :class:`ReasoningSummaryDelta`,
@@ -42,6 +44,7 @@ __all__ = [
     "ChatEvent",
     "ChoiceEvent",
     "ChoiceFinished",
+    "CompletionEvent",
     "ContentDelta",
     "Event",
     "EventsDropped",
@@ -67,6 +70,7 @@ __all__ = [
     "StreamFailed",
     "StreamIncomplete",
     "TerminalEvent",
+    "TextDelta",
     "ToolCallArgumentsDelta",
     "ToolCallCompleted",
     "ToolCallEvent",
@@ -104,6 +108,14 @@ class RefusalDelta:
 @attrs.frozen(kw_only=True)
 class ReasoningDelta:
     """Text appended to a choice's ``reasoning`` (``reasoning_content`` or ``reasoning``)."""
+
+    choice_index: int
+    text: str
+
+
+@attrs.frozen(kw_only=True)
+class TextDelta:
+    """Text appended to a legacy completion choice's ``text``, exactly as sent."""
 
     choice_index: int
     text: str
@@ -396,6 +408,11 @@ LifecycleEvent: TypeAlias = (
     | StreamIncomplete  # type: ignore[type-arg]
     | StreamFailed  # type: ignore[type-arg]
 )
-Event: TypeAlias = ChoiceEvent | OutputEvent | ToolCallEvent | FunctionCallEvent | LifecycleEvent
+# A completion's text (TextDelta) is its "choice" family, as OutputEvent is
+# the Responses API's.
+Event: TypeAlias = (
+    ChoiceEvent | TextDelta | OutputEvent | ToolCallEvent | FunctionCallEvent | LifecycleEvent
+)
 ChatEvent: TypeAlias = ChoiceEvent | ToolCallEvent | LifecycleEvent
 ResponseEvent: TypeAlias = OutputEvent | FunctionCallEvent | LifecycleEvent
+CompletionEvent: TypeAlias = TextDelta | ChoiceFinished | LifecycleEvent

@@ -60,6 +60,7 @@ from ._events import (
     FunctionCallEvent,
     OutputEvent,
     TerminalEvent,
+    TextDelta,
     ToolCallEvent,
 )
 
@@ -84,8 +85,9 @@ def _classes(union: Any) -> frozenset[type[Any]]:
 
 # The families, derived from the event unions so that a new event type joins
 # its family in one place (_events.py).  A Responses stream's text events
-# (OutputEvent) are its "choice" family, its function calls its "tool_call".
-_CHOICE = _classes(ChoiceEvent | OutputEvent)
+# (OutputEvent) are its "choice" family, its function calls its "tool_call";
+# a legacy completion's text (TextDelta) is its "choice" family.
+_CHOICE = _classes(ChoiceEvent | OutputEvent | TextDelta)
 _TOOL_CALL = _classes(ToolCallEvent | FunctionCallEvent)
 _TERMINAL = _classes(TerminalEvent)
 _ALL = _classes(Event)

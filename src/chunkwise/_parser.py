@@ -28,6 +28,7 @@ from ._events import (
     ReasoningSummaryDelta,
     ReasoningTextDelta,
     RefusalDelta,
+    TextDelta,
     ToolCallArgumentsDelta,
 )
 from ._response_accumulator import ResponseAccumulator
@@ -46,7 +47,7 @@ __all__ = [
 ]
 
 #: The events that are *output* for timings and the stall timeout: deltas of
-#: text, refusal, reasoning or tool arguments, of both APIs (never empty: the
+#: text, refusal, reasoning or tool arguments, of every API (never empty: the
 #: accumulators emit no empty delta).
 OUTPUT_EVENTS: frozenset[type[Any]] = frozenset(
     {
@@ -59,10 +60,11 @@ OUTPUT_EVENTS: frozenset[type[Any]] = frozenset(
         ReasoningSummaryDelta,
         ReasoningTextDelta,
         FunctionCallArgumentsDelta,
+        TextDelta,
     }
 )
 #: The output that is the visible answer text.
-CONTENT_EVENTS: frozenset[type[Any]] = frozenset({ContentDelta, OutputTextDelta})
+CONTENT_EVENTS: frozenset[type[Any]] = frozenset({ContentDelta, OutputTextDelta, TextDelta})
 
 R = TypeVar("R", covariant=True)
 

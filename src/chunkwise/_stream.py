@@ -1,11 +1,12 @@
-"""Layer 5: one streamed answer (chat completion or Responses API) as a trio resource.
+"""Layer 5: one streamed answer (chat, Responses API or legacy completion) as a trio resource.
 
 Theory of operation
 -------------------
-:func:`~chunkwise.open_chat_stream` and :func:`~chunkwise.open_response_stream`
-(in :mod:`chunkwise._apis`) are one implementation, :func:`open_stream`,
-parametrised by an :class:`Api`: the path to post to, the sans-IO parser to
-read the body with, and the stream class to hand out.  Everything here is the
+:func:`~chunkwise.open_chat_stream`, :func:`~chunkwise.open_response_stream` and
+:func:`~chunkwise.open_completion_stream` (in :mod:`chunkwise._apis`) are one
+implementation, :func:`open_stream`, parametrised by an :class:`Api`: the path
+to post to, the sans-IO parser to read the body with, and the stream class to
+hand out.  Everything here is the
 same for every API.
 
 :func:`open_stream` returns a :class:`StreamBlock`, whose ``__aenter__``
@@ -98,6 +99,7 @@ from typing import Any, Generic, Literal, NoReturn, TypeVar, overload
 import attrs
 import trio
 
+from ._completions import CompletionResult
 from ._endpoint import Endpoint
 from ._errors import (
     ConnectionLost,
@@ -122,6 +124,7 @@ from ._util import exceptions_unwrapped, require_trio
 __all__ = [
     "Api",
     "ChatStream",
+    "CompletionStream",
     "ResponseStream",
     "Stream",
     "StreamBlock",
@@ -437,12 +440,24 @@ class ResponseStream(Stream[ResponseResult]):
     __slots__ = ()
 
 
+class CompletionStream(Stream[CompletionResult]):
+    """A legacy completion being streamed; created by :func:`open_completion_stream`.
+
+    The same object as :class:`ChatStream`, for ``POST /completions``:
+    subscribers receive :data:`~chunkwise.CompletionEvent` events (its
+    :class:`~chunkwise.TextDelta` events are the ``"choice"`` family); the
+    result is a :class:`~chunkwise.CompletionResult`.
+    """
+
+    __slots__ = ()
+
+
 S = TypeVar("S", bound=Stream[Any], covariant=True)
 
 
 @attrs.frozen
 class Api(Generic[S]):
-    """What differs between the two APIs: where to post, how to parse, what to hand out."""
+    """What differs between the APIs: where to post, how to parse, what to hand out."""
 
     #: In the names of the functions, ``open_{name}_stream`` and ``complete_{name}``.
     name: str

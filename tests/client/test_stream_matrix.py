@@ -1,8 +1,9 @@
 """The five promises of the trio layer, in every cell of a matrix.
 
 API x server behaviour x subscriber set-up x way out of the block.  Every cell
-runs ``open_chat_stream`` or ``open_response_stream`` (one implementation, so
-both are held to every promise) over a trio memory stream served by
+runs ``open_chat_stream``, ``open_response_stream`` or ``open_completion_stream``
+(one implementation, so all three are held to every promise) over a trio
+memory stream served by
 ``chunkwise.testing.serve_stream``, with virtual time (the autojump clock), so
 a hang shows up as ``TooSlowError`` from the ``trio.fail_after`` around the
 block, at no real cost.  For each cell:
@@ -42,6 +43,7 @@ from chunkwise import (
     StreamCompleted,
     StreamFailed,
     StreamIncomplete,
+    TextDelta,
 )
 from chunkwise.testing import ScriptedResponse
 from helpers import ResettingStream, choice, chunk, close_delimited, serving, sse, sse_typed
@@ -63,6 +65,33 @@ def chat_body(*, done: bool = True, deltas: int = N_DELTAS, finish: bool = True)
         chunk(choice(role="assistant", content="")),
         *[chunk({**choice(content=f"ü{i} "), "logprobs": LOGPROBS}) for i in range(deltas)],
         *([chunk(choice(finish_reason="stop"))] if finish else []),
+        done=done,
+    )
+
+
+def completions_body(*, done: bool = True, deltas: int = N_DELTAS, finish: bool = True) -> bytes:
+    """The same answer as a legacy completions stream, with legacy logprobs."""
+    return sse(
+        *[
+            {
+                "id": "cmpl-1",
+                "object": "text_completion",
+                "choices": [
+                    {
+                        "index": 0,
+                        "text": f"ü{i} ",
+                        "logprobs": {"tokens": [f"ü{i} "], "token_logprobs": [-0.5]},
+                        "finish_reason": None,
+                    }
+                ],
+            }
+            for i in range(deltas)
+        ],
+        *(
+            [{"id": "cmpl-1", "choices": [{"index": 0, "text": "", "finish_reason": "stop"}]}]
+            if finish
+            else []
+        ),
         done=done,
     )
 
@@ -96,7 +125,11 @@ def responses_body(*, done: bool = True, deltas: int = N_DELTAS, finish: bool = 
 # -- server behaviours ---------------------------------------------------------
 
 
-KEEPALIVES = {"chat": b": keep-alive\n\n", "responses": sse_typed({"type": "keepalive"})}
+KEEPALIVES = {
+    "chat": b": keep-alive\n\n",
+    "responses": sse_typed({"type": "keepalive"}),
+    "completions": b": keep-alive\n\n",
+}
 
 
 def stalls(body: Any, keepalive: bytes) -> ScriptedResponse:
@@ -123,13 +156,20 @@ def servers(body: Any, keepalive: bytes) -> dict[str, tuple[ScriptedResponse, bo
 SERVERS = {
     "chat": servers(chat_body, KEEPALIVES["chat"]),
     "responses": servers(responses_body, KEEPALIVES["responses"]),
+    "completions": servers(completions_body, KEEPALIVES["completions"]),
 }
-AnyStream = chunkwise.ChatStream | chunkwise.ResponseStream
+AnyStream = chunkwise.ChatStream | chunkwise.ResponseStream | chunkwise.CompletionStream
+AnyResult = chunkwise.ChatResult | chunkwise.ResponseResult | chunkwise.CompletionResult
 OPEN: dict[str, Callable[..., AbstractAsyncContextManager[AnyStream]]] = {
     "chat": chunkwise.open_chat_stream,
     "responses": chunkwise.open_response_stream,
+    "completions": chunkwise.open_completion_stream,
 }
-REQUESTS: dict[str, dict[str, Any]] = {"chat": REQUEST, "responses": {"model": "m", "input": "hi"}}
+REQUESTS: dict[str, dict[str, Any]] = {
+    "chat": REQUEST,
+    "responses": {"model": "m", "input": "hi"},
+    "completions": {"model": "m", "prompt": "hi"},
+}
 
 
 # -- subscriber set-ups ----------------------------------------------------------
@@ -232,19 +272,21 @@ async def take_way_out(way: str, stream: AnyStream) -> None:
 
 
 def deltas_text(events: list[Event]) -> dict[int, str]:
-    """Per choice (chat) or output item (Responses): the text its deltas add up to."""
+    """Per choice (chat, completions) or output item (Responses): what its deltas add up to."""
     text: dict[int, str] = {}
     for event in events:
-        if type(event) is ContentDelta:
+        if type(event) is ContentDelta or type(event) is TextDelta:
             text[event.choice_index] = text.get(event.choice_index, "") + event.text
         elif type(event) is OutputTextDelta:
             text[event.output_index] = text.get(event.output_index, "") + event.text
     return text
 
 
-def result_text(result: chunkwise.ChatResult | chunkwise.ResponseResult) -> dict[int, str]:
+def result_text(result: AnyResult) -> dict[int, str]:
     if isinstance(result, chunkwise.ResponseResult):
         return {item.index: item.text for item in result.output if item.text}
+    if isinstance(result, chunkwise.CompletionResult):
+        return {c.index: c.text for c in result.choices if c.text}
     return {c.index: c.content for c in result.choices if c.content}
 
 
@@ -329,10 +371,14 @@ async def test_every_promise_holds(
             assert terminals[0].result == final
 
 
-def _check_order(sub: Sub, final: chunkwise.ChatResult | chunkwise.ResponseResult) -> None:
+def _check_order(sub: Sub, final: AnyResult) -> None:
     """Deltas in order without a gap (a lossy subscriber is told of gaps)."""
     expected = [f"ü{i} " for i in range(N_DELTAS)]
-    got = [e.text for e in sub.events if isinstance(e, ContentDelta | OutputTextDelta) and e.text]
+    got = [
+        e.text
+        for e in sub.events
+        if isinstance(e, ContentDelta | OutputTextDelta | TextDelta) and e.text
+    ]
     if sub.kind == "lossy":
         assert all(text in expected for text in got)
         assert got == sorted(got, key=expected.index)

@@ -272,7 +272,11 @@ def test_every_output_delta_counts_and_only_text_is_content() -> None:
     # The two tables name every delta class of both APIs, by name.
     deltas = {cls for name, cls in vars(chunkwise).items() if name.endswith("Delta")}
     assert deltas == OUTPUT_EVENTS
-    assert {cls.__name__ for cls in CONTENT_EVENTS} == {"ContentDelta", "OutputTextDelta"}
+    assert {cls.__name__ for cls in CONTENT_EVENTS} == {
+        "ContentDelta",
+        "OutputTextDelta",
+        "TextDelta",
+    }
 
 
 # -- server timings ---------------------------------------------------------------------

@@ -314,7 +314,7 @@ async def test_models_lists_the_scenarios() -> None:
 
 async def test_unknown_path_is_404_and_wrong_method_is_405() -> None:
     async with open_chat_server() as server:
-        status, _, body = await http_exchange(server, "POST", "/v1/completions", b"{}")
+        status, _, body = await http_exchange(server, "POST", "/v1/embeddings", b"{}")
         status_get, headers, body_get = await http_exchange(server, "GET", "/v1/chat/completions")
         status_post, _, _ = await http_exchange(server, "POST", "/v1/models", b"{}")
     assert status == 404 and "message" in json.loads(body)["error"]

@@ -1,4 +1,4 @@
-"""An OpenAI-compatible server (chat completions and Responses) for demos and testing clients.
+"""An OpenAI-compatible server (chat, Responses, completions) for demos and testing clients.
 
 Theory of operation
 -------------------
@@ -8,8 +8,9 @@ request parsing and connection lifetime.  The handler only routes a request and
 writes one response; what a chat request streams comes from a scenario
 (:mod:`chunkwise._server._scenarios`), what a Responses request (``POST
 /v1/responses``) streams from a Responses scenario
-(:mod:`chunkwise._server._response_scenarios`), either from a replayed
-recording.  The request's ``model`` names the scenario.
+(:mod:`chunkwise._server._response_scenarios`), what a legacy completions
+request (``POST /v1/completions``) streams from :mod:`._completion_wire`,
+any of them from a replayed recording.  The request's ``model`` names the scenario.
 
 Rules
 -----
@@ -77,9 +78,15 @@ from .._sse import SSEDecoder
 from .._structured import OutputSchema
 from .._util import exceptions_unwrapped
 from ._background import DEFAULT_RESUME_WINDOW, DEFAULT_RETENTION, ResponseStore, StreamCuts
+from ._completion_wire import completion_events, text_completion_document
 from ._http_server import LoopbackServer, open_test_server
 from ._replies import send_error, send_json, send_status_error
-from ._request_checks import RequestProblem, check_chat_request, check_responses_request
+from ._request_checks import (
+    RequestProblem,
+    check_chat_request,
+    check_completions_request,
+    check_responses_request,
+)
 from ._response_scenarios import (
     DEFAULT_RESPONSE_SCENARIO,
     RESPONSE_SCENARIOS,
@@ -214,6 +221,7 @@ class ServerOptions:
 
 _CHAT_PATH = "/v1/chat/completions"
 _RESPONSES_PATH = "/v1/responses"
+_COMPLETIONS_PATH = "/v1/completions"
 _MODELS_PATH = "/v1/models"
 
 
@@ -269,7 +277,7 @@ class ChatServer:
         request_id = f"req_chunkwise_{next(self._request_ids)}"
         path = request.target.partition("?")[0]
         stored = _stored_response_path(path)
-        if path in (_CHAT_PATH, _RESPONSES_PATH):
+        if path in (_CHAT_PATH, _RESPONSES_PATH, _COMPLETIONS_PATH):
             allowed = "POST"
         elif stored:
             allowed = "POST" if path.endswith("/cancel") else "GET"
@@ -304,6 +312,8 @@ class ChatServer:
             await self._models(path, writer, request_id)
         elif path == _RESPONSES_PATH:
             await self._responses(request, writer, request_id)
+        elif path == _COMPLETIONS_PATH:
+            await self._completions(request, writer, request_id)
         else:
             await self._chat(request, writer, request_id)
 
@@ -405,6 +415,29 @@ class ChatServer:
             await send_json(writer, 500, _error_body(result.error), request_id)
             return
         await send_json(writer, 200, completion_document(result), request_id)
+
+    async def _completions(
+        self, request: RecordedRequest, writer: ResponseWriter, request_id: str
+    ) -> None:
+        # Legacy completions: the answer is _completion_wire's; the stream and
+        # the document are played and sent as chat's (rules 1 and 2).
+        options = self.options
+        body = await _request_body(request, writer, request_id, options, check_completions_request)
+        if body is None:
+            return
+        stream = body.get("stream") is True
+        if options.replay is not None:
+            events = split_events(options.replay)
+        else:
+            events = completion_events(body, document=not stream)
+        if stream:
+            await self._stream(writer, events, request_id)
+            return
+        result, document = text_completion_document(events)
+        if result.status == "failed":
+            await send_json(writer, 500, _error_body(result.error), request_id)
+        else:
+            await send_json(writer, 200, document, request_id)
 
     async def _responses(
         self, request: RecordedRequest, writer: ResponseWriter, request_id: str

@@ -1,4 +1,4 @@
-"""What OpenAI refuses: the request checks of the server's chat and Responses endpoints.
+"""What OpenAI refuses: the request checks of the server's endpoints (chat, Responses, completions).
 
 Theory of operation
 -------------------
@@ -56,7 +56,12 @@ from typing import Any
 
 import attrs
 
-__all__ = ["RequestProblem", "check_chat_request", "check_responses_request"]
+__all__ = [
+    "RequestProblem",
+    "check_chat_request",
+    "check_completions_request",
+    "check_responses_request",
+]
 
 #: OpenAI's limit on ``n``.
 MAX_N = 128
@@ -502,6 +507,82 @@ def check_responses_request(body: Any) -> RequestProblem | None:
             if _json_object((body.get("text") or {}).get("format"))
             and not _says_json([body.get("input"), body.get("instructions")])
             and body.get("input") is not None
+            else None
+        )
+    )
+
+
+#: OpenAI's limit on the legacy ``logprobs``.
+MAX_LOGPROBS = 5
+# Parameters of chat or the Responses API that legacy completions do not have.
+_NOT_COMPLETIONS = ("messages", *_RESPONSES_ONLY)
+
+
+def _prompt(body: Mapping[str, Any]) -> RequestProblem | None:
+    """A string, an array of strings, an array of token ids or an array of such arrays."""
+    prompt = body.get("prompt")
+    if prompt is None:
+        return _missing("prompt")
+    if isinstance(prompt, str):
+        return None
+    if not isinstance(prompt, list):
+        return _wrong_type("prompt", "a string or an array", prompt)
+    if not prompt:
+        return _empty("prompt")
+    tokens = all(isinstance(p, int) and not isinstance(p, bool) for p in prompt)
+    strings = all(isinstance(p, str) for p in prompt)
+    arrays = all(
+        isinstance(p, list) and p and all(isinstance(t, int) and not isinstance(t, bool) for t in p)
+        for p in prompt
+    )
+    if tokens or strings or arrays:
+        return None
+    return RequestProblem(
+        message="Invalid 'prompt': expected a string, an array of strings, an array of "
+        "tokens or an array of token arrays.",
+        param="prompt",
+        code="invalid_type",
+    )
+
+
+def check_completions_request(body: Any) -> RequestProblem | None:
+    """Why OpenAI would refuse this ``POST /v1/completions`` body, or None."""
+    if not isinstance(body, dict):
+        return RequestProblem(message="The request body must be a JSON object.")
+    foreign = [name for name in _NOT_COMPLETIONS if name in body]
+    if foreign:
+        plural = "s" if len(foreign) > 1 else ""
+        return RequestProblem(
+            message=f"Unrecognized request argument{plural} supplied: {', '.join(foreign)}"
+        )
+    stream = body.get("stream")
+    options = body.get("stream_options")
+    suffix = body.get("suffix")
+    return (
+        _model(body, missing=RequestProblem(message="you must provide a model parameter"))
+        or _prompt(body)
+        or _integer(body, "n", 1, MAX_N)
+        or _integer(body, "best_of", 0, 20)
+        or _integer(body, "max_tokens", 0)
+        or _integer(body, "logprobs", 0, MAX_LOGPROBS)
+        or _boolean(body, "echo")
+        or (
+            _wrong_type("suffix", "a string", suffix)
+            if suffix is not None and not isinstance(suffix, str)
+            else None
+        )
+        or _common(body)
+        or (
+            _wrong_type("stream_options", "an object", options)
+            if options is not None and not isinstance(options, Mapping)
+            else None
+        )
+        or (
+            RequestProblem(
+                message="The 'stream_options' parameter is only allowed when 'stream' is enabled.",
+                param="stream_options",
+            )
+            if options is not None and stream is not True
             else None
         )
     )

@@ -1,0 +1,26 @@
+"""Layers 1-3 for legacy completions: bytes of a ``/completions`` SSE body in, events out."""
+
+from __future__ import annotations
+
+from .._parser import StreamParser
+from .._sse import DEFAULT_MAX_EVENT_SIZE
+from .accumulator import CompletionAccumulator
+from .results import CompletionResult
+
+__all__ = ["CompletionStreamParser"]
+
+
+class CompletionStreamParser(StreamParser[CompletionResult]):
+    """Sans-IO parser of a streamed legacy completion: ``feed()`` bytes, get events.
+
+    An :class:`~chunkwise.SSEDecoder` (with llama.cpp's legacy ``error:``
+    field enabled) and a :class:`~chunkwise.CompletionAccumulator`, composed
+    as :class:`~chunkwise.ChatStreamParser` composes chat's: ``feed()`` and
+    ``end()`` never raise because of what the server sent.
+
+    Args:
+        max_event_size: Passed to the :class:`~chunkwise.SSEDecoder`.
+    """
+
+    def __init__(self, *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
+        super().__init__(CompletionAccumulator(), max_event_size=max_event_size)

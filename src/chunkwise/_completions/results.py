@@ -1,0 +1,89 @@
+"""Results of a legacy completion stream: immutable snapshots of what it delivered."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from .._errors import ChunkwiseError, StreamError
+from .._results import Anomaly, IncompleteReason, Status
+from .._timings import Timings
+
+__all__ = ["CompletionChoice", "CompletionResult"]
+
+
+@attrs.frozen(kw_only=True)
+class CompletionChoice:
+    """What one choice of a legacy completion delivered.
+
+    Attributes:
+        index: The choice's ``index`` as sent (several prompts and ``n``
+            give several).
+        text: The text fragments concatenated exactly (``""`` when none);
+            with ``echo`` the prompt comes first, as the server sent it.
+        finish_reason: The raw string sent (``stop``, ``length``, ``eos``...),
+            or ``None`` while unfinished and for a choice the server finished
+            with ``data: [DONE]`` without ever sending one (a ``missing
+            finish_reason`` anomaly says so; :attr:`finished` is then true).
+            An empty string is "not sent": kept, but it does not finish.
+        finished: True once a non-empty finish_reason arrived, or ``[DONE]``
+            ended the stream.
+        logprobs: As sent, merged across chunks by extending their lists:
+            OpenAI's legacy ``tokens``, ``token_logprobs``, ``top_logprobs``,
+            ``text_offset``, or llama.cpp's chat-style ``content`` list.
+            ``None`` when none arrived.
+    """
+
+    index: int
+    text: str = ""
+    finish_reason: str | None = None
+    finished: bool = False
+    logprobs: Mapping[str, Any] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class CompletionResult:
+    """A snapshot of a legacy completion stream (``POST /completions``).
+
+    The same honest status as :class:`~chunkwise.ChatResult`: ``complete``
+    when no error arrived and every choice that started finished,
+    ``failed`` when the server reported an error (or the stream could not be
+    interpreted), ``incomplete`` otherwise (``reason`` says why).
+    """
+
+    id: str | None = None
+    model: str | None = None
+    created: int | None = None
+    system_fingerprint: str | None = None
+    choices: tuple[CompletionChoice, ...] = ()
+    usage: Mapping[str, Any] | None = None
+    error: ChunkwiseError | None = None
+    status: Status = "streaming"
+    reason: IncompleteReason | None = None
+    done_received: bool = False
+    anomalies: tuple[Anomaly, ...] = ()
+    # Measurements, not content (as ChatResult's).
+    timings: Timings | None = attrs.field(default=None, eq=False)
+    server_timings: Mapping[str, Any] | None = None
+
+    def choice(self, index: int = 0) -> CompletionChoice:
+        """The choice with this ``index`` (raises :class:`KeyError` if absent)."""
+        for choice in self.choices:
+            if choice.index == index:
+                return choice
+        raise KeyError(index)
+
+    @property
+    def text(self) -> str:
+        """Choice 0's text, the common single-prompt case (``""`` if absent)."""
+        for choice in self.choices:
+            if choice.index == 0:
+                return choice.text
+        return ""
+
+    @property
+    def server_error(self) -> StreamError | None:
+        """The error the server reported, if that is why the stream failed."""
+        return self.error if isinstance(self.error, StreamError) else None
