@@ -299,6 +299,15 @@ def grows(old: Any, new: Any) -> bool:
     return same_json(old, new)
 
 
+def as_snapshot(value: Any) -> Any:
+    """A plain JSON value as a snapshot holds it: lists as tuples (for :func:`grows`)."""
+    if isinstance(value, Mapping):
+        return {key: as_snapshot(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return tuple(as_snapshot(item) for item in value)
+    return value
+
+
 def split_text(text: str, cuts: Iterable[int]) -> list[str]:
     """``text`` cut at the given offsets (clamped, any order; repeats give empty pieces)."""
     points = [0, *sorted(min(max(cut, 0), len(text)) for cut in cuts), len(text)]

@@ -26,7 +26,17 @@ from chunkwise._cli._chat import TextRenderer, add_schema
 from chunkwise._cli._common import describe_tool_call
 from chunkwise._cli._live import LiveRegion, display_width, render_json
 from chunkwise.testing import ServerOptions, open_chat_server
-from helpers import KEY_VAR, REPO, Terminal, grows, json_texts, run_main, run_python, same_json
+from helpers import (
+    KEY_VAR,
+    REPO,
+    Terminal,
+    as_snapshot,
+    grows,
+    json_texts,
+    run_main,
+    run_python,
+    same_json,
+)
 
 pytestmark = pytest.mark.usefixtures("api_key")
 
@@ -145,21 +155,12 @@ async def test_every_frame_grows_and_the_final_form_stays(
             if "(call_" in title:
                 continue  # a finished call's line, above the region
             old = seen.get(title)
-            assert old is None or grows(_frozen(old), _frozen(value)), (old, value)
+            assert old is None or grows(as_snapshot(old), as_snapshot(value)), (old, value)
             seen[title] = value
     assert seen  # the region showed something
     if model == "text":
         assert same_json(seen[TITLE], final := json.loads("\n".join(terminal.screen)))
         assert len(final["days"]) == 3
-
-
-def _frozen(value: Any) -> Any:
-    """Lists as tuples, as a snapshot has them (``helpers.grows`` compares snapshots)."""
-    if isinstance(value, dict):
-        return {key: _frozen(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return tuple(_frozen(item) for item in value)
-    return value
 
 
 # -- through the command -------------------------------------------------------------

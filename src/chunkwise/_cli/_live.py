@@ -43,7 +43,7 @@ from typing import Any, TextIO
 
 from ._common import printable
 
-__all__ = ["LiveRegion", "display_width", "render_json", "terminal_size"]
+__all__ = ["REDRAW_INTERVAL", "LiveRegion", "display_width", "render_json", "terminal_size"]
 
 #: Seconds between two redraws of the region (rule 3): about twenty a second.
 REDRAW_INTERVAL = 0.05
@@ -116,7 +116,8 @@ class LiveRegion:
     ``show(key, title, value)`` adds or updates a value (drawn when the pace
     allows, rule 3); ``remove(key)`` takes it away (the caller then writes its
     final form); ``clear()`` erases the region before other output and
-    ``draw()`` draws it now.
+    ``draw()`` draws it now.  ``escape`` makes a row writable to ``out`` (the
+    demo's console escapes what its encoding cannot show).
     """
 
     def __init__(
@@ -126,8 +127,10 @@ class LiveRegion:
         interval: float = REDRAW_INTERVAL,
         size: Callable[[], tuple[int, int]] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        escape: Callable[[str], str] = printable,
     ) -> None:
         self._out = out
+        self._escape = escape
         self._interval = interval
         self._size = size if size is not None else terminal_size
         self._clock = clock
@@ -174,7 +177,7 @@ class LiveRegion:
         if len(rows) > room:
             hidden = len(rows) - room + 1
             rows = [f"  … {hidden} lines above", *rows[hidden:]]
-        self._out.write("".join(_fit(printable(row), width) + "\n" for row in rows))
+        self._out.write("".join(_fit(self._escape(printable(row)), width) + "\n" for row in rows))
         self._out.flush()
         self._rows = len(rows)
         self._drawn_at = self._clock()
