@@ -31,11 +31,15 @@ from helpers import (
     REPO,
     Terminal,
     as_snapshot,
+    choice,
+    chunk,
     grows,
     json_texts,
     run_main,
     run_python,
     same_json,
+    sse,
+    tool,
 )
 
 pytestmark = pytest.mark.usefixtures("api_key")
@@ -161,6 +165,34 @@ async def test_every_frame_grows_and_the_final_form_stays(
     if model == "text":
         assert same_json(seen[TITLE], final := json.loads("\n".join(terminal.screen)))
         assert len(final["days"]) == 3
+
+
+def test_interrupted_the_live_values_give_way_to_what_arrived() -> None:
+    # Ctrl-C mid-answer: the region is erased, the answer's raw text so far stays
+    # (it is not JSON yet), and the unfinished call's preview leaves with the region.
+    out, err = io.StringIO(), io.StringIO()
+    live = LiveRegion(out, interval=0, size=lambda: WIDE)
+    renderer = TextRenderer(out, err, live=live, json_content=True)
+    parser = chunkwise.ChatStreamParser(response_format={"type": "json_object"}, tools=TOOLS)
+    body = sse(
+        chunk(choice(role="assistant", content='{"city": "Zü')),
+        chunk(choice(content='rich", "days": [1, ')),
+        chunk(choice(tool_calls=[tool(0, id="call_1", name="get_weather", arguments='{"ci')])),
+        done=False,
+    )
+    for event in parser.feed(body):
+        renderer.event(event)
+    frame = Terminal().feed(out.getvalue()).screen
+    assert frame == [
+        TITLE,
+        '  {"city": "Zürich", "days": [1]}',
+        "[tool call 0] get_weather",
+        "  {}",
+    ]
+    renderer.interrupted(parser.result)
+    assert Terminal().feed(out.getvalue()).screen == ['{"city": "Zürich", "days": [1, ']
+    assert "status: incomplete (interrupted)" in err.getvalue()
+    assert not live
 
 
 # -- through the command -------------------------------------------------------------
