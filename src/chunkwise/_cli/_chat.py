@@ -341,7 +341,7 @@ class TextRenderer(_Renderer):
         self._at_line_start = True
         self._live = live
         self._json_content = json_content and live is not None
-        self._texts: dict[int, str] = {}  # a JSON answer's text, by choice (live only)
+        self._texts: dict[int, list[str]] = {}  # a JSON answer's deltas, by choice (live only)
         self._mirrors: dict[Hashable, Any] = {}
         self._titles: dict[Hashable, str] = {}
 
@@ -411,7 +411,7 @@ class TextRenderer(_Renderer):
         assert self._live is not None
         if isinstance(event, (ContentDelta, OutputTextDelta)) and self._json_content:
             index = getattr(event, "choice_index", 0)
-            self._texts[index] = self._texts.get(index, "") + event.text
+            self._texts.setdefault(index, []).append(event.text)
             where = f"[choice {index}] " if index else ""
             self._show(("answer", index), event.patches, f"{where}answer (JSON, streaming)")
         elif isinstance(event, ToolCallStarted):
@@ -461,8 +461,8 @@ class TextRenderer(_Renderer):
     def _finish(self, result: Result, status: str | None) -> None:
         self._leave()
         self._mode = None
-        for index, text in self._texts.items():
-            self._done(("answer", index), _final_answer(result, index, text))
+        for index, parts in self._texts.items():
+            self._done(("answer", index), _final_answer(result, index, "".join(parts)))
         self._texts.clear()
         if self._live is not None:
             for key in list(self._mirrors):  # calls cut short: the result has them
