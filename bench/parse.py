@@ -84,6 +84,24 @@ understates its cost; the output says when it was used.
     after every delta, as the openai SDK previews arguments; ``json.loads`` of
     the whole text once is the floor.
 
+(7) live values through the stream parser (``--live-values`` runs only this):
+    a structured answer of about 100 KB (records) in 4-byte content deltas,
+    one chunk an event, in 64 KiB reads, with a JSON-schema
+    ``response_format``; and the same text as the arguments of one tool call.
+    Contenders: :class:`chunkwise.ChatStreamParser` given the request's
+    ``response_format`` (or ``tools``), looking at every event's patches; the
+    same reading the newest result's preview (``partial_parsed`` /
+    ``partial_arguments``) after every delta, also at half the size (is it
+    quadratic?); the same stream as plain content with no ``response_format``
+    (no preview: the cost of live values is the difference); for
+    information, the same request with the preview switched off inside
+    chunkwise (``LiveJSON.feed`` replaced by a no-op: what the response
+    format and the tool call cost without live values); and the SDK's
+    ``ChatCompletionStreamState`` given a pydantic class as ``response_format``
+    (or a strict ``openai.pydantic_function_tool``), which re-parses the whole
+    text with jiter at every delta.  Targets: chunkwise >= 100x faster than the
+    SDK, and live values <= 1.5x the plain stream.
+
 Targets are reported, not asserted: chunkwise at least 25x faster than the SDK's
 accumulate path, at most 2x the floor, the 8 MiB line in 1 KiB reads within
 2x of the same line in 64 KiB reads, on the Responses input at least 20x
@@ -125,6 +143,7 @@ from openai.lib.streaming.responses._responses import ResponseStreamState
 from openai.types import Completion
 from openai.types.chat import ChatCompletionChunk
 from openai.types.responses import ResponseStreamEvent
+from pydantic import BaseModel
 
 import chunkwise
 
@@ -395,6 +414,181 @@ def bench_partial_json(repeat: int, size: int) -> list[tuple[str, float, bool]]:
     return checks
 
 
+# -- input (7): live values through the stream parser ------------------------------
+
+
+class Record(BaseModel):
+    """One record of input (7)'s answer, for the SDK's pydantic response format."""
+
+    id: int
+    name: str
+    score: float
+    ok: bool
+
+
+class Records(BaseModel):
+    items: list[Record]
+
+
+RECORDS_SCHEMA = Records.model_json_schema()
+RESPONSE_FORMAT = {
+    "type": "json_schema",
+    "json_schema": {"name": "Records", "schema": RECORDS_SCHEMA, "strict": False},
+}
+TOOL = {
+    "type": "function",
+    "function": {"name": "save_records", "parameters": RECORDS_SCHEMA},
+}
+
+
+def make_live_streams(size: int) -> tuple[str, list[bytes], list[bytes]]:
+    """The records document of about ``size`` characters; its answer and tool-call streams."""
+    text = make_partial_documents(size)["records"]
+    deltas = [text[i : i + 4] for i in range(0, len(text), 4)]
+    answer = [head_event(), *(sse_event(make_chunk({"content": d})) for d in deltas)]
+    answer += tail_events(len(deltas))
+    call = {"index": 0, "id": "call_1", "type": "function"}
+    opening = {**call, "function": {"name": "save_records", "arguments": ""}}
+    tool = [sse_event(make_chunk({"role": "assistant", "tool_calls": [opening]}))]
+    tool += [
+        sse_event(make_chunk({"tool_calls": [{"index": 0, "function": {"arguments": d}}]}))
+        for d in deltas
+    ]
+    tool += [sse_event(make_chunk({}, "tool_calls")), b"data: [DONE]\n\n"]
+    return text, split_reads(b"".join(answer), 64 * KIB), split_reads(b"".join(tool), 64 * KIB)
+
+
+def run_live_answer(reads: Sequence[bytes], *, read_preview: bool = False) -> Any:
+    parser = chunkwise.ChatStreamParser(response_format=RESPONSE_FORMAT)
+    content_delta = chunkwise.ContentDelta
+    patches = 0
+    for read in reads:
+        for ev in parser.feed(read):
+            if type(ev) is content_delta:
+                patches += len(ev.patches)
+                if read_preview:
+                    parser.result.choices[0].partial_parsed  # noqa: B018 - timed
+    parser.end()
+    return parser.result.choices[0].parsed
+
+
+def run_live_preview(reads: Sequence[bytes]) -> Any:
+    return run_live_answer(reads, read_preview=True)
+
+
+def run_plain_answer(reads: Sequence[bytes]) -> Any:
+    return json.loads(run_chunkwise(reads))
+
+
+def run_live_tool(reads: Sequence[bytes], *, read_preview: bool = False) -> Any:
+    parser = chunkwise.ChatStreamParser(tools=[TOOL])
+    arguments_delta = chunkwise.ToolCallArgumentsDelta
+    patches = 0
+    for read in reads:
+        for ev in parser.feed(read):
+            if type(ev) is arguments_delta:
+                patches += len(ev.patches)
+                if read_preview:
+                    parser.result.choices[0].tool_calls[0].partial_arguments  # noqa: B018
+    parser.end()
+    return parser.result.choices[0].tool_calls[0].parse_arguments()
+
+
+def run_live_tool_preview(reads: Sequence[bytes]) -> Any:
+    return run_live_tool(reads, read_preview=True)
+
+
+def _previews_off(run: Callable[[Sequence[bytes]], Any]) -> Callable[[Sequence[bytes]], Any]:
+    """``run`` with chunkwise's previews switched off: a counterfactual, for information."""
+    from chunkwise import _partial_json  # the bench reaches inside, on purpose and only here
+
+    def without(reads: Sequence[bytes]) -> Any:
+        feed = _partial_json.LiveJSON.feed
+        _partial_json.LiveJSON.feed = lambda self, fragment: ((), None)  # type: ignore[method-assign]
+        try:
+            return run(reads)
+        finally:
+            _partial_json.LiveJSON.feed = feed  # type: ignore[method-assign]
+
+    return without
+
+
+def _sdk_state(reads: Sequence[bytes], state: ChatCompletionStreamState[Any]) -> Any:
+    handle = state.handle_chunk
+    for chunk in _sdk_chunks(reads):
+        if chunk.object != "chat.completion.chunk":
+            continue
+        for _ in handle(chunk):
+            pass
+    return state.get_final_completion().choices[0].message
+
+
+def run_sdk_live_answer(reads: Sequence[bytes]) -> Any:
+    state: ChatCompletionStreamState[Any] = ChatCompletionStreamState(response_format=Records)
+    parsed = _sdk_state(reads, state).parsed
+    return parsed.model_dump()
+
+
+def run_sdk_live_tool(reads: Sequence[bytes]) -> Any:
+    tools = [openai.pydantic_function_tool(Records, name="save_records")]
+    state: ChatCompletionStreamState[Any] = ChatCompletionStreamState(input_tools=tools)
+    call = _sdk_state(reads, state).tool_calls[0]
+    return call.function.parsed_arguments.model_dump()
+
+
+def bench_live_values(repeat: int, size: int) -> list[tuple[str, float, bool]]:
+    """Time input (7), print its table; return its targets."""
+    text, answer, tool = make_live_streams(size)
+    _, half_answer, half_tool = make_live_streams(size // 2)
+    expected = json.loads(text)
+    jobs: dict[str, Job] = {
+        "answer": (run_live_answer, answer, expected),
+        "answer-preview": (run_live_preview, answer, expected),
+        "answer-preview-half": (run_live_preview, half_answer, None),
+        "answer-plain": (run_plain_answer, answer, expected),
+        "answer-off": (_previews_off(run_live_answer), answer, expected),
+        "tool-off": (_previews_off(run_live_tool), tool, expected),
+        "tool": (run_live_tool, tool, expected),
+        "tool-preview": (run_live_tool_preview, tool, expected),
+        "tool-preview-half": (run_live_tool_preview, half_tool, None),
+        "sdk-answer": (run_sdk_live_answer, answer, expected),
+        "sdk-tool": (run_sdk_live_tool, tool, expected),
+    }
+    t = best_of_interleaved(repeat, jobs)
+    n_deltas = (len(text) + 3) // 4
+    table = Table()
+    checks: list[tuple[str, float, bool]] = []
+    for kind, what in (("answer", "structured answer"), ("tool", "tool-call arguments")):
+        label = f"(7) {what}, 4-byte deltas"
+        nbytes, base = sum(map(len, answer if kind == "answer" else tool)), t[kind]
+        table.add(label, "chunkwise, live patches", base, nbytes, n_deltas, base)
+        table.add(
+            label, "chunkwise, + preview read/delta", t[f"{kind}-preview"], nbytes, n_deltas, base
+        )
+        table.add(
+            label,
+            "  the same at half the size",
+            t[f"{kind}-preview-half"],
+            nbytes // 2,
+            n_deltas // 2,
+            base,
+        )
+        table.add(label, "chunkwise, plain content", t["answer-plain"], nbytes, n_deltas, base)
+        table.add(label, "chunkwise, previews off (info)", t[f"{kind}-off"], nbytes, n_deltas, base)
+        table.add(label, "sdk ChatCompletionStreamState", t[f"sdk-{kind}"], nbytes, n_deltas, base)
+        ratio = t[f"sdk-{kind}"] / base
+        checks.append((f"live {what} >= 100x faster than the SDK's", ratio, ratio >= 100))
+        ratio = base / t["answer-plain"]
+        checks.append((f"live {what} <= 1.5x plain content", ratio, ratio <= 1.5))
+        ratio = t[f"{kind}-preview"] / t[f"{kind}-preview-half"]
+        checks.append(
+            (f"{what}, preview read/delta: size x2 -> time x (2 = linear)", ratio, ratio <= 2.5)
+        )
+    print(f"input (7): a records document of {len(text):,} characters, {n_deltas:,} deltas")
+    table.print()
+    return checks
+
+
 # -- report -------------------------------------------------------------------
 
 
@@ -459,10 +653,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--partial-json", action="store_true", help="run input (5) only: the partial-JSON parser"
     )
+    ap.add_argument(
+        "--live-values", action="store_true", help="run input (7) only: live values vs the SDK"
+    )
     args = ap.parse_args(argv)
     repeat = 1 if args.quick and args.repeat == 3 else args.repeat
     if args.partial_json:
         return report_targets(bench_partial_json(repeat, 10_000 if args.quick else 100_000))
+    if args.live_values:
+        return report_targets(bench_live_values(repeat, 10_000 if args.quick else 100_000))
     n_chunks = args.chunks or (5_000 if args.quick else 100_000)
     big = (args.big_mib or (1 if args.quick else 8)) * MIB
     n_deltas = args.deltas or (5_000 if args.quick else 100_000)
@@ -643,6 +842,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     checks.append(("chunkwise >= 20x faster than sdk completions, input (6)", ratio, ratio >= 20))
     print()
     checks += bench_partial_json(repeat, 10_000 if args.quick else 100_000)
+    print()
+    checks += bench_live_values(repeat, 10_000 if args.quick else 100_000)
     return report_targets(checks)
 
 

@@ -299,6 +299,15 @@ def grows(old: Any, new: Any) -> bool:
     return same_json(old, new)
 
 
+def as_snapshot(value: Any) -> Any:
+    """A plain JSON value as a snapshot holds it: lists as tuples (for :func:`grows`)."""
+    if isinstance(value, Mapping):
+        return {key: as_snapshot(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return tuple(as_snapshot(item) for item in value)
+    return value
+
+
 def split_text(text: str, cuts: Iterable[int]) -> list[str]:
     """``text`` cut at the given offsets (clamped, any order; repeats give empty pieces)."""
     points = [0, *sorted(min(max(cut, 0), len(text)) for cut in cuts), len(text)]
@@ -1242,3 +1251,61 @@ async def http_exchange(
     async with stream:
         got = await exchange(stream, method, path, body, headers)
     return got.status, got.headers, got.body
+
+
+# --- a terminal, for the live output ----------------------------------------------------
+
+_CSI = re.compile(r"\x1b\[(\d*)([A-Za-z])")
+
+
+class Terminal:
+    """The few escapes ``chunkwise chat`` / ``demo`` write, played on a grid of lines.
+
+    Text, ``\\n``, ``\\r``, cursor up (``ESC [ n A``), erase to the end of the
+    screen (``ESC [ J``) and SGR (``ESC [ ... m``, ignored).  Any other escape
+    fails the test; lines are never wrapped (a live row that would wrap is a
+    bug the region's own tests catch).  ``frames`` is the screen as it was
+    before each erase: what a person saw between two redraws.
+    """
+
+    def __init__(self) -> None:
+        self.lines: list[str] = [""]
+        self.row = 0
+        self.column = 0
+        self.frames: list[list[str]] = []
+
+    def feed(self, output: str) -> Terminal:
+        position = 0
+        for match in _CSI.finditer(output):
+            self._text(output[position : match.start()])
+            count, command = match.groups()
+            if command == "A":
+                self.row = max(self.row - int(count or "1"), 0)
+            elif command == "J":
+                self.frames.append(self.screen)
+                del self.lines[self.row + 1 :]
+                self.lines[self.row] = self.lines[self.row][: self.column]
+            else:
+                assert command == "m", f"unexpected escape {match.group()!r}"
+            position = match.end()
+        self._text(output[position:])
+        return self
+
+    def _text(self, text: str) -> None:
+        for char in text:
+            if char == "\n":
+                self.row += 1
+                self.column = 0
+                if self.row == len(self.lines):
+                    self.lines.append("")
+            elif char == "\r":
+                self.column = 0
+            else:
+                line = self.lines[self.row].ljust(self.column)
+                self.lines[self.row] = line[: self.column] + char + line[self.column + 1 :]
+                self.column += 1
+
+    @property
+    def screen(self) -> list[str]:
+        """The lines shown, the empty last line (where the cursor waits) left off."""
+        return self.lines[:-1] if self.lines[-1] == "" else list(self.lines)

@@ -167,8 +167,13 @@ def test_rule_2_nothing_outside_the_cli_imports_it() -> None:
     assert bad == []
 
 
+#: The modules commands share (rule 2): _common and _options, and _live, the live
+#: rendering of JSON values that ``chat`` and ``demo`` both draw.
+SHARED_CLI_MODULES = ("chunkwise._cli._common", "chunkwise._cli._options", "chunkwise._cli._live")
+
+
 def test_rule_2_shared_cli_modules_import_no_command() -> None:
-    shared = {"chunkwise._cli._common", "chunkwise._cli._options"}
+    shared = set(SHARED_CLI_MODULES)
     bad = [
         where(imp)
         for imp in INTERNAL
@@ -184,10 +189,7 @@ def test_rule_2_no_command_imports_another() -> None:
     # _common and _options, so commands can be read (and removed) one by one.
     commands = {
         name for name in modules() if within(name, "chunkwise._cli") and name != "chunkwise._cli"
-    } - {
-        "chunkwise._cli._common",
-        "chunkwise._cli._options",
-    }
+    } - set(SHARED_CLI_MODULES)
     bad = [where(imp) for imp in INTERNAL if imp.importer in commands and imp.imported in commands]
     assert bad == []
 

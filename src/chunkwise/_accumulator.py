@@ -347,13 +347,16 @@ class ChatAccumulator(TimedAccumulator):
 
     def _delta(self, state: ChoiceState, delta: dict[str, Any], events: list[Event]) -> None:
         index = state.index
-        if len(delta) == 1 and not state.finished and self._output_schema is None:
-            # The hot path: a delta carrying only text (not previewed as JSON).
+        if len(delta) == 1 and not state.finished:
+            # The hot path: a delta carrying only text (previewed when JSON was asked for).
             text = delta.get("content")
             if type(text) is str:
                 if text:
                     state.content.append(text)
-                    events.append(ContentDelta(choice_index=index, text=text))
+                    if self._output_schema is None:
+                        events.append(ContentDelta(choice_index=index, text=text))
+                    else:
+                        self._content_delta(state, text, events)
                 return
         role = delta.get("role")
         if role and state.role is None and isinstance(role, str):
@@ -415,6 +418,15 @@ class ChatAccumulator(TimedAccumulator):
 
     def _tool_delta(self, state: ChoiceState, delta: dict[str, Any], events: list[Event]) -> None:
         index = delta.get("index")
+        function = delta.get("function")
+        if len(delta) == 2 and type(index) is int and type(function) is dict and len(function) == 1:
+            # The hot path: {"index": i, "function": {"arguments": "..."}} continuing call i.
+            call = state.by_index.get(index)
+            fragment = function.get("arguments")
+            if call is not None and type(fragment) is str:
+                if fragment:
+                    self._arguments_fragment(state, call, fragment, events)
+                return
         call_id = delta.get("id")
         if not isinstance(call_id, str) or not call_id:
             call_id = None
@@ -436,7 +448,6 @@ class ChatAccumulator(TimedAccumulator):
         kind = delta.get("type")
         if isinstance(kind, str) and kind and call.type is None:
             call.type = kind
-        function = delta.get("function")
         fragment = None
         if type(function) is dict:
             name = function.get("name")
@@ -452,15 +463,20 @@ class ChatAccumulator(TimedAccumulator):
         if fragment is not None and not isinstance(fragment, str):
             fragment = self._arguments_text(state.index, fragment, events)
         if fragment:
-            call.args.append(fragment)
-            (patches, stop), tool = call.live.feed(fragment), call.index
-            events.append(
-                ToolCallArgumentsDelta(
-                    choice_index=state.index, tool_index=tool, fragment=fragment, patches=patches
-                )
+            self._arguments_fragment(state, call, fragment, events)
+
+    def _arguments_fragment(
+        self, state: ChoiceState, call: ToolCallState, fragment: str, events: list[Event]
+    ) -> None:
+        call.args.append(fragment)
+        (patches, stop), tool = call.live.feed(fragment), call.index
+        events.append(
+            ToolCallArgumentsDelta(
+                choice_index=state.index, tool_index=tool, fragment=fragment, patches=patches
             )
-            if stop is not None:
-                self._anomaly(events, "not JSON", f"tool call {tool}: {stop}", state.index)
+        )
+        if stop is not None:
+            self._anomaly(events, "not JSON", f"tool call {tool}: {stop}", state.index)
 
     def _content_delta(self, state: ChoiceState, text: str, events: list[Event]) -> None:
         if self._output_schema is None:

@@ -419,7 +419,7 @@ class FakeTerminal(io.StringIO):
 
 def test_reasoning_is_dimmed_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     from chunkwise import ChatStreamParser
-    from chunkwise._cli._chat import _TextRenderer
+    from chunkwise._cli._chat import TextRenderer
 
     body = ScriptedResponse.sse(
         [
@@ -429,7 +429,7 @@ def test_reasoning_is_dimmed_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> N
         ]
     ).body
     out, err = FakeTerminal(), io.StringIO()
-    renderer = _TextRenderer(out, err)
+    renderer = TextRenderer(out, err)
     parser = ChatStreamParser()
     for event in [*parser.feed(body), *parser.end()]:
         renderer.event(event)
@@ -438,7 +438,7 @@ def test_reasoning_is_dimmed_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> N
 
     monkeypatch.setenv("NO_COLOR", "1")
     out = FakeTerminal()
-    renderer = _TextRenderer(out, err)
+    renderer = TextRenderer(out, err)
     parser = ChatStreamParser()
     for event in [*parser.feed(body), *parser.end()]:
         renderer.event(event)

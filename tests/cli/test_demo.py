@@ -20,7 +20,7 @@ _TEXT = "  text      │ "
 
 def _check_output(out: str) -> None:
     # Request 1: live text, the validated tool call, usage and the final status.
-    assert "1. One request, three independent consumers" in out
+    assert "1. One request, four independent consumers" in out
     first, rest = out.split("2. The server hangs up mid-answer")
     second, third = rest.split("3. A structured answer, parsed")
     # Consumers run concurrently: another one's line may interrupt the text,

@@ -19,6 +19,18 @@ one JSON object a line on stdout instead (the same conversion as
 ``chunkwise inspect --json``), the last one being the terminal event; it is
 UTF-8 and unescaped, like the text.
 
+Live values
+-----------
+``--schema FILE.json`` asks for a structured answer (chat's
+``response_format``, the Responses API's ``text.format``).  On a terminal
+(``--live auto``, the default, or ``--live always``), a tool call's arguments
+and a structured answer are shown while they grow, from the patches of their
+delta events, in a region at the bottom of the output redrawn in place
+(:class:`~._live.LiveRegion`); once complete, a call is written as on a pipe
+and the answer as indented JSON (its ``parsed`` value, or the raw text when it
+does not parse).  On a pipe (or ``--live never``) nothing moves: the answer's
+text streams as it arrives and each call is written once complete.
+
 Ctrl-C is left to trio: ``KeyboardInterrupt`` is delivered into the stream's
 block, which cancels the reader and closes the socket before it propagates
 out of :func:`trio.run`.  What arrived until then (:attr:`ChatStream.snapshot`)
@@ -37,8 +49,10 @@ import argparse
 import importlib.util
 import json
 import os
+import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
+from pathlib import Path
 from typing import Any, TextIO
 
 import trio
@@ -51,7 +65,9 @@ from .._events import (
     ChoiceFinished,
     ContentDelta,
     Event,
+    FunctionCallArgumentsDelta,
     FunctionCallCompleted,
+    FunctionCallStarted,
     OutputRefusalDelta,
     OutputTextDelta,
     ReasoningDelta,
@@ -61,12 +77,16 @@ from .._events import (
     StreamCompleted,
     StreamFailed,
     StreamIncomplete,
+    ToolCallArgumentsDelta,
     ToolCallCompleted,
+    ToolCallStarted,
     UsageReported,
 )
+from .._json_patches import apply_patches
 from .._response_results import ResponseResult
 from .._results import ChatResult
 from .._stream import ChatStream, ResponseStream
+from .._structured import OutputSchema
 from .._util import redact
 from ._common import (
     EXIT_INTERRUPTED,
@@ -86,6 +106,7 @@ from ._common import (
     printable,
     status_text,
 )
+from ._live import LiveRegion, render_json, terminal_size
 from ._options import (
     add_api_option,
     add_endpoint_options,
@@ -93,9 +114,17 @@ from ._options import (
     build_request,
     build_response_request,
     endpoint_from_args,
+    read_json_file,
 )
 
-__all__ = ["add_chat_command", "response_summary_lines", "run_chat", "summary_lines"]
+__all__ = [
+    "TextRenderer",
+    "add_chat_command",
+    "add_schema",
+    "response_summary_lines",
+    "run_chat",
+    "summary_lines",
+]
 
 Result = ChatResult | ResponseResult
 
@@ -112,9 +141,10 @@ def add_chat_command(commands: CommandsAction) -> None:
             "Send PROMPT to an OpenAI-compatible /chat/completions endpoint (with --api "
             "responses: /responses) and stream the answer as it arrives: text, reasoning "
             "(dimmed on a terminal, otherwise prefixed [reasoning]) and tool or function "
-            "calls once their arguments are complete.  The summary (finish reason or the "
-            "server's status, usage, status line) goes to stderr.  Ctrl-C stops the stream "
-            "and shows what arrived, marked incomplete."
+            "calls once their arguments are complete; on a terminal, tool-call arguments and "
+            "a structured answer (--schema) grow in place as they stream.  The summary "
+            "(finish reason or the server's status, usage, status line) goes to stderr.  "
+            "Ctrl-C stops the stream and shows what arrived, marked incomplete."
         ),
         epilog=(
             "exit status: 0 complete, 1 incomplete, failed or an HTTP/connection error, "
@@ -125,6 +155,24 @@ def add_chat_command(commands: CommandsAction) -> None:
     add_endpoint_options(chat)
     add_api_option(chat)
     add_request_options(chat)
+    chat.add_argument(
+        "--schema",
+        metavar="FILE.json",
+        help=(
+            "ask for a structured answer: a JSON schema, or a json_schema object "
+            '({"name": ..., "schema": ..., "strict": ...}); sent as response_format '
+            "(Responses API: text.format)"
+        ),
+    )
+    chat.add_argument(
+        "--live",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help=(
+            "show tool-call arguments and a structured answer growing in place (ANSI "
+            "cursor movement): auto (the default) on a terminal, always, or never"
+        ),
+    )
     chat.add_argument(
         "--json",
         action="store_true",
@@ -149,6 +197,8 @@ def run_chat(args: argparse.Namespace) -> int:
         request = build_response_request(args, args.prompt)
     else:
         request = build_request(args, args.prompt)
+    if args.schema is not None:
+        add_schema(request, args.schema, responses)
     if "tools" in request and importlib.util.find_spec("jsonschema") is None:
         # The stream validates tool-call arguments against the tools' schemas.
         raise UsageError(
@@ -160,7 +210,10 @@ def run_chat(args: argparse.Namespace) -> int:
         prepare_json_output()
         renderer = _JSONRenderer(sys.stdout, key)
     else:
-        renderer = _TextRenderer(sys.stdout, sys.stderr)
+        live = None
+        if args.live == "always" or (args.live == "auto" and _is_terminal(sys.stdout)):
+            live = LiveRegion(sys.stdout)
+        renderer = TextRenderer(sys.stdout, sys.stderr, live=live, json_content=_asks_json(request))
     session = _Session()
     try:
         trio.run(_chat, endpoint, request, renderer, session, responses)
@@ -175,6 +228,39 @@ def run_chat(args: argparse.Namespace) -> int:
         return EXIT_STREAM
     assert session.result is not None
     return EXIT_OK if session.result.status == "complete" else EXIT_STREAM
+
+
+def add_schema(request: dict[str, Any], name: str, responses: bool) -> None:
+    """Ask for a structured answer: the JSON schema in the file ``name``.
+
+    The file holds a schema, or the ``json_schema`` object itself (``name``,
+    ``schema``, ``strict``, ``description``).  A schema alone is named after
+    the file (the API requires a name: letters, digits, ``_`` and ``-``).
+    """
+    document = read_json_file(name)
+    if not isinstance(document, dict):
+        raise UsageError(f"{name!r} must hold a JSON schema (an object)")
+    spec = dict(document) if isinstance(document.get("schema"), dict) else {"schema": document}
+    if not isinstance(spec.get("name"), str):
+        spec["name"] = re.sub(r"[^A-Za-z0-9_-]", "_", Path(name).stem)[:64] or "answer"
+    if responses:
+        request["text"] = {"format": {"type": "json_schema", **spec}}
+    else:
+        request["response_format"] = {"type": "json_schema", "json_schema": spec}
+
+
+def _asks_json(request: Mapping[str, Any]) -> bool:
+    text = request.get("text")
+    text_format = text.get("format") if isinstance(text, Mapping) else None
+    return (
+        OutputSchema.from_response_format(request.get("response_format")) is not None
+        or OutputSchema.from_text_format(text_format) is not None
+    )
+
+
+def _is_terminal(out: TextIO) -> bool:
+    """A terminal that moves its cursor (not ``TERM=dumb``)."""
+    return out.isatty() and os.environ.get("TERM") != "dumb"
 
 
 async def _chat(
@@ -231,19 +317,38 @@ class _JSONRenderer(_Renderer):
         )
 
 
-class _TextRenderer(_Renderer):
-    """Live text on ``out``; the summary on ``err``."""
+class TextRenderer(_Renderer):
+    """Live text on ``out``; the summary on ``err``.
 
-    def __init__(self, out: TextIO, err: TextIO) -> None:
+    With ``live``, tool-call arguments (and the answer, when ``json_content``
+    says the request asked for JSON) are mirrored from their patches and shown
+    in the region while they grow; everything else is written above it.
+    """
+
+    def __init__(
+        self,
+        out: TextIO,
+        err: TextIO,
+        *,
+        live: LiveRegion | None = None,
+        json_content: bool = False,
+    ) -> None:
         self._out = out
         self._err = err
         self._tty = out.isatty() and not os.environ.get("NO_COLOR")
         self._mode: str | None = None  # "content", "reasoning", "refusal", "tool"
         self._choice = 0
         self._at_line_start = True
+        self._live = live
+        self._json_content = json_content and live is not None
+        self._texts: dict[int, list[str]] = {}  # a JSON answer's deltas, by choice (live only)
+        self._mirrors: dict[Hashable, Any] = {}
+        self._titles: dict[Hashable, str] = {}
 
     def _write(self, text: str) -> None:
         if text:
+            if self._live is not None:
+                self._live.clear()  # what stays goes above the live values
             self._out.write(text)
             self._at_line_start = text.endswith("\n")
             self._out.flush()
@@ -281,7 +386,55 @@ class _TextRenderer(_Renderer):
         elif self._mode in ("reasoning", "refusal"):
             self._newline()
 
+    def _show(self, key: Hashable, patches: tuple[Any, ...], title: str) -> None:
+        """Apply a delta's patches to ``key``'s mirror and show it live."""
+        assert self._live is not None
+        self._mirrors[key] = apply_patches(self._mirrors.get(key), patches)
+        if self._mode == "reasoning":
+            self._leave()
+            self._mode = None
+        self._newline()
+        self._live.show(key, self._titles.setdefault(key, title), self._mirrors[key])
+
+    def _done(self, key: Hashable, lines: list[str]) -> None:
+        """``key`` is complete: it leaves the region and ``lines`` stay in its place."""
+        if self._live is not None:
+            self._live.remove(key)
+            self._mirrors.pop(key, None)
+        self._newline()
+        self._write("".join(line + "\n" for line in lines))
+        if self._live:
+            self._live.draw()
+
+    def _live_event(self, event: Event) -> bool:
+        """Show ``event`` in the live region; false when it is not a live value's."""
+        assert self._live is not None
+        if isinstance(event, (ContentDelta, OutputTextDelta)) and self._json_content:
+            index = getattr(event, "choice_index", 0)
+            self._texts.setdefault(index, []).append(event.text)
+            where = f"[choice {index}] " if index else ""
+            self._show(("answer", index), event.patches, f"{where}answer (JSON, streaming)")
+        elif isinstance(event, ToolCallStarted):
+            key = ("tool", event.choice_index, event.tool_index)
+            self._titles[key] = f"[tool call {event.tool_index}] {printable(event.name or '')}"
+        elif isinstance(event, FunctionCallStarted):
+            key = ("tool", 0, event.output_index)
+            self._titles[key] = (
+                f"[function call {event.output_index}] {printable(event.name or '')}"
+            )
+        elif isinstance(event, ToolCallArgumentsDelta):
+            key = ("tool", event.choice_index, event.tool_index)
+            self._show(key, event.patches, f"[tool call {event.tool_index}]")
+        elif isinstance(event, FunctionCallArgumentsDelta):
+            key = ("tool", 0, event.output_index)
+            self._show(key, event.patches, f"[function call {event.output_index}]")
+        else:
+            return False
+        return True
+
     def event(self, event: Event) -> None:
+        if self._live is not None and self._live_event(event):
+            return
         # A Responses stream has one answer: its events are choice 0's.
         if isinstance(event, (ContentDelta, OutputTextDelta)):
             self._enter("content", getattr(event, "choice_index", 0))
@@ -292,10 +445,14 @@ class _TextRenderer(_Renderer):
         elif isinstance(event, (RefusalDelta, OutputRefusalDelta)):
             self._enter("refusal", getattr(event, "choice_index", 0))
             self._write(printable(event.text))
-        elif isinstance(event, (ToolCallCompleted, FunctionCallCompleted)):
-            self._enter("tool", getattr(event, "choice_index", 0))
-            self._newline()
-            self._write("".join(line + "\n" for line in describe_tool_call(event.call)))
+        elif isinstance(event, ToolCallCompleted):
+            self._enter("tool", event.choice_index)
+            self._done(
+                ("tool", event.choice_index, event.tool_index), describe_tool_call(event.call)
+            )
+        elif isinstance(event, FunctionCallCompleted):
+            self._enter("tool", 0)
+            self._done(("tool", 0, event.output_index), describe_tool_call(event.call))
         elif isinstance(event, (StreamCompleted, StreamIncomplete, StreamFailed)):
             self._finish(event.result, None)
         elif isinstance(event, (ChoiceFinished, UsageReported)):
@@ -304,6 +461,12 @@ class _TextRenderer(_Renderer):
     def _finish(self, result: Result, status: str | None) -> None:
         self._leave()
         self._mode = None
+        for index, parts in self._texts.items():
+            self._done(("answer", index), _final_answer(result, index, "".join(parts)))
+        self._texts.clear()
+        if self._live is not None:
+            for key in list(self._mirrors):  # calls cut short: the result has them
+                self._live.remove(key)
         self._newline()
         self._out.flush()
         if isinstance(result, ResponseResult):
@@ -322,6 +485,20 @@ class _TextRenderer(_Renderer):
             return
         status = "status: complete" if snapshot.status == "complete" else None
         self._finish(snapshot, status or "status: incomplete (interrupted)")
+
+
+def _final_answer(result: Result, index: int, text: str) -> list[str]:
+    """A JSON answer as it stays on the terminal: ``parsed``, indented, else the raw text."""
+    if isinstance(result, ResponseResult):
+        parsed, error = result.parsed, result.parse_error
+    elif index < len(result.choices):
+        parsed, error = result.choices[index].parsed, result.choices[index].parse_error
+    else:
+        parsed, error = None, None
+    where = f"[choice {index}] " if index else ""
+    if parsed is not None and error is None:
+        return [where + line for line in render_json(parsed, terminal_size()[0] - 1)]
+    return [where + printable(text)]
 
 
 def summary_lines(result: ChatResult) -> list[str]:

@@ -8,7 +8,7 @@ through the real client, :func:`chunkwise.open_chat_stream`, so every byte
 crosses a real socket.
 
 The first request uses the ``demo`` scenario (multibyte text, then one
-``get_weather`` tool call, usage).  Inside the stream's block three consumers
+``get_weather`` tool call, usage).  Inside the stream's block four consumers
 subscribe -- before the block's first checkpoint, so each sees every event --
 and run as tasks in the stream's own nursery (:meth:`ChatStream.start_soon`):
 
@@ -19,7 +19,13 @@ and run as tasks in the stream's own nursery (:meth:`ChatStream.start_soon`):
   call says so in :attr:`~chunkwise.ToolCall.validation_skipped`, and the demo
   shows it);
 * ``lifecycle`` subscribes to everything and prints the HTTP status, finish
-  reasons, usage and the terminal status.
+  reasons, usage and the terminal status;
+* ``preview`` subscribes to everything and mirrors each JSON value being
+  streamed (a tool call's arguments, the third request's structured answer)
+  from the patches of its delta events (:func:`~chunkwise.apply_patches`).
+  On a terminal the mirror grows in place at the bottom of the output
+  (:class:`~._live.LiveRegion`); once the value is complete, and on a pipe,
+  it prints how many live updates it showed: a preview, never acted on.
 
 The second request goes to a second server that hangs up part-way through the
 body, and shows that the stream ends ``incomplete (connection lost)`` with its
@@ -33,7 +39,9 @@ against the schema (with ``jsonschema``; parsed only without it).
 
 Consumers run concurrently, so their output would interleave mid-line; they
 all write through one :class:`_Console`, which ends a half-written text line
-before another consumer prints and labels every line with its consumer.
+before another consumer prints and labels every line with its consumer, and
+keeps the live values below everything else.  On a terminal the structured
+answer's text is not streamed as text: its live value shows it.
 """
 
 from __future__ import annotations
@@ -42,8 +50,9 @@ import argparse
 import codecs
 import importlib.util
 import json
+import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import Any, TextIO
 
 import trio
@@ -60,16 +69,19 @@ from .._events import (
     StreamErrorReceived,
     StreamFailed,
     StreamIncomplete,
+    ToolCallArgumentsDelta,
     ToolCallCompleted,
     ToolCallStarted,
     UsageReported,
 )
+from .._json_patches import apply_patches
 from .._results import ChatResult, IncompleteReason
 from .._server._chat_server import ServerOptions, open_chat_server
 from .._server._scenarios import SCENARIOS, scenario_events
 from .._stream import ChatStream
 from .._tools import NO_JSONSCHEMA
 from ._common import INSTALL_JSONSCHEMA, CommandsAction, status_text
+from ._live import REDRAW_INTERVAL, LiveRegion
 
 __all__ = ["DEMO_SCHEMA", "DEMO_TOOLS", "add_demo_command", "run_demo", "run_demo_command"]
 
@@ -128,9 +140,14 @@ class _Console:
     Characters the output's encoding cannot show are escaped, never fatal.
     """
 
-    def __init__(self, out: TextIO) -> None:
+    def __init__(
+        self, out: TextIO, *, live: bool | None = None, interval: float = REDRAW_INTERVAL
+    ) -> None:
         self._out = out
         self._open: str | None = None  # the tag of the half-written line
+        if live is None:
+            live = out.isatty() and os.environ.get("TERM") != "dumb"
+        self.region = LiveRegion(out, escape=self._safe, interval=interval) if live else None
         encoding = getattr(out, "encoding", None) or "utf-8"
         try:
             self._encoding: str | None = codecs.lookup(encoding).name
@@ -178,8 +195,28 @@ class _Console:
             self._write("\n")
             self._open = None
 
+    def live(self, key: Hashable, title: str, value: Any) -> None:
+        """Show ``value`` growing in place, below everything else (on a terminal)."""
+        if self.region is not None:
+            self.end_line()
+            self.region.show(key, title, value)
+
+    def done(self, key: Hashable) -> None:
+        """``key``'s value is complete: it leaves the live values."""
+        if self.region is not None:
+            self.region.remove(key)
+            self._redraw()
+
     def _write(self, text: str) -> None:
+        if self.region is not None:
+            self.region.clear()  # what stays goes above the live values
         self._out.write(text)
+        if text.endswith("\n"):
+            self._redraw()
+
+    def _redraw(self) -> None:
+        if self.region and self._open is None:
+            self.region.draw()
 
 
 def _heading(console: _Console, title: str) -> None:
@@ -188,14 +225,19 @@ def _heading(console: _Console, title: str) -> None:
     console.say("─" * len(title) if console._encoding is None else "-" * len(title))
 
 
-# -- the three consumers ------------------------------------------------------------
+# -- the four consumers -------------------------------------------------------------
 
 
-async def _text_consumer(channel: trio.MemoryReceiveChannel[Event], console: _Console) -> None:
+async def _text_consumer(
+    channel: trio.MemoryReceiveChannel[Event], console: _Console, json_answer: bool
+) -> None:
+    # A JSON answer on a terminal is not streamed as text: the preview shows it growing.
+    show_content = not (json_answer and console.region is not None)
     with channel:
         async for event in channel:
             if type(event) is ContentDelta:
-                console.stream("text", event.text)
+                if show_content:
+                    console.stream("text", event.text)
             elif type(event) is ReasoningDelta:
                 console.stream("reasoning", event.text)
             elif type(event) is ChoiceFinished:
@@ -246,6 +288,40 @@ async def _lifecycle_consumer(channel: trio.MemoryReceiveChannel[Event], console
                     console.line("lifecycle", f"status: {status_text(event.result)}")
 
 
+async def _preview_consumer(channel: trio.MemoryReceiveChannel[Event], console: _Console) -> None:
+    mirrors: dict[Hashable, Any] = {}
+    updates: dict[Hashable, int] = {}
+    titles: dict[Hashable, str] = {}
+
+    def update(key: Hashable, patches: tuple[Any, ...], title: str) -> None:
+        mirrors[key] = apply_patches(mirrors.get(key), patches)
+        updates[key] = updates.get(key, 0) + 1
+        console.live(key, titles.setdefault(key, title), mirrors[key])
+
+    def complete(key: Hashable, what: str) -> None:
+        if key in updates:
+            console.done(key)
+            console.line(
+                "preview", f"{what}: shown live in {updates.pop(key)} updates (display only)"
+            )
+
+    with channel:
+        async for event in channel:
+            if type(event) is ToolCallStarted:
+                key = ("call", event.choice_index, event.tool_index)
+                titles[key] = f"call {event.tool_index} arguments, streaming: {event.name}"
+            elif type(event) is ToolCallArgumentsDelta and event.patches:
+                key = ("call", event.choice_index, event.tool_index)
+                update(key, event.patches, f"call {event.tool_index} arguments, streaming")
+            elif type(event) is ContentDelta and event.patches:
+                update(("answer", event.choice_index), event.patches, "answer, streaming")
+            elif type(event) is ToolCallCompleted:
+                key = ("call", event.choice_index, event.tool_index)
+                complete(key, f"call {event.tool_index} arguments")
+            elif type(event) is ChoiceFinished:
+                complete(("answer", event.choice_index), "the structured answer")
+
+
 def _usage_text(usage: Mapping[str, Any]) -> str:
     try:
         return (
@@ -260,19 +336,24 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _start_consumers(stream: ChatStream, console: _Console) -> None:
+def _start_consumers(stream: ChatStream, console: _Console, *, json_answer: bool = False) -> None:
     # Subscribe before the block's first checkpoint, so no consumer misses an event.
-    stream.start_soon(_text_consumer, stream.subscribe("choice"), console, name="text")
+    text = stream.subscribe("choice")
+    stream.start_soon(_text_consumer, text, console, json_answer, name="text")
     stream.start_soon(_tool_consumer, stream.subscribe("tool_call"), console, name="tools")
     stream.start_soon(_lifecycle_consumer, stream.subscribe(), console, name="lifecycle")
+    stream.start_soon(_preview_consumer, stream.subscribe(), console, name="preview")
 
 
 # -- the demo --------------------------------------------------------------------
 
 
-async def run_demo(*, fast: bool = False, out: TextIO | None = None) -> int:
-    """Run both requests, printing to ``out`` (stdout); 0 when both behaved as expected."""
-    console = _Console(sys.stdout if out is None else out)
+async def run_demo(
+    *, fast: bool = False, out: TextIO | None = None, console: _Console | None = None
+) -> int:
+    """Run the requests, printing to ``out`` (stdout) or ``console``; 0 when all behaved."""
+    if console is None:
+        console = _Console(sys.stdout if out is None else out)
     delay = 0.0 if fast else _DELAY
     with trio.fail_after(_DEADLINE):
         first = await _first_request(console, delay)
@@ -314,13 +395,15 @@ async def _first_request(console: _Console, delay: float) -> ChatResult:
         console.say("chunkwise demo: streaming chat completions, parsed as they arrive")
         console.say(f"A local OpenAI-compatible server is running at {server.base_url}")
         console.say("(in this process: no network, no API key).")
-        _heading(console, "1. One request, three independent consumers")
-        console.say("chunkwise.open_chat_stream sends the request; three consumers subscribe")
+        _heading(console, "1. One request, four independent consumers")
+        console.say("chunkwise.open_chat_stream sends the request; four consumers subscribe")
         console.say("and each receives every event it asked for, in its own task:")
         console.say("  text       prints the reply as it streams in")
         console.say("  tools      prints each tool call once its arguments are complete,")
         console.say("             parsed and checked against the tool's JSON schema")
         console.say("  lifecycle  prints the HTTP status, finish reasons, usage and the status")
+        console.say("  preview    shows JSON as it grows (on a terminal, in place), from the")
+        console.say("             patches of each delta: a live preview, never acted on")
         console.say()
         request: dict[str, Any] = {
             "model": "demo",
@@ -358,7 +441,8 @@ async def _third_request(console: _Console, delay: float) -> ChatResult:
         _heading(console, "3. A structured answer, parsed")
         console.say("The request's response_format asks for JSON matching a schema. The server")
         console.say("streams a document for it in fragments that split keys and escapes;")
-        console.say("chunkwise parses it once, at the end, into choice.parsed.")
+        console.say("each delta's patches grow a live preview of it, and chunkwise parses it")
+        console.say("once, at the end, into choice.parsed.")
         console.say()
         request = {
             "model": "text",
@@ -369,7 +453,7 @@ async def _third_request(console: _Console, delay: float) -> ChatResult:
             },
         }
         async with open_chat_stream(server.endpoint(), request) as stream:
-            _start_consumers(stream, console)
+            _start_consumers(stream, console, json_answer=True)
             result = await stream.result()
     choice = result.choices[0] if result.choices else None
     console.say()
@@ -395,9 +479,10 @@ def add_demo_command(commands: CommandsAction) -> None:
         description=(
             "Start a local OpenAI-compatible server in this process and stream three "
             "requests through chunkwise: one with text, a validated tool call and usage, "
-            "shown by three independent consumers; one whose server hangs up mid-answer, "
-            "which ends incomplete with its partial text; one asking for structured output, "
-            "whose JSON answer is parsed.  Takes about four seconds."
+            "shown by four independent consumers (one previews the tool call live); one "
+            "whose server hangs up mid-answer, which ends incomplete with its partial text; "
+            "one asking for structured output, whose JSON answer grows live and is parsed.  "
+            "Takes about four seconds."
         ),
         epilog="exit status: 0 when all requests behave as expected, 1 otherwise, 130 interrupted",
     )

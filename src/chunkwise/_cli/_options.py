@@ -46,6 +46,7 @@ __all__ = [
     "endpoint_from_args",
     "flat_tool",
     "model_from_args",
+    "read_json_file",
     "run_probe_command",
 ]
 
@@ -210,14 +211,19 @@ def flat_tool(tool: dict[str, Any]) -> dict[str, Any]:
     return {"type": "function", **function, **rest}
 
 
-def _read_tools(name: str) -> list[Any]:
+def read_json_file(name: str) -> Any:
+    """The JSON document in the file ``name``; a :class:`UsageError` saying why not."""
     try:
         with open(name, "rb") as file:
-            tools = json.load(file)
+            return json.load(file)
     except OSError as exc:
         raise UsageError(f"cannot read {name!r}: {exc.strerror or exc}") from None
     except ValueError as exc:
         raise UsageError(f"{name!r} is not valid JSON: {exc}") from None
+
+
+def _read_tools(name: str) -> list[Any]:
+    tools = read_json_file(name)
     if not isinstance(tools, list) or not all(isinstance(tool, dict) for tool in tools):
         raise UsageError(f"{name!r} must hold a JSON list of tool definitions (objects)")
     return tools
