@@ -7,7 +7,13 @@ trio, fan-out to subscribers) build on them.
 """
 
 from ._accumulator import ChatAccumulator
-from ._apis import complete_chat, complete_response, open_chat_stream, open_response_stream
+from ._apis import (
+    cancel_response,
+    complete_chat,
+    complete_response,
+    open_chat_stream,
+    open_response_stream,
+)
 from ._client import Client
 from ._endpoint import DEFAULT_BASE_URL, Endpoint, Timeouts
 from ._errors import (
@@ -178,6 +184,7 @@ __all__ = [
     "UsageReported",
     "__version__",
     "apply_patches",
+    "cancel_response",
     "complete_chat",
     "complete_response",
     "open_chat_stream",
