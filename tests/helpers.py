@@ -616,10 +616,18 @@ class CutStream(trio.abc.Stream):
     line sent), framing included, and kept in ``body``; at the cut the
     connection is closed and every later send raises
     :class:`trio.BrokenResourceError`, as a reset socket would.  ``None``: no cut.
+    ``how="hang"`` goes silent at the cut instead (the connection stays open);
+    ``how="garble"`` sends an invalid chunk-size line, then closes.
     """
 
-    def __init__(self, inner: trio.abc.Stream, body_bytes: int | None) -> None:
+    def __init__(
+        self,
+        inner: trio.abc.Stream,
+        body_bytes: int | None,
+        how: Literal["close", "hang", "garble"] = "close",
+    ) -> None:
         self.inner = inner
+        self.how = how
         self.left = sys.maxsize if body_bytes is None else body_bytes
         self.body = bytearray()
         self.head: bytearray | None = bytearray()  # None once the head was sent
@@ -644,6 +652,10 @@ class CutStream(trio.abc.Stream):
             self.body += data[: self.left]
             await self.inner.send_all(data[: self.left])
             self.cut = True
+            if self.how == "hang":
+                await trio.sleep_forever()
+            if self.how == "garble":
+                await self.inner.send_all(b"\r\nzz\r\n")
             await self.inner.aclose()
             raise trio.BrokenResourceError("the connection was cut")
         self.left -= len(data)
@@ -674,6 +686,7 @@ class MemoryNetwork:
     nursery: trio.Nursery
     handler: Any
     cuts: Sequence[int | None] = ()
+    how: Literal["close", "hang", "garble"] = "close"
     streams: list[CutStream] = attrs.Factory(list)
 
     @property
@@ -684,7 +697,7 @@ class MemoryNetwork:
     async def open_tcp_stream(self, host: str, port: int, **kwargs: Any) -> trio.abc.Stream:
         client, served = trio.testing.memory_stream_pair()
         cut = self.cuts[self.opened] if self.opened < len(self.cuts) else None
-        server = CutStream(served, cut)
+        server = CutStream(served, cut, self.how)
         self.streams.append(server)
         self.nursery.start_soon(serve_stream, server, self.handler)
         return client
@@ -694,6 +707,7 @@ class MemoryNetwork:
 async def memory_network(
     monkeypatch: pytest.MonkeyPatch,
     cuts: Sequence[int | None] = (),
+    how: Literal["close", "hang", "garble"] = "close",
     **options: Any,
 ) -> AsyncIterator[MemoryNetwork]:
     """A :class:`~chunkwise.testing.ChatServer` (``options``) that every connection reaches.
@@ -703,7 +717,7 @@ async def memory_network(
     """
     async with trio.open_nursery() as nursery:
         handler = ChatServer(ServerOptions(**options), nursery=nursery)
-        network = MemoryNetwork(nursery, handler, cuts)
+        network = MemoryNetwork(nursery, handler, cuts, how)
         monkeypatch.setattr(trio, "open_tcp_stream", network.open_tcp_stream)
         yield network
         nursery.cancel_scope.cancel()

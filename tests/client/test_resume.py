@@ -100,6 +100,29 @@ async def test_a_cut_anywhere_after_the_first_event_loses_nothing(
         check_whole(events, result)
 
 
+@pytest.mark.parametrize(
+    ("how", "timeouts"),
+    [
+        ("hang", chunkwise.Timeouts(idle=5.0)),  # an idle timeout
+        ("hang", chunkwise.Timeouts(idle=100.0, stall=3.0)),  # a stall timeout
+        ("garble", chunkwise.Timeouts()),  # a protocol error in the body framing
+    ],
+)
+async def test_a_silent_or_garbled_connection_is_resumed_too(
+    autojump_clock: trio.testing.MockClock,
+    monkeypatch: pytest.MonkeyPatch,
+    how: Any,
+    timeouts: chunkwise.Timeouts,
+) -> None:
+    (whole, whole_events), body = await uncut(monkeypatch, "tools")
+    endpoint = chunkwise.Endpoint(ENDPOINT.base_url, timeouts=timeouts)
+    cut = event_ends(body)[6] + 3
+    async with memory_network(monkeypatch, cuts=[cut], how=how) as network:
+        result, events = await read_all(background("tools"), endpoint)
+    assert (result, result.resumes, network.opened) == (whole, 1, 2)
+    assert events[1:] == whole_events[1:]
+
+
 async def test_a_cut_inside_the_terminal_event_resumes_and_after_it_does_not(
     autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
