@@ -26,8 +26,9 @@ Rules
    ``Retry-After``); a resumption that brought no new event before breaking
    again is a *miss*, waited for with the backoff; after ``max_retries``
    misses in a row the stream is ended from a poll instead.
-3. A refusal to stream again (a 4xx: the response is too old, or the server
-   has no such route; or a 2xx that is not an event stream) is not retried:
+3. A refusal to stream again (a 4xx other than 408, 409 and 429: the response
+   is too old, or the server has no such route; or a 2xx that is not an event
+   stream) is not retried:
    ``GET /responses/{id}`` is polled until its status is terminal, waiting
    the server's ``Retry-After`` when it gives one, else the backoff (capped at
    ``max_delay``), for as long as the caller's cancel scope allows.  The
@@ -55,7 +56,7 @@ from ._http11 import Connection
 from ._parser import ResponseStreamParser
 from ._pool import ConnectionPool
 from ._results import Anomaly
-from ._retries import backoff, retry_after
+from ._retries import backoff, retry_after, retryable_status
 
 __all__ = ["TERMINAL_STATUSES", "Attach", "Resumable", "Resumer", "cancel", "stored_path"]
 
@@ -156,7 +157,7 @@ class Resumer:
         self._misses = self._misses + 1 if after == self._after else 0
         self._after = after
         if self._misses > retries.max_retries:
-            _log.info("response %s: %d resumptions without progress; polling", response_id, after)
+            _log.info("response %s: %d misses in a row; polling", response_id, self._misses)
             return await self.poll(response_id)
         if self._misses:
             await trio.sleep(backoff(retries, self._misses - 1))
@@ -166,8 +167,11 @@ class Resumer:
         try:
             response = await self._get(path)
         except (HTTPStatusError, UnexpectedContentType) as exc:
-            if isinstance(exc, HTTPStatusError) and not 400 <= exc.status_code < 500:
-                return self._give_up(str(exc))
+            if isinstance(exc, HTTPStatusError) and (
+                not 400 <= exc.status_code < 500
+                or retryable_status(exc.status_code, exc.headers or {})
+            ):
+                return self._give_up(str(exc))  # retried already: not a refusal (rule 3)
             _log.info("response %s cannot be streamed again (%s); polling", response_id, exc)
             return await self.poll(response_id)
         except ChunkwiseError as exc:

@@ -18,6 +18,7 @@ import trio.testing
 
 import chunkwise
 from chunkwise import IncompleteReason, OutputTextDelta
+from chunkwise.testing import RecordedRequest, ResponseWriter, ScriptedResponse
 from helpers import memory_network
 
 ENDPOINT = chunkwise.Endpoint("http://127.0.0.1:8000/v1")
@@ -234,6 +235,55 @@ async def test_a_server_that_refuses_every_re_stream_is_polled(
     assert result.output == whole.output and result.status == "complete"
     assert result.reasoning == whole.reasoning
     check_whole(events, result, polled=True)
+
+
+class AnswersReStreams:
+    """A handler answering every re-stream (``GET ...?stream=true``) with ``reply``."""
+
+    def __init__(self, inner: Any, reply: ScriptedResponse) -> None:
+        self.inner = inner
+        self.reply = reply
+        self.re_streams = 0
+
+    async def __call__(self, request: RecordedRequest, writer: ResponseWriter) -> None:
+        if request.method == "GET" and "stream=true" in request.target:
+            self.re_streams += 1
+            await writer.play(self.reply)
+        else:
+            await self.inner(request, writer)
+
+
+@pytest.mark.parametrize(
+    ("status", "content_type", "polled"),
+    [
+        (404, "application/json", True),  # no such route: refused
+        (405, "application/json", True),
+        (200, "application/json", True),  # not an event stream: refused
+        (429, "application/json", False),  # retried, then given up: not a refusal
+        (503, "application/json", False),
+    ],
+)
+async def test_which_answers_to_a_re_stream_are_refusals_that_poll(
+    autojump_clock: trio.testing.MockClock,
+    monkeypatch: pytest.MonkeyPatch,
+    status: int,
+    content_type: str,
+    polled: bool,
+) -> None:
+    (whole, _), body = await uncut(monkeypatch, "tools")
+    reply = ScriptedResponse(status=status, content_type=content_type, body=b"{}")
+    async with memory_network(monkeypatch, cuts=[event_ends(body)[4]]) as network:
+        handler = network.handler = AnswersReStreams(network.handler, reply)
+        result, events = await read_all(background("tools"))
+    if polled:
+        assert handler.re_streams == 1
+        assert result.output == whole.output and kinds(result) == ["events not seen"]
+        check_whole(events, result, polled=True)
+    else:
+        assert handler.re_streams == 1 + ENDPOINT.retries.max_retries
+        assert result.reason is IncompleteReason.CONNECTION_LOST
+        assert "resume failed" in kinds(result)
+        check_whole(events, result)
 
 
 async def test_a_response_the_server_no_longer_keeps_ends_incomplete_with_why(
