@@ -8,6 +8,7 @@ never timed.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 from typing import Any
@@ -284,6 +285,41 @@ async def test_which_answers_to_a_re_stream_are_refusals_that_poll(
         assert result.reason is IncompleteReason.CONNECTION_LOST
         assert "resume failed" in kinds(result)
         check_whole(events, result)
+
+
+class PollsWithRetryAfter:
+    """A handler answering the first ``times`` polls "in_progress, Retry-After: 30" at once."""
+
+    def __init__(self, inner: Any, times: int) -> None:
+        self.inner = inner
+        self.times = times
+        self.polled_at: list[float] = []
+
+    async def __call__(self, request: RecordedRequest, writer: ResponseWriter) -> None:
+        if request.method == "GET" and "stream=true" not in request.target:
+            self.polled_at.append(trio.current_time())
+            if len(self.polled_at) <= self.times:
+                body = b'{"id": "resp_x", "status": "in_progress"}'
+                reply = ScriptedResponse(
+                    content_type="application/json", headers={"Retry-After": "30"}, body=body
+                )
+                await writer.play(reply)
+                return
+        await self.inner(request, writer)
+
+
+async def test_polling_waits_what_retry_after_asks(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (whole, _), body = await uncut(monkeypatch, "text")
+    cut = event_ends(body)[4]
+    async with memory_network(monkeypatch, cuts=[cut], resume_window=0.0) as network:
+        handler = network.handler = PollsWithRetryAfter(network.handler, times=3)
+        result, events = await read_all(background("text"))
+    gaps = [b - a for a, b in itertools.pairwise(handler.polled_at)]
+    assert gaps == pytest.approx([30.0, 30.0, 30.0])
+    assert result.output == whole.output and result.status == "complete"
+    check_whole(events, result, polled=True)
 
 
 async def test_a_response_the_server_no_longer_keeps_ends_incomplete_with_why(
