@@ -51,6 +51,7 @@ from hypothesis import strategies as st
 import chunkwise
 from chunkwise._cli import main
 from chunkwise.testing import (
+    ChatServer,
     Handler,
     LoopbackServer,
     RecordedRequest,
@@ -58,6 +59,7 @@ from chunkwise.testing import (
     Script,
     ScriptedResponse,
     ServerConnection,
+    ServerOptions,
     serve_stream,
 )
 
@@ -659,6 +661,120 @@ class ResettingStream(TrackedStream):
         if not data and self.reset:
             raise trio.BrokenResourceError("connection reset by peer")
         return data
+
+
+class CutStream(trio.abc.Stream):
+    """A server's end of a connection that breaks after ``body_bytes`` bytes of its body.
+
+    Bytes are counted from the end of the response head (the first blank
+    line sent), framing included, and kept in ``body``; at the cut the
+    connection is closed and every later send raises
+    :class:`trio.BrokenResourceError`, as a reset socket would.  ``None``: no cut.
+    ``how="hang"`` goes silent at the cut instead (the connection stays open);
+    ``how="garble"`` sends an invalid chunk-size line, then closes.
+    """
+
+    def __init__(
+        self,
+        inner: trio.abc.Stream,
+        body_bytes: int | None,
+        how: Literal["close", "hang", "garble"] = "close",
+    ) -> None:
+        self.inner = inner
+        self.how = how
+        self.left = sys.maxsize if body_bytes is None else body_bytes
+        self.body = bytearray()
+        self.head: bytearray | None = bytearray()  # None once the head was sent
+        self.cut = False
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        if self.cut:
+            raise trio.BrokenResourceError("the connection was cut")
+        data = bytes(data)
+        if self.head is not None:
+            seen = len(self.head)
+            self.head += data
+            end = self.head.find(b"\r\n\r\n")
+            if end < 0:
+                await self.inner.send_all(data)
+                return
+            body_start = end + 4 - seen
+            self.head = None
+            await self.inner.send_all(data[:body_start])
+            data = data[body_start:]
+        if len(data) > self.left:
+            self.body += data[: self.left]
+            await self.inner.send_all(data[: self.left])
+            self.cut = True
+            if self.how == "hang":
+                await trio.sleep_forever()
+            if self.how == "garble":
+                await self.inner.send_all(b"\r\nzz\r\n")
+            await self.inner.aclose()
+            raise trio.BrokenResourceError("the connection was cut")
+        self.left -= len(data)
+        self.body += data
+        await self.inner.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.inner.wait_send_all_might_not_block()
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
+        if self.cut:
+            raise trio.ClosedResourceError("the connection was cut")
+        return await self.inner.receive_some(max_bytes)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+@attrs.define
+class MemoryNetwork:
+    """Connections the client opens (``trio.open_tcp_stream``), served in memory by ``handler``.
+
+    ``cuts[n]`` (a body byte offset, or None) cuts the n-th connection's
+    body there (:class:`CutStream`); later connections are whole.
+    ``streams`` are the server's ends, in the order they were opened.
+    """
+
+    nursery: trio.Nursery
+    handler: Any
+    cuts: Sequence[int | None] = ()
+    how: Literal["close", "hang", "garble"] = "close"
+    streams: list[CutStream] = attrs.Factory(list)
+
+    @property
+    def opened(self) -> int:
+        """How many connections the client opened."""
+        return len(self.streams)
+
+    async def open_tcp_stream(self, host: str, port: int, **kwargs: Any) -> trio.abc.Stream:
+        client, served = trio.testing.memory_stream_pair()
+        cut = self.cuts[self.opened] if self.opened < len(self.cuts) else None
+        server = CutStream(served, cut, self.how)
+        self.streams.append(server)
+        self.nursery.start_soon(serve_stream, server, self.handler)
+        return client
+
+
+@asynccontextmanager
+async def memory_network(
+    monkeypatch: pytest.MonkeyPatch,
+    cuts: Sequence[int | None] = (),
+    how: Literal["close", "hang", "garble"] = "close",
+    **options: Any,
+) -> AsyncIterator[MemoryNetwork]:
+    """A :class:`~chunkwise.testing.ChatServer` (``options``) that every connection reaches.
+
+    Its background runs live in this block's nursery, so virtual time
+    (``autojump_clock``) is exact; leaving the block stops them.
+    """
+    async with trio.open_nursery() as nursery:
+        handler = ChatServer(ServerOptions(**options), nursery=nursery)
+        network = MemoryNetwork(nursery, handler, cuts, how)
+        monkeypatch.setattr(trio, "open_tcp_stream", network.open_tcp_stream)
+        yield network
+        nursery.cancel_scope.cancel()
 
 
 # --- the command line ---------------------------------------------------------------

@@ -9,6 +9,7 @@ them.
 
 from ._accumulator import ChatAccumulator
 from ._apis import (
+    cancel_response,
     complete_chat,
     complete_completion,
     complete_response,
@@ -201,6 +202,7 @@ __all__ = [
     "UsageReported",
     "__version__",
     "apply_patches",
+    "cancel_response",
     "complete_chat",
     "complete_completion",
     "complete_response",

@@ -21,6 +21,7 @@ from ._endpoint import Endpoint
 from ._parser import ChatStreamParser, ResponseStreamParser, StreamParser
 from ._response_results import ResponseResult
 from ._results import ChatResult
+from ._resume import Attach, cancel
 from ._sse import DEFAULT_MAX_EVENT_SIZE
 from ._stream import Api, ChatStream, CompletionStream, ResponseStream, complete, open_stream
 
@@ -28,6 +29,8 @@ __all__ = [
     "CHAT",
     "COMPLETIONS",
     "RESPONSES",
+    "attach_to",
+    "cancel_response",
     "complete_chat",
     "complete_completion",
     "complete_response",
@@ -97,10 +100,33 @@ def open_chat_stream(
     return open_stream(CHAT, endpoint, request, max_event_size=max_event_size, transport=transport)
 
 
+def attach_to(
+    request: Mapping[str, Any] | None, response_id: str | None, starting_after: int | None
+) -> Attach | None:
+    """What ``open_response_stream`` was asked for: a new request (None) or an existing response.
+
+    Raises:
+        TypeError: both or neither of ``request`` and ``response_id``, or
+            ``starting_after`` without ``response_id``.
+        ValueError: a negative ``starting_after``.
+    """
+    if response_id is None:
+        if request is None:
+            raise TypeError("open_response_stream() needs a request, or a response_id to attach to")
+        if starting_after is not None:
+            raise TypeError("starting_after goes with response_id (attaching to a response)")
+        return None
+    if request is not None:
+        raise TypeError("give open_response_stream() a request or a response_id, not both")
+    return Attach(response_id, starting_after)
+
+
 def open_response_stream(
     endpoint: Endpoint,
-    request: Mapping[str, Any],
+    request: Mapping[str, Any] | None = None,
     *,
+    response_id: str | None = None,
+    starting_after: int | None = None,
     max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
     transport: trio.abc.Stream | None = None,
 ) -> AbstractAsyncContextManager[ResponseStream]:
@@ -113,6 +139,17 @@ def open_response_stream(
     is as :func:`open_chat_stream`: the same stream object, fan-out, retries,
     timeouts and guarantees.
 
+    With ``"background": true`` in the request, a connection lost before the
+    terminal event is resumed after the last event received (or the stream
+    ends from a polled response): see :doc:`/reliability`.  Leaving the block
+    early stops reading, not the server's work: :func:`cancel_response` does
+    that.
+
+    ``response_id`` instead of a request attaches to an existing background
+    response (``GET /responses/{id}?stream=true``): its events after
+    ``starting_after`` (a sequence number), or all of them; resumed the same
+    way.
+
     Raises:
         InvalidRequest: ``request`` is not a mapping or holds a value JSON
             cannot encode (before anything is sent).
@@ -123,8 +160,14 @@ def open_response_stream(
             ``async with``.
         RuntimeError: not called from a trio task (e.g. from asyncio).
     """
+    attach = attach_to(request, response_id, starting_after)
     return open_stream(
-        RESPONSES, endpoint, request, max_event_size=max_event_size, transport=transport
+        RESPONSES,
+        endpoint,
+        {} if request is None else request,
+        max_event_size=max_event_size,
+        transport=transport,
+        attach=attach,
     )
 
 
@@ -198,3 +241,19 @@ async def complete_completion(
     raised, so its partial output stays available.
     """
     return await complete(COMPLETIONS, endpoint, request, max_event_size=max_event_size)
+
+
+async def cancel_response(endpoint: Endpoint, response_id: str) -> dict[str, Any]:
+    """Cancel a background response on the server (``POST /responses/{id}/cancel``).
+
+    Returns the response object the server answers with (its ``status`` is
+    ``"cancelled"``).  Streams of it end without a terminal event from the
+    server: a resumed one ends from the polled, cancelled response.
+
+    Raises:
+        HTTPStatusError: e.g. 400 for a response that already finished, 404
+            for one the server does not know (any more).
+        TransportError: connecting failed.
+        TypeError: ``response_id`` is not a non-empty string.
+    """
+    return await cancel(endpoint, response_id)

@@ -19,13 +19,14 @@ from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import Any
 
-from ._apis import CHAT, COMPLETIONS, RESPONSES
+from ._apis import CHAT, COMPLETIONS, RESPONSES, attach_to
 from ._completions import CompletionResult
 from ._endpoint import Endpoint
 from ._http11 import Connection
 from ._pool import ConnectionPool, PoolSettings, PoolStats
 from ._response_results import ResponseResult
 from ._results import ChatResult
+from ._resume import cancel
 from ._sse import DEFAULT_MAX_EVENT_SIZE
 from ._stream import ChatStream, CompletionStream, ResponseStream, complete, open_stream
 from ._util import require_trio
@@ -102,12 +103,30 @@ class Client:
         )
 
     def open_response_stream(
-        self, request: Mapping[str, Any], *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE
+        self,
+        request: Mapping[str, Any] | None = None,
+        *,
+        response_id: str | None = None,
+        starting_after: int | None = None,
+        max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
     ) -> AbstractAsyncContextManager[ResponseStream]:
-        """:func:`chunkwise.open_response_stream` on this client's connections."""
+        """:func:`chunkwise.open_response_stream` on this client's connections.
+
+        Resumptions and polls of a background response use them too.
+        """
+        attach = attach_to(request, response_id, starting_after)
         return open_stream(
-            RESPONSES, self.endpoint, request, max_event_size=max_event_size, pool=self._pool
+            RESPONSES,
+            self.endpoint,
+            {} if request is None else request,
+            max_event_size=max_event_size,
+            pool=self._pool,
+            attach=attach,
         )
+
+    async def cancel_response(self, response_id: str) -> dict[str, Any]:
+        """:func:`chunkwise.cancel_response` on this client's connections."""
+        return await cancel(self.endpoint, response_id, self._pool)
 
     async def complete_response(
         self, request: Mapping[str, Any], *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE

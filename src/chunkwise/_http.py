@@ -61,6 +61,7 @@ from collections.abc import (
     Hashable,
 )
 from contextlib import asynccontextmanager
+from typing import Any
 from urllib.parse import urlsplit
 
 import attrs
@@ -73,6 +74,7 @@ from ._errors import (
     ChunkwiseError,
     ConnectionLost,
     HTTPStatusError,
+    InvalidChunk,
     RemoteProtocolError,
     StreamError,
     TransportError,
@@ -81,7 +83,7 @@ from ._errors import (
 )
 from ._headers import Headers
 from ._http11 import Connection
-from ._payloads import parse_error_payload, parse_json
+from ._payloads import load_object, parse_error_payload, parse_json
 from ._pool import ConnectionPool, Slot
 from ._proxy import Proxy
 from ._request import prepare_request
@@ -91,6 +93,7 @@ from ._util import redact
 
 __all__ = [
     "MAX_ERROR_BODY",
+    "MAX_JSON_BODY",
     "HTTPResponse",
     "Headers",
     "StatusHint",
@@ -98,6 +101,7 @@ __all__ = [
     "http_status_error",
     "open_http_response",
     "parse_error_body",
+    "read_json",
     "send_http_request",
     "status_hint",
 ]
@@ -294,6 +298,8 @@ async def send_http_request(
     check: bool = True,
     pool: ConnectionPool[Connection] | None = None,
     timings: TimingRecorder | None = None,
+    method: str = "POST",
+    expect: str = "text/event-stream",
 ) -> HTTPResponse:
     """POST ``body`` and return the response, its body not read yet (retries included).
 
@@ -306,10 +312,14 @@ async def send_http_request(
     ``timings`` (a stream's) is stamped as each attempt goes out: its start
     (once it holds the pool's slot), the connection, the request sent, the
     response head and its first byte.  Each attempt starts the figures over.
+
+    ``method`` ``"GET"`` sends no body (a stored response, :mod:`chunkwise._resume`);
+    ``expect`` is the media type a 2xx must have: ``"application/json"`` for
+    a response object read whole (:func:`read_json`).
     """
     origin = Origin.of(endpoint)
     proxy = endpoint.select_proxy() if transport is None else None
-    request = prepare_request(endpoint, body, path=path, proxy=proxy)
+    request = prepare_request(endpoint, body, path=path, proxy=proxy, method=method, accept=expect)
     del body  # the request holds it, for as long as it may be sent again
     # A given transport cannot be opened again, so it is tried once.
     retries = endpoint.retries if transport is None else _NO_RETRIES
@@ -356,7 +366,7 @@ async def send_http_request(
                 timings.response_head_now(conn.first_byte_at)
             response = HTTPResponse(conn, head, release, slot)
             if check:
-                await _check_response(response, endpoint, proxy)
+                await _check_response(response, endpoint, proxy, expect)
         except ChunkwiseError as exc:
             await _abandon(conn, slot, pool, key, exc)
             failure = exc
@@ -379,7 +389,8 @@ async def send_http_request(
             raise with_attempts(failure, retried + 1)
         retried += 1
         _log.info(
-            "retrying POST %s%s in %.2f s (retry %d of %d): %s",
+            "retrying %s %s%s in %.2f s (retry %d of %d): %s",
+            method,
             origin.authority,
             endpoint.target_for(path),
             delay,
@@ -441,9 +452,12 @@ async def _release(
 
 
 async def _check_response(
-    response: HTTPResponse, endpoint: Endpoint, proxy: Proxy | None = None
+    response: HTTPResponse,
+    endpoint: Endpoint,
+    proxy: Proxy | None = None,
+    expect: str = "text/event-stream",
 ) -> None:
-    """Raise unless the response is a 2xx event stream chunkwise can read."""
+    """Raise unless the response is a 2xx of ``expect`` (an event stream) chunkwise can read."""
     status = response.status_code
     headers = response.headers
     if not 200 <= status < 300:
@@ -456,12 +470,36 @@ async def _check_response(
         raise UnexpectedContentEncoding(encoding)
     content_type = headers.get("content-type")
     media_type = (content_type or "").partition(";")[0].strip().lower()
-    if media_type != "text/event-stream":
+    if media_type != expect:
         raise UnexpectedContentType(
             status_code=status,
             content_type=content_type,
             body_start=(await _read_rejected_body(response, endpoint, proxy))[0],
         )
+
+
+#: The largest response object read whole (:func:`read_json`): a stored response
+#: with its whole output.
+MAX_JSON_BODY = 16 * 1024 * 1024
+
+
+async def read_json(response: HTTPResponse) -> dict[str, Any]:
+    """The JSON object of a 2xx ``application/json`` response, read whole; releases it.
+
+    Raises:
+        InvalidChunk: the body is not a JSON object, or is over :data:`MAX_JSON_BODY`.
+        ConnectionLost, IdleTimeout, RemoteProtocolError: reading failed.
+    """
+    received = bytearray()
+    try:
+        while data := await response.receive_some():
+            received += data
+            if len(received) > MAX_JSON_BODY:
+                raise InvalidChunk(f"the response is over {MAX_JSON_BODY} bytes")
+        await response.release()
+    finally:
+        await response.aclose()  # nothing to do once released
+    return load_object(received.decode("utf-8", errors="replace"))
 
 
 async def _read_rejected_body(

@@ -100,6 +100,7 @@ class StreamParser(Generic[R]):
     def __init__(
         self, accumulator: Accumulator[R], *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE
     ) -> None:
+        self._max_event_size = max_event_size
         self._decoder = PairDecoder(max_event_size=max_event_size, legacy_error_field=True)
         self._accumulator = accumulator
         self._ended = False
@@ -172,6 +173,14 @@ class StreamParser(Generic[R]):
             self._observe(recorder, events)
             self._feeding = []
         return events
+
+    def restart(self) -> None:
+        """The body goes on in a new HTTP response: forget the old one's unfinished event.
+
+        The events of the old body were all delivered; the bytes of an event
+        it cut are dropped (the new body starts at an event's beginning).
+        """
+        self._decoder = PairDecoder(max_event_size=self._max_event_size, legacy_error_field=True)
 
     def fail(self, error: ChunkwiseError) -> list[Event]:
         """End the stream as ``failed`` with ``error``, e.g. a broken body framing.
@@ -294,9 +303,33 @@ class ResponseStreamParser(StreamParser[ResponseResult]):
         max_output_tokens: int | None = None,
         max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
     ) -> None:
-        super().__init__(
-            ResponseAccumulator(
-                tools=tools, text_format=text_format, max_output_tokens=max_output_tokens
-            ),
-            max_event_size=max_event_size,
+        self._responses = ResponseAccumulator(
+            tools=tools, text_format=text_format, max_output_tokens=max_output_tokens
         )
+        super().__init__(self._responses, max_event_size=max_event_size)
+
+    # -- a background response over several connections (chunkwise._resume) ---------
+
+    def resume_point(self) -> tuple[str, int] | None:
+        """The response id and the last sequence number, once both are known; else None.
+
+        A stream can be resumed (``GET /responses/{id}?stream=true&starting_after=N``)
+        only from there: without an id there is nothing to ask for, without a
+        number nothing to start after.
+        """
+        result, number = self.result, self._responses.last_sequence_number
+        return None if result.id is None or number is None else (result.id, number)
+
+    def resume(self) -> None:
+        """The body goes on in a new response, after :meth:`resume_point`'s number."""
+        self.restart()
+        self._responses.resume()
+
+    def start_after(self, sequence_number: int) -> None:
+        """The body starts after event ``sequence_number`` (attached mid-way)."""
+        self._responses.start_after(sequence_number)
+
+    def end_from_response(self, response: Mapping[str, Any]) -> list[Event]:
+        """End with a response object fetched whole (polled), not streamed to its end."""
+        self._ended = True
+        return self._responses.end_from_response(response)

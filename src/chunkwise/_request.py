@@ -41,8 +41,15 @@ def prepare_request(
     *,
     path: str = "/chat/completions",
     proxy: Proxy | None = None,
+    method: str = "POST",
+    accept: str = "text/event-stream",
 ) -> Request:
     """The ``POST`` of ``body`` to ``endpoint``; through ``proxy`` for an ``http`` endpoint.
+
+    ``method`` ``"GET"`` sends no body and no ``Content-Type`` or
+    ``Content-Length`` (a stored response: retrieving, streaming it again);
+    a ``POST`` with an empty body (cancelling one) sends no ``Content-Type``.
+    ``accept`` is the media type asked for (JSON for a stored response).
 
     An ``http`` request through a proxy goes to the proxy in absolute form
     (``POST http://host:port/v1/chat/completions``) with the proxy's
@@ -51,20 +58,20 @@ def prepare_request(
     proxy never sees it.
     """
     target = endpoint.target_for(path)
-    headers = _request_headers(endpoint, len(body))
+    headers = _request_headers(endpoint, None if method == "GET" else len(body), accept)
     if proxy is not None and endpoint.scheme == "http":
         target = f"http://{endpoint.host_header}{target}"
         if proxy.authorization is not None:
             headers.append((b"Proxy-Authorization", proxy.authorization.encode("ascii")))
-    return Request(b"POST", target.encode("ascii"), tuple(headers), body)
+    return Request(method.encode("ascii"), target.encode("ascii"), tuple(headers), body)
 
 
-def _request_headers(endpoint: Endpoint, content_length: int) -> list[tuple[bytes, bytes]]:
-    defaults = {
-        "User-Agent": _USER_AGENT,
-        "Accept": "text/event-stream",
-        "Content-Type": "application/json",
-    }
+def _request_headers(
+    endpoint: Endpoint, content_length: int | None, accept: str
+) -> list[tuple[bytes, bytes]]:
+    defaults = {"User-Agent": _USER_AGENT, "Accept": accept}
+    if content_length:
+        defaults["Content-Type"] = "application/json"
     if endpoint.api_key is not None:
         defaults["Authorization"] = f"Bearer {endpoint.api_key}"
     overridden = {name.lower() for name, _ in endpoint.headers}
@@ -74,7 +81,7 @@ def _request_headers(endpoint: Endpoint, content_length: int) -> list[tuple[byte
         # Without it any coding is acceptable (RFC 9110 12.5.3), and a gzipped event
         # stream cannot be parsed incrementally here.
         ("Accept-Encoding", "identity"),
-        ("Content-Length", str(content_length)),
+        *([] if content_length is None else [("Content-Length", str(content_length))]),
         *endpoint.headers,
     ]
     return [(name.encode("ascii"), value.encode("utf-8")) for name, value in fields]

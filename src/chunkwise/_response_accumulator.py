@@ -66,6 +66,9 @@ Rules
     event ends the answer (:mod:`chunkwise._structured`): ``completed`` is
     parsed; ``incomplete`` (``max_output_tokens``...) gets a "cut short"
     error unparsed, as a chat choice cut by ``length`` does.
+11. A stream may go on over connections (:meth:`resume`; sequence numbers drop
+    what was seen: :class:`~chunkwise._response_items.SequenceNumbers`), start
+    mid-way (:meth:`start_after`: unknown items expected), or end from a poll.
 """
 
 from __future__ import annotations
@@ -103,6 +106,7 @@ from ._response_items import (
     ItemState,
     ItemTable,
     PartState,
+    SequenceNumbers,
     Which,
     as_index,
     as_str,
@@ -162,7 +166,7 @@ class ResponseAccumulator(TimedAccumulator):
         self._reason: IncompleteReason | None = None
         self._parsed: Any = None
         self._parse_error: Any = None
-        self._sequence = -1
+        self._numbers = SequenceNumbers()
         self._ended = False
         self._cache: ResponseResult | None = None
 
@@ -188,6 +192,7 @@ class ResponseAccumulator(TimedAccumulator):
                 parse_error=self._parse_error,
                 **timing_fields(self),
                 partial_parsed=None if self._items.preview is None else self._items.preview.value,
+                resumes=self._numbers.resumes,
             )
         return self._cache
 
@@ -195,6 +200,30 @@ class ResponseAccumulator(TimedAccumulator):
     def finished(self) -> bool:
         """True once the terminal event was produced."""
         return self._ended
+
+    @property
+    def last_sequence_number(self) -> int | None:
+        """The highest ``sequence_number`` taken so far (None: none yet): where to resume."""
+        return self._numbers.last if self._numbers.last >= 0 else None
+
+    def resume(self) -> None:
+        """The next events come from a new connection, after :attr:`last_sequence_number`."""
+        self._numbers.resume()
+        self._cache = None
+
+    def start_after(self, sequence_number: int) -> None:
+        """The stream starts after event ``sequence_number`` (attached with ``starting_after``)."""
+        self._numbers.start_after(sequence_number)
+
+    def end_from_response(self, response: Mapping[str, Any]) -> list[Event]:
+        """End with a response fetched whole (``GET /responses/{id}``): rule 3, and an anomaly."""
+        if self._ended:
+            return []
+        events: list[Event] = []
+        self._anomaly(events, "events not seen", "the stream ended from the polled response")
+        self._numbers.missed = True
+        self._terminal("GET /responses/{id}", {"response": copy_json(dict(response))}, events)
+        return events
 
     def feed_event(self, event: Mapping[str, Any]) -> list[Event]:
         """Accumulate one decoded stream event (any mapping with a ``type``).
@@ -266,25 +295,14 @@ class ResponseAccumulator(TimedAccumulator):
             else:
                 self._anomaly(events, "event without type", preview(data))
                 return events
-        self._sequence_number(data, events)
+        if self._numbers.take(data.get("sequence_number"), self._anomalies, events):
+            return events  # a duplicate: already taken (rule 11)
         take_event_timings(self, data)
         handler = _HANDLERS.get(etype)
         if handler is not None:
             handler(self, etype, data, events)
         # Anything else (keepalive, hosted tools' progress...) is ignored: rule 1.
         return events
-
-    def _sequence_number(self, data: dict[str, Any], events: list[Event]) -> None:
-        number = as_index(data.get("sequence_number"))
-        if number is None:
-            return
-        if number <= self._sequence:
-            self._anomaly(
-                events,
-                "sequence number out of order",
-                f"sequence_number {number} after {self._sequence}",
-            )
-        self._sequence = max(self._sequence, number)
 
     # -- items and parts -------------------------------------------------------
 
@@ -294,7 +312,8 @@ class ResponseAccumulator(TimedAccumulator):
         item_id = as_str(data.get("item_id"))
         item = self._items.find(index, item_id)
         if item is None:
-            self._anomaly(events, "event for an unknown item", f"{what}: {preview(data)}")
+            if not self._numbers.mid_way:
+                self._anomaly(events, "event for an unknown item", f"{what}: {preview(data)}")
             item = self._items.new(index, item_id)
         elif item_id is not None and item.id not in (None, item_id):
             self._item_id_changed(item, item_id, events)
@@ -359,6 +378,9 @@ class ResponseAccumulator(TimedAccumulator):
                 self._emit(events, *item.add_arguments(arguments), f"output {item.index}")
         elif arguments is not None:
             self._replace_arguments(item, arguments, events)
+        if not streaming and item.call is not None and item.call.call_id != item.call_id:
+            # Completed before its item was seen whole (a stream attached mid-way).
+            item.call = complete_tool_call(item.streaming_call(True), schemas=self._schemas)
 
     def _take_part(
         self,
@@ -438,7 +460,7 @@ class ResponseAccumulator(TimedAccumulator):
     def _emit(self, events: list[Event], event: Event, stop: InvalidJSON | None, what: str) -> None:
         # A delta, and the anomaly when it stopped a live value's preview.
         events.append(event)
-        if stop is not None:
+        if stop is not None and not self._numbers.missed:  # a preview of part of a value
             self._anomaly(events, "not JSON", f"{what}: {stop}")
 
     def _text_done(self, etype: str, data: dict[str, Any], events: list[Event]) -> None:
@@ -457,7 +479,7 @@ class ResponseAccumulator(TimedAccumulator):
         current = part.joined()
         if text == current:
             return
-        if current:
+        if current and not self._numbers.missed:
             self._anomaly(
                 events,
                 "final text differs from deltas",
@@ -501,7 +523,7 @@ class ResponseAccumulator(TimedAccumulator):
         current = item.call.arguments if item.call is not None else item.arguments()
         if arguments == current:
             return
-        if current:
+        if current and not self._numbers.missed:
             self._anomaly(
                 events,
                 "final arguments differ from deltas",
@@ -554,13 +576,10 @@ class ResponseAccumulator(TimedAccumulator):
         self._metadata(response, events)
         status = as_str(response.get("status"))
         if status is None:
-            status = _TERMINAL_TYPES[etype]
-        elif status != _TERMINAL_TYPES[etype]:
-            self._anomaly(
-                events,
-                "terminal event disagrees with status",
-                f"{etype} carries status {preview(status)}; the status is taken",
-            )
+            status = _TERMINAL_TYPES.get(etype, "incomplete")
+        elif status != _TERMINAL_TYPES.get(etype, status):  # a polled response has no event
+            detail = f"{etype} carries status {preview(status)}; the status is taken"
+            self._anomaly(events, "terminal event disagrees with status", detail)
         self._response_status = status
         details = response.get("incomplete_details")
         if type(details) is dict:
@@ -640,7 +659,7 @@ class ResponseAccumulator(TimedAccumulator):
                 output, status, why
             )
         if status == "completed":
-            self._check_length(events)
+            self._check_length(events)  # rule 7
             self._status = "complete"
             events.append(StreamCompleted(result=self.result))
             return events
@@ -657,16 +676,12 @@ class ResponseAccumulator(TimedAccumulator):
         return events
 
     def _check_length(self, events: list[Event]) -> None:
-        # Rule 7.
-        limit = self._max_output_tokens
-        used = self._usage.get("output_tokens") if self._usage is not None else None
+        limit, usage = self._max_output_tokens, self._usage
+        used = usage.get("output_tokens") if usage is not None else None
         if limit is not None and type(used) is int and used >= limit:
-            self._anomaly(
-                events,
-                "max_output_tokens reached",
-                f"the response says completed, but used {preview(used)} output tokens of "
-                f"max_output_tokens {limit}: the answer may have been cut",
-            )
+            why = f"used {preview(used)} output tokens of max_output_tokens {limit}"
+            detail = f"the response says completed, but {why}: the answer may have been cut"
+            self._anomaly(events, "max_output_tokens reached", detail)
 
 
 #: What each event type does (rule 1: any other type is ignored).

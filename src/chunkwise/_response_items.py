@@ -39,6 +39,7 @@ from __future__ import annotations
 from collections.abc import Container, Iterator, Mapping
 from typing import Any, Literal
 
+from ._anomalies import AnomalyLog
 from ._errors import InvalidJSON
 from ._events import (
     Event,
@@ -61,6 +62,7 @@ __all__ = [
     "ItemState",
     "ItemTable",
     "PartState",
+    "SequenceNumbers",
     "Which",
     "as_index",
     "as_str",
@@ -376,3 +378,55 @@ class ItemTable:
                 if part.type == "output_text"
             )
             self.preview = LiveJSON.of("".join(texts))
+
+
+class SequenceNumbers:
+    """Where a stream is in the server's ``sequence_number`` order, across connections.
+
+    1. Before any resumption, a number at or below the last one is out of
+       order (an anomaly; the event is kept): one connection, one server.
+    2. After :meth:`resume` (a new connection, asked for the events after
+       :attr:`last`) or :meth:`start_after` (attaching mid-way), a number at
+       or below :attr:`last` is a duplicate, dropped and counted; a number
+       above ``last + 1`` is a gap (an anomaly): events the stream never saw.
+    """
+
+    __slots__ = ("last", "mid_way", "missed", "resumed", "resumes")
+
+    def __init__(self) -> None:
+        self.last = -1  # the last number taken (-1: none)
+        self.resumes = 0
+        self.resumed = False  # rule 2 applies
+        self.mid_way = False  # started after events it never saw
+        # Events were never seen (mid-way, a gap, a poll): a final text that
+        # differs from the deltas is expected, not an anomaly.
+        self.missed = False
+
+    def resume(self) -> None:
+        """A new connection goes on from :attr:`last`."""
+        self.resumes += 1
+        self.resumed = True
+
+    def start_after(self, number: int) -> None:
+        """The stream starts after ``number`` (attached with ``starting_after``)."""
+        self.last = number
+        self.resumed = self.mid_way = self.missed = True
+
+    def take(self, number: object, anomalies: AnomalyLog, events: list[Event]) -> bool:
+        """Take an event's ``sequence_number``; True when the event is a duplicate, to drop."""
+        index = as_index(number)
+        if index is None:
+            return False
+        last = self.last
+        detail = f"sequence_number {index} after {last}"
+        if index <= last:
+            if self.resumed:
+                anomalies.count(events, "duplicate event", detail)
+                return True
+            anomalies.add(events, "sequence number out of order", detail)
+            return False
+        self.last = index
+        if self.resumed and index > last + 1:
+            self.missed = True
+            anomalies.add(events, "sequence gap", detail)
+        return False

@@ -155,6 +155,9 @@ class ResponseResult:
             :doc:`/live_values`); None before the value starts or when no
             JSON was asked for.  A preview, never validated: use
             :attr:`parsed`.
+        resumes: How many times a background response's stream was resumed
+            on a new connection after the previous one was lost (see
+            :doc:`/reliability`); 0 for a stream read in one go.
     """
 
     id: str | None = None
@@ -177,6 +180,9 @@ class ResponseResult:
     timings: Timings | None = attrs.field(default=None, eq=False)
     server_timings: Mapping[str, Any] | None = None
     partial_parsed: Any = None
+    # How the answer travelled, not what it is: a resumed stream's result
+    # equals the same answer read in one go.
+    resumes: int = attrs.field(default=0, eq=False)
 
     @property
     def parsed(self) -> Any:

@@ -86,6 +86,16 @@ These are the promises of the trio layer; each is tested in every cell of
 5. A :class:`~chunkwise.ChatResult` (or :class:`~chunkwise.ResponseResult`)
    never changes after it was handed out: results are frozen, and the parser
    builds a new one for each change.
+6. Nothing is sent again once a body has started (:mod:`chunkwise._retries`,
+   rule 1), with one deliberate exception: a background Responses stream
+   (``"background": true``, or attached to) whose connection is lost before
+   its terminal event (reset, end of the body, idle or stall timeout, broken
+   framing) is resumed by :class:`~chunkwise._resume.Resumer` after the last
+   sequence number, or ended from a polled response.  The server keeps the
+   events, so nothing is asked twice: the parser drops any event it already
+   has, and rules 1 to 5 hold across the connections (one
+   :class:`ResponseStarted`, one terminal event, the reading phase and
+   its cancel scope spanning them all).
 """
 
 from __future__ import annotations
@@ -117,6 +127,7 @@ from ._pool import ConnectionPool
 from ._request import encode_request
 from ._response_results import ResponseResult
 from ._results import Anomaly, ChatResult, IncompleteReason
+from ._resume import Attach, Resumer
 from ._sse import DEFAULT_MAX_EVENT_SIZE
 from ._timings import TimingRecorder, Timings
 from ._util import exceptions_unwrapped, require_trio
@@ -134,6 +145,12 @@ __all__ = [
 
 #: The result type of a stream: ChatResult or ResponseResult.
 R = TypeVar("R")
+#: How one response's body ended (Stream._read): the final events (the terminal
+#: one last, when it came), why it stopped early, the transport's error, a
+#: framing error, and whether the body ended cleanly.
+ReadEnd = tuple[
+    list[Event], IncompleteReason | None, TransportError | None, RemoteProtocolError | None, bool
+]
 
 
 class Stream(Generic[R]):
@@ -150,6 +167,7 @@ class Stream(Generic[R]):
         "_parser",
         "_reader_scope",
         "_response",
+        "_resumer",
         "_stall",
         "_timings",
     )
@@ -160,8 +178,10 @@ class Stream(Generic[R]):
         parser: StreamParser[R],
         timings: TimingRecorder,
         stall: StallTimeout | None = None,
+        resumer: Resumer | None = None,
     ) -> None:
         self._response = response
+        self._resumer = resumer  # a background response's (rule 6)
         self._parser = parser
         self._timings = timings
         # The error a stall ends the stream with, when Timeouts.stall is set.
@@ -337,57 +357,23 @@ class Stream(Generic[R]):
                     [ResponseStarted(status_code=self.status_code, headers=headers)]
                 )
                 while True:
-                    try:
-                        if deadline == math.inf:
-                            data = await self._response.receive_some()
-                        else:
-                            with trio.move_on_at(deadline) as waiting:
-                                data = await self._response.receive_some()
-                            if waiting.cancelled_caught:
-                                reason, problem = IncompleteReason.STALLED, stall
-                                break
-                    except IdleTimeout as exc:
-                        reason, problem = IncompleteReason.IDLE_TIMEOUT, exc
+                    final, reason, problem, invalid, clean_end = await self._read(deadline)
+                    resumer = self._resumer
+                    if resumer is None or parser.finished:
+                        break  # the end, or a stream the server does not keep (rule 6)
+                    # Rule 6: the old connection is closed before the new one opens.
+                    clean_end = False
+                    await self._response.aclose()
+                    resumed = await resumer.resume(problem or invalid)
+                    if isinstance(resumed, list):  # ended from a poll, or given up
+                        final = resumed
+                        if parser.finished:
+                            reason, problem, invalid = None, None, None
                         break
-                    except (ConnectionLost, TransportError) as exc:
-                        reason, problem = IncompleteReason.CONNECTION_LOST, exc
-                        break
-                    except RemoteProtocolError as exc:
-                        # Invalid body framing (e.g. a bad chunk size line) after
-                        # some events: the stream fails, like a body the parser
-                        # cannot interpret, and keeps what arrived before.
-                        invalid = exc
-                        break
-                    if not data:
-                        clean_end = True
-                        break
-                    # One stamp per read, shared by its events (chunkwise._timings).
-                    stamp = timings.read()
-                    events = parser.feed(data)
-                    # Neither the read nor its events are kept through the next
-                    # wait: with thousands of open streams that is most of
-                    # their memory (bench/load.py).
-                    del data
-                    if parser.finished:
-                        final = events  # published after the socket is released (rule 2)
-                        clean_end = True
-                        break
-                    if stall is None:
-                        if events:
-                            await broadcaster.publish(events)
-                    elif timings.last_output == stamp:
-                        await broadcaster.publish(events)
-                        deadline = trio.current_time() + stall.timeout
-                    elif events:
-                        # Waiting for our own subscribers is not the server stalling.
-                        before = trio.current_time()
-                        await broadcaster.publish(events)
-                        deadline += trio.current_time() - before
-                    del events
+                    self._response = resumed
+                    deadline = math.inf if stall is None else trio.current_time() + stall.timeout
                 timings.end()
                 if clean_end:
-                    # With a pool, the end of the body is read and the connection
-                    # kept for the next request; otherwise it is closed.
                     await self._response.release()
             if self._reader_scope.cancelled_caught:
                 reason = IncompleteReason.CANCELLED
@@ -408,6 +394,58 @@ class Stream(Generic[R]):
                 final += parser.end(IncompleteReason.CANCELLED)
             self._ended.set()
             broadcaster.close(final)
+
+    async def _read(self, deadline: float) -> ReadEnd:
+        """Read one response's body until it ends: (final events, reason, problem, invalid, clean).
+
+        ``deadline`` is the stall timeout's (see :func:`_run`).
+        """
+        parser = self._parser
+        broadcaster = self._broadcaster
+        timings = self._timings
+        stall = self._stall
+        while True:
+            try:
+                if deadline == math.inf:
+                    data = await self._response.receive_some()
+                else:
+                    with trio.move_on_at(deadline) as waiting:
+                        data = await self._response.receive_some()
+                    if waiting.cancelled_caught:
+                        return [], IncompleteReason.STALLED, stall, None, False
+            except IdleTimeout as exc:
+                return [], IncompleteReason.IDLE_TIMEOUT, exc, None, False
+            except (ConnectionLost, TransportError) as exc:
+                return [], IncompleteReason.CONNECTION_LOST, exc, None, False
+            except RemoteProtocolError as exc:
+                # Invalid body framing (e.g. a bad chunk size line) after
+                # some events: the stream fails, like a body the parser
+                # cannot interpret, and keeps what arrived before.
+                return [], None, None, exc, False
+            if not data:
+                return [], None, None, None, True
+            # One stamp per read, shared by its events (chunkwise._timings).
+            stamp = timings.read()
+            events = parser.feed(data)
+            # Neither the read nor its events are kept through the next
+            # wait: with thousands of open streams that is most of
+            # their memory (bench/load.py).
+            del data
+            if parser.finished:
+                # Published after the socket is released (rule 2).
+                return events, None, None, None, True
+            if stall is None:
+                if events:
+                    await broadcaster.publish(events)
+            elif timings.last_output == stamp:
+                await broadcaster.publish(events)
+                deadline = trio.current_time() + stall.timeout
+            elif events:
+                # Waiting for our own subscribers is not the server stalling.
+                before = trio.current_time()
+                await broadcaster.publish(events)
+                deadline += trio.current_time() - before
+            del events
 
     def _leave(self) -> None:
         """The block is over: nobody but consumer tasks can read any more."""
@@ -477,9 +515,14 @@ def open_stream(
     max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
     transport: trio.abc.Stream | None = None,
     pool: ConnectionPool[Connection] | None = None,
+    attach: Attach | None = None,
 ) -> AbstractAsyncContextManager[S]:
-    """Open a stream of ``api``, on ``pool``'s connections when one is given (a Client's)."""
-    return StreamBlock(api, endpoint, request, max_event_size, transport, pool)
+    """Open a stream of ``api``, on ``pool``'s connections when one is given (a Client's).
+
+    With ``attach``, ``request`` is not sent: the stream is the stored
+    response's, streamed again (``GET``) from ``attach.starting_after`` on.
+    """
+    return StreamBlock(api, endpoint, request, max_event_size, transport, pool, attach)
 
 
 class StreamBlock(Generic[S]):
@@ -501,6 +544,7 @@ class StreamBlock(Generic[S]):
         max_event_size: int,
         transport: trio.abc.Stream | None,
         pool: ConnectionPool[Connection] | None,
+        attach: Attach | None = None,
     ) -> None:
         # What the request needs, let go of once it is sent.
         self._opening: tuple[Any, ...] | None = (
@@ -510,6 +554,7 @@ class StreamBlock(Generic[S]):
             max_event_size,
             transport,
             pool,
+            attach,
         )
         self._stream: S | None = None
         self._manager: AbstractAsyncContextManager[trio.Nursery] | None = None
@@ -517,22 +562,31 @@ class StreamBlock(Generic[S]):
     async def __aenter__(self) -> S:
         if self._opening is None:
             raise RuntimeError("a stream's async with can be entered only once")
-        api, endpoint, request, max_event_size, transport, pool = self._opening
+        api, endpoint, request, max_event_size, transport, pool, attach = self._opening
         require_trio(f"open_{api.name}_stream()")
         self._opening = None
-        body = encode_request(request)  # InvalidRequest before anything is sent
+        # InvalidRequest before anything is sent; attaching sends no body.
+        body = b"" if attach is not None else encode_request(request)
         parser = api.make_parser(request, max_event_size)
         timings = TimingRecorder(trio.current_time)
         parser.record_timings(timings)
+        method, path = ("POST", api.path) if attach is None else ("GET", attach.path)
         response = await send_http_request(
-            endpoint, body, path=api.path, transport=transport, pool=pool, timings=timings
+            endpoint,
+            body,
+            path=path,
+            transport=transport,
+            pool=pool,
+            timings=timings,
+            method=method,
         )
         # The body is not kept here while the stream runs: the HTTP layer lets
         # go of it once the request can no longer be sent again.
         del body
         stall = endpoint.timeouts.stall
         stalled = None if stall is None else StallTimeout(endpoint.host, endpoint.port, stall)
-        stream: S = api.stream_class(response, parser, timings, stalled)
+        resumer = Resumer.for_stream(endpoint, parser, request, attach, pool)
+        stream: S = api.stream_class(response, parser, timings, stalled, resumer)
         manager = trio.open_nursery()
         try:
             nursery = await manager.__aenter__()

@@ -18,6 +18,11 @@ block, at no real cost.  For each cell:
 4. an exception from the block or from a consumer comes out alone, with its
    own ``__cause__`` and the frame that raised it;
 5. every snapshot handed out equals a deep copy taken when it was handed out.
+
+The "resumed" server cuts a background Responses stream in the middle of an
+event; the stream goes on over a second connection (rule 6 of ``_stream.py``),
+which the promises cover too: both connections are closed, and subscribers see
+one sequence.  A chat stream cut the same way is not resumed (it cannot be).
 """
 
 from __future__ import annotations
@@ -25,8 +30,8 @@ from __future__ import annotations
 import copy
 import math
 import traceback
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import attrs
@@ -45,8 +50,18 @@ from chunkwise import (
     StreamIncomplete,
     TextDelta,
 )
-from chunkwise.testing import ScriptedResponse
-from helpers import ResettingStream, choice, chunk, close_delimited, serving, sse, sse_typed
+from chunkwise.testing import ScriptedResponse, serve_stream
+from helpers import (
+    ResettingStream,
+    TrackedStream,
+    choice,
+    chunk,
+    close_delimited,
+    numbered,
+    serving,
+    sse,
+    sse_typed,
+)
 
 # The stall timeout is on in every cell (it must not change any other outcome);
 # the "stalls" server is the one that trips it.
@@ -98,11 +113,17 @@ def completions_body(*, done: bool = True, deltas: int = N_DELTAS, finish: bool 
 
 def responses_body(*, done: bool = True, deltas: int = N_DELTAS, finish: bool = True) -> bytes:
     """The same answer as a Responses stream: ``done`` is the terminal event."""
+    return sse_typed(*responses_events(done=done, deltas=deltas, finish=finish))
+
+
+def responses_events(
+    *, done: bool = True, deltas: int = N_DELTAS, finish: bool = True
+) -> list[dict[str, Any]]:
     at = {"output_index": 0, "item_id": "msg_1"}
     message = {"id": "msg_1", "type": "message", "role": "assistant", "content": []}
     text = "".join(f"ü{i} " for i in range(deltas))
     final = {**message, "status": "completed", "content": [{"type": "output_text", "text": text}]}
-    return sse_typed(
+    return [
         {"type": "response.created", "response": {"id": "resp_1", "status": "in_progress"}},
         {"type": "response.output_item.added", "output_index": 0, "item": message},
         *[
@@ -119,7 +140,14 @@ def responses_body(*, done: bool = True, deltas: int = N_DELTAS, finish: bool = 
             if done
             else []
         ),
-    )
+    ]
+
+
+#: A background Responses stream cut inside its 8th event, and what a
+#: resumption (``starting_after=6``) is answered with.
+_NUMBERED = numbered(responses_events())
+RESUMED_FIRST = sse_typed(*_NUMBERED[:7]) + sse_typed(_NUMBERED[7])[:30]
+RESUMED_REST = close_delimited(sse_typed(*_NUMBERED[7:]), write_sizes=40, delay=0.01)
 
 
 # -- server behaviours ---------------------------------------------------------
@@ -150,6 +178,15 @@ def servers(body: Any, keepalive: bytes) -> dict[str, tuple[ScriptedResponse, bo
         "trickle": (close_delimited(body(), write_sizes=40, delay=0.01), False),
         "reset": (close_delimited(body()[:600], write_sizes=40, delay=0.01), True),
         "stalls": (stalls(body, keepalive), False),
+        # Responses: resumed on a second connection; chat: cut, as "reset".
+        "resumed": (
+            close_delimited(
+                RESUMED_FIRST if body is responses_body else body()[:600],
+                write_sizes=40,
+                delay=0.01,
+            ),
+            True,
+        ),
     }
 
 
@@ -290,24 +327,57 @@ def result_text(result: AnyResult) -> dict[int, str]:
     return {c.index: c.content for c in result.choices if c.content}
 
 
+@asynccontextmanager
+async def resuming_network(
+    monkeypatch: pytest.MonkeyPatch, on: bool
+) -> AsyncIterator[list[TrackedStream]]:
+    """When ``on``: every connection opened is answered with :data:`RESUMED_REST`.
+
+    Yields the client ends, to check that each was closed.
+    """
+    opened: list[TrackedStream] = []
+    async with trio.open_nursery() as nursery:
+
+        async def open_tcp_stream(host: str, port: int, **kwargs: Any) -> trio.abc.Stream:
+            client, server = trio.testing.memory_stream_pair()
+            nursery.start_soon(serve_stream, server, RESUMED_REST)
+            opened.append(TrackedStream(client))
+            return opened[-1]
+
+        if on:
+            monkeypatch.setattr(trio, "open_tcp_stream", open_tcp_stream)
+        yield opened
+        nursery.cancel_scope.cancel()
+
+
 @pytest.mark.parametrize("way", WAYS)
 @pytest.mark.parametrize("setup", list(SETUPS))
 @pytest.mark.parametrize("server_kind", list(SERVERS["chat"]))
 @pytest.mark.parametrize("api", list(SERVERS))
 async def test_every_promise_holds(
-    api: str, server_kind: str, setup: str, way: str, autojump_clock: trio.testing.MockClock
+    api: str,
+    server_kind: str,
+    setup: str,
+    way: str,
+    autojump_clock: trio.testing.MockClock,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     script, resets = SERVERS[api][server_kind]
     subs: list[Sub] = []
     stream: AnyStream | None = None
     raised: BaseException | None = None
+    resumed = server_kind == "resumed"
+    request = {**REQUESTS[api], "background": True} if resumed else REQUESTS[api]
 
-    async with serving(script) as (client, server):
+    async with (
+        resuming_network(monkeypatch, resumed) as network,
+        serving(script) as (client, server),
+    ):
         transport = ResettingStream(client, reset=resets)
         try:
             with trio.fail_after(DEADLINE):
                 with trio.move_on_after(0.05 if way == "deadline" else math.inf):
-                    async with OPEN[api](ENDPOINT, REQUESTS[api], transport=transport) as stream:
+                    async with OPEN[api](ENDPOINT, request, transport=transport) as stream:
                         for kind in SETUPS[setup]:
                             sub = subscribe(stream, kind)
                             subs.append(sub)
@@ -322,6 +392,7 @@ async def test_every_promise_holds(
         assert transport.closed
         with trio.fail_after(1):
             await server.client_closed.wait()
+        assert all(resumption.closed for resumption in network)
 
     # Rule 4: the exception alone, its chain and traceback its own.
     if way in ("consumer-raises", "block-raises"):
@@ -335,6 +406,10 @@ async def test_every_promise_holds(
     assert stream is not None and stream.finished
     final = stream.snapshot
     assert final.status != "streaming"
+    if resumed and way == "result" and "unread" not in SETUPS[setup]:
+        # The whole answer over two connections (a chat stream is not resumed).
+        assert final.status == ("complete" if api == "responses" else "incomplete")
+        assert len(network) == (1 if api == "responses" else 0)
     if server_kind == "stalls" and way == "result" and "unread" not in SETUPS[setup]:
         # (An unread lossless subscriber holds the reader instead: backpressure.)
         assert final.reason is chunkwise.IncompleteReason.STALLED

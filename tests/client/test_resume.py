@@ -1,0 +1,425 @@
+"""Resuming background Responses (issue 22): a lost connection loses nothing.
+
+Every connection the client opens reaches a :class:`~chunkwise.testing.ChatServer`
+in memory (``helpers.memory_network``) whose background runs live in the test's
+nursery, in virtual time: cuts, delays, retention and resume windows are exact,
+never timed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import re
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+import chunkwise
+from chunkwise import IncompleteReason, OutputTextDelta
+from chunkwise.testing import RecordedRequest, ResponseWriter, ScriptedResponse
+from helpers import memory_network
+
+ENDPOINT = chunkwise.Endpoint("http://127.0.0.1:8000/v1")
+TERMINAL = (chunkwise.StreamCompleted, chunkwise.StreamIncomplete, chunkwise.StreamFailed)
+Read = tuple[chunkwise.ResponseResult, list[chunkwise.Event]]
+
+
+def background(model: str = "tools", **extra: Any) -> dict[str, Any]:
+    return {"model": model, "input": "hi", "background": True, **extra}
+
+
+async def read_all(
+    request: dict[str, Any] | None = None,
+    endpoint: chunkwise.Endpoint = ENDPOINT,
+    **attach: Any,
+) -> Read:
+    """Stream to the end; the result and what a subscriber from the start received."""
+    async with chunkwise.open_response_stream(endpoint, request, **attach) as stream:
+        events = [event async for event in stream]
+        result = await stream.result()
+    return result, events
+
+
+async def uncut(monkeypatch: pytest.MonkeyPatch, model: str) -> tuple[Read, bytes]:
+    """The answer read in one go, and the raw body (chunk framing included) it came in."""
+    async with memory_network(monkeypatch) as network:
+        read = await read_all(background(model))
+    assert network.opened == 1 and read[0].resumes == 0
+    return read, bytes(network.streams[0].body)
+
+
+def kinds(result: chunkwise.ResponseResult) -> list[str]:
+    return [anomaly.kind for anomaly in result.anomalies]
+
+
+def check_whole(
+    events: list[chunkwise.Event], result: chunkwise.ResponseResult, *, polled: bool = False
+) -> None:
+    """One sequence: one start, exactly one terminal event, last; deltas add up to the text.
+
+    A stream ended from a poll did not see the deltas in between: its anomaly says so.
+    """
+    assert sum(isinstance(e, chunkwise.ResponseStarted) for e in events) == 1
+    terminals = [e for e in events if isinstance(e, TERMINAL)]
+    assert len(terminals) == 1 and events[-1] is terminals[0]
+    assert terminals[0].result == result
+    if polled:
+        assert "events not seen" in kinds(result)
+        return
+    text: dict[int, str] = {}
+    for event in events:
+        if type(event) is OutputTextDelta:
+            text[event.output_index] = text.get(event.output_index, "") + event.text
+    assert text == {i.index: i.text for i in result.output if i.type == "message" and i.text}
+
+
+def event_ends(body: bytes) -> list[int]:
+    """The body offsets (framing included) just after each server-sent event."""
+    return [match.end() for match in re.finditer(rb"\n\n", body)]
+
+
+# -- automatic resume (part 1) -----------------------------------------------------
+
+
+@pytest.mark.parametrize("model", ["tools", "reasoning", "text"])
+async def test_a_cut_anywhere_after_the_first_event_loses_nothing(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch, model: str
+) -> None:
+    """Every event boundary and a spread of byte offsets: the result is the uncut one."""
+    (whole, whole_events), body = await uncut(monkeypatch, model)
+    ends = event_ends(body)
+    first, last = ends[0], ends[-1]
+    offsets = sorted({*ends[:-1], *range(first, last, max(1, (last - first) // 24))})
+    for offset in offsets:
+        async with memory_network(monkeypatch, cuts=[offset]) as network:
+            result, events = await read_all(background(model))
+        assert (offset, result) == (offset, whole)
+        assert result.resumes == 1 and network.opened == 2, offset
+        assert events[1:] == whole_events[1:], offset  # the same sequence, event for event
+        check_whole(events, result)
+
+
+@pytest.mark.parametrize(
+    ("how", "timeouts"),
+    [
+        ("hang", chunkwise.Timeouts(idle=5.0)),  # an idle timeout
+        ("hang", chunkwise.Timeouts(idle=100.0, stall=3.0)),  # a stall timeout
+        ("garble", chunkwise.Timeouts()),  # a protocol error in the body framing
+    ],
+)
+async def test_a_silent_or_garbled_connection_is_resumed_too(
+    autojump_clock: trio.testing.MockClock,
+    monkeypatch: pytest.MonkeyPatch,
+    how: Any,
+    timeouts: chunkwise.Timeouts,
+) -> None:
+    (whole, whole_events), body = await uncut(monkeypatch, "tools")
+    endpoint = chunkwise.Endpoint(ENDPOINT.base_url, timeouts=timeouts)
+    cut = event_ends(body)[6] + 3
+    async with memory_network(monkeypatch, cuts=[cut], how=how) as network:
+        result, events = await read_all(background("tools"), endpoint)
+    assert (result, result.resumes, network.opened) == (whole, 1, 2)
+    assert events[1:] == whole_events[1:]
+
+
+async def test_a_cut_inside_the_terminal_event_resumes_and_after_it_does_not(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (whole, _), body = await uncut(monkeypatch, "text")
+    last = event_ends(body)[-1]
+    for offset, resumes in [(last - 1, 1), (last, 0), (len(body) - 1, 0)]:
+        async with memory_network(monkeypatch, cuts=[offset]):
+            result, events = await read_all(background("text"))
+        assert (result, result.resumes) == (whole, resumes)
+        check_whole(events, result)
+
+
+async def test_two_cuts_in_a_row(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (whole, whole_events), body = await uncut(monkeypatch, "tools")
+    ends = event_ends(body)
+    async with memory_network(monkeypatch, cuts=[ends[3] + 5, 200]) as network:
+        result, events = await read_all(background("tools"))
+    assert (result, result.resumes, network.opened) == (whole, 2, 3)
+    assert events[1:] == whole_events[1:]
+
+
+async def test_every_connection_cut_after_a_few_events_still_gets_the_whole_answer(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (whole, whole_events), body = await uncut(monkeypatch, "reasoning")
+    async with memory_network(monkeypatch, cut_after_events=4) as network:
+        result, events = await read_all(background("reasoning"))
+    assert result == whole and events[1:] == whole_events[1:]
+    assert result.resumes == network.opened - 1 == -(-len(event_ends(body)) // 4) - 1
+
+
+async def test_each_resumption_is_logged(
+    autojump_clock: trio.testing.MockClock,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="chunkwise")
+    async with memory_network(monkeypatch, cut_after_events=4):
+        result, _ = await read_all(background("tools"))
+    logged = [r.getMessage() for r in caplog.records if "resuming response" in r.getMessage()]
+    assert len(logged) == result.resumes > 1
+    assert all(result.id is not None and result.id in line for line in logged)
+
+
+async def test_a_cut_before_the_first_event_cannot_be_resumed(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the response id there is nothing to ask for: incomplete, and why."""
+    async with memory_network(monkeypatch, cuts=[40]) as network:
+        result, events = await read_all(background("text"))
+    assert (result.status, result.reason) == ("incomplete", IncompleteReason.CONNECTION_LOST)
+    assert "resume failed" in kinds(result) and network.opened == 1
+    check_whole(events, result)
+
+
+async def test_a_stream_that_is_not_background_is_never_resumed(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with memory_network(monkeypatch, cuts=[1500]) as network:
+        result, events = await read_all({"model": "tools", "input": "hi"})
+    assert (result.status, result.reason) == ("incomplete", IncompleteReason.CONNECTION_LOST)
+    assert (result.resumes, network.opened) == (0, 1)
+    assert "resume failed" not in kinds(result)
+    check_whole(events, result)
+
+
+async def test_resumptions_without_progress_are_bounded_then_the_end_is_polled(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A resumption that brings nothing new is a miss; after max_retries misses, a poll."""
+    (whole, _), body = await uncut(monkeypatch, "tools")
+    endpoint = chunkwise.Endpoint(ENDPOINT.base_url, retries=chunkwise.Retries(max_retries=2))
+    cuts = [event_ends(body)[2], 0, 0, 0]
+    async with memory_network(monkeypatch, cuts=cuts) as network:
+        result, events = await read_all(background("tools"), endpoint)
+    # The first resumption and two misses stream; the third miss polls instead.
+    assert (result.resumes, network.opened) == (3, 5)
+    assert result.output == whole.output and result.status == "complete"
+    assert kinds(result) == ["events not seen"]
+    check_whole(events, result, polled=True)
+
+
+# -- refused: polling (part 2) -----------------------------------------------------
+
+
+async def test_a_refused_re_stream_is_polled_to_the_end(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the resume window (OpenAI's 400): GET /responses/{id} until it is done."""
+    (whole, _), body = await uncut(monkeypatch, "tools")
+    cut = event_ends(body)[3]
+    async with memory_network(monkeypatch, cuts=[cut], delay=1.0, resume_window=2.0) as network:
+        result, events = await read_all(background("tools"))
+    assert network.opened > 3  # the refused stream, then polls while it runs
+    assert result.output == whole.output and result.usage == whole.usage
+    assert (result.status, result.resumes) == ("complete", 0)
+    assert kinds(result) == ["events not seen"]
+    check_whole(events, result, polled=True)
+
+
+async def test_a_server_that_refuses_every_re_stream_is_polled(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (whole, _), body = await uncut(monkeypatch, "reasoning")
+    async with memory_network(monkeypatch, cuts=[event_ends(body)[5]], resume_window=0.0):
+        result, events = await read_all(background("reasoning"))
+    assert result.output == whole.output and result.status == "complete"
+    assert result.reasoning == whole.reasoning
+    check_whole(events, result, polled=True)
+
+
+class AnswersReStreams:
+    """A handler answering every re-stream (``GET ...?stream=true``) with ``reply``."""
+
+    def __init__(self, inner: Any, reply: ScriptedResponse) -> None:
+        self.inner = inner
+        self.reply = reply
+        self.re_streams = 0
+
+    async def __call__(self, request: RecordedRequest, writer: ResponseWriter) -> None:
+        if request.method == "GET" and "stream=true" in request.target:
+            self.re_streams += 1
+            await writer.play(self.reply)
+        else:
+            await self.inner(request, writer)
+
+
+@pytest.mark.parametrize(
+    ("status", "content_type", "polled"),
+    [
+        (404, "application/json", True),  # no such route: refused
+        (405, "application/json", True),
+        (200, "application/json", True),  # not an event stream: refused
+        (429, "application/json", False),  # retried, then given up: not a refusal
+        (503, "application/json", False),
+    ],
+)
+async def test_which_answers_to_a_re_stream_are_refusals_that_poll(
+    autojump_clock: trio.testing.MockClock,
+    monkeypatch: pytest.MonkeyPatch,
+    status: int,
+    content_type: str,
+    polled: bool,
+) -> None:
+    (whole, _), body = await uncut(monkeypatch, "tools")
+    reply = ScriptedResponse(status=status, content_type=content_type, body=b"{}")
+    async with memory_network(monkeypatch, cuts=[event_ends(body)[4]]) as network:
+        handler = network.handler = AnswersReStreams(network.handler, reply)
+        result, events = await read_all(background("tools"))
+    if polled:
+        assert handler.re_streams == 1
+        assert result.output == whole.output and kinds(result) == ["events not seen"]
+        check_whole(events, result, polled=True)
+    else:
+        assert handler.re_streams == 1 + ENDPOINT.retries.max_retries
+        assert result.reason is IncompleteReason.CONNECTION_LOST
+        assert "resume failed" in kinds(result)
+        check_whole(events, result)
+
+
+class PollsWithRetryAfter:
+    """A handler answering the first ``times`` polls "in_progress, Retry-After: 30" at once."""
+
+    def __init__(self, inner: Any, times: int) -> None:
+        self.inner = inner
+        self.times = times
+        self.polled_at: list[float] = []
+
+    async def __call__(self, request: RecordedRequest, writer: ResponseWriter) -> None:
+        if request.method == "GET" and "stream=true" not in request.target:
+            self.polled_at.append(trio.current_time())
+            if len(self.polled_at) <= self.times:
+                body = b'{"id": "resp_x", "status": "in_progress"}'
+                reply = ScriptedResponse(
+                    content_type="application/json", headers={"Retry-After": "30"}, body=body
+                )
+                await writer.play(reply)
+                return
+        await self.inner(request, writer)
+
+
+async def test_polling_waits_what_retry_after_asks(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (whole, _), body = await uncut(monkeypatch, "text")
+    cut = event_ends(body)[4]
+    async with memory_network(monkeypatch, cuts=[cut], resume_window=0.0) as network:
+        handler = network.handler = PollsWithRetryAfter(network.handler, times=3)
+        result, events = await read_all(background("text"))
+    gaps = [b - a for a, b in itertools.pairwise(handler.polled_at)]
+    assert gaps == pytest.approx([30.0, 30.0, 30.0])
+    assert result.output == whole.output and result.status == "complete"
+    check_whole(events, result, polled=True)
+
+
+async def test_a_response_the_server_no_longer_keeps_ends_incomplete_with_why(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the retention: the re-stream and the poll are 404; the stream ends as it was."""
+    (_, _), body = await uncut(monkeypatch, "text")
+    async with memory_network(monkeypatch, cuts=[event_ends(body)[3]], retention=0.0):
+        result, events = await read_all(background("text"))
+    assert (result.status, result.reason) == ("incomplete", IncompleteReason.CONNECTION_LOST)
+    resume_failed = [a for a in result.anomalies if a.kind == "resume failed"]
+    assert len(resume_failed) == 1 and "404" in resume_failed[0].detail
+    check_whole(events, result)
+
+
+async def test_polling_is_paced_and_bounded_by_the_callers_cancel_scope(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run far from done: polling goes on until the caller's deadline, then ends cancelled."""
+    events: list[chunkwise.Event] = []
+    async with memory_network(monkeypatch, cuts=[3000], delay=100.0, resume_window=0.0) as net:
+        with trio.move_on_after(1000):
+            async with chunkwise.open_response_stream(ENDPOINT, background("text")) as stream:
+                async for event in stream:
+                    events.append(event)
+        assert trio.current_time() == pytest.approx(1000, abs=10)
+    # Paced by the backoff (at most every max_delay, 8 s, once it got there): no busy loop.
+    assert 3 < net.opened < 1000 / 8
+    result = stream.snapshot
+    assert (result.status, result.reason) == ("incomplete", IncompleteReason.CANCELLED)
+    assert sum(isinstance(e, chunkwise.ResponseStarted) for e in events) == 1
+
+
+# -- attach and cancel (part 3) -------------------------------------------------------
+
+
+async def test_attach_to_a_response_all_of_it_or_after_a_sequence_number(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (whole, whole_events), _ = await uncut(monkeypatch, "tools")
+    async with memory_network(monkeypatch, delay=1.0):
+        # Leaving the block early detaches; the run goes on on the server.
+        async with chunkwise.open_response_stream(ENDPOINT, background("tools")) as stream:
+            seen = []
+            async for event in stream:
+                seen.append(event)
+                if len(seen) == 8:
+                    break
+        left = stream.snapshot
+        assert left.status == "incomplete" and left.reason is IncompleteReason.CANCELLED
+        assert left.id is not None
+        again, again_events = await read_all(response_id=left.id)
+        after = 3
+        rest, rest_events = await read_all(response_id=left.id, starting_after=after)
+    assert again == whole and again_events[1:] == whole_events[1:]
+    # Mid-way: items it never saw added are expected, not anomalies.
+    assert rest.output == whole.output and rest.status == "complete"
+    assert rest.anomalies == ()
+    check_whole(rest_events, rest)
+
+
+async def test_a_client_attaches_resumes_and_cancels_on_its_connections(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with memory_network(monkeypatch, delay=1.0) as network:
+        async with chunkwise.Client(ENDPOINT) as client:
+            async with client.open_response_stream(background("text")) as stream:
+                async for event in stream:
+                    if isinstance(event, OutputTextDelta):
+                        break
+            response_id = stream.snapshot.id
+            assert response_id is not None
+            cancelled = await client.cancel_response(response_id)
+            assert cancelled["status"] == "cancelled" and cancelled["id"] == response_id
+            result, events = await read_all(response_id=response_id)
+            with pytest.raises(chunkwise.HTTPStatusError) as refused:
+                await chunkwise.cancel_response(ENDPOINT, "resp_unknown")
+    assert refused.value.status_code == 404
+    # A cancelled run's stream ends without a terminal event: polled, it ends cancelled.
+    assert (result.status, result.response_status) == ("incomplete", "cancelled")
+    assert result.reason is IncompleteReason.SERVER_REPORTED
+    check_whole(events, result)
+    assert network.opened >= 3
+
+
+@pytest.mark.parametrize(
+    ("request_", "attach", "error"),
+    [
+        (None, {}, TypeError),
+        (background(), {"response_id": "resp_1"}, TypeError),
+        (background(), {"starting_after": 3}, TypeError),
+        (None, {"response_id": ""}, TypeError),
+        (None, {"response_id": 7}, TypeError),
+        (None, {"response_id": "resp_1", "starting_after": -1}, ValueError),
+        (None, {"response_id": "resp_1", "starting_after": 1.5}, ValueError),
+        (None, {"response_id": "resp_1", "starting_after": True}, ValueError),
+    ],
+)
+def test_what_to_stream_is_checked_before_anything_is_sent(
+    request_: Any, attach: dict[str, Any], error: type[Exception]
+) -> None:
+    with pytest.raises(error):
+        chunkwise.open_response_stream(ENDPOINT, request_, **attach)
