@@ -66,6 +66,7 @@ from .._payloads import load_json
 from .._sse import SSEDecoder
 from .._structured import OutputSchema
 from ._http_server import LoopbackServer, open_test_server
+from ._pacing import Pacing, check_pacing, paced_scenario, schedule
 from ._request_checks import RequestProblem, check_chat_request, check_responses_request
 from ._response_scenarios import (
     DEFAULT_RESPONSE_SCENARIO,
@@ -158,6 +159,10 @@ class ServerOptions:
             ``Retry-After: 1``).
         api_key: when set, requests without ``Authorization: Bearer <api_key>``
             get a 401.
+        pacing: when set, streamed answers are paced by it instead of
+            ``write_size`` and ``delay`` (:mod:`._pacing`): a recording's
+            timing (with ``replay``, whose length it must match) or a known
+            time to first token and per token.
     """
 
     scenario: str = attrs.field(default=DEFAULT_SCENARIO, validator=_check_scenario)
@@ -168,6 +173,10 @@ class ServerOptions:
     disconnect_after: int | None = attrs.field(default=None, validator=_check_disconnect)
     status: int | None = attrs.field(default=None, validator=_check_status)
     api_key: str | None = attrs.field(default=None, repr=False)
+    pacing: Pacing | None = None
+
+    def __attrs_post_init__(self) -> None:
+        check_pacing(self.pacing, self.replay)
 
     @property
     def default_response_scenario(self) -> str:
@@ -328,6 +337,7 @@ class ChatServer:
                     await _send_unsupported(writer, answer, where, request_id)
                     return
                 scenario = attrs.evolve(scenario, content=answer)
+            scenario = paced_scenario(scenario, options.pacing)
             events = scenario_events(
                 scenario,
                 n=n,
@@ -353,6 +363,11 @@ class ChatServer:
             delay=options.delay,
             disconnect_after=options.disconnect_after,
         )
+        if options.pacing is not None:
+            paced = schedule(options.pacing, events, request=request_id)
+            response = attrs.evolve(
+                response, write_sizes=paced.sizes, times=paced.times, head_delay=paced.head
+            )
         await writer.play(response)
 
     async def _document(self, writer: ResponseWriter, body: bytes, request_id: str) -> None:
@@ -387,6 +402,7 @@ class ChatServer:
                     await _send_unsupported(writer, answer, "text.format.schema", request_id)
                     return
                 scenario = attrs.evolve(scenario, content=answer)
+            scenario = paced_scenario(scenario, options.pacing)
             events = response_scenario_events(
                 scenario,
                 model=model,
