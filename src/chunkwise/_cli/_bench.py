@@ -107,13 +107,14 @@ def add_bench_command(commands: CommandsAction, write_report: ReportWriter) -> N
         "bench",
         help="load and latency (TTFT, TPOT, inter-token gaps) against an endpoint",
         description=(
-            "Send streaming requests to an OpenAI-compatible endpoint (chat completions, "
-            "or the Responses API with --api responses) from --concurrency workers or at "
-            "--rate requests a second (Poisson arrivals), and report the requests ok and "
-            "failed by kind, time to first token (TTFT), time per output token (TPOT), "
-            "the gaps between reads carrying output, end-to-end latency (mean, p50, p90, "
-            "p99, max), output tokens a second and requests a second.  A progress line "
-            "shows on a terminal."
+            "Send streaming requests to an OpenAI-compatible endpoint (chat completions, or\n"
+            "the Responses API with --api responses) from --concurrency workers or at --rate\n"
+            "requests a second (Poisson arrivals), and report the requests ok and failed by\n"
+            "kind, time to first token (TTFT), time per output token (TPOT), the gaps between\n"
+            "reads carrying output and end-to-end latency (mean, p50, p90, p99, max), output\n"
+            "tokens a second and requests a second.  A progress line shows on a terminal\n"
+            "(stderr), nothing on a pipe.  --json prints the report as JSON; --report writes\n"
+            "a self-contained HTML page with charts."
         ),
         epilog=(
             "example:\n"
