@@ -25,7 +25,7 @@ Everything runs in the caller's task tree: leaving an ``async with`` cancels the
 server and closes every connection, and a handler that raises fails the test.
 """
 
-from ._server._chat_server import ChatServer, ServerOptions, open_chat_server
+from ._server._chat_server import ChatServer, open_chat_server
 from ._server._http_server import (
     Handler,
     LoopbackServer,
@@ -36,6 +36,7 @@ from ._server._http_server import (
     serve_test_server,
     tls_contexts,
 )
+from ._server._options import ServerOptions
 from ._server._response_scenarios import RESPONSE_SCENARIOS, ResponseScenario, ResponseStyle
 from ._server._responses import Framing, RecordedRequest, ResponseWriter, ScriptedResponse
 from ._server._scenarios import SCENARIOS, Scenario, ToolCallScript, WireStyle

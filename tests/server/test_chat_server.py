@@ -22,7 +22,8 @@ from chunkwise._cli._serve import options_from_args, serve
 from chunkwise._convert import completion_document
 from chunkwise._headers import Headers
 from chunkwise._http import open_http_response
-from chunkwise._server._chat_server import DEFAULT_PORT, describe_request
+from chunkwise._server._chat_server import describe_request
+from chunkwise._server._options import DEFAULT_PORT
 from chunkwise._server._scenarios import (
     scenario_body,
     scenario_chunks,

@@ -6,8 +6,8 @@ registers an argparse subparser whose ``handler`` is a function
 but ``chunkwise.__main__`` and the console script (``chunkwise._cli:main``).
 Exit statuses and the other shared pieces are in :mod:`._common`.  Commands
 never import each other: where one command needs another module's work
-(``probe --api responses`` runs :mod:`._probe_responses`), this root hands it
-over.
+(``probe --api responses`` runs :mod:`._probe_responses`, ``bench --report``
+writes its page with :mod:`._bench_report`), this root hands it over.
 
 ``main()`` returns the status instead of raising :class:`SystemExit`, so it can
 be called in-process.
@@ -22,6 +22,8 @@ from collections.abc import Callable, Sequence
 
 from .._util import exceptions_unwrapped
 from .._version import __version__
+from ._bench import add_bench_command
+from ._bench_report import write_report
 from ._chat import add_chat_command
 from ._common import (
     EXIT_BROKEN_PIPE,
@@ -108,5 +110,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_record_command(commands)
     add_probe_command(commands, run_responses_probe)
     add_serve_command(commands)
+    add_bench_command(commands, write_report)
     add_demo_command(commands)
     return parser

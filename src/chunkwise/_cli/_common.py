@@ -47,6 +47,7 @@ from .._parser import StreamParser
 from .._request import encode_request
 from .._response_results import FunctionCall, ResponseResult
 from .._results import ChatResult, ToolCall
+from .._server._pacing import TIMES_SUFFIX, RecordedTimes, TimesFormatError
 from .._tools import NO_JSONSCHEMA
 from .._util import redact
 
@@ -81,6 +82,7 @@ __all__ = [
     "printable",
     "probe_exchange",
     "read_input",
+    "read_times",
     "render_probe_report",
     "seconds",
     "split_http_head",
@@ -183,6 +185,29 @@ def read_input(name: str) -> bytes:
     except OSError as exc:
         what = "stdin" if name == "-" else repr(name)
         raise UsageError(f"cannot read {what}: {exc.strerror or exc}") from None
+
+
+def read_times(name: str) -> RecordedTimes | None:
+    """The timing sidecar of recording ``name`` (``name.times.json``), or ``None`` if absent.
+
+    Raises:
+        UsageError: the sidecar exists but cannot be read, or is not a times
+            document this version reads.
+    """
+    if name == "-":
+        return None
+    path = name + TIMES_SUFFIX
+    try:
+        with open(path, "rb") as file:
+            data = file.read()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise UsageError(f"cannot read {path!r}: {exc.strerror or exc}") from None
+    try:
+        return RecordedTimes.loads(data)
+    except TimesFormatError as exc:
+        raise UsageError(f"{path!r} is not a timing sidecar: {exc}") from None
 
 
 @attrs.frozen

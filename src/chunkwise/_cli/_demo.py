@@ -76,7 +76,8 @@ from .._events import (
 )
 from .._json_patches import apply_patches
 from .._results import ChatResult, IncompleteReason
-from .._server._chat_server import ServerOptions, open_chat_server
+from .._server._chat_server import open_chat_server
+from .._server._options import ServerOptions
 from .._server._scenarios import SCENARIOS, scenario_events
 from .._stream import ChatStream
 from .._tools import NO_JSONSCHEMA

@@ -17,6 +17,15 @@ one: a non-2xx response (its result is ``failed`` with the
 :class:`~chunkwise.HTTPStatusError` the client would have raised, built by
 the same function from the recorded head and body), and a file in which no
 server-sent event is found at all (an HTML page, a JSON document).
+
+When ``FILE.times.json`` (the timing sidecar ``chunkwise record`` writes) is
+beside ``FILE``, a timeline follows the summary (``--json``: a ``timeline``
+member): the body is parsed a second time, read by read as recorded, with a
+:class:`~chunkwise._timings.TimingRecorder` whose clock is the recorded
+times, so every figure (time to first token, the gap statistics) has the very
+definition a live stream's ``result.timings`` has.  The longest stalls
+(gaps between reads carrying output) are listed with where in the answer's
+text they fell.
 """
 
 from __future__ import annotations
@@ -32,11 +41,14 @@ import attrs
 
 from .._convert import exception_fields, to_json
 from .._errors import ChunkwiseError, EventTooLarge, HTTPStatusError
+from .._events import ContentDelta, OutputTextDelta
 from .._http import http_status_error
 from .._parser import ChatStreamParser, ResponseStreamParser, StreamParser
 from .._response_results import OutputItem, ResponseResult
 from .._results import ChatResult, ChoiceResult
+from .._server._pacing import TIMES_SUFFIX, RecordedTimes
 from .._sse import SSEDecoder
+from .._timings import TimingRecorder, Timings
 from ._common import (
     EXIT_OK,
     EXIT_STREAM,
@@ -51,6 +63,7 @@ from ._common import (
     prepare_json_output,
     printable,
     read_input,
+    read_times,
     status_text,
 )
 
@@ -79,7 +92,11 @@ def add_inspect_command(commands: CommandsAction) -> None:
             "text, reasoning, refusal and tool or function calls, the usage, anomalies "
             "and the stream's status.  A recording that starts with an HTTP status line "
             "and headers (as 'chunkwise record' writes) is accepted; a non-2xx status "
-            "shows the server's error, as the client would have raised it."
+            "shows the server's error, as the client would have raised it.  When "
+            "FILE.times.json (written by 'chunkwise record') is beside FILE, a timeline "
+            "follows: time to first byte and token, the gaps between reads carrying output "
+            "(mean, p50, p90, p99, max) and the longest stalls, with where in the text "
+            "they fell."
         ),
         epilog=(
             "exit status: 0 complete, 1 incomplete or failed, an error response, or no "
@@ -87,7 +104,11 @@ def add_inspect_command(commands: CommandsAction) -> None:
             "2 bad usage or unreadable FILE"
         ),
     )
-    inspect.add_argument("file", metavar="FILE", help="the recorded body, or - for stdin")
+    inspect.add_argument(
+        "file",
+        metavar="FILE",
+        help="the recorded body, or - for stdin (FILE.times.json beside it adds a timeline)",
+    )
     inspect.add_argument(
         "--read-size",
         metavar="N",
@@ -145,10 +166,16 @@ def run_inspect(args: argparse.Namespace) -> int:
     if args.api != "auto" and error is None:
         _note_other_api(api, result, body)
     status_line = None if head is None else head.status_line
+    times = read_times(args.file)
+    timeline = None
+    if times is not None and error is None:
+        timeline = _timeline(body, times, api)
     if args.json:
         document = to_json(result)
         if status_line is not None:
             document["http_status_line"] = status_line
+        if timeline is not None:
+            document["timeline"] = timeline.to_json()
         sys.stdout.write(json_text(document, indent=2) + "\n")
     else:
         lines = (
@@ -157,6 +184,9 @@ def run_inspect(args: argparse.Namespace) -> int:
             else _describe(result, status_line)
         )
         sys.stdout.write("".join(line + "\n" for line in lines))
+        if timeline is not None:
+            where = args.file + TIMES_SUFFIX
+            sys.stdout.write("".join(line + "\n" for line in timeline.describe(where)))
     return EXIT_OK if result.status == "complete" else EXIT_STREAM
 
 
@@ -467,3 +497,146 @@ def _describe_item(item: OutputItem) -> Iterator[str]:
         yield from ("  " + line for line in describe_tool_call(item.call))
     status = item.status or "none"
     yield f"  status: {printable(status)}" + ("" if item.done else " (unfinished)")
+
+
+# -- the timeline (FILE.times.json) ---------------------------------------------
+
+#: How many stalls the timeline lists, and how much text it quotes either side.
+_STALLS = 5
+_CONTEXT = 24
+
+
+@attrs.frozen(kw_only=True)
+class Stall:
+    """A gap before a read carrying output: how long, when it ended, where in the text."""
+
+    gap: float
+    at: float
+    text_offset: int
+    before: str
+    after: str
+
+
+@attrs.frozen(kw_only=True)
+class Timeline:
+    """What the recorded times say about a recording."""
+
+    timings: Timings | None
+    reads: int
+    output_reads: int
+    stalls: tuple[Stall, ...]
+    complete: bool
+    mismatch: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        document: dict[str, Any] = {
+            "clock": "seconds since the request was sent",
+            "complete": self.complete,
+            "reads": self.reads,
+            "output_reads": self.output_reads,
+            "timings": to_json(self.timings),
+            "stalls": [to_json(stall) for stall in self.stalls],
+        }
+        if self.mismatch is not None:
+            document["mismatch"] = self.mismatch
+        return document
+
+    def describe(self, where: str) -> Iterator[str]:
+        yield ""
+        yield f"timeline (from {where}; seconds since the request was sent):"
+        if self.mismatch is not None or self.timings is None:
+            yield f"  not shown: {self.mismatch}"
+            return
+        t = self.timings
+        rows = (
+            ("response head", t.response_head, ""),
+            ("first event", t.first_event, ""),
+            ("first token", t.first_output, "  (time to first token)"),
+            ("first text", t.first_content, ""),
+            ("last token", t.last_output, ""),
+            ("end", t.ended, "" if self.complete else "  (the recording stopped here)"),
+        )
+        for name, value, note in rows:
+            if value is not None:
+                yield f"  {name + ':':<15}{value:9.3f} s{note}"
+        yield f"  {'reads:':<16}{self.reads}, {self.output_reads} carrying output"
+        gaps = t.gaps
+        if gaps is None:
+            yield "  gaps:           none (fewer than two reads carried output)"
+            return
+        yield (
+            f"  gaps:           {gaps.count}, mean {_ms(gaps.mean)}, p50 {_ms(gaps.p50)}, "
+            f"p90 {_ms(gaps.p90)}, p99 {_ms(gaps.p99)}, max {_ms(gaps.max)}"
+        )
+        yield "  longest stalls:"
+        for stall in self.stalls:
+            yield (
+                f"    {_ms(stall.gap):>10} before {stall.at:.3f} s, at text offset "
+                f"{stall.text_offset}: {json_text(stall.before)} | {json_text(stall.after)}"
+            )
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
+def _timeline(body: bytes, times: RecordedTimes, api: Api) -> Timeline:
+    """Parse ``body`` read by read as recorded, on a clock that reads the recorded times."""
+    if times.body_bytes != len(body):
+        return Timeline(
+            timings=None,
+            reads=len(times.reads),
+            output_reads=0,
+            stalls=(),
+            complete=times.complete,
+            mismatch=f"the times are of a {times.body_bytes}-byte body, this one has {len(body)}",
+        )
+    now = 0.0
+    recorder = TimingRecorder(lambda: now)
+    recorder.request_sent_now()
+    if times.response_head is not None:
+        now = times.response_head
+        recorder.response_head_now(None)
+    parser: StreamParser[ChatResult | ResponseResult]
+    parser = ResponseStreamParser() if api == "responses" else ChatStreamParser()
+    parser.record_timings(recorder)
+    text_length = 0
+    tail = ""  # the last characters of the text so far
+    stalls: list[Stall] = []
+    output_reads = 0
+    position = 0
+    for size, seconds in times.pieces():
+        now = seconds
+        stamp = recorder.read()
+        previous = recorder.last_output
+        events = parser.feed(body[position : position + size])
+        position += size
+        added = "".join(
+            event.text for event in events if isinstance(event, (ContentDelta, OutputTextDelta))
+        )
+        if recorder.last_output == stamp:
+            output_reads += 1
+            if previous is not None:
+                stall = Stall(
+                    gap=stamp - previous,
+                    at=stamp,
+                    text_offset=text_length,
+                    before=tail[-_CONTEXT:],
+                    after=added[:_CONTEXT],
+                )
+                stalls.append(stall)
+                stalls.sort(key=lambda s: -s.gap)
+                del stalls[_STALLS:]
+        text_length += len(added)
+        tail = (tail + added)[-_CONTEXT:]
+        if parser.finished:
+            break
+    if not parser.finished:
+        parser.end()
+    return Timeline(
+        timings=parser.result.timings,
+        reads=len(times.reads),
+        output_reads=output_reads,
+        stalls=tuple(stalls),
+        complete=times.complete,
+    )

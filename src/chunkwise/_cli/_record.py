@@ -19,6 +19,14 @@ written unchanged all the same, and a warning on stderr says that the file
 holds the key (without printing it), for a key long enough to be a secret
 (:data:`~chunkwise._util.MIN_SECRET_LENGTH`).
 
+Beside ``FILE`` goes ``FILE.times.json``, the recording's timing: the response
+head's time and each read's byte offset and time, in seconds since the request
+was sent (the versioned times format of :mod:`chunkwise._server._pacing`).
+``chunkwise inspect`` shows it as a timeline, ``chunkwise serve --replay``
+replays the body with it.  It is written once the recording ends, whatever
+ended it, with ``complete`` false unless the body ended; a recording to stdout
+has none.
+
 ``--api responses`` posts to the Responses API's ``/responses`` instead of
 ``/chat/completions`` (the request built from the same options, see
 :func:`~._options.build_response_request`); the recording is made the same way,
@@ -47,11 +55,13 @@ from .._apis import CHAT, RESPONSES
 from .._endpoint import Endpoint
 from .._errors import ChunkwiseError
 from .._headers import Headers
-from .._http import HTTPResponse, http_status_error, open_http_response
+from .._http import HTTPResponse, http_status_error, send_http_request
 from .._parser import ChatStreamParser, ResponseStreamParser, StreamParser
 from .._response_results import ResponseResult
 from .._results import ChatResult
 from .._retries import Retries
+from .._server._pacing import TIMES_SUFFIX, RecordedTimes
+from .._timings import TimingRecorder
 from .._util import redact, secret
 from ._common import (
     EXIT_INTERRUPTED,
@@ -74,7 +84,7 @@ from ._options import (
     endpoint_from_args,
 )
 
-__all__ = ["add_record_command", "format_head", "record_response"]
+__all__ = ["add_record_command", "format_head", "record_response", "recorded_times"]
 
 #: How much of an error response's body is kept to explain it (all of it is recorded).
 _MAX_ERROR_BODY = 1024 * 1024
@@ -90,9 +100,11 @@ def add_record_command(commands: CommandsAction) -> None:
             "API request) and save the response as received: "
             "the status line, the headers, a blank line, then the body bytes as they "
             "arrive (after transfer decoding), never changed.  Error responses are saved "
-            "too.  No request header is written, so the API key does not reach the file "
-            "unless the server quotes it back, which a warning then says.  Read the file "
-            "back with 'chunkwise inspect FILE'."
+            "too.  Beside FILE goes FILE.times.json: when the head and each read of the "
+            "body arrived (seconds since the request was sent), for 'chunkwise inspect' "
+            "and 'chunkwise serve --replay'.  No request header is written, so the API "
+            "key does not reach the file unless the server quotes it back, which a "
+            "warning then says.  Read the file back with 'chunkwise inspect FILE'."
         ),
         epilog=(
             "exit status: 0 a 2xx response whose stream is complete, 1 anything else "
@@ -132,6 +144,11 @@ class Recording:
     reason: str = ""
     headers: Headers = attrs.field(factory=lambda: Headers(()))
     body_bytes: int = 0
+    #: When the request was sent and the head arrived (trio's clock), and each read.
+    request_sent: float | None = None
+    response_head: float | None = None
+    reads: list[tuple[int, float]] = attrs.field(factory=list)
+    body_ended: bool = False
     error: ChunkwiseError | None = None
     error_body: bytearray = attrs.field(factory=bytearray)
     # Reads the stream only for the status line on stderr: no tools, no schema.
@@ -188,6 +205,8 @@ def run_record(args: argparse.Namespace) -> int:
             recording.error = exc
     if interrupted and recording.status_line is None:
         _remove_empty(args.output)
+    if args.output != "-" and recording.status_line is not None:
+        _write_times(args.output + TIMES_SUFFIX, recording)
     status = _report(recording, name, endpoint, args.api_key_env, interrupted=interrupted)
     return EXIT_INTERRUPTED if interrupted else status
 
@@ -271,6 +290,26 @@ def _open_output(name: str) -> Iterator[IO[bytes]]:
         yield file
 
 
+def recorded_times(recording: Recording) -> RecordedTimes:
+    """The timing of ``recording`` in the times format (seconds since the request was sent)."""
+    sent = recording.request_sent or 0.0
+    head = None if recording.response_head is None else recording.response_head - sent
+    return RecordedTimes(
+        response_head=head,
+        body_bytes=recording.body_bytes,
+        reads=tuple((offset, max(0.0, at - sent)) for offset, at in recording.reads),
+        complete=recording.body_ended,
+    )
+
+
+def _write_times(name: str, recording: Recording) -> None:
+    try:
+        with open(name, "w", encoding="utf-8") as file:
+            file.write(recorded_times(recording).dumps())
+    except OSError as exc:
+        print(f"warning: cannot write {name!r}: {exc.strerror or exc}", file=sys.stderr)
+
+
 def _remove_empty(name: str) -> None:
     if name != "-":
         with contextlib.suppress(OSError):
@@ -293,14 +332,24 @@ async def record_response(
     out: IO[bytes],
     recording: Recording,
     path: str = CHAT.path,
+    *,
+    transport: trio.abc.Stream | None = None,
 ) -> None:
     """POST ``body`` to ``path``; write the response head and body bytes to ``out`` as they arrive.
 
-    Fills in ``recording`` as it goes, so a caller interrupted halfway still
-    knows what was written.  Raises the transport's errors; errors after the
-    head arrived leave ``out`` holding everything received before.
+    ``transport`` (tests) is an already connected stream, as for
+    :func:`~chunkwise._http.send_http_request`.  Fills in ``recording`` as it
+    goes, so a caller interrupted halfway still knows what was written.
+    Raises the transport's errors; errors after the head arrived leave ``out``
+    holding everything received before.
     """
-    async with open_http_response(endpoint, body, path=path, check=False) as response:
+    timings = TimingRecorder(trio.current_time)
+    response = await send_http_request(
+        endpoint, body, path=path, check=False, timings=timings, transport=transport
+    )
+    recording.request_sent = timings.request_sent
+    recording.response_head = timings.response_head
+    try:
         head = format_head(response)
         out.write(head)
         out.flush()
@@ -313,6 +362,7 @@ async def record_response(
         recording.headers = response.headers
         success = 200 <= response.status_code < 300
         async for data in response:
+            recording.reads.append((recording.body_bytes, timings.read()))
             out.write(data)
             out.flush()
             recording.key_watch.feed(data)
@@ -321,3 +371,6 @@ async def record_response(
                 recording.parser.feed(data)
             elif len(recording.error_body) < _MAX_ERROR_BODY:
                 recording.error_body += data
+        recording.body_ended = True
+    finally:
+        await response.aclose()

@@ -1,5 +1,13 @@
 """``chunkwise serve``: the chat and Responses server on a port, until Ctrl-C.
 
+Pacing (:mod:`chunkwise._server._pacing`) has its own options, read by
+:func:`pacing_from_args`: ``--replay FILE`` replays with the recorded timing
+when ``FILE.times.json`` is beside it (``--pace recorded``, the default then;
+``--pace fast`` ignores it), and ``--first-token``, ``--per-token``,
+``--tokens`` and ``--jitter`` script a known timing, for checking a load
+tester (``chunkwise bench``) against the truth.  A pacing excludes
+``--write-size`` and ``--delay``, which shape writes another way.
+
 Only binding the port can fail as "cannot listen" (status 2): the error is
 caught around entering :func:`~chunkwise.testing.open_chat_server`, which
 binds before it yields, and nowhere else.  Anything later propagates: a closed
@@ -18,8 +26,10 @@ import sys
 import trio
 
 from .._server._background import DEFAULT_RESUME_WINDOW, DEFAULT_RETENTION
-from .._server._chat_server import DEFAULT_HOST, DEFAULT_PORT, ServerOptions, open_chat_server
+from .._server._chat_server import open_chat_server
 from .._server._http_server import LoopbackServer
+from .._server._options import DEFAULT_HOST, DEFAULT_PORT, ServerOptions
+from .._server._pacing import Pacing, RecordedPacing, TimesFormatError, TokenPacing, check_pacing
 from .._server._response_scenarios import RESPONSE_SCENARIOS
 from .._server._scenarios import DEFAULT_SCENARIO, SCENARIOS
 from .._util import authority
@@ -31,11 +41,19 @@ from ._common import (
     port,
     positive_int,
     read_input,
+    read_times,
     seconds,
     split_http_head,
 )
 
-__all__ = ["add_serve_command", "options_from_args", "run_serve", "serve"]
+__all__ = [
+    "add_serve_command",
+    "describe_pacing",
+    "options_from_args",
+    "pacing_from_args",
+    "run_serve",
+    "serve",
+]
 
 
 def add_serve_command(commands: CommandsAction) -> None:
@@ -177,7 +195,99 @@ def add_serve_command(commands: CommandsAction) -> None:
         help="like --api-key, with the key read from environment variable NAME "
         "(keeps it out of the process list)",
     )
+    add_pacing_options(serve)
     serve.set_defaults(handler=run_serve)
+
+
+def add_pacing_options(serve: argparse.ArgumentParser) -> None:
+    """``--pace`` and the scripted timing's options."""
+    pacing = serve.add_argument_group(
+        "pacing",
+        "A recorded timing (FILE.times.json beside --replay FILE) or a known one, "
+        "scripted: the first output event --first-token seconds after the request, then "
+        "one output event (one token) every --per-token seconds.",
+    )
+    pacing.add_argument(
+        "--pace",
+        choices=("recorded", "fast"),
+        help="recorded: replay --replay FILE with the timing in FILE.times.json (the "
+        "default when it is there); fast: ignore it",
+    )
+    pacing.add_argument(
+        "--first-token",
+        type=seconds(0, 3600),
+        metavar="S",
+        help="send the first token S seconds after the request",
+    )
+    pacing.add_argument(
+        "--per-token",
+        type=seconds(0, 3600),
+        metavar="S",
+        help="then one token every S seconds",
+    )
+    pacing.add_argument(
+        "--tokens",
+        type=positive_int,
+        metavar="N",
+        help="answer with N tokens (one delta each; usage says N) instead of the scenario's text",
+    )
+    pacing.add_argument(
+        "--jitter",
+        type=seconds(0, 3600),
+        metavar="S",
+        help="move each token's time by up to S seconds either way (seeded by --seed)",
+    )
+    pacing.add_argument(
+        "--seed", type=int, default=0, metavar="N", help="seed of --jitter (default 0)"
+    )
+
+
+def pacing_from_args(args: argparse.Namespace, replay: bytes | None) -> Pacing | None:
+    """The pacing ``chunkwise serve``'s arguments ask for, or ``None``."""
+    scripted = [
+        name
+        for name, value in (
+            ("--first-token", args.first_token),
+            ("--per-token", args.per_token),
+            ("--tokens", args.tokens),
+            ("--jitter", args.jitter),
+        )
+        if value is not None
+    ]
+    shaped = args.write_size is not None or args.delay
+    times = None
+    if args.replay is not None and args.pace != "fast":
+        times = read_times(args.replay)
+        if args.pace == "recorded" and times is None:
+            raise UsageError(f"--pace recorded: {args.replay + '.times.json'!r} does not exist")
+        if times is not None and (scripted or shaped) and args.pace is None:
+            times = None  # other pacing was asked for: the recorded one gives way
+    if times is not None:
+        if scripted:
+            raise UsageError(f"--pace recorded excludes {', '.join(scripted)}")
+        if shaped:
+            raise UsageError("--pace recorded excludes --write-size and --delay")
+        pacing: Pacing = RecordedPacing(times=times)
+        try:
+            check_pacing(pacing, replay)
+        except TimesFormatError as exc:
+            raise UsageError(f"--replay {args.replay}: {exc}") from None
+        return pacing
+    if args.pace == "recorded" and args.replay is None:
+        raise UsageError("--pace recorded needs --replay FILE")
+    if not scripted:
+        return None
+    if shaped:
+        raise UsageError(f"{', '.join(scripted)} exclude --write-size and --delay")
+    if args.tokens is not None and args.replay is not None:
+        raise UsageError("--tokens cannot change a replayed answer")
+    return TokenPacing(
+        first_token=args.first_token or 0.0,
+        per_token=args.per_token or 0.0,
+        tokens=args.tokens,
+        jitter=args.jitter or 0.0,
+        seed=args.seed,
+    )
 
 
 def options_from_args(args: argparse.Namespace) -> ServerOptions:
@@ -192,6 +302,7 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
     replay = None
     if args.replay is not None:
         _, replay = split_http_head(read_input(args.replay))
+    pacing = pacing_from_args(args, replay)
     return ServerOptions(
         scenario=args.scenario,
         response_scenario=args.response_scenario,
@@ -205,6 +316,7 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
         cut_seed=args.cut_seed,
         retention=args.retention,
         resume_window=args.resume_window,
+        pacing=pacing,
     )
 
 
@@ -254,7 +366,23 @@ async def serve(
                 f"(default {options.default_response_scenario!r}); "
                 f"models: {', '.join(RESPONSE_SCENARIOS)}"
             )
+        describe_pacing(options.pacing)
         print("press Ctrl-C to stop")
         sys.stdout.flush()
         task_status.started(server)
         await trio.sleep_forever()
+
+
+def describe_pacing(pacing: Pacing | None) -> None:
+    """Say on stdout how answers are paced, when they are."""
+    if isinstance(pacing, RecordedPacing):
+        times = pacing.times
+        last = times.reads[-1][1] if times.reads else 0.0
+        print(f"pacing: as recorded ({len(times.reads)} reads over {last:.3f} s)")
+    elif isinstance(pacing, TokenPacing):
+        tokens = "the scenario's" if pacing.tokens is None else str(pacing.tokens)
+        jitter = f", jitter +-{pacing.jitter * 1000:g} ms" if pacing.jitter else ""
+        print(
+            f"pacing: first token after {pacing.first_token * 1000:g} ms, then one every "
+            f"{pacing.per_token * 1000:g} ms, {tokens} tokens an answer{jitter}"
+        )

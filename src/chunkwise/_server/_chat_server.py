@@ -77,9 +77,11 @@ from .._payloads import load_json
 from .._sse import SSEDecoder
 from .._structured import OutputSchema
 from .._util import exceptions_unwrapped
-from ._background import DEFAULT_RESUME_WINDOW, DEFAULT_RETENTION, ResponseStore, StreamCuts
+from ._background import ResponseStore, StreamCuts
 from ._completion_wire import completion_events, text_completion_document
 from ._http_server import LoopbackServer, open_test_server
+from ._options import DEFAULT_HOST, ServerOptions
+from ._pacing import paced_scenario, schedule
 from ._replies import send_error, send_json, send_status_error
 from ._request_checks import (
     RequestProblem,
@@ -88,7 +90,6 @@ from ._request_checks import (
     check_responses_request,
 )
 from ._response_scenarios import (
-    DEFAULT_RESPONSE_SCENARIO,
     RESPONSE_SCENARIOS,
     ResponseScenario,
     answering_tool_results,
@@ -97,7 +98,6 @@ from ._response_wire import response_event_bytes, response_scenario_payloads
 from ._responses import RecordedRequest, ResponseWriter, ScriptedResponse
 from ._scenarios import (
     CREATED,
-    DEFAULT_SCENARIO,
     INVALID_SCENARIO,
     SCENARIOS,
     scenario_events,
@@ -107,116 +107,10 @@ from ._schema_documents import UnsupportedSchema
 from ._structured_answers import Answer, structured_answer
 
 __all__ = [
-    "DEFAULT_HOST",
-    "DEFAULT_PORT",
     "ChatServer",
-    "ServerOptions",
     "describe_request",
     "open_chat_server",
 ]
-
-DEFAULT_HOST = "127.0.0.1"
-#: The port ``chunkwise serve`` listens on unless told otherwise (vLLM's default too).
-DEFAULT_PORT = 8000
-
-
-def _positive_or_none(_: Any, attribute: attrs.Attribute[Any], value: int | None) -> None:
-    if value is not None and value < 1:
-        raise ValueError(f"{attribute.name} must be at least 1")
-
-
-def _check_scenario(_: Any, __: Any, value: str) -> None:
-    if value not in SCENARIOS:
-        raise ValueError(f"unknown scenario {value!r}; choose from {', '.join(SCENARIOS)}")
-
-
-def _check_response_scenario(_: Any, __: Any, value: str | None) -> None:
-    if value is not None and value not in RESPONSE_SCENARIOS:
-        raise ValueError(
-            f"unknown Responses scenario {value!r}; choose from {', '.join(RESPONSE_SCENARIOS)}"
-        )
-
-
-def _check_status(_: Any, __: Any, value: int | None) -> None:
-    if value is not None and not 400 <= value <= 599:
-        raise ValueError(f"status must be an HTTP error status (400-599), not {value}")
-
-
-def _check_disconnect(_: Any, attribute: attrs.Attribute[Any], value: int | None) -> None:
-    if value is not None and value < 0:
-        raise ValueError(f"{attribute.name} must not be negative")
-
-
-def _check_seconds(_: Any, attribute: attrs.Attribute[Any], value: float | None) -> None:
-    if value is not None and not value >= 0:  # also refuses NaN
-        raise ValueError(f"{attribute.name} must be a non-negative number of seconds")
-
-
-@attrs.frozen(kw_only=True)
-class ServerOptions:
-    """How the server answers every chat and Responses request.
-
-    Attributes:
-        scenario: the scenario used when a chat request's ``model`` names none.
-        response_scenario: the Responses scenario used when a Responses
-            request's ``model`` names none; ``None`` takes ``scenario`` when
-            that names a Responses scenario too (``text``, ``tools``,
-            ``reasoning``, ``length``, ``error``, ``demo``,
-            ``structured-invalid`` say the same things in both APIs), else
-            ``text``.
-        replay: an SSE body sent for every chat and Responses request instead
-            of a scenario.
-        write_size: bytes per write (each write is one HTTP chunk); ``None``
-            writes each event at once.  This, ``delay`` and
-            ``disconnect_after`` shape streamed answers only; ``stream:
-            false`` documents are sent whole.
-        delay: seconds to wait between events.
-        disconnect_after: close the connection after this many body bytes,
-            without finishing the response.
-        status: answer every chat and Responses request with this HTTP error
-            status and an OpenAI-shaped error body (429 and 503 also get
-            ``Retry-After: 1``).
-        api_key: when set, requests without ``Authorization: Bearer <api_key>``
-            get a 401.
-        cut_after_events: close each streaming connection after this many
-            events, without finishing the response (``0``: right after the
-            head).  With ``disconnect_after`` and ``cut_seed``, the earliest
-            cut wins; each counts from the connection's first body byte, so a
-            resumed background stream is cut again (see :mod:`._background`).
-        cut_seed: cut each streaming connection at random: after a random
-            number of whole events and a random number of the next one's
-            bytes (or not at all, when the number drawn is all of them); the
-            same seed cuts the same way, connection after connection.
-        retention: seconds a stored response stays retrievable after it ended
-            (``GET /v1/responses/{id}``); then 404, as OpenAI's.
-        resume_window: a background response at least this many seconds old
-            can no longer be streamed again (400, as OpenAI refuses one older
-            than five minutes); ``0`` refuses every re-stream, ``None`` none.
-    """
-
-    scenario: str = attrs.field(default=DEFAULT_SCENARIO, validator=_check_scenario)
-    response_scenario: str | None = attrs.field(default=None, validator=_check_response_scenario)
-    replay: bytes | None = None
-    write_size: int | None = attrs.field(default=None, validator=_positive_or_none)
-    delay: float = attrs.field(default=0.0, validator=_check_seconds)
-    disconnect_after: int | None = attrs.field(default=None, validator=_check_disconnect)
-    status: int | None = attrs.field(default=None, validator=_check_status)
-    api_key: str | None = attrs.field(default=None, repr=False)
-    cut_after_events: int | None = attrs.field(default=None, validator=_check_disconnect)
-    cut_seed: int | None = None
-    retention: float = attrs.field(default=DEFAULT_RETENTION, validator=_check_seconds)
-    resume_window: float | None = attrs.field(
-        default=DEFAULT_RESUME_WINDOW, validator=_check_seconds
-    )
-
-    @property
-    def default_response_scenario(self) -> str:
-        """The Responses scenario for a model that names none (see ``response_scenario``)."""
-        if self.response_scenario is not None:
-            return self.response_scenario
-        if self.scenario in RESPONSE_SCENARIOS:
-            return self.scenario
-        return DEFAULT_RESPONSE_SCENARIO
 
 
 _CHAT_PATH = "/v1/chat/completions"
@@ -379,6 +273,7 @@ class ChatServer:
                     await _send_unsupported(writer, answer, where, request_id)
                     return
                 scenario = attrs.evolve(scenario, content=answer)
+            scenario = paced_scenario(scenario, options.pacing)
             events = scenario_events(
                 scenario,
                 n=n,
@@ -404,6 +299,11 @@ class ChatServer:
             delay=options.delay,
             disconnect_after=self._store.cuts.offset(events),
         )
+        if options.pacing is not None:
+            paced = schedule(options.pacing, events, request=request_id)
+            response = attrs.evolve(
+                response, write_sizes=paced.sizes, times=paced.times, head_delay=paced.head
+            )
         await writer.play(response)
 
     async def _document(self, writer: ResponseWriter, body: bytes, request_id: str) -> None:
@@ -469,6 +369,7 @@ class ChatServer:
                     await _send_unsupported(writer, answer, "text.format.schema", request_id)
                     return
                 scenario = attrs.evolve(scenario, content=answer)
+            scenario = paced_scenario(scenario, options.pacing)
             payloads = response_scenario_payloads(
                 scenario,
                 model=model,

@@ -36,6 +36,15 @@ def _int_tuple(values: Iterable[int]) -> tuple[int, ...]:
     return tuple(values)
 
 
+def _times(value: Iterable[float] | None) -> tuple[float, ...] | None:
+    if value is None:
+        return None
+    times = tuple(float(t) for t in value)
+    if any(t < 0 for t in times) or any(b < a for a, b in itertools.pairwise(times)):
+        raise ValueError("times must be non-negative and never go back")
+    return times
+
+
 def _write_sizes(value: int | Iterable[int] | None) -> int | tuple[int, ...] | None:
     sizes = value if value is None or isinstance(value, int) else tuple(value)
     if sizes is not None and (
@@ -61,6 +70,10 @@ class ScriptedResponse:
             and, when chunked, a separate chunk.
         delay: seconds to sleep between writes.
         head_delay: seconds to sleep before the status line.
+        times: when given, write ``i`` goes out ``times[i]`` seconds after
+            :meth:`ResponseWriter.play` began (a deadline, so lateness never
+            adds up), instead of after ``delay``; writes beyond the last time
+            go out at once.  ``head_delay`` is then a deadline too.
         disconnect_after: close the connection after this many body bytes,
             without finishing the message (no last chunk; a ``Content-Length``
             never reached).  A cut inside a write is a cut inside that chunk.
@@ -78,6 +91,7 @@ class ScriptedResponse:
     write_sizes: int | tuple[int, ...] | None = attrs.field(default=None, converter=_write_sizes)
     delay: float = 0.0
     head_delay: float = 0.0
+    times: tuple[float, ...] | None = attrs.field(default=None, converter=_times)
     disconnect_after: int | None = None
     informational: tuple[int, ...] = attrs.field(default=(), converter=_int_tuple)
 
@@ -273,9 +287,13 @@ class ResponseWriter:
 
     async def play(self, response: ScriptedResponse) -> None:
         """Send ``response`` as scripted, sleeps and cut-offs included."""
+        begun = trio.current_time()
+        times = response.times
         for status in response.informational:
             await self.informational(status)
-        if response.head_delay:
+        if times is not None:
+            await trio.sleep_until(begun + response.head_delay)
+        elif response.head_delay:
             await trio.sleep(response.head_delay)
         body = response.body
         await self.start(
@@ -288,8 +306,11 @@ class ResponseWriter:
         )
         cut = response.disconnect_after
         position = 0
-        for size in _sizes(response.write_sizes, len(body)):
-            if position and response.delay:
+        for index, size in enumerate(_sizes(response.write_sizes, len(body))):
+            if times is not None:
+                if index < len(times):
+                    await trio.sleep_until(begun + times[index])
+            elif position and response.delay:
                 await trio.sleep(response.delay)
             piece = body[position : position + size]
             if cut is not None and position + len(piece) > cut:

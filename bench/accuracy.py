@@ -1,0 +1,234 @@
+"""How accurately ``chunkwise bench`` measures TTFT and inter-token gaps, against a known truth.
+
+``chunkwise serve`` runs in another process, paced at 200 ms to the first token and 20 ms
+per token, 100 tokens an answer.  At each concurrency level, three measurements of the same
+server, one after another, each in its own process:
+
+- ``chunkwise bench --json`` (TTFT and pooled inter-token gaps, nearest-rank quantiles);
+- a loop on the official SDK's ``AsyncOpenAI`` (``chat.completions.create(stream=True)``,
+  ``time.perf_counter()`` at each content chunk, the same quantiles);
+- GuideLLM, when ``--guidellm PATH`` names its executable (``guidellm run``, concurrent
+  profile, prompts from a JSON file, offline); its inter-token latency is each request's
+  mean gap, so its p99 is not a p99 of gaps.
+
+Errors are measured minus scripted (200 ms, 20 ms).  They hold the server's own lateness as
+well as the client's (both clients meet the same server), so the comparison is between the
+columns.  Target: chunkwise's p99 gap error at the highest level at most a fifth of the SDK
+loop's, and under 2 ms.  Not a test: prints PASS or MISS, never fails a build.
+
+    .venv/bin/python bench/accuracy.py                   # levels 1, 100, 200
+    .venv/bin/python bench/accuracy.py --levels 1,100,200,300 --per-stream 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+FIRST_TOKEN = 0.2
+PER_TOKEN = 0.02
+TOKENS = 100
+
+
+def _quantiles(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+
+    def rank(q: float) -> float:
+        return ordered[max(1, math.ceil(q * len(ordered))) - 1]
+
+    return {"p50": rank(0.5), "p99": rank(0.99), "count": len(ordered)}
+
+
+async def _sdk_loop(base_url: str, concurrency: int, requests: int) -> dict[str, Any]:
+    # Imported here: only the SDK worker process needs the SDK.
+    from openai import AsyncOpenAI
+
+    client = AsyncOpenAI(base_url=base_url, api_key="bench", max_retries=0)
+    ttfts: list[float] = []
+    gaps: list[float] = []
+    errors: dict[str, int] = {}
+    numbers = iter(range(requests))
+
+    async def one() -> None:
+        start = time.perf_counter()
+        last = None
+        try:
+            stream = await client.chat.completions.create(
+                model="text",
+                messages=[{"role": "user", "content": "Hello"}],
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+            async for chunk in stream:
+                if chunk.choices and chunk.choices[0].delta.content:
+                    now = time.perf_counter()
+                    if last is None:
+                        ttfts.append(now - start)
+                    else:
+                        gaps.append(now - last)
+                    last = now
+        except Exception as exc:  # any failure is counted, by kind, as bench counts them
+            kind = type(exc).__name__
+            errors[kind] = errors.get(kind, 0) + 1
+
+    async def worker() -> None:
+        for _ in numbers:
+            await one()
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    await client.close()
+    return {
+        "ttft": _quantiles(ttfts),
+        "gap": _quantiles(gaps),
+        "errors": sum(errors.values()),
+        "error_kinds": errors,
+    }
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _chunkwise(base_url: str, concurrency: int, requests: int) -> dict[str, Any]:
+    command = [sys.executable, "-m", "chunkwise", "bench", "--base-url", base_url]
+    command += ["--model", "text", "--requests", str(requests), "--concurrency", str(concurrency)]
+    done = subprocess.run([*command, "--json"], capture_output=True, text=True, check=False)
+    document = json.loads(done.stdout)
+    return {
+        "ttft": document["ttft"],
+        "gap": document["inter_token_gap"],
+        "errors": sum(document["requests"]["failed"].values()),
+    }
+
+
+def _sdk(base_url: str, concurrency: int, requests: int) -> dict[str, Any]:
+    command = [sys.executable, __file__, "--sdk-worker", base_url, str(concurrency), str(requests)]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    return dict(json.loads(done.stdout))
+
+
+def _guidellm(path: str, base_url: str, concurrency: int, requests: int) -> dict[str, Any] | str:
+    """GuideLLM's TTFT and inter-token latency (its ITL is each request's mean, not each gap)."""
+    with tempfile.TemporaryDirectory() as work:
+        prompts = Path(work) / "prompts.jsonl"
+        prompts.write_text('{"prompt": "Hello"}\n' * requests)
+        report = Path(work) / "report.json"
+        command = [path, "run", "--disable-console-interactive"]
+        command += ["--backend", f"kind=openai_http,target={base_url.removesuffix('/v1')},"]
+        command[-1] += "model=text,validate_backend=false"
+        command += ["--profile", f"kind=concurrent,streams={concurrency}"]
+        command += ["--constraint", f"kind=max_requests,count={requests}"]
+        command += ["--data", f"kind=json_file,path={prompts}"]
+        command += ["--output", f"kind=json,path={report}"]
+        env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+        done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+        if done.returncode != 0 or not report.exists():
+            return (done.stderr or done.stdout).strip().splitlines()[-1][:200]
+        metrics = json.loads(report.read_text())["benchmarks"][0]["metrics"]
+
+    def figures(name: str) -> dict[str, float]:
+        successful = metrics[name]["successful"]
+        percentiles = successful["percentiles"]
+        return {
+            "p50": percentiles["p50"] / 1000,
+            "p99": percentiles["p99"] / 1000,
+            "count": successful["count"],
+        }
+
+    return {
+        "ttft": figures("time_to_first_token_ms"),
+        "gap": figures("inter_token_latency_ms"),
+        "errors": 0,
+    }
+
+
+def _ms(value: float) -> str:
+    return f"{value * 1000:8.2f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--levels", default="1,100,200", help="concurrency levels")
+    parser.add_argument("--per-stream", type=int, default=2, help="requests per stream")
+    parser.add_argument("--guidellm", metavar="PATH", help="GuideLLM's executable")
+    parser.add_argument("--sdk-worker", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.sdk_worker:
+        base_url, concurrency, requests = args.sdk_worker
+        result = asyncio.run(_sdk_loop(base_url, int(concurrency), int(requests)))
+        print(json.dumps(result))
+        return
+    port = _free_port()
+    server = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "chunkwise", "serve", "--port", str(port)),
+            *("--first-token", str(FIRST_TOKEN), "--per-token", str(PER_TOKEN)),
+            *("--tokens", str(TOKENS)),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        line = server.stdout.readline()
+        if not line.startswith("serving on"):
+            sys.exit(f"the server did not start: {line!r}")
+        base_url = line.split()[-1]
+        print(f"server: {base_url}, {FIRST_TOKEN * 1000:g} ms to the first token, ", end="")
+        print(f"{PER_TOKEN * 1000:g} ms a token, {TOKENS} tokens; {os.cpu_count()} cores")
+        print(f"load average before: {os.getloadavg()[0]:.2f}")
+        header = f"{'streams':>7} {'client':<10}{'TTFT p50':>9}{'TTFT p99':>9}"
+        header += f"{'gap p50':>9}{'gap p99':>9}{'err p99':>9}{'errors':>7}   (ms)"
+        print(header)
+        last: dict[str, dict[str, Any]] = {}
+        for level in (int(text) for text in args.levels.split(",")):
+            requests = level * args.per_stream
+            clients: dict[str, Any] = {
+                "chunkwise": _chunkwise(base_url, level, requests),
+                "sdk-loop": _sdk(base_url, level, requests),
+            }
+            if args.guidellm:
+                clients["guidellm*"] = _guidellm(args.guidellm, base_url, level, requests)
+            for name, figures in clients.items():
+                if isinstance(figures, str):
+                    print(f"{level:>7} {name:<10}did not run: {figures}")
+                    continue
+                gap, ttft = figures["gap"], figures["ttft"]
+                error = abs(gap["p99"] - PER_TOKEN)
+                print(
+                    f"{level:>7} {name:<10}{_ms(ttft['p50'])} {_ms(ttft['p99'])}"
+                    f"{_ms(gap['p50'])} {_ms(gap['p99'])} {_ms(error)}{figures['errors']:>7}"
+                )
+                if figures.get("error_kinds"):
+                    print(f"{'':>8}{name} errors: {figures['error_kinds']}")
+            last = clients
+            print(f"        load average now: {os.getloadavg()[0]:.2f}")
+        if args.guidellm:
+            print("* GuideLLM's inter-token latency is each request's mean gap, not each gap")
+        ours = abs(last["chunkwise"]["gap"]["p99"] - PER_TOKEN)
+        theirs = abs(last["sdk-loop"]["gap"]["p99"] - PER_TOKEN)
+        met = ours <= theirs / 5 and ours < 0.002
+        print(
+            f"target (highest level): chunkwise p99 gap error {ours * 1000:.2f} ms <= "
+            f"{theirs * 1000 / 5:.2f} ms (a fifth of the SDK loop's) and < 2 ms: "
+            f"{'PASS' if met else 'MISS'}"
+        )
+    finally:
+        server.terminate()
+        server.wait()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,458 @@
+"""Recordings with time: the sidecar ``record`` writes, ``inspect``'s timeline, ``serve``'s pacing.
+
+Pacing is checked under trio's ``MockClock`` over memory streams, so the
+times a client sees are exactly the scheduled ones (no timed assertion).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+import chunkwise
+from chunkwise._cli import build_parser
+from chunkwise._cli._record import KeyWatch, Recording, record_response, recorded_times
+from chunkwise._cli._serve import describe_pacing, options_from_args
+from chunkwise._server._chat_server import ChatServer
+from chunkwise._server._options import ServerOptions
+from chunkwise._server._pacing import (
+    RecordedPacing,
+    RecordedTimes,
+    TimesFormatError,
+    TokenPacing,
+    is_output_event,
+    schedule,
+)
+from chunkwise._server._scenarios import SCENARIOS, scenario_events, split_events
+from chunkwise.testing import ScriptedResponse, open_test_server
+from helpers import KEY_VAR, choice, chunk, run_main, serving, sse
+
+pytestmark = pytest.mark.usefixtures("api_key")
+
+# -- the times format ------------------------------------------------------------
+
+TIMES = RecordedTimes(
+    response_head=0.125, body_bytes=30, reads=((0, 0.25), (10, 0.5), (25, 1.75)), complete=True
+)
+
+
+def test_the_times_format_round_trips_and_is_versioned() -> None:
+    text = TIMES.dumps()
+    document = json.loads(text)
+    assert document == {
+        "format": "chunkwise-times",
+        "version": 1,
+        "clock": "seconds since the request was sent",
+        "response_head": 0.125,
+        "body_bytes": 30,
+        "complete": True,
+        "reads": [[0, 0.25], [10, 0.5], [25, 1.75]],
+    }
+    assert text.count("\n") == 5  # one read a line
+    assert RecordedTimes.loads(text.encode()) == TIMES
+    assert TIMES.pieces() == ((10, 0.25), (15, 0.5), (5, 1.75))
+
+
+def test_readers_ignore_fields_they_do_not_know() -> None:
+    document = {**TIMES.to_json(), "later_field": [1, 2]}
+    assert RecordedTimes.from_json(document) == TIMES
+
+
+def _with(**changes: Any) -> dict[str, Any]:
+    return {**TIMES.to_json(), **changes}
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        ([], "a JSON object"),
+        (_with(format="other"), '"format" is not "chunkwise-times"'),
+        (_with(version=2), "version 2 is newer"),
+        (_with(version="1"), '"version" is not a positive integer'),
+        (_with(body_bytes=-1), '"body_bytes"'),
+        (_with(response_head="soon"), '"response_head"'),
+        (_with(complete="yes"), '"complete"'),
+        (_with(reads={}), '"reads" is not a list'),
+        (_with(reads=[[0]]), "reads[0] is not an [offset, seconds] pair"),
+        (_with(reads=[[0, -1]]), "reads[0] is not an [offset, seconds] pair"),
+        (_with(reads=[[0, True]]), "reads[0] is not an [offset, seconds] pair"),
+        (_with(reads=[[3, 0.1]]), "the first read starts at offset 0"),
+        (_with(reads=[[0, 0.1], [0, 0.2]]), "reads[1]: offsets must increase"),
+        (_with(reads=[[0, 0.3], [5, 0.2]]), "reads[1]: times must not go back"),
+        (_with(reads=[[0, 0.1], [30, 0.2]]), "reads[1]: offset 30 is past body_bytes"),
+    ],
+)
+def test_bad_times_documents_are_refused_saying_why(document: Any, message: str) -> None:
+    with pytest.raises(TimesFormatError) as caught:
+        RecordedTimes.from_json(document)
+    assert message in str(caught.value)
+
+
+def test_a_sidecar_that_is_not_json_is_refused() -> None:
+    with pytest.raises(TimesFormatError, match="not JSON"):
+        RecordedTimes.loads(b"\xff{")
+
+
+# -- record writes the sidecar ----------------------------------------------------
+
+WORDS = ScriptedResponse.sse(
+    [chunk(choice(content=f"w{i} ")) for i in range(4)] + [chunk(choice(finish_reason="stop"))],
+)
+
+
+def _event_sizes(body: bytes) -> list[int]:
+    return [len(event) + 2 for event in body.split(b"\n\n")[:-1]]
+
+
+async def _record(script: Any) -> Recording:
+    recording = Recording(key_watch=KeyWatch(None))
+    endpoint = chunkwise.Endpoint(base_url="http://test.invalid/v1")
+    body = json.dumps(REQUEST).encode()
+    async with serving(script) as (client, _):
+        await record_response(endpoint, body, io.BytesIO(), recording, transport=client)
+    return recording
+
+
+async def test_record_stamps_every_read_since_the_request_was_sent(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    sizes = _event_sizes(WORDS.body)
+    script = ScriptedResponse(body=WORDS.body, write_sizes=sizes, head_delay=0.5, delay=0.25)
+    times = recorded_times(await _record(script))
+    assert times.response_head == pytest.approx(0.5, abs=1e-9)
+    assert times.body_bytes == len(WORDS.body)
+    offsets = [sum(sizes[:i]) for i in range(len(sizes))]
+    assert [offset for offset, _ in times.reads] == offsets
+    assert [seconds for _, seconds in times.reads] == pytest.approx(
+        [0.5 + 0.25 * i for i in range(len(sizes))], abs=1e-9
+    )
+    assert times.complete
+
+
+async def test_a_cut_recording_says_it_is_not_complete(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    script = ScriptedResponse(body=WORDS.body, write_sizes=7, delay=0.1, disconnect_after=20)
+    recording = Recording(key_watch=KeyWatch(None))
+    endpoint = chunkwise.Endpoint(base_url="http://test.invalid/v1")
+    async with serving(script) as (client, _):
+        with pytest.raises(chunkwise.ChunkwiseError):
+            await record_response(endpoint, b"{}", io.BytesIO(), recording, transport=client)
+    times = recorded_times(recording)
+    assert not times.complete
+    assert times.body_bytes == 20 and [offset for offset, _ in times.reads] == [0, 7, 14]
+
+
+async def test_record_writes_the_sidecar_beside_the_file_and_inspect_shows_a_timeline(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    output = tmp_path / "out.http"
+    script = ScriptedResponse(body=WORDS.body, write_sizes=_event_sizes(WORDS.body), delay=0.01)
+    async with open_test_server(script) as server:
+        args = ["--base-url", server.base_url, "--api-key-env", KEY_VAR, "-o", str(output)]
+        status, _, _ = await run_main(capsys, "record", *args, "hi")
+    assert status == 0
+    times = RecordedTimes.loads((tmp_path / "out.http.times.json").read_bytes())
+    # A busy machine may join two writes in one read: every byte is in one all the same.
+    assert times.body_bytes == len(WORDS.body) and 1 <= len(times.reads) <= 6
+    status, out, _ = await run_main(capsys, "inspect", str(output))
+    assert status == 0
+    timeline = out[out.index("timeline (from ") :].splitlines()
+    assert timeline[0] == (
+        f"timeline (from {output}.times.json; seconds since the request was sent):"
+    )
+    labels = [line.split(":")[0].strip() for line in timeline[1:]]
+    assert labels[:4] == ["response head", "first event", "first token", "first text"]
+    assert "reads" in labels and "gaps" in labels and "longest stalls" in labels
+
+
+async def test_record_to_stdout_writes_no_sidecar(
+    capsysbinary: pytest.CaptureFixture[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    async with open_test_server(WORDS) as server:
+        args = ["--base-url", server.base_url, "--api-key-env", KEY_VAR, "-o", "-"]
+        status, _, _ = await run_main(capsysbinary, "record", *args, "hi")
+    assert status == 0
+    assert not (tmp_path / "-.times.json").exists()
+
+
+# -- inspect's timeline -------------------------------------------------------------
+
+# Four words, the third after a long stall; the finish and [DONE] in the last read.
+STALLED = sse(
+    *(chunk(choice(content=f"word{i} ")) for i in range(4)), chunk(choice(finish_reason="stop"))
+)
+STALL_SIZES = [*_event_sizes(STALLED)[:3], sum(_event_sizes(STALLED)[3:])]
+STALL_TIMES = (0.2, 0.22, 1.72, 1.75)
+
+
+def _write_recording(tmp_path: Path, body: bytes, times: RecordedTimes) -> Path:
+    path = tmp_path / "rec.sse"
+    path.write_bytes(body)
+    (tmp_path / "rec.sse.times.json").write_text(times.dumps())
+    return path
+
+
+def _stalled_times() -> RecordedTimes:
+    offsets = [sum(STALL_SIZES[:i]) for i in range(len(STALL_SIZES))]
+    return RecordedTimes(
+        response_head=0.1,
+        body_bytes=len(STALLED),
+        reads=tuple(zip(offsets, STALL_TIMES, strict=True)),
+    )
+
+
+async def test_the_timeline_gives_ttft_gaps_and_where_the_longest_stall_fell(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = _write_recording(tmp_path, STALLED, _stalled_times())
+    status, out, _ = await run_main(capsys, "inspect", str(path))
+    assert status == 0
+    timeline = out[out.index("timeline") :].splitlines()
+    assert timeline[1:] == [
+        "  response head:     0.100 s",
+        "  first event:       0.200 s",
+        "  first token:       0.200 s  (time to first token)",
+        "  first text:        0.200 s",
+        "  last token:        1.750 s",
+        "  end:               1.750 s",
+        "  reads:          4, 4 carrying output",
+        # p50 is read from the gap histogram: within 2.5 % (docs/timings.rst).
+        "  gaps:           3, mean 516.7 ms, p50 30.3 ms, p90 1500.0 ms, p99 1500.0 ms, "
+        "max 1500.0 ms",
+        "  longest stalls:",
+        '     1500.0 ms before 1.720 s, at text offset 12: "word0 word1 " | "word2 "',
+        '       30.0 ms before 1.750 s, at text offset 18: "word0 word1 word2 " | "word3 "',
+        '       20.0 ms before 0.220 s, at text offset 6: "word0 " | "word1 "',
+    ]
+
+
+async def test_the_timeline_in_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = _write_recording(tmp_path, STALLED, _stalled_times())
+    status, out, _ = await run_main(capsys, "inspect", "--json", str(path))
+    assert status == 0
+    timeline = json.loads(out)["timeline"]
+    assert timeline["reads"] == 4 and timeline["output_reads"] == 4 and timeline["complete"]
+    assert timeline["timings"]["first_output"] == pytest.approx(0.2)
+    assert timeline["timings"]["gaps"]["max"] == pytest.approx(1.5)
+    assert timeline["stalls"][0] == {
+        "gap": pytest.approx(1.5),
+        "at": pytest.approx(1.72),
+        "text_offset": 12,
+        "before": "word0 word1 ",
+        "after": "word2 ",
+    }
+
+
+async def test_times_of_another_body_are_not_shown_as_its_timeline(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = _write_recording(tmp_path, STALLED + b": more\n\n", _stalled_times())
+    status, out, _ = await run_main(capsys, "inspect", str(path))
+    assert status == 0
+    assert out.rstrip().endswith(
+        f"not shown: the times are of a {len(STALLED)}-byte body, this one has {len(STALLED) + 8}"
+    )
+
+
+async def test_a_bad_sidecar_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = _write_recording(tmp_path, STALLED, _stalled_times())
+    (tmp_path / "rec.sse.times.json").write_text('{"format": "chunkwise-times", "version": 9}')
+    status, _, err = await run_main(capsys, "inspect", str(path))
+    assert status == 2
+    assert "is not a timing sidecar: version 9 is newer than this chunkwise reads (1)" in err
+
+
+async def test_without_a_sidecar_there_is_no_timeline(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "rec.sse"
+    path.write_bytes(STALLED)
+    status, out, _ = await run_main(capsys, "inspect", str(path))
+    assert status == 0 and "timeline" not in out
+
+
+# -- serve's pacing -----------------------------------------------------------------
+
+
+async def _read_stamps(
+    options: ServerOptions, request: dict[str, Any]
+) -> tuple[chunkwise.ChatResult, list[float]]:
+    """The result and when each read carried output, under the test's (mock) clock."""
+    endpoint = chunkwise.Endpoint(base_url="http://test.invalid/v1")
+    stamps: list[float] = []
+    async with serving(ChatServer(options)) as (client, _):
+        start = trio.current_time()
+        async with chunkwise.open_chat_stream(endpoint, request, transport=client) as stream:
+            async for event in stream:
+                if isinstance(event, chunkwise.ContentDelta):
+                    stamps.append(trio.current_time() - start)
+            result = await stream.result()
+    return result, stamps
+
+
+REQUEST = {
+    "model": "text",
+    "messages": [{"role": "user", "content": "hi"}],
+    "stream": True,
+    "stream_options": {"include_usage": True},
+}
+
+
+async def test_a_token_pacing_sends_each_token_on_time(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    pacing = TokenPacing(first_token=0.2, per_token=0.02, tokens=10)
+    result, stamps = await _read_stamps(ServerOptions(pacing=pacing), REQUEST)
+    assert result.status == "complete"
+    assert result.choices[0].content == "The quick brown fox jumps over the lazy dog. The "
+    assert result.usage is not None and result.usage["completion_tokens"] == 10
+    assert stamps == pytest.approx([0.2 + 0.02 * k for k in range(10)], abs=1e-9)
+    timings = result.timings
+    assert timings is not None and timings.gaps is not None
+    assert timings.time_to_first_token == pytest.approx(0.2, abs=1e-9)
+    assert timings.gaps.count == 9 and timings.gaps.max == pytest.approx(0.02, abs=1e-9)
+
+
+async def test_a_token_pacing_paces_responses_too(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    pacing = TokenPacing(first_token=0.5, per_token=0.1, tokens=3)
+    endpoint = chunkwise.Endpoint(base_url="http://test.invalid/v1")
+    async with serving(ChatServer(ServerOptions(pacing=pacing))) as (client, _):
+        start = trio.current_time()
+        request = {"model": "text", "input": "hi", "stream": True}
+        async with chunkwise.open_response_stream(endpoint, request, transport=client) as stream:
+            stamps = [
+                trio.current_time() - start
+                async for event in stream
+                if isinstance(event, chunkwise.OutputTextDelta)
+            ]
+            result = await stream.result()
+    assert result.status == "complete" and result.output_text == "The quick brown "
+    assert stamps == pytest.approx([0.5, 0.6, 0.7], abs=1e-9)
+
+
+def test_jitter_is_seeded_per_request_and_never_goes_back() -> None:
+    events = scenario_events(SCENARIOS["text"])
+    pacing = TokenPacing(first_token=0.2, per_token=0.001, jitter=0.05, seed=7)
+    first = schedule(pacing, events, request="req_1")
+    assert first == schedule(pacing, events, request="req_1")
+    assert first != schedule(pacing, events, request="req_2")
+    assert all(b >= a for a, b in zip(first.times, first.times[1:], strict=False))
+    assert all(abs(t - (0.2 + 0.001 * k)) <= 0.05 + 1e-12 for k, t in enumerate(first.times))
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_each_write_of_a_token_pacing_holds_one_output_event(name: str) -> None:
+    events = scenario_events(SCENARIOS[name])
+    paced = schedule(TokenPacing(per_token=0.01), events)
+    body = b"".join(events)
+    assert sum(paced.sizes) == len(body)
+    outputs = sum(is_output_event(event) for event in events)
+    assert len(paced.sizes) == max(outputs, 1)
+    position = 0
+    for size in paced.sizes:
+        piece = body[position : position + size]
+        position += size
+        pieces = split_events(piece)
+        assert sum(is_output_event(event) for event in pieces) == (1 if outputs else 0)
+
+
+async def test_a_recording_replays_with_its_recorded_pacing(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # Recorded from a server, replayed by serve, recorded again: the same times.
+    times = _stalled_times()
+    options = ServerOptions(replay=STALLED, pacing=RecordedPacing(times=times))
+    again = recorded_times(await _record(ChatServer(options)))
+    assert again.body_bytes == times.body_bytes
+    assert [offset for offset, _ in again.reads] == [offset for offset, _ in times.reads]
+    assert [s for _, s in again.reads] == pytest.approx([s for _, s in times.reads], abs=1e-9)
+    assert again.response_head == pytest.approx(times.response_head, abs=1e-9)
+
+
+def test_a_recorded_pacing_must_match_its_body() -> None:
+    with pytest.raises(TimesFormatError, match="38-byte body"):
+        ServerOptions(replay=b"x" * 38 + b"y", pacing=RecordedPacing(times=_with_size(38)))
+    with pytest.raises(ValueError, match="give replay too"):
+        ServerOptions(pacing=RecordedPacing(times=_with_size(38)))
+
+
+def _with_size(size: int) -> RecordedTimes:
+    return RecordedTimes(response_head=None, body_bytes=size, reads=((0, 0.0),))
+
+
+# -- serve's options ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--pace", "recorded"], "--pace recorded needs --replay FILE"),
+        (["--first-token", "0.1", "--delay", "0.1"], "--first-token exclude --write-size"),
+        (["--tokens", "5", "--write-size", "3"], "--tokens exclude --write-size and --delay"),
+    ],
+)
+async def test_pacing_usage_errors(
+    capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+) -> None:
+    status, _, err = await run_main(capsys, "serve", "--port", "0", *extra)
+    assert status == 2
+    assert message in err
+
+
+async def test_serve_replay_pacing_usage_errors(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "rec.sse"
+    path.write_bytes(STALLED)
+    status, _, err = await run_main(
+        capsys, "serve", "--port", "0", "--replay", str(path), "--pace", "recorded"
+    )
+    assert status == 2 and "rec.sse.times.json' does not exist" in err
+    (tmp_path / "rec.sse.times.json").write_text(_with_size(5).dumps())
+    status, _, err = await run_main(capsys, "serve", "--port", "0", "--replay", str(path))
+    assert status == 2 and f"the replayed body has {len(STALLED)} bytes" in err
+    status, _, err = await run_main(
+        capsys, "serve", "--port", "0", "--replay", str(path), "--pace", "recorded",
+        "--delay", "1",
+    )  # fmt: skip
+    assert status == 2 and "--pace recorded excludes --write-size and --delay" in err
+
+
+async def test_serve_paces_by_the_sidecar_unless_told_fast(tmp_path: Path) -> None:
+    path = _write_recording(tmp_path, STALLED, _stalled_times())
+    parser = build_parser()
+    recorded = options_from_args(parser.parse_args(["serve", "--replay", str(path)]))
+    assert recorded.pacing == RecordedPacing(times=_stalled_times())
+    fast = options_from_args(parser.parse_args(["serve", "--replay", str(path), "--pace", "fast"]))
+    assert fast.pacing is None
+    delayed = options_from_args(parser.parse_args(["serve", "--replay", str(path), "--delay", "1"]))
+    assert delayed.pacing is None and delayed.delay == 1
+    scripted = parser.parse_args(
+        ["serve", "--first-token", "0.2", "--per-token", "0.02", "--tokens", "100"]
+    )
+    assert options_from_args(scripted).pacing == TokenPacing(
+        first_token=0.2, per_token=0.02, tokens=100
+    )
+
+
+def test_serve_announces_its_pacing(capsys: pytest.CaptureFixture[str]) -> None:
+    describe_pacing(TokenPacing(first_token=0.2, per_token=0.02, tokens=100, jitter=0.005))
+    describe_pacing(RecordedPacing(times=_stalled_times()))
+    describe_pacing(None)
+    assert capsys.readouterr().out.splitlines() == [
+        "pacing: first token after 200 ms, then one every 20 ms, 100 tokens an answer, "
+        "jitter +-5 ms",
+        "pacing: as recorded (4 reads over 1.750 s)",
+    ]
