@@ -97,10 +97,10 @@ from ._common import (
     CommandsAction,
     Failure,
     UsageError,
+    anomaly_text,
     describe_failure,
     describe_tool_call,
     json_text,
-    one_line,
     prepare_json_output,
     print_failure,
     printable,
@@ -511,9 +511,7 @@ def summary_lines(result: ChatResult) -> list[str]:
         lines.append(f"finish_reason{where}: {printable(reason)}")
     if result.usage is not None:
         lines.append(f"usage: {_format_usage(result.usage)}")
-    for anomaly in result.anomalies:
-        where = "" if anomaly.choice_index is None else f" (choice {anomaly.choice_index})"
-        lines.append(f"note: {anomaly.kind}{where}: {one_line(anomaly.detail)}")
+    lines += [f"note: {anomaly_text(anomaly)}" for anomaly in result.anomalies]
     return lines
 
 
@@ -525,7 +523,7 @@ def response_summary_lines(result: ResponseResult) -> list[str]:
     lines = [f"response_status: {printable(status)}"]
     if result.usage is not None:
         lines.append(f"usage: {_format_usage(result.usage)}")
-    lines += [f"note: {a.kind}: {one_line(a.detail)}" for a in result.anomalies]
+    lines += [f"note: {anomaly_text(anomaly)}" for anomaly in result.anomalies]
     return lines
 
 

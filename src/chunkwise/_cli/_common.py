@@ -46,7 +46,7 @@ from .._http import open_http_response, status_hint
 from .._parser import StreamParser
 from .._request import encode_request
 from .._response_results import FunctionCall, ResponseResult
-from .._results import ChatResult, ToolCall
+from .._results import Anomaly, ChatResult, ToolCall
 from .._server._pacing import TIMES_SUFFIX, RecordedTimes, TimesFormatError
 from .._tools import NO_JSONSCHEMA
 from .._util import redact
@@ -64,6 +64,7 @@ __all__ = [
     "Failure",
     "RecordedHead",
     "UsageError",
+    "anomaly_text",
     "comments_cell",
     "describe_failure",
     "describe_tool_call",
@@ -279,6 +280,13 @@ def printable(text: str) -> str:
 def one_line(text: str) -> str:
     """``text`` on one printable line."""
     return printable(" ".join(text.split()))
+
+
+def anomaly_text(anomaly: Anomaly) -> str:
+    """``kind (choice N) (×count): detail``, on one printable line, for every command."""
+    where = "" if anomaly.choice_index is None else f" (choice {anomaly.choice_index})"
+    times = "" if anomaly.count == 1 else f" (×{anomaly.count})"
+    return f"{anomaly.kind}{where}{times}: {one_line(anomaly.detail)}"
 
 
 def status_text(result: ChatResult | ResponseResult) -> str:

@@ -81,7 +81,7 @@ from .._server._options import ServerOptions
 from .._server._scenarios import SCENARIOS, scenario_events
 from .._stream import ChatStream
 from .._tools import NO_JSONSCHEMA
-from ._common import INSTALL_JSONSCHEMA, CommandsAction, status_text
+from ._common import INSTALL_JSONSCHEMA, CommandsAction, anomaly_text, status_text
 from ._live import REDRAW_INTERVAL, LiveRegion
 
 __all__ = ["DEMO_SCHEMA", "DEMO_TOOLS", "add_demo_command", "run_demo", "run_demo_command"]
@@ -284,7 +284,7 @@ async def _lifecycle_consumer(channel: trio.MemoryReceiveChannel[Event], console
                 case StreamErrorReceived(error=error):
                     console.line("lifecycle", f"server error: {error}")
                 case AnomalyDetected(anomaly=anomaly):
-                    console.line("lifecycle", f"note: {anomaly.kind}: {anomaly.detail}")
+                    console.line("lifecycle", f"note: {anomaly_text(anomaly)}")
                 case StreamCompleted() | StreamIncomplete() | StreamFailed():
                     console.line("lifecycle", f"status: {status_text(event.result)}")
 

@@ -55,6 +55,7 @@ from ._common import (
     PROG,
     CommandsAction,
     RecordedHead,
+    anomaly_text,
     describe_tool_call,
     json_text,
     one_line,
@@ -443,8 +444,7 @@ def _describe_common(result: ChatResult | ResponseResult) -> Iterator[str]:
         yield ""
         yield "anomalies:"
         for anomaly in result.anomalies:
-            where = "" if anomaly.choice_index is None else f" (choice {anomaly.choice_index})"
-            yield f"  - {anomaly.kind}{where}: {printable(anomaly.detail)}"
+            yield f"  - {anomaly_text(anomaly)}"
     yield ""
     yield f"id: {_optional(result.id)}"
     yield f"model: {_optional(result.model)}"
