@@ -94,8 +94,12 @@ TOOL = {
     "tools": [GET_WEATHER],
     "temperature": 0,
 }
-PROMPT = {"model": "tiny", "prompt": "Say hello.", "temperature": 0}
+#: The model's bigrams run on from the prompt's last token: a prompt ending in
+#: one of the sentence's tokens ("Say hello." ends in ".") gets only its rest.
+PROMPT = {"model": "tiny", "prompt": "Say hi", "temperature": 0}
 SENTENCE_END = "jalapeño 😀.".encode()
+#: A streamed completion's chunk with the whole "😀" (4 byte tokens) as its text.
+EMOJI_CHUNK = '"text":"😀"'.encode()
 
 #: ``API_NAME`` -> the request.  The model answers the README's sentence (27
 #: tokens, end token included) to any prompt and to Responses without tools,
@@ -127,8 +131,10 @@ CAPTURES: dict[str, Capture] = {
         {"model": "tiny", "input": "Hi " * 246, "n": 2, "stream": True},
         (b'data: {"error":', b"context shift cannot be used for shared prompt"),
     ),
+    # Each chunk carries the text of one token, llama.cpp holding incomplete
+    # UTF-8 back; the last has no text, the finish_reason, usage and timings.
     "completions_text": Capture(
-        {**PROMPT, "stream": True}, (b'"finish_reason":"stop"', SENTENCE_END)
+        {**PROMPT, "stream": True}, (b'"finish_reason":"stop"', EMOJI_CHUNK, b"data: [DONE]")
     ),
     "completions_text_nonstream": Capture(
         {**PROMPT, "stream": False}, (b'"finish_reason":"stop"', SENTENCE_END)
@@ -140,22 +146,33 @@ CAPTURES: dict[str, Capture] = {
     ),
     # Two prompts: two choices (index 0 and 1) in one stream.
     "completions_prompts": Capture(
-        {**PROMPT, "prompt": ["Say hello.", "Say it again."], "max_tokens": 4, "stream": True},
-        (b'"index":1',),
+        {**PROMPT, "prompt": ["Say hi", "Say hi again"], "max_tokens": 4, "stream": True},
+        (b"data: null", b'"index":1'),
     ),
     "completions_n": Capture({**PROMPT, "n": 2, "max_tokens": 4, "stream": True}, (b'"index":1',)),
+    # 19 tokens end with the two byte tokens of "ñ": the first one's chunk has
+    # no text but its logprobs.
     "completions_logprobs": Capture(
-        {**PROMPT, "logprobs": 2, "max_tokens": 4, "stream": True}, (b'"logprobs":{',)
+        {**PROMPT, "logprobs": 2, "max_tokens": 19, "stream": True},
+        (b'"logprobs":{"content":[', '"text":"ñ"'.encode()),
     ),
-    "completions_echo": Capture({**PROMPT, "echo": True, "stream": True}, (), status=400),
+    # Accepted and ignored (no prompt echoed; this llama.cpp's "echo" belongs
+    # to its chat parser), as is "suffix": the same sentence comes back.
+    "completions_echo": Capture({**PROMPT, "echo": True, "stream": True}, (EMOJI_CHUNK,)),
     "completions_suffix": Capture(
-        {**PROMPT, "suffix": " Goodbye.", "stream": True}, (), status=400
+        {**PROMPT, "suffix": " Goodbye.", "stream": True}, (EMOJI_CHUNK,)
     ),
+    # The one 400 found for /v1/completions: 1200 prompt tokens, 512 a slot.
     "completions_context_exceeded": Capture(
-        {**PROMPT, "prompt": "Hi " * 600, "stream": True}, (), status=400
+        {**PROMPT, "prompt": "Hi " * 600, "stream": True},
+        (b"exceeds the available context size",),
+        status=400,
     ),
+    # As responses_error_mid_stream: 499 prompt tokens shared by two
+    # completions fill the slot after 13 tokens; the stream ends in
+    # `data: {"error": ...}` without [DONE].
     "completions_error_mid_stream": Capture(
-        {**PROMPT, "prompt": "Hi " * 246, "n": 2, "stream": True},
+        {**PROMPT, "prompt": "Hi " * 249 + "Hi", "n": 2, "stream": True},
         (b"context shift cannot be used for shared prompt",),
     ),
 }
