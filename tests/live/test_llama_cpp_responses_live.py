@@ -148,7 +148,10 @@ async def test_subscribers_get_the_captured_events(endpoint: chunkwise.Endpoint)
     # (after the transport's ResponseStarted).
     started, *rest = everything
     assert isinstance(started, chunkwise.ResponseStarted) and started.status_code == 200
-    assert [without_ids(e) for e in rest] == [without_ids(e) for e in expected_events]
+    # The terminal events' results differ in their timings (measured live,
+    # None in a sans-IO parse): their contents are compared by view() above.
+    assert [without_ids(e) for e in rest[:-1]] == [without_ids(e) for e in expected_events[:-1]]
+    assert type(rest[-1]) is type(expected_events[-1])
     assert text == [e for e in rest if isinstance(e, TEXT_FAMILY)]
     assert "".join(e.text for e in text if isinstance(e, chunkwise.OutputTextDelta)) == SENTENCE
     assert [type(e) for e in lifecycle] == [
