@@ -16,7 +16,8 @@ import pytest
 from chunkwise._cli import main
 from helpers import DATA, RECORDINGS
 
-RESPONSES = sorted((DATA / "responses").glob("*.sse")) + sorted((DATA / "llama_cpp").glob("*.sse"))
+RESPONSES = sorted((DATA / "responses").glob("*.sse"))
+RESPONSES += sorted((DATA / "llama_cpp").glob("responses_*.sse"))  # not its completions_*
 # A Responses recording whose error event the chat parser also reads as an error.
 ERRORS = {"flat_error.sse", "llama_cpp_error.sse", "openai_failed_nested_error.sse"}
 ERRORS |= {"responses_error_mid_stream.sse"}

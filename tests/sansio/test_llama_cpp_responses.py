@@ -2,7 +2,7 @@
 
 The files in ``tests/data/llama_cpp/`` were captured from llama-server (built
 from llama-cpp-python 0.3.36's sources) serving the scripted tiny model, by
-``tests/llama_server/capture_responses.py`` (see ``responses_server.json``).
+``tests/llama_server/capture.py`` (see ``responses_server.json``).
 The model is greedy: without tools it answers :data:`SENTENCE`, with the
 ``get_weather`` tool it calls ``get_weather({"city": "Zürich"})``.  Only the
 ids, timestamps and ``timings`` change from one capture to the next, so the

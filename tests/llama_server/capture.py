@@ -1,25 +1,31 @@
-"""Capture llama.cpp's ``/v1/responses`` answers into ``tests/data/llama_cpp/``.
+"""Capture llama.cpp's ``/v1/responses`` and ``/v1/completions`` answers for the tests.
 
 Not a test (pytest collects only ``test_*.py``): run it by hand when the peer
 changes, then review the diff::
 
-    .venv/bin/python tests/llama_server/capture_responses.py
+    .venv/bin/python tests/llama_server/capture.py                 # everything
+    .venv/bin/python tests/llama_server/capture.py completions     # one API
+    .venv/bin/python tests/llama_server/capture.py responses_text  # one capture
 
 It starts ``llama-server`` (built by ``setup.sh`` beside this file when the
 binary or the model is missing) on a free loopback port, sends each request of
-:data:`CAPTURES`, and writes, for a capture named ``NAME``:
+:data:`CAPTURES` to its API's path, and writes, for a capture named ``NAME``
+(``responses_text``, ``completions_prompts``, ...):
 
-- ``responses_NAME.request.json``: the request body, exactly the bytes sent;
-- ``responses_NAME.sse`` (streamed) or ``responses_NAME.json`` (not streamed):
-  the response body exactly as received (HTTP framing removed, nothing else).
+- ``NAME.request.json``: the request body, exactly the bytes sent;
+- ``NAME.sse`` (an event stream came back) or ``NAME.json`` (anything else: a
+  ``stream: false`` answer, an HTTP error): the response body exactly as
+  received (HTTP framing removed, nothing else);
 
-and ``responses_server.json``: the server's version and arguments, which the
-opt-in live tests (``tests/live/``) reuse.
+and ``API_server.json`` for each API captured: the server's version and
+arguments, which the opt-in live tests (``tests/live/``) reuse.
 
 The scripted model is greedy, so the text, the calls and the usage are the
-same on every run; the ids (``resp_``, ``msg_``, ``fc_``, ``call_``),
-``created_at`` and ``timings`` are not.  ``--no-cache-prompt`` keeps
-``cached_tokens`` at 0 whatever was asked before.
+same on every run; the ids (``resp_``, ``msg_``, ``fc_``, ``call_``,
+``chatcmpl-``), ``created``/``created_at``, ``system_fingerprint`` and
+``timings`` are not, nor is the order in which two completions served in
+parallel interleave.  ``--no-cache-prompt`` keeps ``cached_tokens`` at 0
+whatever was asked before.
 
 Environment (or the options of the same meaning): ``CHUNKWISE_LLAMA_SERVER``
 (the binary), ``CHUNKWISE_LLAMA_MODEL`` (the scripted ``tiny.gguf``; default:
@@ -43,7 +49,7 @@ import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE.parent / "data" / "llama_cpp"
@@ -52,9 +58,23 @@ OUT = HERE.parent / "data" / "llama_cpp"
 LLAMA_CPP_PYTHON = "0.3.36"
 
 #: 4 slots of 512 tokens.  --context-shift is what makes the mid-stream error
-#: possible (see ``error_mid_stream``); it changes nothing for the requests
-#: that fit.  --no-cache-prompt: ``cached_tokens`` is 0 on every run.
+#: possible (see ``responses_error_mid_stream``); it changes nothing for the
+#: requests that fit.  --no-cache-prompt: ``cached_tokens`` is 0 on every run.
 SERVER_ARGS = ["-c", "2048", "-np", "4", "--alias", "tiny", "--context-shift", "--no-cache-prompt"]
+
+#: The API -> its path on the server.
+PATHS = {"responses": "/v1/responses", "completions": "/v1/completions"}
+
+
+class Capture(NamedTuple):
+    """One request to send, and what its answer must show."""
+
+    body: dict[str, Any]
+    #: Byte strings the answer must hold; a change of the peer fails the capture.
+    checks: tuple[bytes, ...]
+    #: The HTTP status expected.
+    status: int = 200
+
 
 GET_WEATHER = {
     "type": "function",
@@ -74,38 +94,87 @@ TOOL = {
     "tools": [GET_WEATHER],
     "temperature": 0,
 }
+#: The model's bigrams run on from the prompt's last token: a prompt ending in
+#: one of the sentence's tokens ("Say hello." ends in ".") gets only its rest.
+PROMPT = {"model": "tiny", "prompt": "Say hi", "temperature": 0}
+SENTENCE_END = "jalapeño 😀.".encode()
+#: A streamed completion's chunk with the whole "😀" (4 byte tokens) as its text.
+EMOJI_CHUNK = '"text":"😀"'.encode()
 
-#: name -> request body.  The model answers the README's sentence (27 tokens,
-#: end token included) without tools, get_weather({"city": "Zürich"})
-#: (10 tokens) with the tool.
-CAPTURES: dict[str, dict[str, Any]] = {
-    "text": {**TEXT, "stream": True},
-    "text_nonstream": {**TEXT, "stream": False},
+#: ``API_NAME`` -> the request.  The model answers the README's sentence (27
+#: tokens, end token included) to any prompt and to Responses without tools,
+#: get_weather({"city": "Zürich"}) (10 tokens) with the tool.
+CAPTURES: dict[str, Capture] = {
+    "responses_text": Capture({**TEXT, "stream": True}, (b'"status":"completed"', SENTENCE_END)),
+    "responses_text_nonstream": Capture({**TEXT, "stream": False}, (b'"status":"completed"',)),
     # 18 output tokens stop between the two bytes of "ñ": the text ends in
     # "jalape" and the response still says completed.
-    "max_output_tokens": {**TEXT, "max_output_tokens": 18, "stream": True},
-    "tool": {**TOOL, "stream": True},
-    "tool_nonstream": {**TOOL, "stream": False},
+    "responses_max_output_tokens": Capture(
+        {**TEXT, "max_output_tokens": 18, "stream": True},
+        (b'"status":"completed"', b'"output_tokens":18'),
+    ),
+    "responses_tool": Capture(
+        {**TOOL, "stream": True}, (b'"name":"get_weather"', "Zürich".encode())
+    ),
+    "responses_tool_nonstream": Capture({**TOOL, "stream": False}, (b'"name":"get_weather"',)),
     # 6 output tokens stop inside the call: arguments '{"city": "', completed.
-    "tool_max_output_tokens": {**TOOL, "max_output_tokens": 6, "stream": True},
+    "responses_tool_max_output_tokens": Capture(
+        {**TOOL, "max_output_tokens": 6, "stream": True}, (b'"output_tokens":6',)
+    ),
     # The only mid-stream error found that a request can cause: `n` (llama.cpp's
     # n_cmpl) makes two completions share the prompt, which fills the 512-token
     # slot but 12 tokens; when a slot is full, context shift refuses a shared
     # prompt and the stream ends in a bare `data: {"error": ...}` frame.  The
     # two completions arrive interleaved in one stream, each with its own
     # response.created.
-    "error_mid_stream": {"model": "tiny", "input": "Hi " * 246, "n": 2, "stream": True},
-}
-
-#: What every capture must show; a change of the peer fails the capture.
-CHECKS: dict[str, tuple[bytes, ...]] = {
-    "text": (b'"status":"completed"', "jalapeño 😀.".encode()),
-    "text_nonstream": (b'"status":"completed"',),
-    "max_output_tokens": (b'"status":"completed"', b'"output_tokens":18'),
-    "tool": (b'"name":"get_weather"', "Zürich".encode()),
-    "tool_nonstream": (b'"name":"get_weather"',),
-    "tool_max_output_tokens": (b'"output_tokens":6',),
-    "error_mid_stream": (b'data: {"error":', b"context shift cannot be used for shared prompt"),
+    "responses_error_mid_stream": Capture(
+        {"model": "tiny", "input": "Hi " * 246, "n": 2, "stream": True},
+        (b'data: {"error":', b"context shift cannot be used for shared prompt"),
+    ),
+    # Each chunk carries the text of one token, llama.cpp holding incomplete
+    # UTF-8 back; the last has no text, the finish_reason, usage and timings.
+    "completions_text": Capture(
+        {**PROMPT, "stream": True}, (b'"finish_reason":"stop"', EMOJI_CHUNK, b"data: [DONE]")
+    ),
+    "completions_text_nonstream": Capture(
+        {**PROMPT, "stream": False}, (b'"finish_reason":"stop"', SENTENCE_END)
+    ),
+    # 18 tokens stop between the two bytes of "ñ".
+    "completions_max_tokens": Capture(
+        {**PROMPT, "max_tokens": 18, "stream": True},
+        (b'"finish_reason":"length"', b'"completion_tokens":18'),
+    ),
+    # Two prompts: two choices (index 0 and 1) in one stream.
+    "completions_prompts": Capture(
+        {**PROMPT, "prompt": ["Say hi", "Say hi again"], "max_tokens": 4, "stream": True},
+        (b"data: null", b'"index":1'),
+    ),
+    "completions_n": Capture({**PROMPT, "n": 2, "max_tokens": 4, "stream": True}, (b'"index":1',)),
+    # 19 tokens end with the two byte tokens of "ñ": the first one's chunk has
+    # no text but its logprobs.
+    "completions_logprobs": Capture(
+        {**PROMPT, "logprobs": 2, "max_tokens": 19, "stream": True},
+        (b'"logprobs":{"content":[', '"text":"ñ"'.encode()),
+    ),
+    # Accepted and ignored (no prompt echoed; this llama.cpp's "echo" belongs
+    # to its chat parser), as is "suffix": the same sentence comes back.
+    "completions_echo": Capture({**PROMPT, "echo": True, "stream": True}, (EMOJI_CHUNK,)),
+    "completions_suffix": Capture(
+        {**PROMPT, "suffix": " Goodbye.", "stream": True}, (EMOJI_CHUNK,)
+    ),
+    # The one 400 found for /v1/completions: 1200 prompt tokens, 512 a slot.
+    "completions_context_exceeded": Capture(
+        {**PROMPT, "prompt": "Hi " * 600, "stream": True},
+        (b"exceeds the available context size",),
+        status=400,
+    ),
+    # As responses_error_mid_stream: 499 prompt tokens shared by two
+    # completions fill the slot after 13 tokens; the stream ends in
+    # `data: {"error": ...}` without [DONE].
+    "completions_error_mid_stream": Capture(
+        {**PROMPT, "prompt": "Hi " * 249 + "Hi", "n": 2, "stream": True},
+        (b"context shift cannot be used for shared prompt",),
+    ),
 }
 
 
@@ -194,13 +263,13 @@ def request_bytes(body: Mapping[str, Any]) -> bytes:
     return (json.dumps(body, ensure_ascii=False, indent=2) + "\n").encode()
 
 
-def post(host: str, port: int, body: bytes) -> tuple[int, str, bytes]:
-    """POST ``/v1/responses``; the status, the content type and the whole body as received."""
+def post(host: str, port: int, path: str, body: bytes) -> tuple[int, str, bytes]:
+    """POST ``body`` to ``path``; the status, the content type and the whole body as received."""
     connection = http.client.HTTPConnection(host, port, timeout=120)
     try:
         connection.request(
             "POST",
-            "/v1/responses",
+            path,
             body=body,
             headers={"Content-Type": "application/json", "Accept-Encoding": "identity"},
         )
@@ -210,17 +279,32 @@ def post(host: str, port: int, body: bytes) -> tuple[int, str, bytes]:
         connection.close()
 
 
+def selected(names: list[str]) -> list[str]:
+    """The captures named: a capture's name, or an API's name for all of its captures."""
+    if not names:
+        return list(CAPTURES)
+    chosen: list[str] = []
+    for name in names:
+        if name in PATHS:
+            chosen += [c for c in CAPTURES if c.startswith(f"{name}_") and c not in chosen]
+        elif name in CAPTURES:
+            chosen += [name] if name not in chosen else []
+        else:
+            raise KeyError(name)
+    return chosen
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--llama-server", help="the binary (default: $CHUNKWISE_LLAMA_SERVER)")
     parser.add_argument("--model", help="the scripted tiny.gguf")
     parser.add_argument("--out", type=Path, default=OUT, help=f"default: {OUT}")
-    parser.add_argument("names", nargs="*", help="captures to make (default: all)")
+    parser.add_argument("names", nargs="*", help="captures or APIs to capture (default: all)")
     options = parser.parse_args(argv)
-    names = options.names or list(CAPTURES)
-    unknown = set(names) - set(CAPTURES)
-    if unknown:
-        parser.error(f"unknown captures: {sorted(unknown)}; known: {list(CAPTURES)}")
+    try:
+        names = selected(options.names)
+    except KeyError as unknown:
+        parser.error(f"unknown capture {unknown}; known: {list(PATHS)}, {list(CAPTURES)}")
 
     binary, model = find_peer(options.llama_server, options.model)
     out: Path = options.out
@@ -229,14 +313,23 @@ def main(argv: list[str] | None = None) -> int:
     failed = False
     with running_server(binary, model, SERVER_ARGS, log) as (host, port):
         for name in names:
-            request = CAPTURES[name]
-            sent = request_bytes(request)
-            status, content_type, body = post(host, port, sent)
-            suffix = ".sse" if request.get("stream") else ".json"
-            (out / f"responses_{name}.request.json").write_bytes(sent)
-            (out / f"responses_{name}{suffix}").write_bytes(body)
-            missing = [m for m in CHECKS[name] if m not in body]
-            problem = f"HTTP {status}" if status != 200 else f"missing {missing}" if missing else ""
+            capture = CAPTURES[name]
+            api = name.split("_", 1)[0]
+            sent = request_bytes(capture.body)
+            status, content_type, body = post(host, port, PATHS[api], sent)
+            suffix = ".sse" if content_type.startswith("text/event-stream") else ".json"
+            for stale in (".sse", ".json"):
+                (out / f"{name}{stale}").unlink(missing_ok=True)
+            (out / f"{name}.request.json").write_bytes(sent)
+            (out / f"{name}{suffix}").write_bytes(body)
+            missing = [m for m in capture.checks if m not in body]
+            problem = (
+                f"expected HTTP {capture.status}"
+                if status != capture.status
+                else f"missing {missing}"
+                if missing
+                else ""
+            )
             failed = failed or bool(problem)
             print(f"{name}: {status} {content_type}, {len(body)} bytes {problem}".rstrip())
     info = {
@@ -245,7 +338,8 @@ def main(argv: list[str] | None = None) -> int:
         "llama_server_args": SERVER_ARGS,
         "model": "tiny.gguf from tests/llama_server/make_model.py (scripted)",
     }
-    (out / "responses_server.json").write_text(json.dumps(info, indent=2) + "\n")
+    for api in sorted({name.split("_", 1)[0] for name in names}):
+        (out / f"{api}_server.json").write_text(json.dumps(info, indent=2) + "\n")
     return 1 if failed else 0
 
 
