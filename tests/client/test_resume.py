@@ -13,6 +13,7 @@ import logging
 import re
 from typing import Any
 
+import attrs
 import pytest
 import trio
 import trio.testing
@@ -20,7 +21,7 @@ import trio.testing
 import chunkwise
 from chunkwise import IncompleteReason, OutputTextDelta
 from chunkwise.testing import RecordedRequest, ResponseWriter, ScriptedResponse
-from helpers import memory_network
+from helpers import memory_network, pieces_of
 
 ENDPOINT = chunkwise.Endpoint("http://127.0.0.1:8000/v1")
 TERMINAL = (chunkwise.StreamCompleted, chunkwise.StreamIncomplete, chunkwise.StreamFailed)
@@ -84,7 +85,7 @@ def event_ends(body: bytes) -> list[int]:
 # -- automatic resume (part 1) -----------------------------------------------------
 
 
-@pytest.mark.parametrize("model", ["tools", "reasoning", "text"])
+@pytest.mark.parametrize("model", ["tools", "reasoning", "text", "mixed"])
 async def test_a_cut_anywhere_after_the_first_event_loses_nothing(
     autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch, model: str
 ) -> None:
@@ -100,6 +101,146 @@ async def test_a_cut_anywhere_after_the_first_event_loses_nothing(
         assert result.resumes == 1 and network.opened == 2, offset
         assert events[1:] == whole_events[1:], offset  # the same sequence, event for event
         check_whole(events, result)
+
+
+# -- the sweep over one answer with reasoning, parallel calls and text -------------------
+
+#: Who subscribes to each stream of the sweep: every family, each lossless (one
+#: with no buffer at all, one with a single slot, so the reader waits on them
+#: across the resumption), and a batched subscriber to everything.
+SUBSCRIBERS: dict[str, tuple[chunkwise.Family | None, dict[str, Any]]] = {
+    "all": (None, {}),
+    "choice": ("choice", {"buffer_size": 0}),
+    "tool_call": ("tool_call", {"buffer_size": 1}),
+    "lifecycle": ("lifecycle", {}),
+    "batched": (None, {"batched": True}),
+}
+Subscribed = tuple[chunkwise.ResponseResult, dict[str, list[chunkwise.Event]]]
+
+
+async def read_subscribed(request: dict[str, Any]) -> Subscribed:
+    """Stream to the end with :data:`SUBSCRIBERS` reading along; the result and what each got.
+
+    A batched subscriber's batches are flattened: it must add up to the same sequence.
+    """
+    got: dict[str, list[chunkwise.Event]] = {name: [] for name in SUBSCRIBERS}
+
+    async def drain(name: str, channel: trio.MemoryReceiveChannel[Any]) -> None:
+        batched = SUBSCRIBERS[name][1].get("batched", False)
+        async with channel:
+            async for item in channel:
+                got[name].extend(item if batched else (item,))
+
+    async with chunkwise.open_response_stream(ENDPOINT, request) as stream:
+        async with trio.open_nursery() as nursery:
+            for name, (family, options) in SUBSCRIBERS.items():
+                nursery.start_soon(drain, name, stream.subscribe(family, **options))
+        result = await stream.result()
+    return result, got
+
+
+def check_subscribers(whole: Subscribed, cut: Subscribed, what: object) -> None:
+    """``cut`` is ``whole``: the result, and each subscriber's sequence, event for event.
+
+    Each sequence ends with its one terminal event; the deltas each family saw
+    add up to the result's text, reasoning and arguments.
+    """
+    result, got = cut
+    assert (what, result) == (what, whole[0])
+    for name, events in got.items():
+        assert (what, name, events) == (what, name, whole[1][name])
+        terminals = [e for e in events if isinstance(e, TERMINAL)]
+        assert len(terminals) == 1 and events[-1] is terminals[0], (what, name)
+        assert terminals[0].result == result, (what, name)
+    check_whole(got["all"], result)
+    check_whole(got["batched"], result)
+    text = {i.index: i.text for i in result.output if i.type == "message"}
+    arguments = {c.index: c.arguments for c in result.function_calls}
+    assert added_up(got["choice"], OutputTextDelta) == text and text
+    assert added_up(got["tool_call"], chunkwise.FunctionCallArgumentsDelta) == arguments
+    reasoning = added_up(got["all"], chunkwise.ReasoningSummaryDelta)
+    assert "".join(reasoning.values()) == result.reasoning and reasoning
+
+
+def added_up(events: list[chunkwise.Event], kind: type[Any]) -> dict[int, str]:
+    """The text of ``kind``'s deltas, joined per output index."""
+    joined: dict[int, str] = {}
+    for event in events:
+        if type(event) is not kind:
+            continue
+        if isinstance(event, chunkwise.FunctionCallArgumentsDelta):
+            piece = event.fragment
+        elif isinstance(event, (OutputTextDelta, chunkwise.ReasoningSummaryDelta)):
+            piece = event.text
+        else:
+            raise TypeError(f"not a delta of a Responses stream: {kind!r}")
+        joined[event.output_index] = joined.get(event.output_index, "") + piece
+    return joined
+
+
+async def test_mixed_answer_cut_anywhere_every_subscriber_gets_the_uncut_sequence(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reasoning, two interleaved calls and escaped multibyte text, cut at every event
+    boundary, at a spread of byte offsets, and twice in a row: nothing differs."""
+    (_, _), body = await uncut(monkeypatch, "mixed")
+    async with memory_network(monkeypatch) as network:
+        whole = await read_subscribed(background("mixed"))
+    assert network.opened == 1 and whole[0].resumes == 0
+    assert [i.type for i in whole[0].output] == [
+        "reasoning",
+        "function_call",
+        "function_call",
+        "message",
+    ]
+    ends = event_ends(body)
+    first, last = ends[0], ends[-1]
+    singles = sorted({*ends[:-1], *range(first, last, max(1, (last - first) // 24))})
+    # A second cut early in the re-stream: inside its first event, and after a few.
+    cuts: list[tuple[int, ...]] = [(offset,) for offset in singles]
+    cuts += [(offset, again) for offset in singles[::6] for again in (30, 900)]
+    for cut in cuts:
+        async with memory_network(monkeypatch, cuts=cut) as network:
+            read = await read_subscribed(background("mixed"))
+        assert (cut, read[0].resumes, network.opened) == (cut, len(cut), len(cut) + 1)
+        check_subscribers(whole, read, cut)
+
+
+def dechunked(body: bytes) -> bytes:
+    """The payload of an HTTP/1.1 chunked body (``size CRLF data CRLF``..., ``0 CRLF CRLF``)."""
+    payload = bytearray()
+    while True:
+        line_end = body.index(b"\r\n")
+        size = int(body[:line_end].split(b";")[0], 16)
+        if size == 0:
+            return bytes(payload)
+        payload += body[line_end + 2 : line_end + 2 + size]
+        assert body[line_end + 2 + size : line_end + 4 + size] == b"\r\n"
+        body = body[line_end + 4 + size :]
+
+
+@pytest.mark.parametrize("read_size", [None, 1, 7, 64])
+async def test_mixed_answer_parsed_sans_io_from_the_uncut_body_gives_the_same_result(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch, read_size: int | None
+) -> None:
+    """The sans-IO parser fed the bytes the client read, whole or in any read size.
+
+    Only what the transport adds differs: the client's ``ResponseStarted``
+    (the HTTP head) and its result's ``timings``.
+    """
+    (whole, whole_events), body = await uncut(monkeypatch, "mixed")
+    sse = dechunked(body)
+    parser = chunkwise.ResponseStreamParser()
+    events: list[chunkwise.Event] = []
+    for piece in [sse] if read_size is None else pieces_of(sse, read_size):
+        events += parser.feed(piece)
+    events += parser.end()
+    assert whole.timings is not None
+    assert parser.result == attrs.evolve(whole, timings=None)
+    assert isinstance(whole_events[0], chunkwise.ResponseStarted)
+    assert events[:-1] == whole_events[1:-1]
+    assert type(events[-1]) is chunkwise.StreamCompleted is type(whole_events[-1])
+    assert events[-1].result == parser.result
 
 
 @pytest.mark.parametrize(

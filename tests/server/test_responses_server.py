@@ -194,6 +194,31 @@ def test_parallel_calls_interleave_their_argument_deltas() -> None:
     ]
 
 
+def test_the_mixed_scenario_reasons_calls_in_parallel_then_answers() -> None:
+    """One answer as OpenAI orders it: reasoning (0), two interleaved calls (1, 2), message (3)."""
+    scenario = RESPONSE_SCENARIOS["mixed"]
+    payloads = response_scenario_payloads(scenario)
+    added = [p["item"]["type"] for p in payloads if p["type"] == "response.output_item.added"]
+    assert added == ["reasoning", "function_call", "function_call", "message"]
+    indexed = [p for p in payloads if "output_index" in p]
+    # Each item's events carry its index; items start in order, calls overlap.
+    firsts = [next(i for i, p in enumerate(indexed) if p["output_index"] == n) for n in range(4)]
+    lasts = [max(i for i, p in enumerate(indexed) if p["output_index"] == n) for n in range(4)]
+    assert firsts == sorted(firsts) and lasts[0] < firsts[1] and lasts[2] < firsts[3]
+    deltas = [p for p in payloads if p["type"] == "response.function_call_arguments.delta"]
+    assert [p["output_index"] for p in deltas[:4]] == [1, 2, 1, 2]
+    assert firsts[2] < lasts[1]  # the second call starts before the first ends
+    text = [p["delta"] for p in payloads if p["type"] == "response.output_text.delta"]
+    assert "".join(text) == scenario.text
+    assert any(piece.endswith("\N{WOMAN}") for piece in text)  # a ZWJ sequence split
+    payload = json.loads(scenario.text.split("As JSON: ", 1)[1])
+    assert payload["paris"]["note"] == 'a "mild" day'
+    assert payload["東京"]["path"] == "C:\\天気\\晴れ" and payload["東京"]["lines"] == "a\nb"
+    document = response_scenario_document(scenario)
+    assert document is not None
+    assert [item["type"] for item in document["output"]] == added
+
+
 def test_reasoning_is_a_summary() -> None:
     types = _types(response_scenario_payloads(RESPONSE_SCENARIOS["reasoning"]))
     assert "response.reasoning_summary_part.added" in types

@@ -7,7 +7,9 @@ error), and a :class:`ResponseStyle` saying *how a provider writes it*: as
 OpenAI documents it, or as llama.cpp's ``llama-server`` does, with keepalive
 events or not, with the ``error`` event nested or flat.  The words are taken
 from the chat scenarios (:data:`~chunkwise._server._scenarios.SCENARIOS`), so
-both APIs of the server say the same things.  :mod:`._response_wire` turns a
+both APIs of the server say the same things; ``mixed`` alone has its own
+words, one answer with reasoning, parallel calls and text (no chat
+choice says all three).  :mod:`._response_wire` turns a
 scenario into the events and bytes of a stream, by the rules written there.
 
 Pure data: no I/O, no trio.
@@ -67,7 +69,10 @@ class ResponseScenario:
         reasoning: reasoning pieces (a summary's deltas; llama.cpp's
             ``reasoning_text`` deltas).
         content: the message's text pieces, one delta each.
-        tool_calls: function calls, after the message.
+        tool_calls: function calls, after the message (before it when
+            ``calls_first``).
+        calls_first: the function calls come before the message, as in an
+            answer that calls tools and says something in the same turn.
         outcome: ``"completed"``, ``"max_output_tokens"`` (rule 3) or
             ``"error"`` (rule 4).
         output_tokens: ``usage.output_tokens``.
@@ -82,6 +87,7 @@ class ResponseScenario:
     reasoning: tuple[str, ...] = ()
     content: tuple[str, ...] = ()
     tool_calls: tuple[ToolCallScript, ...] = ()
+    calls_first: bool = False
     outcome: Outcome = "completed"
     output_tokens: int = 20
     reasoning_tokens: int = 0
@@ -158,9 +164,41 @@ _TABLE: tuple[tuple[str, str, ResponseStyle, Outcome | None, str], ...] = (
     ("quirks-llamacpp-error", "error", _LLAMA, None, "text, then a bare {\"error\"} frame; no end"),
 )
 # fmt: on
-_ALL_SCENARIOS = tuple(
-    _from_chat(SCENARIOS[chat], summary, name=name, style=style, outcome=outcome)
-    for name, chat, style, outcome, summary in _TABLE
+
+#: One answer with everything a resume must not lose: a reasoning summary, the
+#: ``tools`` scenario's two parallel calls (their deltas interleaved), then a
+#: message with multibyte text (an emoji's ZWJ sequence split across deltas)
+#: and a JSON-ish payload with escaped quotes, backslashes and a newline.
+_MIXED = ResponseScenario(
+    name="mixed",
+    summary="reasoning, two parallel get_weather calls, then text with JSON",
+    reasoning=(
+        "Two cities: call get_weather ",
+        "for both at once, then ",
+        "report — in °C, with a JSON copy.",
+    ),
+    tool_calls=SCENARIOS["tools"].tool_calls,
+    calls_first=True,
+    content=(
+        "Paris: 18 °C, 東京: 22 °C 🌤. Checked by 👩",
+        "\u200d💻. As JSON: ",
+        '{"paris": {"temp": 18, "note": "a \\"mild\\" day"}, ',
+        '"東京": {"temp": 22, "path": "C:\\\\天気\\\\晴れ", "lines": "a\\nb"}}',
+    ),
+    output_tokens=71,
+    reasoning_tokens=23,
+)
+
+# The quirks last (a stable sort), as ``--help`` lists them.
+_ALL_SCENARIOS = sorted(
+    (
+        *(
+            _from_chat(SCENARIOS[chat], summary, name=name, style=style, outcome=outcome)
+            for name, chat, style, outcome, summary in _TABLE
+        ),
+        _MIXED,
+    ),
+    key=lambda scenario: scenario.name.startswith("quirks-"),
 )
 
 #: The built-in Responses scenarios by name.

@@ -22,6 +22,9 @@ Rules
 2. Parallel function calls are all added first, then their argument deltas
    take turns, fragment by fragment, then each is finished: a client that
    keys calls by arrival rather than by ``output_index`` mixes them up.
+   The calls follow the reasoning and the message, or come between the two
+   when the scenario says ``calls_first``; ``output_index`` counts the items
+   in the order they are added.
 3. A ``max_output_tokens`` scenario ends with ``response.incomplete``
    (``incomplete_details.reason`` ``"max_output_tokens"``), the message item
    ``incomplete`` and its partial text in ``response.output``; its
@@ -430,6 +433,8 @@ def _payloads(scenario: ResponseScenario, request: _Request) -> list[dict[str, A
     output: list[dict[str, Any]] = []
     if scenario.reasoning:
         output.append(_reasoning(scenario, writer, len(output), finish=finish_now))
+    if scenario.calls_first:
+        output += _calls(scenario, writer, len(output))  # rule 2: before the message
     message: dict[str, Any] | None = None
     if scenario.content:
         finish_message = finish_now and scenario.outcome != "error"
@@ -445,7 +450,8 @@ def _payloads(scenario: ResponseScenario, request: _Request) -> list[dict[str, A
             "response.failed", response=_response(scenario, request, "failed", output, final=True)
         )
         return writer.events
-    output += _calls(scenario, writer, len(output))
+    if not scenario.calls_first:
+        output += _calls(scenario, writer, len(output))
     if scenario.llama_cpp:
         for position, item in enumerate(output):
             if item["type"] == "message":
