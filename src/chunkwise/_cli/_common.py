@@ -573,7 +573,7 @@ async def probe_exchange(
     return exchange
 
 
-def exchange_summary(exchange: Exchange[ChatResult] | Exchange[ResponseResult]) -> dict[str, Any]:
+def exchange_summary(exchange: Exchange[Any]) -> dict[str, Any]:
     """One request of a probe as JSON-compatible data (the findings' ``requests``)."""
     return {
         "label": exchange.label,
