@@ -249,21 +249,39 @@ class CommandApi:
     api: Api[Any]
     #: The request body (without ``stream``) for a prompt and the options.
     build: Callable[[argparse.Namespace, str], dict[str, Any]]
+    #: The body's member that holds the prompt (``bench --prompts`` objects).
+    prompt_key: str
+    #: Usage comes only when asked for (``stream_options.include_usage``).
+    usage_on_request: bool
 
 
 #: Every ``--api`` choice, the default first.
 COMMAND_APIS: Mapping[str, CommandApi] = {
     entry.name: entry
     for entry in (
-        CommandApi(name="chat", title="chat completions", api=CHAT, build=build_request),
         CommandApi(
-            name="responses", title="Responses API", api=RESPONSES, build=build_response_request
+            name="chat",
+            title="chat completions",
+            api=CHAT,
+            build=build_request,
+            prompt_key="messages",
+            usage_on_request=True,
+        ),
+        CommandApi(
+            name="responses",
+            title="Responses API",
+            api=RESPONSES,
+            build=build_response_request,
+            prompt_key="input",
+            usage_on_request=False,
         ),
         CommandApi(
             name="completions",
             title="legacy completions",
             api=COMPLETIONS,
             build=build_completion_request,
+            prompt_key="prompt",
+            usage_on_request=True,
         ),
     )
 }
