@@ -280,6 +280,10 @@ def plan_from_args(args: argparse.Namespace) -> BenchPlan:
     )
 
 
+#: Where a prompt object may hold its prompt: each API's member.
+_PROMPT_KEYS = tuple(entry.prompt_key for entry in COMMAND_APIS.values())
+
+
 def read_prompts(name: str) -> list[Any]:
     """A JSONL file's prompts: strings, or objects with ``prompt``, ``messages`` or ``input``."""
     try:
@@ -300,9 +304,7 @@ def read_prompts(name: str) -> list[Any]:
             value = value["prompt"]
         if not (
             isinstance(value, str)
-            or (
-                isinstance(value, dict) and any(k in value for k in ("messages", "input", "prompt"))
-            )
+            or (isinstance(value, dict) and any(key in value for key in _PROMPT_KEYS))
         ):
             raise UsageError(
                 f'{name}:{number}: expected a string or an object with "prompt", '
