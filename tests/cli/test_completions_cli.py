@@ -117,6 +117,21 @@ def test_text_deltas_render_as_content_of_their_choice() -> None:
     assert out.getvalue() == "a\n[choice 1]\nbc\n[choice 0]\nd"
 
 
+def test_an_interrupted_completion_is_summarised_as_incomplete() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    renderer = TextRenderer(out, err)
+    renderer.event(chunkwise.TextDelta(choice_index=0, text="Once"))
+    snapshot = chunkwise.CompletionResult(
+        choices=(chunkwise.CompletionChoice(index=0, text="Once"),), status="streaming"
+    )
+    renderer.interrupted(snapshot)
+    assert out.getvalue() == "Once\n"
+    assert err.getvalue().splitlines() == [
+        "finish_reason: none",
+        "status: incomplete (interrupted)",
+    ]
+
+
 async def test_chat_json_ends_with_the_completion_result(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
