@@ -57,7 +57,7 @@ def _plan(server_url: str, **changes: Any) -> BenchPlan:
         "endpoint": chunkwise.Endpoint(base_url=server_url),
         "path": "/chat/completions",
         "bodies": (_chat_body(),),
-        "responses": False,
+        "api": "chat",
         "requests": 5,
         "concurrency": 1,
         "rate": None,

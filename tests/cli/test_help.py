@@ -55,12 +55,20 @@ def test_the_inspect_example_in_the_docs_is_a_real_run(
     assert capsys.readouterr().out.splitlines() == block[1:]
 
 
+@pytest.mark.parametrize(
+    ("marker", "options"),
+    [
+        ("A probe of the embedded server's", ["--model", "quirks-null-index"]),
+        ("A probe of a TGI-style server", ["--api", "completions", "--model", "quirks-tgi"]),
+    ],
+)
 async def test_the_probe_sample_in_the_docs_has_what_a_real_run_prints(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], marker: str, options: list[str]
 ) -> None:
-    block = code_block_after("A probe of the embedded server's")
+    block = code_block_after(marker)
+    assert block[0].endswith("chunkwise probe " + " ".join(options))
     async with open_chat_server() as server:
-        argv = ["probe", "--base-url", server.base_url, "--model", "quirks-null-index"]
+        argv = ["probe", "--base-url", server.base_url, *options]
         status, out, _ = await run_main(capsys, *argv)
     assert status == 0
     real = out.splitlines()

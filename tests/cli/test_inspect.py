@@ -346,7 +346,8 @@ async def test_help_and_version(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = await run_main(capsys, "inspect", "--help")
     assert status == 0
     assert (
-        "usage: chunkwise inspect [-h] [--read-size N] [--api {auto,chat,responses}]\n"
+        "usage: chunkwise inspect [-h] [--read-size N]\n"
+        "                         [--api {auto,chat,responses,completions}]\n"
         "                         [--sse | --json]\n"
         "                         FILE"
     ) in out

@@ -97,8 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description=(
-            "Stream, record, inspect and probe OpenAI-compatible chat-completion and "
-            "Responses API streams (server-sent events), and serve scripted ones locally.  "
+            "Stream, record, inspect and probe OpenAI-compatible chat-completion, "
+            "Responses API and legacy completion streams (server-sent events), and serve "
+            "scripted ones locally.  "
             "Start with "
             "'chunkwise demo'."
         ),

@@ -52,15 +52,16 @@ from typing import Any, TextIO
 import attrs
 import trio
 
-from .._apis import CHAT, RESPONSES
+from .._completions import CompletionResult
 from .._endpoint import Endpoint
 from .._errors import ChunkwiseError, HTTPStatusError
 from .._http import send_http_request
-from .._parser import ChatStreamParser, ResponseStreamParser, StreamParser
+from .._parser import StreamParser
 from .._pool import ConnectionPool, PoolSettings
 from .._response_results import ResponseResult
 from .._results import ChatResult
 from .._retries import Retries
+from .._sse import DEFAULT_MAX_EVENT_SIZE
 from .._timings import TimingRecorder, output_tokens_of
 from ._common import (
     EXIT_OK,
@@ -73,11 +74,12 @@ from ._common import (
     seconds,
 )
 from ._options import (
+    COMMAND_APIS,
+    CommandApi,
     add_api_option,
     add_endpoint_options,
     add_request_options,
-    build_request,
-    build_response_request,
+    command_api,
     endpoint_from_args,
 )
 
@@ -107,8 +109,9 @@ def add_bench_command(commands: CommandsAction, write_report: ReportWriter) -> N
         "bench",
         help="load and latency (TTFT, TPOT, inter-token gaps) against an endpoint",
         description=(
-            "Send streaming requests to an OpenAI-compatible endpoint (chat completions, or\n"
-            "the Responses API with --api responses) from --concurrency workers or at --rate\n"
+            "Send streaming requests to an OpenAI-compatible endpoint (chat completions, the\n"
+            "Responses API with --api responses, legacy completions with --api completions)\n"
+            "from --concurrency workers or at --rate\n"
             "requests a second (Poisson arrivals), and report the requests ok and failed by\n"
             "kind, time to first token (TTFT), time per output token (TPOT), the gaps between\n"
             "reads carrying output and end-to-end latency (mean, p50, p90, p99, max), output\n"
@@ -165,7 +168,8 @@ def add_bench_command(commands: CommandsAction, write_report: ReportWriter) -> N
         "--prompts",
         metavar="FILE.jsonl",
         help="one prompt a line, used in turn: a JSON string, or an object with "
-        '"prompt" (a string) or "messages" (chat) / "input" (Responses)',
+        '"prompt" (a string; completions: any prompt) or "messages" (chat) / "input" '
+        "(Responses)",
     )
     add_endpoint_options(bench)
     add_api_option(bench)
@@ -187,7 +191,8 @@ class BenchPlan:
     endpoint: Endpoint
     path: str
     bodies: tuple[bytes, ...]
-    responses: bool
+    #: The ``--api`` name (:data:`~._options.COMMAND_APIS`).
+    api: str
     requests: int | None
     concurrency: int | None
     rate: float | None
@@ -253,26 +258,30 @@ def plan_from_args(args: argparse.Namespace) -> BenchPlan:
     """The :class:`BenchPlan` of ``chunkwise bench``'s arguments (usage errors raised)."""
     # No retries: a benchmark measures what the server answered.
     endpoint = attrs.evolve(endpoint_from_args(args), retries=Retries(max_retries=0))
-    responses = args.api == "responses"
+    api = command_api(args)
     if args.prompt and args.prompts:
         raise UsageError("give --prompt or --prompts, not both")
     prompts: list[Any] = read_prompts(args.prompts) if args.prompts else args.prompt or ["Hello"]
-    bodies = tuple(_body(args, prompt, responses=responses) for prompt in prompts)
+    bodies = tuple(_body(args, prompt, api) for prompt in prompts)
     requests = args.requests
     if requests is None and args.duration is None:
         requests = _DEFAULT_REQUESTS
     concurrency = args.concurrency if args.rate is None else None
     return BenchPlan(
         endpoint=endpoint,
-        path=RESPONSES.path if responses else CHAT.path,
+        path=api.api.path,
         bodies=bodies,
-        responses=responses,
+        api=api.name,
         requests=requests,
         concurrency=concurrency or (None if args.rate is not None else 1),
         rate=args.rate,
         duration=args.duration,
         seed=args.seed,
     )
+
+
+#: Where a prompt object may hold its prompt: each API's member.
+_PROMPT_KEYS = tuple(entry.prompt_key for entry in COMMAND_APIS.values())
 
 
 def read_prompts(name: str) -> list[Any]:
@@ -295,7 +304,7 @@ def read_prompts(name: str) -> list[Any]:
             value = value["prompt"]
         if not (
             isinstance(value, str)
-            or (isinstance(value, dict) and ("messages" in value or "input" in value))
+            or (isinstance(value, dict) and any(key in value for key in _PROMPT_KEYS))
         ):
             raise UsageError(
                 f'{name}:{number}: expected a string or an object with "prompt", '
@@ -307,19 +316,13 @@ def read_prompts(name: str) -> list[Any]:
     return prompts
 
 
-def _body(args: argparse.Namespace, prompt: Any, *, responses: bool) -> bytes:
-    if responses:
-        request = build_response_request(args, prompt if isinstance(prompt, str) else "")
-        if isinstance(prompt, dict):
-            if "input" not in prompt:
-                raise UsageError('--api responses: a prompt object needs "input"')
-            request["input"] = prompt["input"]
-    else:
-        request = build_request(args, prompt if isinstance(prompt, str) else "")
-        if isinstance(prompt, dict):
-            if "messages" not in prompt:
-                raise UsageError('--api chat: a prompt object needs "messages"')
-            request["messages"] = prompt["messages"]
+def _body(args: argparse.Namespace, prompt: Any, api: CommandApi) -> bytes:
+    request = api.build(args, prompt if isinstance(prompt, str) else "")
+    if isinstance(prompt, dict):
+        if api.prompt_key not in prompt:
+            raise UsageError(f'--api {api.name}: a prompt object needs "{api.prompt_key}"')
+        request[api.prompt_key] = prompt[api.prompt_key]
+    if api.usage_on_request:
         # TPOT needs the output token count (rule 1).
         request["stream_options"] = {"include_usage": True}
     request["stream"] = True
@@ -421,8 +424,8 @@ async def _measure(
     record: RequestRecord,
 ) -> str | None:
     """Send request ``number``; fill in ``record``; return the failure's kind or ``None``."""
-    parser: StreamParser[ChatResult | ResponseResult]
-    parser = ResponseStreamParser() if plan.responses else ChatStreamParser()
+    parser: StreamParser[ChatResult | ResponseResult | CompletionResult]
+    parser = COMMAND_APIS[plan.api].api.make_parser({}, DEFAULT_MAX_EVENT_SIZE)
     recorder = TimingRecorder(trio.current_time)
     parser.record_timings(recorder)
     body = plan.bodies[number % len(plan.bodies)]
@@ -584,7 +587,7 @@ def bench_document(plan: BenchPlan, state: RunState, *, model: str | None = None
         "format": "chunkwise-bench",
         "version": 1,
         "endpoint": plan.endpoint.base_url + plan.path,
-        "api": "responses" if plan.responses else "chat",
+        "api": plan.api,
         "model": model,
         "load": {
             "requests": plan.requests,

@@ -2,9 +2,11 @@
 
 ``--api chat`` (the default) posts to ``/chat/completions``; ``--api
 responses`` posts the same options, translated, to the Responses API's
-``/responses`` (:func:`~._options.build_response_request`) and reads the
-stream with :func:`~chunkwise.open_response_stream`.  Everything below holds
-for both.
+``/responses`` (:func:`~._options.build_response_request`), and ``--api
+completions`` a ``{"model", "prompt"}`` body to legacy ``/completions``
+(:func:`~._options.build_completion_request`).  Each is read with its own
+parser, chosen from :data:`~._options.COMMAND_APIS`.  Everything below holds
+for all three (a completion has only text: no reasoning, refusals or calls).
 
 Output
 ------
@@ -57,7 +59,7 @@ from typing import Any, TextIO
 
 import trio
 
-from .._apis import open_chat_stream, open_response_stream
+from .._completions import CompletionResult
 from .._convert import event_to_json, to_json
 from .._endpoint import Endpoint
 from .._errors import ChunkwiseError
@@ -77,6 +79,7 @@ from .._events import (
     StreamCompleted,
     StreamFailed,
     StreamIncomplete,
+    TextDelta,
     ToolCallArgumentsDelta,
     ToolCallCompleted,
     ToolCallStarted,
@@ -85,7 +88,7 @@ from .._events import (
 from .._json_patches import apply_patches
 from .._response_results import ResponseResult
 from .._results import ChatResult
-from .._stream import ChatStream, ResponseStream
+from .._stream import Api, ChatStream, CompletionStream, ResponseStream, open_stream
 from .._structured import OutputSchema
 from .._util import redact
 from ._common import (
@@ -111,8 +114,7 @@ from ._options import (
     add_api_option,
     add_endpoint_options,
     add_request_options,
-    build_request,
-    build_response_request,
+    command_api,
     endpoint_from_args,
     read_json_file,
 )
@@ -126,7 +128,7 @@ __all__ = [
     "summary_lines",
 ]
 
-Result = ChatResult | ResponseResult
+Result = ChatResult | ResponseResult | CompletionResult
 
 _DIM = "\x1b[2m"
 _RESET = "\x1b[0m"
@@ -139,7 +141,8 @@ def add_chat_command(commands: CommandsAction) -> None:
         help="stream a chat completion from an OpenAI-compatible endpoint",
         description=(
             "Send PROMPT to an OpenAI-compatible /chat/completions endpoint (with --api "
-            "responses: /responses) and stream the answer as it arrives: text, reasoning "
+            "responses: /responses, --api completions: /completions, as the prompt to "
+            "complete) and stream the answer as it arrives: text, reasoning "
             "(dimmed on a terminal, otherwise prefixed [reasoning]) and tool or function "
             "calls once their arguments are complete; on a terminal, tool-call arguments and "
             "a structured answer (--schema) grow in place as they stream.  The summary "
@@ -151,7 +154,9 @@ def add_chat_command(commands: CommandsAction) -> None:
             "2 bad usage, 130 interrupted"
         ),
     )
-    chat.add_argument("prompt", metavar="PROMPT", help="the user message")
+    chat.add_argument(
+        "prompt", metavar="PROMPT", help="the user message (--api completions: the prompt)"
+    )
     add_endpoint_options(chat)
     add_api_option(chat)
     add_request_options(chat)
@@ -161,7 +166,7 @@ def add_chat_command(commands: CommandsAction) -> None:
         help=(
             "ask for a structured answer: a JSON schema, or a json_schema object "
             '({"name": ..., "schema": ..., "strict": ...}); sent as response_format '
-            "(Responses API: text.format)"
+            "(Responses API: text.format; not for --api completions)"
         ),
     )
     chat.add_argument(
@@ -185,20 +190,19 @@ class _Session:
     """What outlives :func:`trio.run`: the stream, for its snapshot after Ctrl-C."""
 
     def __init__(self) -> None:
-        self.stream: ChatStream | ResponseStream | None = None
+        self.stream: ChatStream | ResponseStream | CompletionStream | None = None
         self.result: Result | None = None
 
 
 def run_chat(args: argparse.Namespace) -> int:
     """The ``chat`` command: returns the exit status."""
     endpoint = endpoint_from_args(args)
-    responses = args.api == "responses"
-    if responses:
-        request = build_response_request(args, args.prompt)
-    else:
-        request = build_request(args, args.prompt)
+    api = command_api(args)
+    request = api.build(args, args.prompt)
     if args.schema is not None:
-        add_schema(request, args.schema, responses)
+        if api.name == "completions":
+            raise UsageError("--schema is for --api chat or responses: a completion is plain text")
+        add_schema(request, args.schema, api.name == "responses")
     if "tools" in request and importlib.util.find_spec("jsonschema") is None:
         # The stream validates tool-call arguments against the tools' schemas.
         raise UsageError(
@@ -216,7 +220,7 @@ def run_chat(args: argparse.Namespace) -> int:
         renderer = TextRenderer(sys.stdout, sys.stderr, live=live, json_content=_asks_json(request))
     session = _Session()
     try:
-        trio.run(_chat, endpoint, request, renderer, session, responses)
+        trio.run(_chat, endpoint, request, renderer, session, api.api)
     except KeyboardInterrupt:
         snapshot = session.stream.snapshot if session.stream is not None else None
         renderer.interrupted(snapshot)
@@ -268,10 +272,9 @@ async def _chat(
     request: Mapping[str, Any],
     renderer: _Renderer,
     session: _Session,
-    responses: bool,
+    api: Api[ChatStream | ResponseStream | CompletionStream],
 ) -> None:
-    opener = open_response_stream if responses else open_chat_stream
-    async with opener(endpoint, request) as stream:
+    async with open_stream(api, endpoint, request) as stream:
         session.stream = stream
         async for event in stream:
             renderer.event(event)
@@ -436,7 +439,7 @@ class TextRenderer(_Renderer):
         if self._live is not None and self._live_event(event):
             return
         # A Responses stream has one answer: its events are choice 0's.
-        if isinstance(event, (ContentDelta, OutputTextDelta)):
+        if isinstance(event, (ContentDelta, OutputTextDelta, TextDelta)):
             self._enter("content", getattr(event, "choice_index", 0))
             self._write(printable(event.text))
         elif isinstance(event, (ReasoningDelta, ReasoningSummaryDelta, ReasoningTextDelta)):
@@ -491,7 +494,7 @@ def _final_answer(result: Result, index: int, text: str) -> list[str]:
     """A JSON answer as it stays on the terminal: ``parsed``, indented, else the raw text."""
     if isinstance(result, ResponseResult):
         parsed, error = result.parsed, result.parse_error
-    elif index < len(result.choices):
+    elif isinstance(result, ChatResult) and index < len(result.choices):
         parsed, error = result.choices[index].parsed, result.choices[index].parse_error
     else:
         parsed, error = None, None
@@ -501,7 +504,7 @@ def _final_answer(result: Result, index: int, text: str) -> list[str]:
     return [where + printable(text)]
 
 
-def summary_lines(result: ChatResult) -> list[str]:
+def summary_lines(result: ChatResult | CompletionResult) -> list[str]:
     """Finish reasons, usage and anomalies (the status line comes separately)."""
     lines: list[str] = []
     several = len(result.choices) > 1

@@ -39,6 +39,7 @@ from typing import Any, Generic, TypeAlias, TypeVar
 import attrs
 import trio
 
+from .._completions import CompletionResult
 from .._endpoint import Endpoint
 from .._errors import ChunkwiseError, HTTPStatusError, ToolArgumentsError, UnexpectedContentType
 from .._headers import Headers
@@ -289,7 +290,7 @@ def anomaly_text(anomaly: Anomaly) -> str:
     return f"{anomaly.kind}{where}{times}: {one_line(anomaly.detail)}"
 
 
-def status_text(result: ChatResult | ResponseResult) -> str:
+def status_text(result: ChatResult | ResponseResult | CompletionResult) -> str:
     """``complete``, ``incomplete (<reason>)`` or ``failed: <error>``, on one line.
 
     A Responses answer the server itself called incomplete also names the
@@ -572,7 +573,7 @@ async def probe_exchange(
     return exchange
 
 
-def exchange_summary(exchange: Exchange[ChatResult] | Exchange[ResponseResult]) -> dict[str, Any]:
+def exchange_summary(exchange: Exchange[Any]) -> dict[str, Any]:
     """One request of a probe as JSON-compatible data (the findings' ``requests``)."""
     return {
         "label": exchange.label,

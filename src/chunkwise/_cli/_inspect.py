@@ -3,12 +3,13 @@
 The recording is a raw SSE body, optionally preceded by the HTTP head that
 ``chunkwise record`` writes.  The summary, ``--json`` and ``--sse`` views all
 come from the same parse: :class:`~chunkwise.ChatStreamParser` (or
-:class:`~chunkwise.ResponseStreamParser`) fed the body in ``--read-size``
+:class:`~chunkwise.ResponseStreamParser`, or
+:class:`~chunkwise.CompletionStreamParser`) fed the body in ``--read-size``
 pieces (so a recording can be replayed at any split).
 
 Which API recorded the stream is read from the stream itself
 (:func:`detect_api`), since a recording keeps no request; ``--api`` overrides
-it.  When the file looks like the other API's stream, a note on stderr says
+it.  When the file looks like another API's stream, a note on stderr says
 so (and that every event was ignored, when nothing was reconstructed), since
 the summary of a stream read with the wrong parser is just an empty one.
 
@@ -39,15 +40,16 @@ from typing import Any, Literal
 
 import attrs
 
+from .._completions import CompletionChoice, CompletionResult
 from .._convert import exception_fields, to_json
 from .._errors import ChunkwiseError, EventTooLarge, HTTPStatusError
-from .._events import ContentDelta, OutputTextDelta
+from .._events import ContentDelta, OutputTextDelta, TextDelta
 from .._http import http_status_error
-from .._parser import ChatStreamParser, ResponseStreamParser, StreamParser
+from .._parser import StreamParser
 from .._response_results import OutputItem, ResponseResult
 from .._results import ChatResult, ChoiceResult
 from .._server._pacing import TIMES_SUFFIX, RecordedTimes
-from .._sse import SSEDecoder
+from .._sse import DEFAULT_MAX_EVENT_SIZE, SSEDecoder
 from .._timings import TimingRecorder, Timings
 from ._common import (
     EXIT_OK,
@@ -67,10 +69,12 @@ from ._common import (
     read_times,
     status_text,
 )
+from ._options import COMMAND_APIS
 
 __all__ = ["add_inspect_command", "detect_api", "run_inspect"]
 
-Api = Literal["chat", "responses"]
+Api = Literal["chat", "responses", "completions"]
+Result = ChatResult | ResponseResult | CompletionResult
 
 _DEFAULT_READ_SIZE = 65536
 
@@ -88,8 +92,9 @@ def add_inspect_command(commands: CommandsAction) -> None:
         "inspect",
         help="parse a recorded stream and show what a client reconstructs",
         description=(
-            "Parse a recorded raw SSE body (chat completions or Responses API, told apart "
-            "by its events) and print the reconstruction: each choice's (or output item's) "
+            "Parse a recorded raw SSE body (chat completions, Responses API or legacy "
+            "completions, told apart by its events) and print the reconstruction: each "
+            "choice's (or output item's) "
             "text, reasoning, refusal and tool or function calls, the usage, anomalies "
             "and the stream's status.  A recording that starts with an HTTP status line "
             "and headers (as 'chunkwise record' writes) is accepted; a non-2xx status "
@@ -119,11 +124,12 @@ def add_inspect_command(commands: CommandsAction) -> None:
     )
     inspect.add_argument(
         "--api",
-        choices=("auto", "chat", "responses"),
+        choices=("auto", *COMMAND_APIS),
         default="auto",
         help=(
             "which API's stream this is (default auto: a Responses stream if an event "
-            "says response.*, else chat completions)"
+            "says response.*, legacy completions if a chunk is a text_completion or its "
+            "choices carry text, else chat completions)"
         ),
     )
     output = inspect.add_mutually_exclusive_group()
@@ -154,8 +160,7 @@ def run_inspect(args: argparse.Namespace) -> int:
             return EXIT_STREAM
         return _print_sse(body, args.read_size)
     api: Api = detect_api(body) if args.api == "auto" else args.api
-    parser: StreamParser[ChatResult | ResponseResult]
-    parser = ResponseStreamParser() if api == "responses" else ChatStreamParser()
+    parser = _parser(api)
     if error is not None:
         # The body is the server's error, not a stream: the result is that failure.
         parser.fail(error)
@@ -195,36 +200,43 @@ def run_inspect(args: argparse.Namespace) -> int:
 _DETECT_EVENTS = 64
 
 
-_API_NAMES: dict[Api, str] = {"chat": "chat completions", "responses": "Responses API"}
+def _parser(api: Api) -> StreamParser[Result]:
+    """``api``'s parser, as the client makes it for a request without tools or schema."""
+    parser: StreamParser[Result] = COMMAND_APIS[api].api.make_parser({}, DEFAULT_MAX_EVENT_SIZE)
+    return parser
 
 
-def _note_other_api(api: Api, result: ChatResult | ResponseResult, body: bytes) -> None:
-    """On stderr: the file looks like the other API's stream (``--api`` chose ``api``)."""
+def _note_other_api(api: Api, result: Result, body: bytes) -> None:
+    """On stderr: the file looks like another API's stream (``--api`` chose ``api``)."""
     seen = _detected_api(body)
     if seen is None or seen == api:
         return
     items = result.output if isinstance(result, ResponseResult) else result.choices
     nothing = not items and result.usage is None and result.id is None and result.error is None
-    what = f"this file looks like a {_API_NAMES[seen]} stream"
+    names = {name: entry.title for name, entry in COMMAND_APIS.items()}
+    what = f"this file looks like a {names[seen]} stream"
     advice = f"try --api {seen}, or leave --api out to tell from the stream"
     if nothing:
         message = (
-            f"every event was ignored: --api {api} reads {_API_NAMES[api]} "
+            f"every event was ignored: --api {api} reads {names[api]} "
             f"streams, and {what} ({advice})"
         )
     else:
-        message = f"note: {what}, not {_API_NAMES[api]} ({advice})"
+        message = f"note: {what}, not {names[api]} ({advice})"
     sys.stdout.flush()
     print(f"{PROG} inspect: {message}", file=sys.stderr)
 
 
 def detect_api(body: bytes) -> Api:
-    """Which API a recorded event-stream body comes from: ``"responses"`` or ``"chat"``.
+    """Which API a recorded event-stream body comes from: ``"responses"``, ``"completions"``
+    or ``"chat"``.
 
     The first event that tells decides: an ``event:`` field or a data
     ``type`` starting with ``response.`` (every Responses stream opens with
     ``response.created``; llama.cpp's too), a data ``object`` naming a
-    response, or ``choices`` / ``chat.completion.chunk`` for chat.  Events
+    response; ``text_completion``, or a choice with ``text`` and no
+    ``delta``, for legacy completions (llama.cpp, vLLM and TGI send the
+    object too); ``chat.completion.chunk`` or other ``choices`` for chat.  Events
     that tell nothing are skipped -- comments, keep-alive events, ``[DONE]``
     (some proxies add it to Responses streams), errors, data that is not
     JSON -- and the SSE decoder already takes a BOM and any line ending.  A
@@ -270,6 +282,13 @@ def _event_api(kind: str, data: str) -> Api | None:
         return "responses"
     if obj == "response":
         return "responses"
+    if obj == "text_completion":
+        return "completions"
+    choices = value.get("choices")
+    if obj != "chat.completion.chunk" and isinstance(choices, list):
+        shapes = [choice for choice in choices if isinstance(choice, dict)]
+        if any("text" in c for c in shapes) and not any("delta" in c for c in shapes):
+            return "completions"
     if obj == "chat.completion.chunk" or "choices" in value:
         return "chat"
     return None
@@ -356,7 +375,7 @@ def _print_sse(body: bytes, read_size: int) -> int:
 # -- human-readable description -------------------------------------------------
 
 
-def _describe(result: ChatResult, status_line: str | None) -> Iterator[str]:
+def _describe(result: ChatResult | CompletionResult, status_line: str | None) -> Iterator[str]:
     if status_line is not None:
         yield f"http: {printable(status_line)}"
         yield ""
@@ -364,7 +383,13 @@ def _describe(result: ChatResult, status_line: str | None) -> Iterator[str]:
         yield "no choices"
         yield ""
     for choice in result.choices:
-        yield from _describe_choice(choice)
+        if isinstance(choice, CompletionChoice):
+            yield f"choice {choice.index}"
+            yield "  text:" if choice.text else "  text: (empty)"
+            yield from _block(choice.text, "    ") if choice.text else ()
+        else:
+            yield from _describe_choice(choice)
+        yield from _choice_end(choice)
         yield ""
     yield from _describe_common(result)
     if result.system_fingerprint is not None:
@@ -391,6 +416,10 @@ def _describe_choice(choice: ChoiceResult) -> Iterator[str]:
         yield from _block(choice.refusal, "    ")
     for call in choice.tool_calls:
         yield from ("  " + line for line in describe_tool_call(call))
+
+
+def _choice_end(choice: ChoiceResult | CompletionChoice) -> Iterator[str]:
+    """Both chat and completion choices: logprobs counts and the finish reason."""
     if choice.logprobs:
         counts = [
             f"{key} {len(value)} tokens"
@@ -433,7 +462,7 @@ def _describe_error(error: ChunkwiseError) -> Iterator[str]:
         yield f"  {key}: {printable(text)}"
 
 
-def _describe_common(result: ChatResult | ResponseResult) -> Iterator[str]:
+def _describe_common(result: Result) -> Iterator[str]:
     # What both APIs' results have: usage, anomalies, id and model.
     if result.usage is None:
         yield "usage: none"
@@ -597,8 +626,7 @@ def _timeline(body: bytes, times: RecordedTimes, api: Api) -> Timeline:
     if times.response_head is not None:
         now = times.response_head
         recorder.response_head_now(None)
-    parser: StreamParser[ChatResult | ResponseResult]
-    parser = ResponseStreamParser() if api == "responses" else ChatStreamParser()
+    parser = _parser(api)
     parser.record_timings(recorder)
     text_length = 0
     tail = ""  # the last characters of the text so far
@@ -612,7 +640,9 @@ def _timeline(body: bytes, times: RecordedTimes, api: Api) -> Timeline:
         events = parser.feed(body[position : position + size])
         position += size
         added = "".join(
-            event.text for event in events if isinstance(event, (ContentDelta, OutputTextDelta))
+            event.text
+            for event in events
+            if isinstance(event, (ContentDelta, OutputTextDelta, TextDelta))
         )
         if recorder.last_output == stamp:
             output_reads += 1

@@ -3,9 +3,15 @@
 Where the endpoint is and which key to use (``--base-url``, ``--api-key-env``,
 else ``$OPENAI_BASE_URL`` and ``$OPENAI_API_KEY``), which model
 (``--model``, else ``$CHUNKWISE_MODEL``, else :data:`DEFAULT_MODEL`), which API
-(``--api``: chat completions, the default, or the Responses API), and how each
-API's request body is built from the same command-line options; and
-:func:`run_probe_command`, what both APIs' probes do with those options.
+(``--api``: chat completions, the default, the Responses API or legacy
+completions), and how each API's request body is built from the same
+command-line options; and :func:`run_probe_command`, what every API's probe
+does with those options.
+
+What differs between the APIs is held once, in :data:`COMMAND_APIS` (one
+:class:`CommandApi` a ``--api`` choice): the library's :class:`~chunkwise._stream.Api`
+(where to post, which parser) and how the options become its request body.
+Commands look their API up there rather than branching on its name.
 """
 
 from __future__ import annotations
@@ -21,9 +27,11 @@ from typing import Any
 import attrs
 import trio
 
+from .._apis import CHAT, COMPLETIONS, RESPONSES
 from .._endpoint import DEFAULT_BASE_URL, Endpoint, Timeouts
 from .._errors import InvalidEndpoint
 from .._retries import Retries
+from .._stream import Api
 from .._util import redact
 from ._common import (
     EXIT_OK,
@@ -35,14 +43,18 @@ from ._common import (
 )
 
 __all__ = [
+    "COMMAND_APIS",
     "DEFAULT_KEY_VARIABLE",
     "DEFAULT_MODEL",
+    "CommandApi",
     "add_api_option",
     "add_endpoint_options",
     "add_model_option",
     "add_request_options",
+    "build_completion_request",
     "build_request",
     "build_response_request",
+    "command_api",
     "endpoint_from_args",
     "flat_tool",
     "model_from_args",
@@ -60,7 +72,8 @@ def add_endpoint_options(parser: argparse.ArgumentParser) -> None:
         "--base-url",
         metavar="URL",
         help=(
-            "the API base URL; /chat/completions (with --api responses: /responses) is appended "
+            "the API base URL; /chat/completions (with --api responses: /responses, "
+            "--api completions: /completions) is appended "
             f"(default: $OPENAI_BASE_URL, else {DEFAULT_BASE_URL})"
         ),
     )
@@ -86,14 +99,14 @@ def add_model_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_api_option(parser: argparse.ArgumentParser) -> None:
-    """``--api {chat,responses}`` (default ``chat``)."""
+    """``--api {chat,responses,completions}`` (default ``chat``)."""
     parser.add_argument(
         "--api",
-        choices=("chat", "responses"),
+        choices=tuple(COMMAND_APIS),
         default="chat",
         help=(
-            "which API to call: chat completions (POST /chat/completions, the default) "
-            "or the Responses API (POST /responses)"
+            "which API to call: chat completions (POST /chat/completions, the default), "
+            "the Responses API (POST /responses) or legacy completions (POST /completions)"
         ),
     )
 
@@ -104,7 +117,10 @@ def add_request_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--system",
         metavar="TEXT",
-        help="a system message before the prompt (Responses API: instructions)",
+        help=(
+            "a system message before the prompt (Responses API: instructions; not for "
+            "--api completions)"
+        ),
     )
     parser.add_argument(
         "--max-tokens",
@@ -118,15 +134,15 @@ def add_request_options(parser: argparse.ArgumentParser) -> None:
         metavar="FILE.json",
         help=(
             "a JSON list of tool definitions to send (chat's nested function tools are "
-            "flattened for the Responses API)"
+            "flattened for the Responses API; not for --api completions)"
         ),
     )
     parser.add_argument(
         "--include-usage",
         action="store_true",
         help=(
-            "ask for a usage chunk (stream_options.include_usage; chat only: a Responses "
-            "stream always reports usage)"
+            "ask for a usage chunk (stream_options.include_usage; chat and completions: "
+            "a Responses stream always reports usage)"
         ),
     )
 
@@ -197,6 +213,83 @@ def build_response_request(
     if args.tools is not None:
         request["tools"] = [flat_tool(tool) for tool in _read_tools(args.tools)]
     return request
+
+
+def build_completion_request(
+    args: argparse.Namespace, prompt: str, environ: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The legacy completions request body the options describe (without ``stream``).
+
+    ``{"model", "prompt"}`` with ``max_tokens``, ``temperature`` and
+    ``stream_options.include_usage`` as for chat; a completion has no system
+    message and no tools, so ``--system`` and ``--tools`` are refused.
+    """
+    for given, option in ((args.system, "--system"), (args.tools, "--tools")):
+        if given is not None:
+            raise UsageError(f"{option} is for --api chat or responses: a completion has none")
+    request: dict[str, Any] = {"model": model_from_args(args, environ), "prompt": prompt}
+    if args.max_tokens is not None:
+        request["max_tokens"] = args.max_tokens
+    if args.temperature is not None:
+        request["temperature"] = args.temperature
+    if args.include_usage:
+        request["stream_options"] = {"include_usage": True}
+    return request
+
+
+@attrs.frozen(kw_only=True)
+class CommandApi:
+    """One ``--api`` choice: what the commands need to know about that API."""
+
+    #: The ``--api`` value.
+    name: str
+    #: What the API is called in messages ("chat completions"...).
+    title: str
+    #: Where to post and how to parse (the library's own table entry).
+    api: Api[Any]
+    #: The request body (without ``stream``) for a prompt and the options.
+    build: Callable[[argparse.Namespace, str], dict[str, Any]]
+    #: The body's member that holds the prompt (``bench --prompts`` objects).
+    prompt_key: str
+    #: Usage comes only when asked for (``stream_options.include_usage``).
+    usage_on_request: bool
+
+
+#: Every ``--api`` choice, the default first.
+COMMAND_APIS: Mapping[str, CommandApi] = {
+    entry.name: entry
+    for entry in (
+        CommandApi(
+            name="chat",
+            title="chat completions",
+            api=CHAT,
+            build=build_request,
+            prompt_key="messages",
+            usage_on_request=True,
+        ),
+        CommandApi(
+            name="responses",
+            title="Responses API",
+            api=RESPONSES,
+            build=build_response_request,
+            prompt_key="input",
+            usage_on_request=False,
+        ),
+        CommandApi(
+            name="completions",
+            title="legacy completions",
+            api=COMPLETIONS,
+            build=build_completion_request,
+            prompt_key="prompt",
+            usage_on_request=True,
+        ),
+    )
+}
+
+
+def command_api(args: argparse.Namespace) -> CommandApi:
+    """The :class:`CommandApi` ``--api`` chose."""
+    return COMMAND_APIS[args.api]
 
 
 def flat_tool(tool: dict[str, Any]) -> dict[str, Any]:

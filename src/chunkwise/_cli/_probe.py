@@ -11,6 +11,14 @@ At most three streamed requests are sent, one after the other:
 3. a request offering one simple function tool, with ``tool_choice:
    "required"``, to see how tool calls are streamed.
 
+``--api completions`` (:func:`probe_completions`) makes the same probe of a
+legacy ``/completions`` endpoint: requests 1 and 2 with a ``prompt``, and for
+the third, since a completion has no tools, a long answer cut by
+``max_tokens`` = :data:`CUT_AT`, to see how the cut is reported (OpenAI:
+``finish_reason: "length"``).  What differs between the two is one
+:class:`Plan` (:data:`CHAT_PLAN`, :data:`COMPLETIONS_PLAN`); the requests, the
+wire analysis and the findings are the same code.
+
 Each response body is read through :func:`chunkwise._http.open_http_response`
 and every read is fed both to a :class:`~chunkwise.ChatStreamParser` (what a
 client reconstructs: status, finish reasons, usage, first-token time) and kept
@@ -34,11 +42,20 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .._apis import CHAT
+import attrs
+
+from .._apis import CHAT, COMPLETIONS
+from .._completions import CompletionResult, CompletionStreamParser
 from .._endpoint import Endpoint
 from .._errors import ChunkwiseError
-from .._events import ContentDelta, ReasoningDelta, ToolCallArgumentsDelta, ToolCallStarted
-from .._parser import ChatStreamParser
+from .._events import (
+    ContentDelta,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallArgumentsDelta,
+    ToolCallStarted,
+)
+from .._parser import ChatStreamParser, StreamParser
 from .._results import ChatResult
 from .._sse import SSEDecoder
 from ._common import (
@@ -62,12 +79,25 @@ from ._options import (
     run_probe_command,
 )
 
-__all__ = ["add_probe_command", "analyze_body", "probe", "render_table"]
+__all__ = [
+    "CHAT_PLAN",
+    "COMPLETIONS_PLAN",
+    "CUT_AT",
+    "Plan",
+    "add_probe_command",
+    "analyze_body",
+    "probe",
+    "probe_completions",
+    "render_table",
+]
 
 DEFAULT_TIMEOUT = 60.0
 
 TEXT_PROMPT = "Reply with one short sentence saying hello."
 TOOL_PROMPT = "What is the weather in Paris? Use the get_weather tool."
+LONG_PROMPT = "Count from 1 to 200, the numbers separated by spaces:"
+#: ``max_tokens`` of the completions probe's cut request.
+CUT_AT = 16
 WEATHER_TOOL: dict[str, Any] = {
     "type": "function",
     "function": {
@@ -105,7 +135,10 @@ def add_probe_command(
             "request, one cut by max_output_tokens and one with a function tool, reporting "
             "sequence_number/output_index/content_index, the finishing (.done) events, "
             "keep-alive events and comments, [DONE], how truncation is reported, error "
-            "shapes and the final status."
+            "shapes and the final status.  With --api completions: the chat checks that "
+            "apply to legacy completions (content type, [DONE], include_usage, "
+            "keep-alive comments, line endings, data: spacing, finish reasons, latencies) "
+            "and, instead of the tool request, one cut by max_tokens."
         ),
         epilog=(
             "exit status: 0 streaming works, 1 streaming is broken, 2 bad usage, 130 interrupted"
@@ -126,14 +159,13 @@ def add_probe_command(
     )
 
     def handler(args: argparse.Namespace) -> int:
-        return responses(args) if args.api == "responses" else run_probe(args)
+        if args.api == "responses":
+            return responses(args)
+        return run_probe_command(
+            args, probe_completions if args.api == "completions" else probe, render_table
+        )
 
     probe_parser.set_defaults(handler=handler)
-
-
-def run_probe(args: argparse.Namespace) -> int:
-    """The ``probe`` command: returns the exit status."""
-    return run_probe_command(args, probe, render_table)
 
 
 # -- wire analysis ----------------------------------------------------------------
@@ -291,23 +323,120 @@ def _tool_pattern(
 # -- the probe --------------------------------------------------------------------
 
 
-def _text_request(model: str, include_usage: bool) -> dict[str, Any]:
-    request: dict[str, Any] = {
-        "model": model,
-        "messages": [{"role": "user", "content": TEXT_PROMPT}],
+Result = ChatResult | CompletionResult
+
+
+@attrs.frozen(kw_only=True)
+class Plan:
+    """What differs between the chat and the completions probe."""
+
+    #: Where the requests go.
+    path: str
+    #: A parser for one answer (no tools: validating arguments would need the
+    #: optional jsonschema, and the probe only looks at how calls are streamed).
+    parser: Callable[[], StreamParser[Result]]
+    #: The events whose first arrival is the first token.
+    first_token: tuple[type[Any], ...]
+    #: The body asking for :data:`TEXT_PROMPT` (its input) given the model.
+    text: Callable[[str], dict[str, Any]]
+    #: The third request, given the model and whether include_usage was
+    #: honoured, and its label.
+    last: Callable[[str, bool], dict[str, Any]]
+    last_label: str
+    #: The finding the third request gives: its key and how it is found.
+    last_key: str
+    last_finding: Callable[[Exchange[Any] | None], dict[str, Any]]
+    #: Whether an answer holds some output.
+    has_output: Callable[[Any], bool]
+
+
+def _tool_finding(tools: Exchange[Any] | None) -> dict[str, Any]:
+    if tools is None:
+        return {"verdict": "not tried"}
+    if not tools.streamed:
+        return {"verdict": "rejected", "error": tools.error}
+    pattern = analyze_body(bytes(tools.body))["tool_calls"]
+    if pattern is None:
+        return {"verdict": "no tool call made"}
+    return {"verdict": "streamed", **pattern}
+
+
+def _cut_finding(cut: Exchange[Any] | None) -> dict[str, Any]:
+    """How an answer cut by ``max_tokens`` ends: its finish reason and usage."""
+    if cut is None:
+        return {"verdict": "not tried"}
+    if not cut.streamed or cut.result is None:
+        return {"verdict": "rejected", "error": cut.error}
+    result = cut.result
+    reasons = [c.finish_reason for c in result.choices if c.finish_reason]
+    tokens = (result.usage or {}).get("completion_tokens")
+    reason = ", ".join(dict.fromkeys(reasons)) or "none"
+    if result.status != "complete":
+        verdict = f"stream {status_text(result)}"
+    elif isinstance(tokens, int) and tokens > CUT_AT:
+        verdict = f"finish_reason {reason}, {tokens} completion_tokens: max_tokens was ignored"
+    elif "length" in reasons:
+        verdict = f"finish_reason {reason}"
+    else:
+        verdict = f"finish_reason {reason}: no cut reported"
+    return {
+        "verdict": verdict,
+        "finish_reasons": reasons,
+        "completion_tokens": tokens,
+        "max_tokens": CUT_AT,
+        "status": status_text(result),
     }
+
+
+CHAT_PLAN = Plan(
+    path=CHAT.path,
+    parser=ChatStreamParser,
+    first_token=(ContentDelta, ReasoningDelta, ToolCallStarted, ToolCallArgumentsDelta),
+    text=lambda model: {"model": model, "messages": [{"role": "user", "content": TEXT_PROMPT}]},
+    last=lambda model, _usage: {
+        "model": model,
+        "messages": [{"role": "user", "content": TOOL_PROMPT}],
+        "tools": [WEATHER_TOOL],
+        "tool_choice": "required",
+    },
+    last_label="tool call",
+    last_key="tool_calls",
+    last_finding=_tool_finding,
+    has_output=lambda result: any(c.content or c.reasoning or c.tool_calls for c in result.choices),
+)
+COMPLETIONS_PLAN = Plan(
+    path=COMPLETIONS.path,
+    parser=CompletionStreamParser,
+    first_token=(TextDelta,),
+    text=lambda model: {"model": model, "prompt": TEXT_PROMPT},
+    # With usage when the server gives it, to tell an ignored max_tokens from a short answer.
+    last=lambda model, usage: _with_usage(
+        {"model": model, "prompt": LONG_PROMPT, "max_tokens": CUT_AT}, usage
+    ),
+    last_label=f"max_tokens {CUT_AT}",
+    last_key="max_tokens_cut",
+    last_finding=_cut_finding,
+    has_output=lambda result: any(c.text for c in result.choices),
+)
+
+
+def _with_usage(request: dict[str, Any], include_usage: bool) -> dict[str, Any]:
     if include_usage:
         request["stream_options"] = {"include_usage": True}
     return request
 
 
-def _tool_request(model: str) -> dict[str, Any]:
-    return {
-        "model": model,
-        "messages": [{"role": "user", "content": TOOL_PROMPT}],
-        "tools": [WEATHER_TOOL],
-        "tool_choice": "required",
-    }
+async def probe_completions(
+    endpoint: Endpoint,
+    model: str,
+    time_limit: float = DEFAULT_TIMEOUT,
+    *,
+    key_variable: str = DEFAULT_KEY_VARIABLE,
+) -> dict[str, Any]:
+    """:func:`probe` of a legacy completions endpoint (:data:`COMPLETIONS_PLAN`)."""
+    return await probe(
+        endpoint, model, time_limit, key_variable=key_variable, plan=COMPLETIONS_PLAN
+    )
 
 
 async def probe(
@@ -316,30 +445,29 @@ async def probe(
     time_limit: float = DEFAULT_TIMEOUT,
     *,
     key_variable: str = DEFAULT_KEY_VARIABLE,
+    plan: Plan = CHAT_PLAN,
 ) -> dict[str, Any]:
     """Run the probe requests against ``endpoint`` and return the findings.
 
     ``key_variable`` names where the key came from, for the hint when none was sent.
     """
-    exchanges: list[Exchange[ChatResult]] = []
+    exchanges: list[Exchange[Result]] = []
 
-    async def exchange(request: dict[str, Any], label: str) -> Exchange[ChatResult]:
+    async def exchange(request: dict[str, Any], label: str) -> Exchange[Result]:
         done = await probe_exchange(
             endpoint,
             request,
             label,
             time_limit,
             key_variable,
-            path=CHAT.path,
-            # No tools: validating arguments would need the optional jsonschema,
-            # and the probe only looks at how calls are streamed.
-            parser=ChatStreamParser(),
-            first_token=(ContentDelta, ReasoningDelta, ToolCallStarted, ToolCallArgumentsDelta),
+            path=plan.path,
+            parser=plan.parser(),
+            first_token=plan.first_token,
         )
         exchanges.append(done)
         return done
 
-    first = await exchange(_text_request(model, True), "text + include_usage")
+    first = await exchange(_with_usage(plan.text(model), True), "text + include_usage")
     text = first
     usage: dict[str, Any]
     if first.streamed:
@@ -361,7 +489,7 @@ async def probe(
         and 400 <= first.status_code < 500
         and first.status_code not in _NOT_ABOUT_THE_BODY
     ):
-        second = await exchange(_text_request(model, False), "text")
+        second = await exchange(_with_usage(plan.text(model), False), "text")
         text = second
         usage = {
             "verdict": "rejected" if second.streamed else "unknown",
@@ -370,18 +498,19 @@ async def probe(
         }
     else:
         usage = {"verdict": "unknown", "error": None, "positions": []}
-    tools: Exchange[ChatResult] | None = None
+    last: Exchange[Result] | None = None
     if text.streamed:
-        tools = await exchange(_tool_request(model), "tool call")
-    return _findings(endpoint, model, exchanges, text, tools, usage)
+        last = await exchange(plan.last(model, usage["verdict"] == "honoured"), plan.last_label)
+    return _findings(endpoint, model, plan, exchanges, text, last, usage)
 
 
 def _findings(
     endpoint: Endpoint,
     model: str,
-    exchanges: list[Exchange[ChatResult]],
-    text: Exchange[ChatResult],
-    tools: Exchange[ChatResult] | None,
+    plan: Plan,
+    exchanges: list[Exchange[Result]],
+    text: Exchange[Result],
+    last: Exchange[Result] | None,
     usage: dict[str, Any],
 ) -> dict[str, Any]:
     analyses = [analyze_body(bytes(e.body)) for e in exchanges if e.streamed]
@@ -392,10 +521,10 @@ def _findings(
     elif text_result is not None:
         if text_result.status != "complete":
             problems.append(f"{text.label}: stream {status_text(text_result)}")
-        if not any(c.content or c.reasoning or c.tool_calls for c in text_result.choices):
+        if not plan.has_output(text_result):
             problems.append(f"{text.label}: no content")
-    if tools is not None and tools.result is not None and tools.result.status != "complete":
-        problems.append(f"{tools.label}: stream {status_text(tools.result)}")
+    if last is not None and last.result is not None and last.result.status != "complete":
+        problems.append(f"{last.label}: stream {status_text(last.result)}")
 
     endings: Counter[str] = Counter()
     data_spacing: set[str] = set()
@@ -423,18 +552,6 @@ def _findings(
             if choice.finish_reason is not None and choice.finish_reason not in finish_reasons:
                 finish_reasons.append(choice.finish_reason)
 
-    tool_findings: dict[str, Any]
-    if tools is None:
-        tool_findings = {"verdict": "not tried"}
-    elif not tools.streamed:
-        tool_findings = {"verdict": "rejected", "error": tools.error}
-    else:
-        pattern = analyze_body(bytes(tools.body))["tool_calls"]
-        if pattern is None:
-            tool_findings = {"verdict": "no tool call made"}
-        else:
-            tool_findings = {"verdict": "streamed", **pattern}
-
     # What only a streamed body shows is unknown (null) when no body streamed,
     # rather than an empty list that would read as "none seen".
     observed = bool(analyses)
@@ -447,7 +564,7 @@ def _findings(
         "content_type": text.content_type,
         "done_sent": done_sent,
         "include_usage": usage,
-        "tool_calls": tool_findings,
+        plan.last_key: plan.last_finding(last),
         "reasoning_fields": sorted(reasoning) if observed else None,
         "keep_alive_comments": (
             {"count": comment_count, "examples": comment_examples} if observed else None
@@ -476,8 +593,7 @@ def render_table(findings: Mapping[str, Any]) -> str:
         ("content type", content_type),
         ("[DONE] sent", yes_no(findings["done_sent"])),
         ("include_usage", _usage_cell(findings["include_usage"])),
-        ("tool-call streaming", _tool_cell(findings["tool_calls"])),
-        ("reasoning field", list_cell(findings["reasoning_fields"], "none")),
+        *_last_rows(findings),
         ("keep-alive comments", comments_cell(findings["keep_alive_comments"])),
         ("line endings", list_cell(findings["line_endings"], "(none)")),
         ("data: spacing", list_cell(findings["data_spacing"], "(none)")),
@@ -486,6 +602,18 @@ def render_table(findings: Mapping[str, Any]) -> str:
         ("time to first token", ms_cell(findings["first_token_ms"])),
     ]
     return render_probe_report(f"model {findings['model']}", rows, findings)
+
+
+def _last_rows(findings: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Chat's tool-call and reasoning rows, or completions' max_tokens cut."""
+    if "max_tokens_cut" in findings:
+        cut = findings["max_tokens_cut"]
+        text = f"rejected: {cut['error']}" if cut["verdict"] == "rejected" else cut["verdict"]
+        return [(f"max_tokens {CUT_AT} cut", str(text))]
+    return [
+        ("tool-call streaming", _tool_cell(findings["tool_calls"])),
+        ("reasoning field", list_cell(findings["reasoning_fields"], "none")),
+    ]
 
 
 def _usage_cell(usage: Mapping[str, Any]) -> str:

@@ -29,8 +29,10 @@ has none.
 
 ``--api responses`` posts to the Responses API's ``/responses`` instead of
 ``/chat/completions`` (the request built from the same options, see
-:func:`~._options.build_response_request`); the recording is made the same way,
-and only the status line on stderr reads the stream as a Responses stream.
+:func:`~._options.build_response_request`), ``--api completions`` to legacy
+``/completions`` (:func:`~._options.build_completion_request`); the recording
+is made the same way, and only the status line on stderr reads the stream, with
+that API's parser (:data:`~._options.COMMAND_APIS`).
 
 The request goes through the client's one request lifecycle,
 :func:`~chunkwise._http.open_http_response`, with ``check=False`` so that an
@@ -51,16 +53,18 @@ from typing import IO
 import attrs
 import trio
 
-from .._apis import CHAT, RESPONSES
+from .._apis import CHAT
+from .._completions import CompletionResult
 from .._endpoint import Endpoint
 from .._errors import ChunkwiseError
 from .._headers import Headers
 from .._http import HTTPResponse, http_status_error, send_http_request
-from .._parser import ChatStreamParser, ResponseStreamParser, StreamParser
+from .._parser import ChatStreamParser, StreamParser
 from .._response_results import ResponseResult
 from .._results import ChatResult
 from .._retries import Retries
 from .._server._pacing import TIMES_SUFFIX, RecordedTimes
+from .._sse import DEFAULT_MAX_EVENT_SIZE
 from .._timings import TimingRecorder
 from .._util import redact, secret
 from ._common import (
@@ -79,8 +83,7 @@ from ._options import (
     add_api_option,
     add_endpoint_options,
     add_request_options,
-    build_request,
-    build_response_request,
+    command_api,
     endpoint_from_args,
 )
 
@@ -97,7 +100,8 @@ def add_record_command(commands: CommandsAction) -> None:
         help="save a raw streamed response (status, headers, body) for a bug report",
         description=(
             "Send a streaming chat-completions request (with --api responses: a Responses "
-            "API request) and save the response as received: "
+            "API request, --api completions: a legacy completions request) and save the "
+            "response as received: "
             "the status line, the headers, a blank line, then the body bytes as they "
             "arrive (after transfer decoding), never changed.  Error responses are saved "
             "too.  Beside FILE goes FILE.times.json: when the head and each read of the "
@@ -114,7 +118,10 @@ def add_record_command(commands: CommandsAction) -> None:
         ),
     )
     record.add_argument(
-        "prompt", metavar="PROMPT", nargs="?", help="the user message (or --request-json)"
+        "prompt",
+        metavar="PROMPT",
+        nargs="?",
+        help="the user message (--api completions: the prompt), or --request-json",
     )
     record.add_argument(
         "-o",
@@ -152,7 +159,9 @@ class Recording:
     error: ChunkwiseError | None = None
     error_body: bytearray = attrs.field(factory=bytearray)
     # Reads the stream only for the status line on stderr: no tools, no schema.
-    parser: StreamParser[ChatResult | ResponseResult] = attrs.field(factory=ChatStreamParser)
+    parser: StreamParser[ChatResult | ResponseResult | CompletionResult] = attrs.field(
+        factory=ChatStreamParser
+    )
 
 
 class KeyWatch:
@@ -181,12 +190,12 @@ def run_record(args: argparse.Namespace) -> int:
     # No retries: a recording is what the server answered to one request.
     endpoint = attrs.evolve(endpoint_from_args(args), retries=Retries(max_retries=0))
     body = _request_body(args)
-    responses = args.api == "responses"
+    api = command_api(args).api
     recording = Recording(
         key_watch=KeyWatch(endpoint.api_key),
-        parser=ResponseStreamParser() if responses else ChatStreamParser(),
+        parser=api.make_parser({}, DEFAULT_MAX_EVENT_SIZE),
     )
-    path = RESPONSES.path if responses else CHAT.path
+    path = api.path
     name = "stdout" if args.output == "-" else repr(args.output)
     interrupted = False
     with _open_output(args.output) as out:
@@ -269,10 +278,7 @@ def _request_body(args: argparse.Namespace) -> bytes:
         return body
     if args.prompt is None:
         raise UsageError("give PROMPT or --request-json FILE")
-    if args.api == "responses":
-        request = {**build_response_request(args, args.prompt), "stream": True}
-    else:
-        request = {**build_request(args, args.prompt), "stream": True}
+    request = {**command_api(args).build(args, args.prompt), "stream": True}
     return json.dumps(request, ensure_ascii=False).encode()
 
 
