@@ -19,9 +19,13 @@ SRC = Path(chunkwise.__file__).resolve().parent
 
 #: Layers 1-3: no trio, no network; usable on chunks decoded by another client.
 SANS_IO = {
-    "chunkwise._accumulator",
     "chunkwise._anomalies",
-    "chunkwise._choices",
+    "chunkwise._chat",
+    "chunkwise._chat.accumulator",
+    "chunkwise._chat.choices",
+    "chunkwise._chat.parser",
+    "chunkwise._chat.results",
+    "chunkwise._chunks",
     "chunkwise._completions",
     "chunkwise._completions.accumulator",
     "chunkwise._completions.parser",
@@ -33,9 +37,11 @@ SANS_IO = {
     "chunkwise._parser",
     "chunkwise._partial_json",
     "chunkwise._payloads",
-    "chunkwise._response_accumulator",
-    "chunkwise._response_items",
-    "chunkwise._response_results",
+    "chunkwise._responses",
+    "chunkwise._responses.accumulator",
+    "chunkwise._responses.items",
+    "chunkwise._responses.parser",
+    "chunkwise._responses.results",
     "chunkwise._results",
     "chunkwise._sse",
     "chunkwise._structured",
@@ -216,11 +222,26 @@ def test_rule_3_testing_is_a_face_over_the_servers() -> None:
     assert bad == []
 
 
-def test_rule_4_no_import_cycle() -> None:
+def parents(module: str) -> Iterator[str]:
+    """The packages Python imports (runs the ``__init__`` of) before ``module``."""
+    parts = module.split(".")
+    for end in range(1, len(parts)):
+        yield ".".join(parts[:end])
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Who imports whom; importing ``a.b.c`` also runs ``a`` and ``a.b`` first."""
     graph: dict[str, set[str]] = {name: set() for name in modules()}
     for imp in INTERNAL:
-        if imp.imported in graph and imp.imported != imp.importer:
-            graph[imp.importer].add(imp.imported)
+        for imported in (*parents(imp.imported), imp.imported):
+            # A module of a package does not run its package's ``__init__`` again.
+            if imported in graph and not within(imp.importer, imported):
+                graph[imp.importer].add(imported)
+    return graph
+
+
+def test_rule_4_no_import_cycle() -> None:
+    graph = import_graph()
     cycles: list[list[str]] = []
     state: dict[str, int] = {}  # 1 visiting, 2 done
     stack: list[str] = []
@@ -293,6 +314,63 @@ def test_rule_5_no_module_uses_another_modules_underscore_attributes() -> None:
                 and node.attr not in own
             ):
                 bad.append(f"{name}:{node.lineno} uses {ast.unparse(node)}")
+    assert bad == []
+
+
+#: One package per API, over the shared sans-IO core (rule 6).
+API_PACKAGES = ("chunkwise._chat", "chunkwise._completions", "chunkwise._responses")
+#: The kinds of module every API package holds.
+API_MODULES = {"accumulator", "parser", "results"}
+#: Besides those, the state an API's accumulator keeps while a stream runs.
+API_STATE = {"chunkwise._chat": {"choices"}, "chunkwise._responses": {"items"}}
+
+
+def api_package(module: str) -> str | None:
+    return next((package for package in API_PACKAGES if within(module, package)), None)
+
+
+@pytest.mark.parametrize("package", API_PACKAGES)
+def test_rule_6_every_api_package_holds_the_same_kinds_of_module(package: str) -> None:
+    held = {
+        name.removeprefix(package + ".") for name in modules() if name.startswith(package + ".")
+    }
+    assert held == API_MODULES | API_STATE.get(package, set())
+    assert {package} | {f"{package}.{name}" for name in held} <= SANS_IO
+
+
+@pytest.mark.parametrize("package", API_PACKAGES)
+def test_rule_6_every_api_package_exports_its_accumulator_parser_and_results(
+    package: str,
+) -> None:
+    # The package's ``__init__`` is its face: every name its accumulator,
+    # parser and results modules export, and nothing else.
+    exported = set(sys.modules[package].__all__)
+    own = {
+        name for kind in sorted(API_MODULES) for name in sys.modules[f"{package}.{kind}"].__all__
+    }
+    assert exported == own
+    assert {name for name in exported if name.endswith("Accumulator")} != set()
+    assert {name for name in exported if name.endswith("StreamParser")} != set()
+
+
+def test_rule_6_no_api_package_reaches_another() -> None:
+    # Not directly, and not through the core: the core knows no API.
+    graph = import_graph()
+    bad = []
+    for package in API_PACKAGES:
+        seen: set[str] = set()
+        todo = [name for name in graph if within(name, package)]
+        while todo:
+            node = todo.pop()
+            for nxt in graph[node]:
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        bad += [
+            f"{package} reaches {name}"
+            for name in sorted(seen)
+            if api_package(name) not in (None, package)
+        ]
     assert bad == []
 
 

@@ -7,7 +7,6 @@ need no trio.  Layers 4-5 (HTTP over trio, fan-out to subscribers) build on
 them.
 """
 
-from ._accumulator import ChatAccumulator
 from ._apis import (
     cancel_response,
     complete_chat,
@@ -17,6 +16,7 @@ from ._apis import (
     open_completion_stream,
     open_response_stream,
 )
+from ._chat import ChatAccumulator, ChatResult, ChatStreamParser, ChoiceResult
 from ._client import Client
 from ._completions import (
     CompletionAccumulator,
@@ -90,12 +90,18 @@ from ._events import (
 from ._fanout import DEFAULT_BUFFER_SIZE, Batch, Family
 from ._headers import Headers
 from ._json_patches import Patch, apply_patches
-from ._parser import ChatStreamParser, ResponseStreamParser
 from ._partial_json import PartialJSON, partial_json
 from ._pool import PoolStats
-from ._response_accumulator import ResponseAccumulator
-from ._response_results import ContentPart, FunctionCall, OutputItem, ResponseResult
-from ._results import Anomaly, ChatResult, ChoiceResult, IncompleteReason, Status, ToolCall
+from ._responses import ResponseAccumulator, ResponseResult, ResponseStreamParser
+from ._results import (
+    Anomaly,
+    ContentPart,
+    FunctionCall,
+    IncompleteReason,
+    OutputItem,
+    Status,
+    ToolCall,
+)
 from ._retries import Retries
 from ._sse import DEFAULT_MAX_EVENT_SIZE, ServerSentEvent, SSEDecoder
 from ._stream import ChatStream, CompletionStream, ResponseStream

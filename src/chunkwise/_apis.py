@@ -16,11 +16,11 @@ from typing import Any
 
 import trio
 
+from ._chat import ChatResult, ChatStreamParser
 from ._completions import CompletionResult, CompletionStreamParser
 from ._endpoint import Endpoint
-from ._parser import ChatStreamParser, ResponseStreamParser, StreamParser
-from ._response_results import ResponseResult
-from ._results import ChatResult
+from ._parser import StreamParser
+from ._responses import ResponseResult, ResponseStreamParser
 from ._resume import Attach, cancel
 from ._sse import DEFAULT_MAX_EVENT_SIZE
 from ._stream import Api, ChatStream, CompletionStream, ResponseStream, complete, open_stream

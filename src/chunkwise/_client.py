@@ -20,12 +20,12 @@ from types import TracebackType
 from typing import Any
 
 from ._apis import CHAT, COMPLETIONS, RESPONSES, attach_to
+from ._chat import ChatResult
 from ._completions import CompletionResult
 from ._endpoint import Endpoint
 from ._http11 import Connection
 from ._pool import ConnectionPool, PoolSettings, PoolStats
-from ._response_results import ResponseResult
-from ._results import ChatResult
+from ._responses import ResponseResult
 from ._resume import cancel
 from ._sse import DEFAULT_MAX_EVENT_SIZE
 from ._stream import ChatStream, CompletionStream, ResponseStream, complete, open_stream

@@ -18,9 +18,10 @@ from typing import Any
 
 import attrs
 
+from ._chat import ChatResult, ChoiceResult
 from ._errors import ChunkwiseError, ToolArgumentsError
 from ._events import Event
-from ._results import ChatResult, ChoiceResult, ToolCall
+from ._results import ToolCall
 
 __all__ = [
     "completion_document",

@@ -36,8 +36,7 @@ import attrs
 
 from ._errors import ChunkwiseError, StreamError
 from ._json_patches import Patch
-from ._response_results import FunctionCall, OutputItem
-from ._results import Anomaly, IncompleteReason, ToolCall
+from ._results import Anomaly, FunctionCall, IncompleteReason, OutputItem, ToolCall
 
 __all__ = [
     "AnomalyDetected",

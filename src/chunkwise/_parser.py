@@ -1,11 +1,12 @@
-"""Layers 1-3 together: bytes of an SSE body in, stream events out, for either API.
+"""Layers 1-3 together: bytes of an SSE body in, stream events out, for every API.
 
 :class:`StreamParser` composes an SSE decoder (a
 :class:`~chunkwise._sse.PairDecoder`: an :class:`~chunkwise.SSEDecoder`
 giving (event type, data) pairs) and an
 accumulator through their public methods (wsproto's ``WSConnection`` composing
-two machines is the model); :class:`ChatStreamParser` and
-:class:`ResponseStreamParser` are the two choices of accumulator.  Whatever the
+two machines is the model).  Each API package gives it its accumulator in its
+own ``parser`` module: :class:`~chunkwise.ChatStreamParser`,
+:class:`~chunkwise.ResponseStreamParser`, :class:`~chunkwise.CompletionStreamParser`.  Whatever the
 server sends, ``feed()`` and ``end()`` do not raise: a stream that cannot be
 interpreted ends with :class:`~chunkwise.StreamFailed`, and ``result`` keeps
 everything received before.
@@ -13,10 +14,9 @@ everything received before.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Generic, Protocol, TypeVar
 
-from ._accumulator import ChatAccumulator
 from ._errors import ChunkwiseError, EventTooLarge, LocalProtocolError
 from ._events import (
     ContentDelta,
@@ -31,9 +31,7 @@ from ._events import (
     TextDelta,
     ToolCallArgumentsDelta,
 )
-from ._response_accumulator import ResponseAccumulator
-from ._response_results import ResponseResult
-from ._results import Anomaly, ChatResult, IncompleteReason
+from ._results import Anomaly, IncompleteReason
 from ._sse import DEFAULT_MAX_EVENT_SIZE, PairDecoder
 from ._timings import TimingRecorder, Timings
 
@@ -41,8 +39,6 @@ __all__ = [
     "CONTENT_EVENTS",
     "OUTPUT_EVENTS",
     "Accumulator",
-    "ChatStreamParser",
-    "ResponseStreamParser",
     "StreamParser",
 ]
 
@@ -251,85 +247,3 @@ class StreamParser(Generic[R]):
         if decoder.error is not None:
             events += self._accumulator.fail(decoder.error)
         return events
-
-
-class ChatStreamParser(StreamParser[ChatResult]):
-    """Sans-IO parser of a streamed chat completion: ``feed()`` bytes, get events.
-
-    An :class:`~chunkwise.SSEDecoder` (with llama.cpp's legacy ``error:``
-    field enabled) and a :class:`~chunkwise.ChatAccumulator`.
-
-    Args:
-        tools: The request's ``tools``, to validate tool-call arguments.
-        response_format: The request's ``response_format``: when it asks for
-            JSON, each finished choice's content is parsed and validated
-            (:attr:`ChoiceResult.parsed`).
-        max_event_size: Passed to the :class:`~chunkwise.SSEDecoder`.
-    """
-
-    def __init__(
-        self,
-        *,
-        tools: Iterable[Mapping[str, Any]] | None = None,
-        response_format: Mapping[str, Any] | None = None,
-        max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
-    ) -> None:
-        super().__init__(
-            ChatAccumulator(tools=tools, response_format=response_format),
-            max_event_size=max_event_size,
-        )
-
-
-class ResponseStreamParser(StreamParser[ResponseResult]):
-    """Sans-IO parser of a streamed Responses API body (``POST /responses``).
-
-    An :class:`~chunkwise.SSEDecoder` and a :class:`~chunkwise.ResponseAccumulator`.
-
-    Args:
-        tools: The request's ``tools``, to validate function-call arguments.
-        text_format: The request's ``text.format``: when it asks for JSON, the
-            message text of a completed response is parsed and validated
-            (:attr:`ResponseResult.parsed`).
-        max_output_tokens: The request's ``max_output_tokens`` (see
-            :class:`~chunkwise.ResponseAccumulator`).
-        max_event_size: Passed to the :class:`~chunkwise.SSEDecoder`.
-    """
-
-    def __init__(
-        self,
-        *,
-        tools: Iterable[Mapping[str, Any]] | None = None,
-        text_format: Mapping[str, Any] | None = None,
-        max_output_tokens: int | None = None,
-        max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
-    ) -> None:
-        self._responses = ResponseAccumulator(
-            tools=tools, text_format=text_format, max_output_tokens=max_output_tokens
-        )
-        super().__init__(self._responses, max_event_size=max_event_size)
-
-    # -- a background response over several connections (chunkwise._resume) ---------
-
-    def resume_point(self) -> tuple[str, int] | None:
-        """The response id and the last sequence number, once both are known; else None.
-
-        A stream can be resumed (``GET /responses/{id}?stream=true&starting_after=N``)
-        only from there: without an id there is nothing to ask for, without a
-        number nothing to start after.
-        """
-        result, number = self.result, self._responses.last_sequence_number
-        return None if result.id is None or number is None else (result.id, number)
-
-    def resume(self) -> None:
-        """The body goes on in a new response, after :meth:`resume_point`'s number."""
-        self.restart()
-        self._responses.resume()
-
-    def start_after(self, sequence_number: int) -> None:
-        """The body starts after event ``sequence_number`` (attached mid-way)."""
-        self._responses.start_after(sequence_number)
-
-    def end_from_response(self, response: Mapping[str, Any]) -> list[Event]:
-        """End with a response object fetched whole (polled), not streamed to its end."""
-        self._ended = True
-        return self._responses.end_from_response(response)

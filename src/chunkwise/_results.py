@@ -1,4 +1,14 @@
-"""Results: immutable snapshots of what a stream has delivered so far."""
+"""The shared core of results: what every API's result is made of.
+
+Each API package (:mod:`chunkwise._chat`, :mod:`chunkwise._responses`,
+:mod:`chunkwise._completions`) holds its own result classes in its
+``results`` module; this module holds only what they share: the
+:data:`Status`, the :class:`IncompleteReason`, the :class:`Anomaly`, and the
+values the events of :mod:`chunkwise._events` carry: :class:`ToolCall` (a
+chat tool call) and the Responses API's :class:`OutputItem`,
+:class:`ContentPart` and :class:`FunctionCall` (a :class:`ToolCall` with the
+``call_id`` the next request answers with).
+"""
 
 from __future__ import annotations
 
@@ -8,21 +18,15 @@ from typing import Any, Literal
 
 import attrs
 
-from ._errors import (
-    ChunkwiseError,
-    StreamError,
-    StructuredOutputError,
-    ToolArgumentsError,
-    raise_itself,
-)
+from ._errors import ToolArgumentsError, raise_itself
 from ._payloads import copy_json, parse_json
-from ._timings import Timings
 
 __all__ = [
     "Anomaly",
-    "ChatResult",
-    "ChoiceResult",
+    "ContentPart",
+    "FunctionCall",
     "IncompleteReason",
+    "OutputItem",
     "Status",
     "ToolCall",
 ]
@@ -154,112 +158,88 @@ class ToolCall:
 
 
 @attrs.frozen(kw_only=True)
-class ChoiceResult:
-    """What one choice delivered.
+class ContentPart:
+    """One part of an output item: a message's text or refusal, or reasoning text.
 
-    ``content`` is ``""`` when no text arrived; ``refusal`` and ``reasoning``
-    are ``None`` when none arrived.  ``finish_reason`` is the raw string sent,
-    or ``None`` while the choice is unfinished -- and for a choice the server
-    finished with ``data: [DONE]`` without ever sending one (a ``missing
-    finish_reason`` anomaly says so): :attr:`finished` is then true.
-
-    When the request's ``response_format`` asked for JSON, a finished
-    choice's content is parsed and validated once, at the end of the stream:
-    :attr:`parsed` holds the value, :attr:`parse_error` a
-    :class:`~chunkwise.StructuredOutputError` (raw text in ``.raw``); both
-    are None when no JSON was asked for, the choice did not finish, or it
-    refused.  A choice finished by ``[DONE]`` alone is parsed: the server
-    said the stream is over.
-    refused.  Meanwhile :attr:`partial_parsed` previews the content as it
-    streams: a read-only live value (see :doc:`/live_values`), None before
-    the value starts or when no JSON was asked for; never validated.
+    Attributes:
+        index: The part's ``content_index`` (``summary_index`` for a reasoning
+            summary), or its position when the server sent none.
+        type: ``"output_text"``, ``"refusal"``, ``"reasoning_text"``,
+            ``"summary_text"``, or whatever the server named it.
+        text: The deltas concatenated, or the text of the part's ``.done``
+            event (or of the finished item) once that arrived: those replace
+            what the deltas built.
+        annotations: The part's annotations (citations...), as sent.
+        done: True once the server finished the part (a ``.done`` event, or
+            the finished item).
     """
 
     index: int
-    role: str | None = None
-    content: str = ""
-    refusal: str | None = None
-    reasoning: str | None = None
-    tool_calls: tuple[ToolCall, ...] = ()
-    finish_reason: str | None = None
-    logprobs: Mapping[str, Any] | None = None
-    # Given as ``parsed=``; read through the property, which copies, so that
-    # a result never changes even if a caller edits the value it was given.
-    _parsed: Any = attrs.field(default=None, alias="parsed")
-    parse_error: StructuredOutputError | None = None
-    #: True once the choice finished: a non-empty finish_reason arrived, or
-    #: ``data: [DONE]`` ended the stream (then ``finish_reason`` may be None).
-    #: By default, whether ``finish_reason`` is non-empty.
-    finished: bool = attrs.field(
-        default=attrs.Factory(lambda self: bool(self.finish_reason), takes_self=True)
-    )
-    partial_parsed: Any = None
-
-    @property
-    def parsed(self) -> Any:
-        """The structured output (a new copy on each access), or None; see the class."""
-        return copy_json(self._parsed)
+    type: str
+    text: str = ""
+    annotations: tuple[Mapping[str, Any], ...] = ()
+    done: bool = False
 
 
 @attrs.frozen(kw_only=True)
-class ChatResult:
-    """A snapshot of a chat-completion stream, readable at any time.
+class FunctionCall(ToolCall):
+    """One ``function_call`` output item: a call the next request answers.
 
-    A result, and everything in it, never changes after it was handed out:
-    later chunks give a new snapshot.
+    The fields of :class:`~chunkwise.ToolCall`, where ``index`` is the item's
+    ``output_index``, ``id`` the item's own id (``fc_...``, optional),
+    ``type`` is ``"function_call"`` and ``finished`` is true once the server
+    finished the call (``function_call_arguments.done`` or the finished item).
+    :meth:`~chunkwise.ToolCall.parse_arguments` gives the arguments.
 
-    ``status`` is ``"streaming"`` until the terminal event, then
-    ``"complete"`` (no error and every choice finished: by its finish_reason,
-    or by ``data: [DONE]``), ``"failed"`` (``error`` says why) or
-    ``"incomplete"`` (``reason`` says why).
-
-    ``error`` is a :class:`~chunkwise.StreamError` (the server's own error),
-    or the error chunkwise found (:class:`~chunkwise.InvalidChunk`,
-    :class:`~chunkwise.EventTooLarge`, a broken body...); whichever it is, it
-    has ``message``, ``type`` and ``code`` (the last two ``None`` where they
-    do not apply).
-
-    ``timings`` (a :class:`~chunkwise.Timings`) says when each part arrived;
-    it is set on the final result of a stream read by the trio layer
-    (:func:`~chunkwise.open_chat_stream`, :class:`~chunkwise.Client`), and
-    ``None`` on snapshots taken while streaming and on results of the sans-IO
-    parsers alone.  ``server_timings`` holds what the server itself reported,
-    raw, by the name it used: llama.cpp's ``timings`` object, vLLM's
-    ``metrics`` (the last one sent of each); ``None`` when it sent none.
+    Attributes:
+        call_id: The id (``call_...``) a ``function_call_output`` item of the
+            next request answers with.
     """
 
+    call_id: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class OutputItem:
+    """One output item, in the state the stream left it.
+
+    Attributes:
+        index: The item's ``output_index``, or its position in arrival order
+            when the server sent none (llama.cpp).
+        id: The item's ``id``, when one was sent.
+        type: ``"message"``, ``"function_call"``, ``"reasoning"``,
+            ``"web_search_call"``... as sent.
+        status: The item's ``status`` as last sent (``"in_progress"``,
+            ``"completed"``, ``"incomplete"``), or None.
+        role: A message's role (``"assistant"``).
+        content: A message's parts (text and refusals), or a reasoning item's
+            ``reasoning_text`` parts, by index.
+        summary: A reasoning item's summary parts, by index.
+        call: The function call, for a ``function_call`` item.
+        data: The item as the server last sent it whole (when it was added,
+            finished, or in the terminal response): every field, including
+            those of item types chunkwise does not interpret.
+        done: True once the server finished the item.
+    """
+
+    index: int
     id: str | None = None
-    model: str | None = None
-    created: int | None = None
-    system_fingerprint: str | None = None
-    choices: tuple[ChoiceResult, ...] = ()
-    usage: Mapping[str, Any] | None = None
-    error: ChunkwiseError | None = None
-    status: Status = "streaming"
-    reason: IncompleteReason | None = None
-    done_received: bool = False
-    anomalies: tuple[Anomaly, ...] = ()
-    # Measurements, not content: two results of the same answer are equal
-    # however fast it came (a stream's and a sans-IO parser's, say).
-    timings: Timings | None = attrs.field(default=None, eq=False)
-    server_timings: Mapping[str, Any] | None = None
-
-    def choice(self, index: int = 0) -> ChoiceResult:
-        """The choice with this ``index`` (raises :class:`KeyError` if absent)."""
-        for choice in self.choices:
-            if choice.index == index:
-                return choice
-        raise KeyError(index)
+    type: str | None = None
+    status: str | None = None
+    role: str | None = None
+    content: tuple[ContentPart, ...] = ()
+    summary: tuple[ContentPart, ...] = ()
+    call: FunctionCall | None = None
+    data: Mapping[str, Any] | None = None
+    done: bool = False
 
     @property
-    def content(self) -> str:
-        """Choice 0's content, the common single-choice case (``""`` if absent)."""
-        for choice in self.choices:
-            if choice.index == 0:
-                return choice.content
-        return ""
+    def text(self) -> str:
+        """The ``output_text`` parts of a message, joined (``""`` when none)."""
+        return "".join(part.text for part in self.content if part.type == "output_text")
 
     @property
-    def server_error(self) -> StreamError | None:
-        """The error the server reported, if that is why the stream failed."""
-        return self.error if isinstance(self.error, StreamError) else None
+    def refusal(self) -> str | None:
+        """The ``refusal`` parts of a message, joined, or None when there are none."""
+        parts = [part.text for part in self.content if part.type == "refusal"]
+        return "".join(parts) if parts else None

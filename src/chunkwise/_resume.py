@@ -53,8 +53,8 @@ from ._errors import ChunkwiseError, HTTPStatusError, UnexpectedContentType
 from ._events import Event
 from ._http import HTTPResponse, read_json, send_http_request
 from ._http11 import Connection
-from ._parser import ResponseStreamParser
 from ._pool import ConnectionPool
+from ._responses import ResponseStreamParser
 from ._results import Anomaly
 from ._retries import backoff, retry_after, retryable_status
 

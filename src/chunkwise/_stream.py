@@ -109,6 +109,7 @@ from typing import Any, Generic, Literal, NoReturn, TypeVar, overload
 import attrs
 import trio
 
+from ._chat import ChatResult
 from ._completions import CompletionResult
 from ._endpoint import Endpoint
 from ._errors import (
@@ -125,8 +126,8 @@ from ._http11 import Connection
 from ._parser import StreamParser
 from ._pool import ConnectionPool
 from ._request import encode_request
-from ._response_results import ResponseResult
-from ._results import Anomaly, ChatResult, IncompleteReason
+from ._responses import ResponseResult
+from ._results import Anomaly, IncompleteReason
 from ._resume import Attach, Resumer
 from ._sse import DEFAULT_MAX_EVENT_SIZE
 from ._timings import TimingRecorder, Timings

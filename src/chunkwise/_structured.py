@@ -32,7 +32,7 @@ from typing import Any
 
 from ._errors import StructuredOutputError
 from ._payloads import parse_json
-from ._response_results import OutputItem
+from ._results import OutputItem
 from ._tools import jsonschema_module, make_validator, schema_problem
 
 __all__ = ["CUT_SHORT", "OutputSchema"]

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 import pytest
 
 import chunkwise
-from chunkwise import _response_items
+from chunkwise._responses import items as response_items
 from helpers import accumulate_response, byte_reads, parse_response, response_sse
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "fuzz"))
@@ -303,7 +303,7 @@ def test_items_without_index_are_placed_without_scanning_the_items(
     assert [item.index for item in accumulator.result.output] == list(range(n))
 
 
-class CountingPart(_response_items.PartState):
+class CountingPart(response_items.PartState):
     """A part that counts the reads of its type."""
 
     __slots__ = ("_kind",)
@@ -324,7 +324,7 @@ def test_parts_without_index_are_found_without_scanning_the_parts(
 ) -> None:
     # Each part event without an index looked through every part for one of
     # its type: quadratic for many parts of different types.
-    monkeypatch.setattr(_response_items, "PartState", CountingPart)
+    monkeypatch.setattr(response_items, "PartState", CountingPart)
     monkeypatch.setattr(CountingPart, "reads", 0)
     n = 2000
     stream = [added(0, "msg_1")] + [

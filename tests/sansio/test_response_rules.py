@@ -1,6 +1,6 @@
 """The rules of the Responses layer, one test (or one table) each.
 
-The rules are the ten of :mod:`chunkwise._response_accumulator` and the
+The rules are the ten of :mod:`chunkwise._responses.accumulator` and the
 facts about real streams in RESPONSES.md (OpenAI, vLLM, llama.cpp quirks);
 each test is named for the behaviour it checks.  Streams are built from
 OpenAI's documented shapes (``helpers.text_events``, ``helpers.call_events``)

@@ -52,14 +52,14 @@ from typing import Any, TextIO
 import attrs
 import trio
 
+from .._chat import ChatResult
 from .._completions import CompletionResult
 from .._endpoint import Endpoint
 from .._errors import ChunkwiseError, HTTPStatusError
 from .._http import send_http_request
 from .._parser import StreamParser
 from .._pool import ConnectionPool, PoolSettings
-from .._response_results import ResponseResult
-from .._results import ChatResult
+from .._responses import ResponseResult
 from .._retries import Retries
 from .._sse import DEFAULT_MAX_EVENT_SIZE
 from .._timings import TimingRecorder, output_tokens_of

@@ -59,6 +59,7 @@ from typing import Any, TextIO
 
 import trio
 
+from .._chat import ChatResult
 from .._completions import CompletionResult
 from .._convert import event_to_json, to_json
 from .._endpoint import Endpoint
@@ -86,8 +87,7 @@ from .._events import (
     UsageReported,
 )
 from .._json_patches import apply_patches
-from .._response_results import ResponseResult
-from .._results import ChatResult
+from .._responses import ResponseResult
 from .._stream import Api, ChatStream, CompletionStream, ResponseStream, open_stream
 from .._structured import OutputSchema
 from .._util import redact

@@ -39,6 +39,7 @@ from typing import Any, Generic, TypeAlias, TypeVar
 import attrs
 import trio
 
+from .._chat import ChatResult
 from .._completions import CompletionResult
 from .._endpoint import Endpoint
 from .._errors import ChunkwiseError, HTTPStatusError, ToolArgumentsError, UnexpectedContentType
@@ -46,8 +47,8 @@ from .._headers import Headers
 from .._http import open_http_response, status_hint
 from .._parser import StreamParser
 from .._request import encode_request
-from .._response_results import FunctionCall, ResponseResult
-from .._results import Anomaly, ChatResult, ToolCall
+from .._responses import ResponseResult
+from .._results import Anomaly, FunctionCall, ToolCall
 from .._server._pacing import TIMES_SUFFIX, RecordedTimes, TimesFormatError
 from .._tools import NO_JSONSCHEMA
 from .._util import redact

@@ -58,6 +58,7 @@ from typing import Any, TextIO
 import trio
 
 from .._apis import open_chat_stream
+from .._chat import ChatResult
 from .._events import (
     AnomalyDetected,
     ChoiceFinished,
@@ -75,7 +76,7 @@ from .._events import (
     UsageReported,
 )
 from .._json_patches import apply_patches
-from .._results import ChatResult, IncompleteReason
+from .._results import IncompleteReason
 from .._server._chat_server import open_chat_server
 from .._server._options import ServerOptions
 from .._server._scenarios import SCENARIOS, scenario_events

@@ -40,14 +40,15 @@ from typing import Any, Literal
 
 import attrs
 
+from .._chat import ChatResult, ChoiceResult
 from .._completions import CompletionChoice, CompletionResult
 from .._convert import exception_fields, to_json
 from .._errors import ChunkwiseError, EventTooLarge, HTTPStatusError
 from .._events import ContentDelta, OutputTextDelta, TextDelta
 from .._http import http_status_error
 from .._parser import StreamParser
-from .._response_results import OutputItem, ResponseResult
-from .._results import ChatResult, ChoiceResult
+from .._responses import ResponseResult
+from .._results import OutputItem
 from .._server._pacing import TIMES_SUFFIX, RecordedTimes
 from .._sse import DEFAULT_MAX_EVENT_SIZE, SSEDecoder
 from .._timings import TimingRecorder, Timings

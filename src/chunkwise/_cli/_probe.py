@@ -45,6 +45,7 @@ from typing import Any
 import attrs
 
 from .._apis import CHAT, COMPLETIONS
+from .._chat import ChatResult, ChatStreamParser
 from .._completions import CompletionResult, CompletionStreamParser
 from .._endpoint import Endpoint
 from .._errors import ChunkwiseError
@@ -55,8 +56,7 @@ from .._events import (
     ToolCallArgumentsDelta,
     ToolCallStarted,
 )
-from .._parser import ChatStreamParser, StreamParser
-from .._results import ChatResult
+from .._parser import StreamParser
 from .._sse import SSEDecoder
 from ._common import (
     CommandsAction,

@@ -45,8 +45,7 @@ from .._events import (
     ReasoningSummaryDelta,
     ReasoningTextDelta,
 )
-from .._parser import ResponseStreamParser
-from .._response_results import ResponseResult
+from .._responses import ResponseResult, ResponseStreamParser
 from .._sse import SSEDecoder
 from ._common import (
     Exchange,

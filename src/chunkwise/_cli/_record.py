@@ -54,14 +54,14 @@ import attrs
 import trio
 
 from .._apis import CHAT
+from .._chat import ChatResult, ChatStreamParser
 from .._completions import CompletionResult
 from .._endpoint import Endpoint
 from .._errors import ChunkwiseError
 from .._headers import Headers
 from .._http import HTTPResponse, http_status_error, send_http_request
-from .._parser import ChatStreamParser, StreamParser
-from .._response_results import ResponseResult
-from .._results import ChatResult
+from .._parser import StreamParser
+from .._responses import ResponseResult
 from .._retries import Retries
 from .._server._pacing import TIMES_SUFFIX, RecordedTimes
 from .._sse import DEFAULT_MAX_EVENT_SIZE

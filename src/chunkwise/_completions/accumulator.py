@@ -15,7 +15,7 @@ are assigned once, from the first chunk with a valid value: TGI's empty
 
 A :class:`~chunkwise.CompletionResult` never changes once handed out: usage is
 replaced, not updated; ``logprobs`` are merged copy-on-write
-(:func:`~chunkwise._choices.merge_logprobs`, shared with chat); what
+(:func:`~chunkwise._chunks.merge_logprobs`, shared with chat); what
 :meth:`~CompletionAccumulator.feed_chunk` keeps from the caller's mapping is
 copied.
 
@@ -49,7 +49,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._anomalies import AnomalyLog
-from .._choices import merge_logprobs
+from .._chunks import merge_logprobs
 from .._errors import ChunkwiseError, InvalidChunk, StreamError
 from .._events import (
     ChoiceFinished,

@@ -70,10 +70,11 @@ from typing import Any
 import attrs
 import trio
 
+from .._chat import ChatStreamParser
 from .._convert import completion_document
 from .._errors import ChunkwiseError, StreamError
-from .._parser import ChatStreamParser, ResponseStreamParser
 from .._payloads import load_json
+from .._responses import ResponseStreamParser
 from .._sse import SSEDecoder
 from .._structured import OutputSchema
 from .._util import exceptions_unwrapped

@@ -1,9 +1,9 @@
 """The choices of a chat stream as they build up, and how deltas find their tool calls.
 
 Each choice keeps its text (content, refusal, reasoning), its tool calls and
-its finish; the accumulator (:mod:`chunkwise._accumulator`) decides what goes
-in, these classes only hold it and turn it into results, as
-:mod:`chunkwise._response_items` does for the Responses API.
+its finish; the accumulator (:mod:`chunkwise._chat.accumulator`) decides what
+goes in, these classes only hold it and turn it into results, as
+:mod:`chunkwise._responses.items` does for the Responses API.
 
 Rules kept here:
 
@@ -16,25 +16,24 @@ Rules kept here:
    read in order: a ``text`` part is content, a ``thinking`` part (whose
    ``thinking`` is a list of text parts, or a string) is reasoning; any other
    part is returned as not understood, for the accumulator to report.
-3. ``logprobs`` merge by extending their lists, copying a merged dict first
-   when a snapshot holds it (copy on write: a result never changes).
+
+``logprobs`` merge as legacy completions' do (:func:`chunkwise._chunks.merge_logprobs`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
-from ._errors import StructuredOutputError
-from ._partial_json import LiveJSON
-from ._results import ChoiceResult, ToolCall
-from ._text import Fragments
+from .._errors import StructuredOutputError
+from .._partial_json import LiveJSON
+from .._results import ToolCall
+from .._text import Fragments
+from .results import ChoiceResult
 
 __all__ = [
     "ChoiceState",
-    "LogprobsOwner",
     "Piece",
     "ToolCallState",
-    "merge_logprobs",
     "read_parts",
 ]
 
@@ -177,36 +176,3 @@ def read_parts(parts: list[Any]) -> tuple[list[Piece], list[Any]]:
         else:
             unknown.append(part)
     return pieces, unknown
-
-
-class LogprobsOwner(Protocol):
-    """A choice that keeps merged ``logprobs``: a chat choice or a legacy completion's."""
-
-    logprobs: dict[str, Any] | None
-    logprobs_shared: bool
-
-
-def merge_logprobs(state: LogprobsOwner, logprobs: Any) -> None:
-    """Rule 3: extend the choice's ``logprobs`` with a chunk's (either API's shape)."""
-    if type(logprobs) is not dict:
-        return
-    merged = state.logprobs
-    if merged is None:
-        merged = state.logprobs = {}
-    elif state.logprobs_shared:
-        # A snapshot holds this dict and its lists, and a snapshot never
-        # changes: extend copies instead (copy on write, so streams nobody
-        # snapshots mid-way pay nothing).
-        merged = state.logprobs = {
-            key: list(value) if type(value) is list else value for key, value in merged.items()
-        }
-    state.logprobs_shared = False
-    for key, value in logprobs.items():
-        if type(value) is list:
-            current = merged.get(key)
-            if type(current) is list:
-                current.extend(value)
-            else:
-                merged[key] = list(value)
-        elif value is not None or key not in merged:
-            merged[key] = value

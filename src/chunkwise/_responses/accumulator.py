@@ -67,7 +67,7 @@ Rules
     parsed; ``incomplete`` (``max_output_tokens``...) gets a "cut short"
     error unparsed, as a chat choice cut by ``length`` does.
 11. A stream may go on over connections (:meth:`resume`; sequence numbers drop
-    what was seen: :class:`~chunkwise._response_items.SequenceNumbers`), start
+    what was seen: :class:`~chunkwise._responses.items.SequenceNumbers`), start
     mid-way (:meth:`start_after`: unknown items expected), or end from a poll.
 """
 
@@ -76,9 +76,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ._anomalies import AnomalyLog
-from ._errors import ChunkwiseError, InvalidChunk, InvalidJSON, StreamError
-from ._events import (
+from .._anomalies import AnomalyLog
+from .._errors import ChunkwiseError, InvalidChunk, InvalidJSON, StreamError
+from .._events import (
     Event,
     FunctionCallCompleted,
     FunctionCallStarted,
@@ -91,14 +91,13 @@ from ._events import (
     StreamIncomplete,
     UsageReported,
 )
-from ._payloads import (
-    copy_json,
-    load_object,
-    parse_error_event,
-    parse_error_payload,
-    preview,
-)
-from ._response_items import (
+from .._payloads import copy_json, load_object, parse_error_event, parse_error_payload, preview
+from .._results import Anomaly, IncompleteReason, Status
+from .._sse import ServerSentEvent
+from .._structured import OutputSchema
+from .._timings import TimedAccumulator, take_event_timings, timing_fields
+from .._tools import ToolSchemas, complete_tool_call
+from .items import (
     PART_EVENTS,
     PART_LISTS,
     TEXT_DELTAS,
@@ -111,12 +110,7 @@ from ._response_items import (
     as_index,
     as_str,
 )
-from ._response_results import ResponseResult
-from ._results import Anomaly, IncompleteReason, Status
-from ._sse import ServerSentEvent
-from ._structured import OutputSchema
-from ._timings import TimedAccumulator, take_event_timings, timing_fields
-from ._tools import ToolSchemas, complete_tool_call
+from .results import ResponseResult
 
 __all__ = ["ResponseAccumulator"]
 

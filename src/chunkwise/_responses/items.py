@@ -2,7 +2,7 @@
 
 Each item keeps its parts (a message's text and refusals, a reasoning item's
 text and summary) and, for a function call, its argument fragments; the
-accumulator (:mod:`chunkwise._response_accumulator`) decides what goes in,
+accumulator (:mod:`chunkwise._responses.accumulator`) decides what goes in,
 these classes only hold it and turn it into results.
 
 Addressing (rule 2 of the accumulator):
@@ -39,9 +39,9 @@ from __future__ import annotations
 from collections.abc import Container, Iterator, Mapping
 from typing import Any, Literal
 
-from ._anomalies import AnomalyLog
-from ._errors import InvalidJSON
-from ._events import (
+from .._anomalies import AnomalyLog
+from .._errors import InvalidJSON
+from .._events import (
     Event,
     FunctionCallArgumentsDelta,
     OutputRefusalDelta,
@@ -49,9 +49,9 @@ from ._events import (
     ReasoningSummaryDelta,
     ReasoningTextDelta,
 )
-from ._partial_json import LiveJSON
-from ._response_results import ContentPart, FunctionCall, OutputItem
-from ._text import Fragments
+from .._partial_json import LiveJSON
+from .._results import ContentPart, FunctionCall, OutputItem
+from .._text import Fragments
 
 __all__ = [
     "PART_DELTAS",

@@ -37,7 +37,7 @@ Rules
    completed with ``finished`` true.  A body that just stops leaves it
    unfinished, and its calls are completed with ``finished`` false.
 4. Text is appended when it is a non-empty string; ``content`` may also be a
-   list of typed parts (:mod:`chunkwise._choices`, rule 2): text parts are
+   list of typed parts (:mod:`chunkwise._chat.choices`, rule 2): text parts are
    content, thinking parts reasoning, in order, and a part not understood is
    one counted anomaly per choice.  Text after a choice finished is an
    anomaly, not appended.
@@ -56,10 +56,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ._anomalies import AnomalyLog
-from ._choices import ChoiceState, ToolCallState, merge_logprobs, read_parts
-from ._errors import ChunkwiseError, InvalidChunk, StreamError
-from ._events import (
+from .._anomalies import AnomalyLog
+from .._chunks import merge_logprobs
+from .._errors import ChunkwiseError, InvalidChunk, StreamError
+from .._events import (
     ChoiceFinished,
     ContentDelta,
     Event,
@@ -74,8 +74,8 @@ from ._events import (
     ToolCallStarted,
     UsageReported,
 )
-from ._partial_json import LiveJSON
-from ._payloads import (
+from .._partial_json import LiveJSON
+from .._payloads import (
     DATA_LIMIT,
     copy_json,
     dump_json,
@@ -84,11 +84,13 @@ from ._payloads import (
     parse_error_payload,
     preview,
 )
-from ._results import Anomaly, ChatResult, IncompleteReason, Status
-from ._sse import ServerSentEvent
-from ._structured import CUT_SHORT, OutputSchema
-from ._timings import TimedAccumulator, take_chunk_timings, timing_fields
-from ._tools import ToolSchemas, complete_tool_call
+from .._results import Anomaly, IncompleteReason, Status
+from .._sse import ServerSentEvent
+from .._structured import CUT_SHORT, OutputSchema
+from .._timings import TimedAccumulator, take_chunk_timings, timing_fields
+from .._tools import ToolSchemas, complete_tool_call
+from .choices import ChoiceState, ToolCallState, read_parts
+from .results import ChatResult
 
 __all__ = ["ChatAccumulator"]
 

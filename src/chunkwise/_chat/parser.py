@@ -1,0 +1,40 @@
+"""Layers 1-3 for chat completions: bytes of a ``/chat/completions`` SSE body in, events out."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .._parser import StreamParser
+from .._sse import DEFAULT_MAX_EVENT_SIZE
+from .accumulator import ChatAccumulator
+from .results import ChatResult
+
+__all__ = ["ChatStreamParser"]
+
+
+class ChatStreamParser(StreamParser[ChatResult]):
+    """Sans-IO parser of a streamed chat completion: ``feed()`` bytes, get events.
+
+    An :class:`~chunkwise.SSEDecoder` (with llama.cpp's legacy ``error:``
+    field enabled) and a :class:`~chunkwise.ChatAccumulator`.
+
+    Args:
+        tools: The request's ``tools``, to validate tool-call arguments.
+        response_format: The request's ``response_format``: when it asks for
+            JSON, each finished choice's content is parsed and validated
+            (:attr:`ChoiceResult.parsed`).
+        max_event_size: Passed to the :class:`~chunkwise.SSEDecoder`.
+    """
+
+    def __init__(
+        self,
+        *,
+        tools: Iterable[Mapping[str, Any]] | None = None,
+        response_format: Mapping[str, Any] | None = None,
+        max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+    ) -> None:
+        super().__init__(
+            ChatAccumulator(tools=tools, response_format=response_format),
+            max_event_size=max_event_size,
+        )
