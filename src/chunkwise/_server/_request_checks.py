@@ -51,7 +51,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -370,18 +370,39 @@ def _tool_message(messages: Sequence[Any], index: int) -> RequestProblem | None:
     )
 
 
-def check_chat_request(body: Any) -> RequestProblem | None:
-    """Why OpenAI would refuse this ``POST /v1/chat/completions`` body, or None."""
+def _body_problem(body: Any, foreign: Iterable[str]) -> RequestProblem | None:
+    """Not a JSON object, or holding another API's parameters (as OpenAI words both)."""
     if not isinstance(body, dict):
         return RequestProblem(message="The request body must be a JSON object.")
-    foreign = [name for name in _RESPONSES_ONLY if name in body]
-    if foreign:
-        plural = "s" if len(foreign) > 1 else ""
-        return RequestProblem(
-            message=f"Unrecognized request argument{plural} supplied: {', '.join(foreign)}"
-        )
-    stream = body.get("stream")
+    found = [name for name in foreign if name in body]
+    if not found:
+        return None
+    plural = "s" if len(found) > 1 else ""
+    return RequestProblem(
+        message=f"Unrecognized request argument{plural} supplied: {', '.join(found)}"
+    )
+
+
+def _stream_options(body: Mapping[str, Any]) -> RequestProblem | None:
+    """``stream_options``: an object, and only with ``stream: true`` (chat and completions)."""
     options = body.get("stream_options")
+    if options is None:
+        return None
+    if not isinstance(options, Mapping):
+        return _wrong_type("stream_options", "an object", options)
+    if body.get("stream") is not True:
+        return RequestProblem(
+            message="The 'stream_options' parameter is only allowed when 'stream' is enabled.",
+            param="stream_options",
+        )
+    return None
+
+
+def check_chat_request(body: Any) -> RequestProblem | None:
+    """Why OpenAI would refuse this ``POST /v1/chat/completions`` body, or None."""
+    problem = _body_problem(body, _RESPONSES_ONLY)
+    if problem is not None:
+        return problem
     return (
         _model(body, missing=RequestProblem(message="you must provide a model parameter"))
         or _messages(body)
@@ -389,19 +410,7 @@ def check_chat_request(body: Any) -> RequestProblem | None:
         or _integer(body, "max_tokens", 1)
         or _integer(body, "max_completion_tokens", 1)
         or _common(body)
-        or (
-            _wrong_type("stream_options", "an object", options)
-            if options is not None and not isinstance(options, Mapping)
-            else None
-        )
-        or (
-            RequestProblem(
-                message="The 'stream_options' parameter is only allowed when 'stream' is enabled.",
-                param="stream_options",
-            )
-            if options is not None and stream is not True
-            else None
-        )
+        or _stream_options(body)
         or _tools(body, chat=True)
         or (
             _schema_format(body["response_format"], "response_format", nested=True)
@@ -547,16 +556,9 @@ def _prompt(body: Mapping[str, Any]) -> RequestProblem | None:
 
 def check_completions_request(body: Any) -> RequestProblem | None:
     """Why OpenAI would refuse this ``POST /v1/completions`` body, or None."""
-    if not isinstance(body, dict):
-        return RequestProblem(message="The request body must be a JSON object.")
-    foreign = [name for name in _NOT_COMPLETIONS if name in body]
-    if foreign:
-        plural = "s" if len(foreign) > 1 else ""
-        return RequestProblem(
-            message=f"Unrecognized request argument{plural} supplied: {', '.join(foreign)}"
-        )
-    stream = body.get("stream")
-    options = body.get("stream_options")
+    problem = _body_problem(body, _NOT_COMPLETIONS)
+    if problem is not None:
+        return problem
     suffix = body.get("suffix")
     return (
         _model(body, missing=RequestProblem(message="you must provide a model parameter"))
@@ -572,17 +574,5 @@ def check_completions_request(body: Any) -> RequestProblem | None:
             else None
         )
         or _common(body)
-        or (
-            _wrong_type("stream_options", "an object", options)
-            if options is not None and not isinstance(options, Mapping)
-            else None
-        )
-        or (
-            RequestProblem(
-                message="The 'stream_options' parameter is only allowed when 'stream' is enabled.",
-                param="stream_options",
-            )
-            if options is not None and stream is not True
-            else None
-        )
+        or _stream_options(body)
     )
