@@ -432,8 +432,9 @@ class StallTimeout(TransportError):
     chunks, Responses ``keepalive`` events), so the idle timeout did not fire,
     but no text, refusal, reasoning or tool-argument delta did.  Never raised
     out of the stream's block: the stream ends ``incomplete`` with reason
-    ``stalled``, its partial output kept, and this error is recorded on the
-    result (an anomaly ``"transport error"``, as for :class:`IdleTimeout`).
+    ``stalled``, its partial output kept, and this error is the result's
+    ``error`` (with an anomaly ``"transport error"`` where the stream stopped),
+    as for :class:`IdleTimeout` and :class:`ConnectionLost`.
     """
 
     def __init__(self, host: str, port: int, timeout: float) -> None:

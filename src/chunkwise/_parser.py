@@ -76,7 +76,9 @@ class Accumulator(Protocol[R]):
 
     def feed_data(self, kind: str, data: str) -> list[Event]: ...
 
-    def end(self, reason: IncompleteReason | None = None) -> list[Event]: ...
+    def end(
+        self, reason: IncompleteReason | None = None, *, error: ChunkwiseError | None = None
+    ) -> list[Event]: ...
 
     def fail(self, error: ChunkwiseError) -> list[Event]: ...
 
@@ -190,12 +192,16 @@ class StreamParser(Generic[R]):
         """Record an anomaly seen outside the body (e.g. by the transport)."""
         return self._accumulator.note_anomaly(anomaly)
 
-    def end(self, reason: IncompleteReason | None = None) -> list[Event]:
+    def end(
+        self, reason: IncompleteReason | None = None, *, error: ChunkwiseError | None = None
+    ) -> list[Event]:
         """The body is over; return the remaining events, ending with the terminal one.
 
         ``reason`` tells why the transport stopped early (e.g.
-        :attr:`IncompleteReason.CONNECTION_LOST`); it is used only when the
-        stream turns out incomplete.
+        :attr:`IncompleteReason.CONNECTION_LOST`), ``error`` what stopped it
+        (e.g. :class:`~chunkwise.ConnectionLost`, :class:`~chunkwise.StallTimeout`);
+        both are used only when the stream turns out incomplete, as the
+        result's ``reason`` and ``error``.
         """
         if self._ended:
             return []
@@ -213,7 +219,7 @@ class StreamParser(Generic[R]):
             )
         if accumulator.finished:
             return events
-        events += accumulator.end(reason)
+        events += accumulator.end(reason, error=error)
         return events
 
     def _decode(self, data: bytes | bytearray | memoryview | None) -> list[Event]:

@@ -51,8 +51,10 @@ that stamp, and the final figures become the result's ``timings``.  With
 is bounded by the last output's time plus the timeout, moved on by the time
 the reader spent waiting for its own subscribers; a read without output
 (keep-alives, role-only or empty chunks) does not move it.  Expiry ends the
-reading like an idle timeout: reason ``stalled``, a
-:class:`~chunkwise.StallTimeout` noted on the result.
+reading like an idle timeout: reason ``stalled``, and the
+:class:`~chunkwise.StallTimeout` is the result's ``error``, as every transport
+problem that ends a stream is (the status staying ``incomplete``), with a
+``transport error`` anomaly published where the stream stopped.
 
 Rules
 -----
@@ -382,7 +384,9 @@ class Stream(Generic[R]):
             await self._response.aclose()
             if problem is not None:
                 final += parser.note_anomaly(Anomaly(kind="transport error", detail=str(problem)))
-            final += parser.fail(invalid) if invalid is not None else parser.end(reason)
+            final += (
+                parser.fail(invalid) if invalid is not None else parser.end(reason, error=problem)
+            )
             self._ended.set()
             give_up = self._nobody_reads = trio.Event()
             if self._nobody_left():

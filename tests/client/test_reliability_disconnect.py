@@ -136,9 +136,11 @@ def expectation(body: bytes, k: int, framing: Framing) -> tuple[list[Event], Cha
     return events, parser.result
 
 
-def without_transport_anomaly(result: ChatResult) -> ChatResult:
+def without_transport(result: ChatResult) -> ChatResult:
+    """The result minus what only the transport adds: its anomaly, and its error on a cut stream."""
     anomalies = tuple(a for a in result.anomalies if a.kind != "transport error")
-    return attrs.evolve(result, anomalies=anomalies)
+    error = None if isinstance(result.error, chunkwise.TransportError) else result.error
+    return attrs.evolve(result, anomalies=anomalies, error=error)
 
 
 def strip_transport(events: list[Event]) -> list[Event]:
@@ -150,7 +152,7 @@ def strip_transport(events: list[Event]) -> list[Event]:
         if type(event) is AnomalyDetected and event.anomaly.kind == "transport error":
             continue
         if isinstance(event, chunkwise.TerminalEvent):
-            event = attrs.evolve(event, result=without_transport_anomaly(event.result))
+            event = attrs.evolve(event, result=without_transport(event.result))
         out.append(event)
     return out
 
@@ -180,7 +182,7 @@ async def run_one(
         await connection.client_closed.wait()
 
     # Exactly what the bytes before the cut carried, nothing more, nothing less.
-    assert without_transport_anomaly(result) == want, where
+    assert without_transport(result) == want, where
     if not use_complete:
         assert type(events[0]) is ResponseStarted, where
         assert strip_transport(events) == want_events, where
@@ -188,6 +190,11 @@ async def run_one(
     lost = framing == "chunked" and not want.done_received
     kinds = [a.kind for a in result.anomalies]
     assert kinds.count("transport error") == (1 if lost else 0), where
+    # And what stopped an incomplete stream is its error; a finished one has none.
+    if lost and result.status == "incomplete":
+        assert isinstance(result.error, chunkwise.IncompleteBody), where
+    elif result.status != "failed":
+        assert result.error is None, where
     # Complete exactly when every choice of the full stream finished before the cut.
     all_finished = sum(1 for c in want.choices if c.finish_reason) == CHOICES[name]
     assert result.status == ("complete" if all_finished else "incomplete"), where

@@ -115,6 +115,7 @@ async def test_one_byte_per_second_ends_at_the_idle_timeout(
     )
     assert result.status == "incomplete"
     assert result.reason is IncompleteReason.IDLE_TIMEOUT
+    assert isinstance(result.error, chunkwise.IdleTimeout)  # what stopped it
     assert result.content == "Hé"  # what arrived before the silence is kept
     assert isinstance(events[-1], chunkwise.StreamIncomplete)
     assert [a.kind for a in result.anomalies] == ["transport error"]

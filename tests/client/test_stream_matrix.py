@@ -413,6 +413,7 @@ async def test_every_promise_holds(
     if server_kind == "stalls" and way == "result" and "unread" not in SETUPS[setup]:
         # (An unread lossless subscriber holds the reader instead: backpressure.)
         assert final.reason is chunkwise.IncompleteReason.STALLED
+        assert isinstance(final.error, chunkwise.StallTimeout)  # what stopped it
     torn_down = way in ("consumer-raises", "block-raises", "deadline")
 
     for sub in subs:

@@ -338,6 +338,9 @@ async def test_a_stall_ends_the_stream_incomplete_keeping_the_output(
     assert text == "t0 t1 "
     (anomaly,) = [a for a in result.anomalies if a.kind == "transport error"]
     assert anomaly.detail == "no output from 127.0.0.1:9 for 5.5 s"
+    # The timeout is the result's error, the status staying incomplete (issue 21).
+    assert type(result.error) is chunkwise.StallTimeout
+    assert str(result.error) == anomaly.detail and result.error.timeout == 5.5
     assert result.timings is not None
     assert result.timings.last_output == 1.0
     assert result.timings.ended == 6.5  # the last output, plus the stall timeout

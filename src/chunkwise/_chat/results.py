@@ -77,9 +77,12 @@ class ChatResult:
 
     ``error`` is a :class:`~chunkwise.StreamError` (the server's own error),
     or the error chunkwise found (:class:`~chunkwise.InvalidChunk`,
-    :class:`~chunkwise.EventTooLarge`, a broken body...); whichever it is, it
-    has ``message``, ``type`` and ``code`` (the last two ``None`` where they
-    do not apply).
+    :class:`~chunkwise.EventTooLarge`, a broken body...); on an
+    ``"incomplete"`` stream it is what stopped it from outside the data, if
+    anything did (:class:`~chunkwise.ConnectionLost`,
+    :class:`~chunkwise.IdleTimeout`, :class:`~chunkwise.StallTimeout`).
+    Whichever it is, it has ``message``, ``type`` and ``code`` (the last two
+    ``None`` where they do not apply).
 
     ``timings`` (a :class:`~chunkwise.Timings`) says when each part arrived;
     it is set on the final result of a stream read by the trio layer

@@ -198,15 +198,19 @@ class CompletionAccumulator(TimedAccumulator):
             return self.fail(InvalidChunk(f"a chunk must be a mapping, not {type(chunk).__name__}"))
         return self._chunk(chunk, copy=True)
 
-    def end(self, reason: IncompleteReason | None = None) -> list[Event]:
+    def end(
+        self, reason: IncompleteReason | None = None, *, error: ChunkwiseError | None = None
+    ) -> list[Event]:
         """The stream is over: produce the terminal event (unless already produced).
 
         ``reason`` says why the stream stopped early when that is known from
-        outside the data; it is used only if the stream turns out incomplete.
+        outside the data, and ``error`` what stopped it (a lost connection, an
+        idle or stall timeout); both are used only if the stream turns out
+        incomplete, as the result's ``reason`` and ``error``.
         """
         if self._ended:
             return []
-        return self._finish(reason)
+        return self._finish(reason, stopped_by=error)
 
     def note_anomaly(self, anomaly: Anomaly) -> list[Event]:
         """Record an anomaly seen outside the chunks (e.g. by the SSE layer)."""
@@ -353,7 +357,13 @@ class CompletionAccumulator(TimedAccumulator):
         self._cache = None
         return []
 
-    def _finish(self, reason: IncompleteReason | None = None, *, done: bool = False) -> list[Event]:
+    def _finish(
+        self,
+        reason: IncompleteReason | None = None,
+        *,
+        done: bool = False,
+        stopped_by: ChunkwiseError | None = None,
+    ) -> list[Event]:
         events: list[Event] = []
         for index in sorted(self._choices):
             state = self._choices[index]
@@ -381,5 +391,6 @@ class CompletionAccumulator(TimedAccumulator):
             self._reason = reason or IncompleteReason.EMPTY_STREAM
         else:
             self._reason = reason or IncompleteReason.UNFINISHED
+        self._error = stopped_by  # what stopped it, the status staying incomplete
         events.append(StreamIncomplete(result=self.result, reason=self._reason))
         return events

@@ -50,7 +50,9 @@ class CompletionResult:
     The same honest status as :class:`~chunkwise.ChatResult`: ``complete``
     when no error arrived and every choice that started finished,
     ``failed`` when the server reported an error (or the stream could not be
-    interpreted), ``incomplete`` otherwise (``reason`` says why).
+    interpreted), ``incomplete`` otherwise (``reason`` says why, and
+    ``error`` what stopped it from outside the data, if anything did: a lost
+    connection, an idle or stall timeout).
     """
 
     id: str | None = None

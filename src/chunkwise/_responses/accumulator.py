@@ -251,16 +251,18 @@ class ResponseAccumulator(TimedAccumulator):
             return self.fail(exc)
         return self._event(value, kind)
 
-    def end(self, reason: IncompleteReason | None = None) -> list[Event]:
+    def end(
+        self, reason: IncompleteReason | None = None, *, error: ChunkwiseError | None = None
+    ) -> list[Event]:
         """The stream is over: produce the terminal event (unless already produced).
 
-        Without a terminal response event the stream is ``incomplete``
-        (``reason``, or :attr:`IncompleteReason.UNFINISHED`), or ``failed``
-        when the server reported an error.
-        """
+        Without a terminal response event the stream is ``failed`` when the
+        server reported an error, else ``incomplete`` (``reason``, or
+        :attr:`IncompleteReason.UNFINISHED`) with ``error``, what stopped it
+        from outside the data (a lost connection, a timeout), as its error."""
         if self._ended:
             return []
-        return self._finish(reason)
+        return self._finish(reason, stopped_by=error)
 
     def note_anomaly(self, anomaly: Anomaly) -> list[Event]:
         """Record an anomaly seen outside the events (e.g. by the SSE layer)."""
@@ -632,7 +634,11 @@ class ResponseAccumulator(TimedAccumulator):
         return []
 
     def _finish(
-        self, reason: IncompleteReason | None = None, *, server: bool = False
+        self,
+        reason: IncompleteReason | None = None,
+        *,
+        server: bool = False,
+        stopped_by: ChunkwiseError | None = None,
     ) -> list[Event]:
         events: list[Event] = []
         # Rule 6: only the terminal event's status counts (a lifecycle event's does not).
@@ -662,10 +668,10 @@ class ResponseAccumulator(TimedAccumulator):
             self._reason = IncompleteReason.SERVER_REPORTED
             if status == "cancelled" and self._incomplete_reason is None:
                 self._incomplete_reason = "cancelled"
-        elif not self._items and self._id is None:
-            self._reason = reason or IncompleteReason.EMPTY_STREAM
+        elif not self._items and self._id is None:  # and what stopped it is its error
+            self._reason, self._error = reason or IncompleteReason.EMPTY_STREAM, stopped_by
         else:
-            self._reason = reason or IncompleteReason.UNFINISHED
+            self._reason, self._error = reason or IncompleteReason.UNFINISHED, stopped_by
         events.append(StreamIncomplete(result=self.result, reason=self._reason))
         return events
 

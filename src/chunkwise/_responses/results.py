@@ -52,7 +52,10 @@ class ResponseResult:
         output: The output items, in output order.
         usage: The terminal response's ``usage`` (all keys kept), or None.
         error: The server's error (a :class:`~chunkwise.StreamError`), or the
-            protocol error that stopped parsing.
+            protocol error that stopped parsing; on an ``"incomplete"``
+            stream, what stopped it from outside the data, if anything did
+            (:class:`~chunkwise.ConnectionLost`, :class:`~chunkwise.IdleTimeout`,
+            :class:`~chunkwise.StallTimeout`).
         anomalies: Recoverable breaks of the rules, recorded rather than hidden.
         parse_error: Why the text of a completed response is not what its
             schema asked for (the raw text in ``.raw``), or None.

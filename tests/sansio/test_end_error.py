@@ -1,0 +1,151 @@
+"""``end(reason, error=...)``: what stopped a stream from outside the data becomes its error.
+
+Issue 21 asked for :class:`~chunkwise.StallTimeout` as the result's error; every transport
+problem that ends a stream early is reported the same way.  The rule, for the three
+parsers (and so their accumulators): the error is the result's ``error`` only when the
+stream turns out ``incomplete`` for want of its end; a stream that completed, failed for
+its own reasons, or that the server itself reported incomplete keeps its own outcome.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import chunkwise
+from chunkwise import IncompleteReason
+from helpers import (
+    choice,
+    chunk,
+    completion_chunk,
+    numbered,
+    response_object,
+    response_sse,
+    sse,
+    text_choice,
+    text_events,
+)
+
+Parser = Callable[[], Any]
+
+_CREATED = {"type": "response.created", "response": response_object()}
+
+
+def _response(*events: dict[str, Any], status: str | None = None) -> bytes:
+    tail = (
+        []
+        if status is None
+        else [{"type": f"response.{status}", "response": response_object(status)}]
+    )
+    return response_sse(*numbered([_CREATED, *events, *tail]))
+
+
+_ERROR = {"error": {"message": "overloaded", "type": "server_error", "code": None}}
+
+#: (parser, body, the status it ends with, whether the given error is then the result's error)
+CASES: dict[str, tuple[Parser, bytes, str, bool]] = {
+    "chat complete": (
+        chunkwise.ChatStreamParser,
+        sse(chunk(choice(content="Hi")), chunk(choice(finish_reason="stop"))),
+        "complete",
+        False,
+    ),
+    "chat cut": (
+        chunkwise.ChatStreamParser,
+        sse(chunk(choice(content="Hi")), done=False),
+        "incomplete",
+        True,
+    ),
+    "chat empty": (chunkwise.ChatStreamParser, b"", "incomplete", True),
+    "chat server error": (
+        chunkwise.ChatStreamParser,
+        sse(chunk(choice(content="Hi")), _ERROR, done=False),
+        "failed",
+        False,
+    ),
+    "completions complete": (
+        chunkwise.CompletionStreamParser,
+        sse(
+            completion_chunk(text_choice("Hi")),
+            completion_chunk(text_choice("", finish_reason="stop")),
+        ),
+        "complete",
+        False,
+    ),
+    "completions cut": (
+        chunkwise.CompletionStreamParser,
+        sse(completion_chunk(text_choice("Hi")), done=False),
+        "incomplete",
+        True,
+    ),
+    "completions server error": (
+        chunkwise.CompletionStreamParser,
+        sse(completion_chunk(text_choice("Hi")), _ERROR, done=False),
+        "failed",
+        False,
+    ),
+    "responses completed": (
+        chunkwise.ResponseStreamParser,
+        _response(*text_events(0, "msg_1", ["Hi"]), status="completed"),
+        "complete",
+        False,
+    ),
+    "responses cut": (
+        chunkwise.ResponseStreamParser,
+        _response(*text_events(0, "msg_1", ["Hi"])[:3]),
+        "incomplete",
+        True,
+    ),
+    "responses empty": (chunkwise.ResponseStreamParser, b"", "incomplete", True),
+    # The server's own "incomplete" is its outcome, not something that stopped the stream.
+    "responses server incomplete": (
+        chunkwise.ResponseStreamParser,
+        _response(*text_events(0, "msg_1", ["Hi"]), status="incomplete"),
+        "incomplete",
+        False,
+    ),
+    "responses failed": (
+        chunkwise.ResponseStreamParser,
+        _response(*text_events(0, "msg_1", ["Hi"])[:3], status="failed"),
+        "failed",
+        False,
+    ),
+}
+
+STOPPERS = {
+    "stall": chunkwise.StallTimeout("127.0.0.1", 9, 5.0),
+    "idle": chunkwise.IdleTimeout("127.0.0.1", 9, 60.0),
+    "lost": chunkwise.ConnectionLost("the connection was reset"),
+}
+
+
+@pytest.mark.parametrize("stopper", [None, *STOPPERS])
+@pytest.mark.parametrize("case", list(CASES))
+def test_what_stopped_an_incomplete_stream_is_its_error(case: str, stopper: str | None) -> None:
+    make, body, status, kept = CASES[case]
+    error = None if stopper is None else STOPPERS[stopper]
+    parser = make()
+    events = parser.feed(body)
+    events += parser.end(IncompleteReason.CONNECTION_LOST, error=error)
+    result = parser.result
+    assert result.status == status
+    (last,) = [e for e in events if isinstance(e, chunkwise.TerminalEvent)]
+    assert last.result == result
+    if kept:
+        assert result.error is error
+        assert result.reason in (IncompleteReason.CONNECTION_LOST, IncompleteReason.EMPTY_STREAM)
+    elif status == "failed":
+        assert isinstance(result.error, chunkwise.StreamError)
+    else:
+        assert result.error is None
+
+
+def test_an_error_given_to_an_ended_stream_changes_nothing() -> None:
+    parser = chunkwise.ChatStreamParser()
+    parser.feed(sse(chunk(choice(content="Hi")), done=False))
+    parser.end()
+    before = parser.result
+    assert parser.end(error=STOPPERS["stall"]) == []
+    assert parser.result is before and before.error is None
