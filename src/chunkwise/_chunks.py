@@ -34,7 +34,9 @@ Rules kept here (each API's module lists its own after these):
    error arrived (an error payload or an error chunk, ``finish_reason:
    "error"``, input we cannot interpret); ``complete`` when every choice that
    started finished; ``incomplete`` otherwise.  A missing ``[DONE]`` alone
-   does not make a finished stream incomplete.
+   does not make a finished stream incomplete.  An error from outside the
+   data given to :meth:`~ChunkAccumulator.end` (a lost connection, a timeout)
+   is kept only when the stream turns out ``incomplete``.
 3. A choice finishes with a non-empty ``finish_reason``, kept as sent (``""``
    is "not sent": kept while nothing else came, it finishes nothing).
    ``[DONE]`` is the server's own word that the stream is over: a choice still
@@ -227,18 +229,26 @@ class ChunkAccumulator(TimedAccumulator, Generic[S, R]):
             return self.fail(InvalidChunk(f"a chunk must be a mapping, not {type(chunk).__name__}"))
         return self._chunk(chunk, None)
 
-    def end(self, reason: IncompleteReason | None = None) -> list[Event]:
+    def end(
+        self, reason: IncompleteReason | None = None, *, error: ChunkwiseError | None = None
+    ) -> list[Event]:
         """The stream is over: produce the terminal event (unless already produced).
 
         Choices without a finish_reason stay unfinished (a chat choice's open
-        tool calls are completed with ``finished=False``).  ``reason`` says why
-        the stream stopped early when that is known from outside the data
-        (e.g. :attr:`~chunkwise.IncompleteReason.CONNECTION_LOST`); it is used
-        only if the stream turns out incomplete.
+        tool calls are completed with ``finished=False``).  ``reason`` and
+        ``error`` say why the stream stopped early when that is known from
+        outside the data: ``reason`` as an :class:`~chunkwise.IncompleteReason`
+        (e.g. :attr:`~chunkwise.IncompleteReason.CONNECTION_LOST`), ``error``
+        as the :class:`~chunkwise.ChunkwiseError` that stopped it (a lost
+        connection, an idle or stall timeout).  Both are used only if the
+        stream turns out ``incomplete``: its result's ``error`` is then
+        ``error``, its status staying ``incomplete``.  A stream that is
+        complete, or failed for its own reasons, keeps its own status and
+        error.
         """
         if self._ended:
             return []
-        return self._finish(reason)
+        return self._finish(reason, outside=error)
 
     def note_anomaly(self, anomaly: Anomaly) -> list[Event]:
         """Record an anomaly seen outside the chunks (e.g. by the SSE layer)."""
@@ -378,7 +388,13 @@ class ChunkAccumulator(TimedAccumulator, Generic[S, R]):
         self._counted_anomaly([], kind, "events after the terminal event are ignored")
         return []
 
-    def _finish(self, reason: IncompleteReason | None = None, *, done: bool = False) -> list[Event]:
+    def _finish(
+        self,
+        reason: IncompleteReason | None = None,
+        *,
+        done: bool = False,
+        outside: ChunkwiseError | None = None,
+    ) -> list[Event]:
         events: list[Event] = []
         for index in sorted(self._choices):
             state = self._choices[index]
@@ -408,6 +424,8 @@ class ChunkAccumulator(TimedAccumulator, Generic[S, R]):
             self._reason = reason or IncompleteReason.EMPTY_STREAM
         else:
             self._reason = reason or IncompleteReason.UNFINISHED
+        # Rule 2: what stopped the stream from outside is its error only now.
+        self._error = outside
         events.append(StreamIncomplete(result=self.result, reason=self._reason))
         return events
 
