@@ -16,8 +16,8 @@ usage, server timings, an error, the anomalies, and one state per choice
 :mod:`chunkwise._completions`) subclasses it with what is its own: how a
 choice of a chunk is read (``_choice``), what finishing and closing a choice
 do besides (``_choice_finished``, ``_choice_closed``), and its result
-(``_new_result``).  API
-packages never import each other.
+(``_new_result``).  API packages never import each other; both results share
+their fields through :class:`~chunkwise._results.ChunkResult`.
 
 A result never changes once handed out: usage is replaced, not updated;
 ``logprobs`` are merged copy-on-write; what
