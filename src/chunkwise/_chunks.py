@@ -1,22 +1,89 @@
 """What the two chunk APIs share: chat completions and legacy completions, sans-IO.
 
+Theory of operation
+-------------------
 Both stream ``choices`` per ``index`` in JSON chunks (``chat.completion.chunk``
-and ``text_completion``), so both keep per-choice state the same way.  This
-module is the core both API packages (:mod:`chunkwise._chat`,
-:mod:`chunkwise._completions`) build on; API packages never import each
-other.
+and ``text_completion``), so one mechanism accumulates both:
+:class:`ChunkAccumulator` takes chunks one at a time, as decoded mappings
+(:meth:`~ChunkAccumulator.feed_chunk`) or as server-sent events
+(:meth:`~ChunkAccumulator.feed_event`, ``[DONE]`` checked before JSON, error
+payloads recognised by :func:`~chunkwise._payloads.parse_error_payload`, the
+one reading of every error shape), and keeps what every chunk may carry: the
+identifying fields (id, model, created, system_fingerprint: assigned once,
+from the first chunk with a valid value, an empty string being no value),
+usage, server timings, an error, the anomalies, and one state per choice
+``index``.  Each API package (:mod:`chunkwise._chat`,
+:mod:`chunkwise._completions`) subclasses it with what is its own: how a
+choice of a chunk is read (``_choice``), what finishing and closing a choice
+do besides (``_choice_finished``, ``_choice_closed``), and its result
+(``_new_result``).  API packages never import each other; both results share
+their fields through :class:`~chunkwise._results.ChunkResult`.
 
-Rules kept here:
+A result never changes once handed out: usage is replaced, not updated;
+``logprobs`` are merged copy-on-write; what
+:meth:`~ChunkAccumulator.feed_chunk` keeps from the caller's mapping is
+copied (see :mod:`chunkwise._payloads`).
 
-1. ``logprobs`` merge by extending their lists, copying a merged dict first
+Rules kept here (each API's module lists its own after these):
+
+1. The stream has one terminal event.  ``[DONE]``, an error payload, a chunk
+   we cannot interpret, or :meth:`~ChunkAccumulator.end` produce it; anything
+   fed after it is ignored, with one counted anomaly -- except a ``[DONE]``
+   after an error, which is the server's normal close.
+2. The status is derived, never asserted by the server: ``failed`` when an
+   error arrived (an error payload or an error chunk, ``finish_reason:
+   "error"``, input we cannot interpret); ``complete`` when every choice that
+   started finished; ``incomplete`` otherwise.  A missing ``[DONE]`` alone
+   does not make a finished stream incomplete.  An error from outside the
+   data given to :meth:`~ChunkAccumulator.end` (a lost connection, a timeout)
+   is kept only when the stream turns out ``incomplete``.
+3. A choice finishes with a non-empty ``finish_reason``, kept as sent (``""``
+   is "not sent": kept while nothing else came, it finishes nothing).
+   ``[DONE]`` is the server's own word that the stream is over: a choice still
+   without a finish_reason then finishes too (some servers never send one),
+   its ``finish_reason`` staying ``None``, with one ``missing finish_reason``
+   anomaly.  A body that just stops leaves it unfinished.
+4. An error payload is an ``error`` SSE event (JSON, or its text as the
+   message) or a chunk with an ``error`` or ``"object": "error"``.  An error
+   chunk may carry choices too (OpenRouter finishes a choice with
+   ``finish_reason: "error"`` next to the error object): both are kept, and a
+   malformed rest of that chunk is only an anomaly.
+5. Usage is taken from whichever chunk carries it (or Groq's
+   ``x_groq.usage``), the last one winning.
+6. ``logprobs`` merge by extending their lists, copying a merged dict first
    when a snapshot holds it (copy on write: a result never changes).
+
+Nothing fed to the accumulator raises because of what the *server* sent:
+invalid input ends the stream as ``failed`` with a typed error, and everything
+received before it stays in the result.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from abc import abstractmethod
+from collections.abc import Mapping
+from typing import Any, Generic, Protocol, TypeVar
 
-__all__ = ["LogprobsOwner", "merge_logprobs"]
+from ._anomalies import AnomalyLog
+from ._errors import ChunkwiseError, InvalidChunk, StreamError
+from ._events import (
+    ChoiceFinished,
+    Event,
+    StreamCompleted,
+    StreamErrorReceived,
+    StreamFailed,
+    StreamIncomplete,
+    UsageReported,
+)
+from ._payloads import DATA_LIMIT, copy_json, load_json, load_object, parse_error_payload, preview
+from ._results import Anomaly, IncompleteReason, Status
+from ._sse import ServerSentEvent
+from ._timings import TimedAccumulator, take_chunk_timings, timing_fields
+
+__all__ = ["ChoiceLike", "ChunkAccumulator", "LogprobsOwner", "merge_logprobs"]
+
+DONE = "[DONE]"
+METADATA_KEYS = ("id", "model", "created", "system_fingerprint")
 
 
 class LogprobsOwner(Protocol):
@@ -26,8 +93,350 @@ class LogprobsOwner(Protocol):
     logprobs_shared: bool
 
 
+class ChoiceLike(LogprobsOwner, Protocol):
+    """What :class:`ChunkAccumulator` reads of a choice's state while it streams."""
+
+    index: int
+    finish_reason: str | None
+    finished: bool
+
+    def to_result(self) -> Any: ...
+
+
+S = TypeVar("S", bound=ChoiceLike)
+R = TypeVar("R")
+
+
+class ChunkAccumulator(TimedAccumulator, Generic[S, R]):
+    """The accumulator both chunk APIs are: choices of type ``S``, results of type ``R``.
+
+    A subclass reads a choice of a chunk (``_choice``), builds its result
+    (``_new_result``), and may act when a choice finishes or the stream ends
+    (``_choice_finished``, ``_choice_closed``).
+    """
+
+    def __init__(self) -> None:
+        self._choices: dict[int, S] = {}
+        self._id: str | None = None
+        self._model: str | None = None
+        self._created: int | None = None
+        self._fingerprint: str | None = None
+        # The keys of those still None: while a server never sends one (OpenAI
+        # sends no system_fingerprint for completions), the hot path only
+        # looks that key up.
+        self._metadata_missing: tuple[str, ...] = METADATA_KEYS
+        self._usage: Mapping[str, Any] | None = None
+        self._error: ChunkwiseError | None = None
+        self._anomalies = AnomalyLog()
+        self._status: Status = "streaming"
+        self._reason: IncompleteReason | None = None
+        self._done = False
+        self._ended = False
+        self._cache: R | None = None
+
+    # -- what a subclass says ----------------------------------------------
+
+    @abstractmethod
+    def _choice(
+        self, index: int, choice: dict[str, Any], events: list[Event], copy: bool
+    ) -> InvalidChunk | None:
+        """Take one choice (a JSON object with a valid ``index``) of a chunk.
+
+        ``copy``: the chunk is the caller's mapping, so what is kept of it is
+        copied.  Returns why the chunk cannot be interpreted, if it cannot.
+        """
+
+    @abstractmethod
+    def _new_result(self, **fields: Any) -> R:
+        """The API's result, given every field."""
+
+    def _choice_finished(self, state: S, events: list[Event]) -> None:
+        """A non-empty finish_reason finished ``state`` (before its ChoiceFinished)."""
+
+    def _choice_closed(self, state: S, events: list[Event]) -> None:
+        """The stream ended: ``state`` is as finished as it will be."""
+
+    def _not_an_object(self, data: str, error: InvalidChunk) -> list[Event]:
+        """``data`` is not a JSON object: the stream failed, unless the API knows better."""
+        return self.fail(error)
+
+    # -- public API --------------------------------------------------------
+
+    @property
+    def result(self) -> R:
+        """A snapshot of everything received so far."""
+        if self._cache is None:
+            self._cache = self._new_result(
+                id=self._id,
+                model=self._model,
+                created=self._created,
+                system_fingerprint=self._fingerprint,
+                choices=tuple(self._choices[i].to_result() for i in sorted(self._choices)),
+                usage=self._usage,
+                error=self._error,
+                status=self._status,
+                reason=self._reason,
+                done_received=self._done,
+                anomalies=self._anomalies.snapshot(),
+                **timing_fields(self),
+            )
+        return self._cache
+
+    @property
+    def finished(self) -> bool:
+        """True once the terminal event was produced."""
+        return self._ended
+
+    def feed_event(self, event: ServerSentEvent) -> list[Event]:
+        """Interpret one server-sent event: ``[DONE]``, an error, or a JSON chunk."""
+        return self.feed_data(event.event, event.data)
+
+    def feed_data(self, kind: str, data: str) -> list[Event]:
+        """:meth:`feed_event` for an SSE event given as its type and data."""
+        if self._ended:
+            if data == DONE and self._status == "failed" and not self._done:
+                return []  # rule 1: the server's normal close after its error
+            return self._ignore()
+        if kind == "error":
+            try:
+                payload = load_json(data)
+            except InvalidChunk:
+                # Not JSON: the text itself is the message.
+                return self._error_payload(
+                    StreamError(data or "the server sent an error event without data")
+                )
+            return self._error_payload(parse_error_payload(payload))
+        if data == DONE:
+            self._done = True
+            return self._finish(done=True)
+        if not data:
+            return []  # an empty keep-alive event carries nothing
+        try:
+            chunk = load_object(data)
+        except InvalidChunk as exc:
+            return self._not_an_object(data, exc)
+        return self._chunk(chunk, data)
+
+    def feed_chunk(self, chunk: Mapping[str, Any]) -> list[Event]:
+        """Accumulate one decoded chunk (any mapping).
+
+        The values kept from ``chunk`` (usage, logprobs, an error body) are
+        copied: changing ``chunk`` afterwards changes no result.
+        """
+        if self._ended:
+            return self._ignore()
+        if not isinstance(chunk, Mapping):
+            return self.fail(InvalidChunk(f"a chunk must be a mapping, not {type(chunk).__name__}"))
+        return self._chunk(chunk, None)
+
+    def end(
+        self, reason: IncompleteReason | None = None, *, error: ChunkwiseError | None = None
+    ) -> list[Event]:
+        """The stream is over: produce the terminal event (unless already produced).
+
+        Choices without a finish_reason stay unfinished (a chat choice's open
+        tool calls are completed with ``finished=False``).  ``reason`` and
+        ``error`` say why the stream stopped early when that is known from
+        outside the data: ``reason`` as an :class:`~chunkwise.IncompleteReason`
+        (e.g. :attr:`~chunkwise.IncompleteReason.CONNECTION_LOST`), ``error``
+        as the :class:`~chunkwise.ChunkwiseError` that stopped it (a lost
+        connection, an idle or stall timeout).  Both are used only if the
+        stream turns out ``incomplete``: its result's ``error`` is then
+        ``error``, its status staying ``incomplete``.  A stream that is
+        complete, or failed for its own reasons, keeps its own status and
+        error.
+        """
+        if self._ended:
+            return []
+        return self._finish(reason, outside=error)
+
+    def note_anomaly(self, anomaly: Anomaly) -> list[Event]:
+        """Record an anomaly seen outside the chunks (e.g. by the SSE layer)."""
+        events: list[Event] = []
+        self._anomaly(events, anomaly.kind, anomaly.detail, anomaly.choice_index)
+        return events
+
+    def fail(self, error: ChunkwiseError) -> list[Event]:
+        """End the stream as ``failed`` with ``error`` (e.g. a protocol error)."""
+        if self._ended:
+            return self._ignore()
+        self._error = error
+        return self._finish()
+
+    # -- chunks --------------------------------------------------------------
+
+    def _chunk(self, chunk: Mapping[str, Any], data: str | None) -> list[Event]:
+        # ``data`` is None when the chunk is the caller's mapping (feed_chunk):
+        # whatever the result keeps from it is then copied, so that the caller
+        # changing its mapping later cannot change a result already handed out.
+        events: list[Event] = []
+        copy = data is None
+        for key in self._metadata_missing:
+            if chunk.get(key) is not None:
+                self._metadata(chunk)
+                break
+        if "timings" in chunk or "metrics" in chunk:
+            take_chunk_timings(self, chunk, copy=copy)
+        failure: InvalidChunk | None = None
+        choices = chunk.get("choices")
+        if type(choices) is list:
+            for choice in choices:
+                if type(choice) is not dict:
+                    failure = InvalidChunk(f"a choice is {type(choice).__name__}, not an object")
+                    break
+                index = choice.get("index", 0)
+                if type(index) is not int or index < 0:
+                    failure = InvalidChunk(f"choice index {index!r} is not a non-negative integer")
+                    break
+                failure = self._choice(index, choice, events, copy)
+                if failure is not None:
+                    break
+        elif choices is not None:
+            failure = InvalidChunk(
+                f"'choices' is {type(choices).__name__}, not a list",
+                data[:DATA_LIMIT] if data is not None else preview(chunk, DATA_LIMIT),
+            )
+        if failure is None:
+            usage = chunk.get("usage")
+            if usage is None:
+                extra = chunk.get("x_groq")
+                if type(extra) is dict:
+                    usage = extra.get("usage")
+            if usage is not None:
+                self._take_usage(usage, events, copy)
+        if chunk.get("error") is not None or chunk.get("object") == "error":
+            # Rule 4: the stream failed because of the server's error, so a
+            # malformed rest of the chunk is only an anomaly.
+            if failure is not None:
+                self._anomaly(events, "invalid chunk", str(failure))
+            events += self._error_payload(parse_error_payload(copy_json(chunk) if copy else chunk))
+        elif failure is not None:
+            events += self.fail(failure)
+        return events
+
+    def _take_usage(self, usage: Any, events: list[Event], copy: bool) -> None:
+        if isinstance(usage, Mapping):
+            if copy:
+                usage = copy_json(usage)
+            self._usage = usage
+            self._cache = None
+            events.append(UsageReported(usage=usage))
+        else:
+            self._anomaly(events, "invalid usage", preview(usage))
+
+    def _metadata(self, chunk: Mapping[str, Any]) -> None:
+        # Each field is assigned once, from the first chunk with a valid value
+        # (later chunks repeat it, never extend it), whichever chunk that is.
+        # Runs only when a chunk has a value for a field still missing.
+        if self._id is None:
+            self._id = _identifier(chunk.get("id"))
+        if self._model is None:
+            self._model = _identifier(chunk.get("model"))
+        if self._created is None:
+            value = chunk.get("created")
+            if type(value) is int:
+                self._created = value
+        if self._fingerprint is None:
+            self._fingerprint = _identifier(chunk.get("system_fingerprint"))
+        self._cache = None
+        values = (self._id, self._model, self._created, self._fingerprint)
+        self._metadata_missing = tuple(
+            key for key, value in zip(METADATA_KEYS, values, strict=True) if value is None
+        )
+
+    def _finish_reason(self, state: S, reason: Any, events: list[Event]) -> None:
+        # Rule 3.
+        if not isinstance(reason, str):
+            self._anomaly(events, "invalid finish_reason", preview(reason), state.index)
+        elif state.finished:
+            if reason and reason != state.finish_reason:
+                detail = f"{reason!r} after {state.finish_reason!r}"
+                self._anomaly(events, "second finish_reason", detail, state.index)
+        elif not reason:
+            # Some servers send "" on every chunk: kept as sent, it finishes nothing.
+            if state.finish_reason is None:
+                state.finish_reason = reason
+        else:
+            state.finish_reason = reason
+            state.finished = True
+            self._choice_finished(state, events)
+            events.append(ChoiceFinished(choice_index=state.index, finish_reason=reason))
+
+    # -- errors, anomalies and the end ------------------------------------
+
+    def _error_payload(self, error: StreamError) -> list[Event]:
+        self._error = error
+        events: list[Event] = [StreamErrorReceived(error=error)]
+        events.extend(self._finish())
+        return events
+
+    def _anomaly(
+        self, events: list[Event], kind: str, detail: str, choice_index: int | None = None
+    ) -> None:
+        self._anomalies.add(events, kind, detail, choice_index)
+        self._cache = None
+
+    def _counted_anomaly(
+        self, events: list[Event], kind: str, detail: str, choice_index: int | None = None
+    ) -> None:
+        self._anomalies.count(events, kind, detail, choice_index)
+        self._cache = None
+
+    def _ignore(self) -> list[Event]:
+        # Rule 1: counted in the result, no event after the terminal one.
+        kind = "data after [DONE]" if self._done else "data after end"
+        self._counted_anomaly([], kind, "events after the terminal event are ignored")
+        return []
+
+    def _finish(
+        self,
+        reason: IncompleteReason | None = None,
+        *,
+        done: bool = False,
+        outside: ChunkwiseError | None = None,
+    ) -> list[Event]:
+        events: list[Event] = []
+        for index in sorted(self._choices):
+            state = self._choices[index]
+            if done and not state.finished:
+                # Rule 3: [DONE] finishes a choice the server never gave a finish_reason.
+                state.finished = True
+                detail = "the stream ended with [DONE]"
+                self._anomaly(events, "missing finish_reason", detail, index)
+            self._choice_closed(state, events)
+        self._ended = True
+        self._cache = None
+        if self._error is None:
+            for index in sorted(self._choices):
+                if self._choices[index].finish_reason == "error":
+                    self._error = StreamError(f'choice {index} finished with finish_reason "error"')
+                    break
+        if self._error is not None:
+            self._status = "failed"
+            events.append(StreamFailed(result=self.result, error=self._error))
+            return events
+        if self._choices and all(state.finished for state in self._choices.values()):
+            self._status = "complete"
+            events.append(StreamCompleted(result=self.result))
+            return events
+        self._status = "incomplete"
+        if not self._choices:
+            self._reason = reason or IncompleteReason.EMPTY_STREAM
+        else:
+            self._reason = reason or IncompleteReason.UNFINISHED
+        # Rule 2: what stopped the stream from outside is its error only now.
+        self._error = outside
+        events.append(StreamIncomplete(result=self.result, reason=self._reason))
+        return events
+
+
+def _identifier(value: Any) -> str | None:
+    # An identifying string: TGI's empty id is no id.
+    return value if isinstance(value, str) and value else None
+
+
 def merge_logprobs(state: LogprobsOwner, logprobs: Any) -> None:
-    """Rule 1: extend the choice's ``logprobs`` with a chunk's (either API's shape)."""
+    """Rule 6: extend the choice's ``logprobs`` with a chunk's (either API's shape)."""
     if type(logprobs) is not dict:
         return
     merged = state.logprobs

@@ -13,22 +13,25 @@ chat tool call) and the Responses API's :class:`OutputItem`,
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
-from typing import Any, Literal
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 import attrs
 
-from ._errors import ToolArgumentsError, raise_itself
+from ._errors import ChunkwiseError, StreamError, ToolArgumentsError, raise_itself
 from ._payloads import copy_json, parse_json
+from ._timings import Timings
 
 __all__ = [
     "Anomaly",
+    "ChunkResult",
     "ContentPart",
     "FunctionCall",
     "IncompleteReason",
     "OutputItem",
     "Status",
     "ToolCall",
+    "choices_of",
 ]
 
 Status = Literal["streaming", "complete", "incomplete", "failed"]
@@ -77,6 +80,72 @@ class Anomaly:
     detail: str
     choice_index: int | None = None
     count: int = 1
+
+
+class Indexed(Protocol):
+    """A choice of a result: it has an ``index``."""
+
+    @property
+    def index(self) -> int: ...
+
+
+C = TypeVar("C", bound=Indexed)
+
+
+@attrs.frozen(kw_only=True)
+class ChunkResult(Generic[C]):
+    """What a chat result and a legacy completion's share: their fields, in order, and methods.
+
+    Each of :class:`~chunkwise.ChatResult` and
+    :class:`~chunkwise.CompletionResult` is this with its own choice class
+    ``C`` (named in its ``choices`` by :func:`choices_of`), its own docstring
+    and its own shortcut to choice 0.
+    """
+
+    id: str | None = None
+    model: str | None = None
+    created: int | None = None
+    system_fingerprint: str | None = None
+    choices: tuple[C, ...] = ()
+    usage: Mapping[str, Any] | None = None
+    error: ChunkwiseError | None = None
+    status: Status = "streaming"
+    reason: IncompleteReason | None = None
+    done_received: bool = False
+    anomalies: tuple[Anomaly, ...] = ()
+    # Measurements, not content: two results of the same answer are equal
+    # however fast it came (a stream's and a sans-IO parser's, say).
+    timings: Timings | None = attrs.field(default=None, eq=False)
+    server_timings: Mapping[str, Any] | None = None
+
+    def choice(self, index: int = 0) -> C:
+        """The choice with this ``index`` (raises :class:`KeyError` if absent)."""
+        for choice in self.choices:
+            if choice.index == index:
+                return choice
+        raise KeyError(index)
+
+    @property
+    def server_error(self) -> StreamError | None:
+        """The error the server reported, if that is why the stream failed."""
+        return self.error if isinstance(self.error, StreamError) else None
+
+
+Fields = list["attrs.Attribute[Any]"]
+
+
+def choices_of(choice: str) -> Callable[[type, Fields], Fields]:
+    """A field transformer annotating ``choices`` with the subclass's own choice class.
+
+    So that its signature, and the documentation, say ``tuple[ChoiceResult,
+    ...]`` rather than the base's ``tuple[C, ...]``.
+    """
+
+    def transform(cls: type, fields: Fields) -> Fields:
+        own = f"tuple[{choice}, ...]"
+        return [f.evolve(type=own) if f.name == "choices" else f for f in fields]
+
+    return transform
 
 
 class _Unset(enum.Enum):

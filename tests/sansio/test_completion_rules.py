@@ -375,6 +375,13 @@ def test_usage_from_whichever_chunk_carries_it() -> None:
         assert [e.usage for e in events if type(e) is UsageReported] == [USAGE]
 
 
+def test_usage_under_x_groq_is_taken_as_for_chat() -> None:
+    body = sse(c(text_choice("Hi", finish_reason="stop"), x_groq={"id": "r", "usage": USAGE}))
+    events, result = parse_completion([body])
+    assert result.usage == USAGE
+    assert [e.usage for e in events if type(e) is UsageReported] == [USAGE]
+
+
 def test_metadata_assigned_once_and_tgi_empty_id_is_no_id() -> None:
     _, result = parse_completion(
         [

@@ -2,11 +2,14 @@
 
 Theory of operation
 -------------------
-:class:`ChatAccumulator` takes chunks one at a time, either as already-decoded
-mappings (:meth:`~ChatAccumulator.feed_chunk`, e.g. ``chunk.model_dump()`` from
-the official SDK) or as server-sent events (:meth:`~ChatAccumulator.feed_event`,
-which checks ``[DONE]`` before JSON and recognises error payloads).  State is
-kept per choice ``index`` and, inside a choice, per tool call.  Fields that
+:class:`ChatAccumulator` is the chat form of the chunk accumulator both chunk
+APIs share (:class:`~chunkwise._chunks.ChunkAccumulator`): it takes chunks one
+at a time, either as already-decoded mappings
+(:meth:`~ChatAccumulator.feed_chunk`, e.g. ``chunk.model_dump()`` from the
+official SDK) or as server-sent events (:meth:`~ChatAccumulator.feed_event`,
+which checks ``[DONE]`` before JSON and recognises error payloads), and reads
+each choice's ``delta`` here.  State is kept per choice ``index`` and, inside a
+choice, per tool call.  Fields that
 identify something (id, name, type, role, model, created, system_fingerprint)
 are assigned once, from the first chunk that carries a valid value; fields that
 stream (content, refusal, reasoning, arguments) are concatenated exactly.
@@ -20,28 +23,19 @@ before the next merge when a snapshot holds them (copy on write); and what
 
 Rules
 -----
-1. The stream has one terminal event.  ``[DONE]``, an error payload, a chunk
-   we cannot interpret, or :meth:`~ChatAccumulator.end` produce it; anything
-   fed after it is ignored, with one counted anomaly -- except a ``[DONE]``
-   after an error, which is the server's normal close.
-2. The status is derived, never asserted by the server: ``failed`` when an
-   error arrived (an error payload, ``finish_reason: "error"``, input we
-   cannot interpret); ``complete`` when every choice that started finished;
-   ``incomplete`` otherwise.  A missing ``[DONE]`` alone does not make a
-   finished stream incomplete.
-3. A choice finishes with a non-empty finish_reason, which completes its tool
-   calls (``finished`` true).  ``[DONE]`` is the server's own word that the
-   stream is over: a choice still without a finish_reason then finishes too
-   (some servers never send one), its ``finish_reason`` staying as sent
-   (``None``) with one ``missing finish_reason`` anomaly, its tool calls
-   completed with ``finished`` true.  A body that just stops leaves it
-   unfinished, and its calls are completed with ``finished`` false.
-4. Text is appended when it is a non-empty string; ``content`` may also be a
+The rules both chunk APIs share are :mod:`chunkwise._chunks`'s: the one
+terminal event (1), the derived status (2), how a choice finishes, ``[DONE]``
+included (3), error payloads (4), usage (5), ``logprobs`` (6).  Chat's own:
+
+1. A choice that finishes (by its finish_reason, or by ``[DONE]``) completes
+   its tool calls with ``finished`` true; a body that just stops leaves the
+   choice unfinished and completes its calls with ``finished`` false.
+2. Text is appended when it is a non-empty string; ``content`` may also be a
    list of typed parts (:mod:`chunkwise._chat.choices`, rule 2): text parts are
    content, thinking parts reasoning, in order, and a part not understood is
    one counted anomaly per choice.  Text after a choice finished is an
    anomaly, not appended.
-5. A structured output (``response_format``) is checked once, at the end,
+3. A structured output (``response_format``) is checked once, at the end,
    for each finished choice (:mod:`chunkwise._structured`): a choice cut
    short (``length``, ``content_filter``) gets a "cut short" error unparsed,
    a choice finished by ``[DONE]`` alone is parsed (the server said it is over).
@@ -56,49 +50,28 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .._anomalies import AnomalyLog
-from .._chunks import merge_logprobs
-from .._errors import ChunkwiseError, InvalidChunk, StreamError
+from .._chunks import ChunkAccumulator, merge_logprobs
+from .._errors import InvalidChunk
 from .._events import (
-    ChoiceFinished,
     ContentDelta,
     Event,
     ReasoningDelta,
     RefusalDelta,
-    StreamCompleted,
-    StreamErrorReceived,
-    StreamFailed,
-    StreamIncomplete,
     ToolCallArgumentsDelta,
     ToolCallCompleted,
     ToolCallStarted,
-    UsageReported,
 )
 from .._partial_json import LiveJSON
-from .._payloads import (
-    DATA_LIMIT,
-    copy_json,
-    dump_json,
-    load_json,
-    load_object,
-    parse_error_payload,
-    preview,
-)
-from .._results import Anomaly, IncompleteReason, Status
-from .._sse import ServerSentEvent
+from .._payloads import copy_json, dump_json, preview
 from .._structured import CUT_SHORT, OutputSchema
-from .._timings import TimedAccumulator, take_chunk_timings, timing_fields
 from .._tools import ToolSchemas, complete_tool_call
 from .choices import ChoiceState, ToolCallState, read_parts
 from .results import ChatResult
 
 __all__ = ["ChatAccumulator"]
 
-_DONE = "[DONE]"
-_METADATA_KEYS = ("id", "model", "created", "system_fingerprint")
 
-
-class ChatAccumulator(TimedAccumulator):
+class ChatAccumulator(ChunkAccumulator[ChoiceState, ChatResult]):
     """Accumulate chat-completion chunks into events and a :class:`ChatResult`.
 
     Args:
@@ -117,219 +90,16 @@ class ChatAccumulator(TimedAccumulator):
         tools: Iterable[Mapping[str, Any]] | None = None,
         response_format: Mapping[str, Any] | None = None,
     ) -> None:
+        super().__init__()
         self._schemas = ToolSchemas(tools) if tools is not None else None
         self._output_schema = OutputSchema.from_response_format(response_format)
-        self._choices: dict[int, ChoiceState] = {}
-        self._id: str | None = None
-        self._model: str | None = None
-        self._created: int | None = None
-        self._fingerprint: str | None = None
-        # The keys of those still None: while a server never sends one, the
-        # hot path only looks that key up.
-        self._metadata_missing: tuple[str, ...] = _METADATA_KEYS
-        self._usage: Mapping[str, Any] | None = None
-        self._error: ChunkwiseError | None = None
-        self._anomalies = AnomalyLog()
-        self._status: Status = "streaming"
-        self._reason: IncompleteReason | None = None
-        self._done = False
-        self._ended = False
-        self._cache: ChatResult | None = None
 
-    # -- public API --------------------------------------------------------
+    def _new_result(self, **fields: Any) -> ChatResult:
+        return ChatResult(**fields)
 
-    @property
-    def result(self) -> ChatResult:
-        """A snapshot of everything received so far."""
-        if self._cache is None:
-            self._cache = ChatResult(
-                id=self._id,
-                model=self._model,
-                created=self._created,
-                system_fingerprint=self._fingerprint,
-                choices=tuple(self._choices[i].to_result() for i in sorted(self._choices)),
-                usage=self._usage,
-                error=self._error,
-                status=self._status,
-                reason=self._reason,
-                done_received=self._done,
-                anomalies=self._anomalies.snapshot(),
-                **timing_fields(self),
-            )
-        return self._cache
-
-    @property
-    def finished(self) -> bool:
-        """True once the terminal event was produced."""
-        return self._ended
-
-    def feed_event(self, event: ServerSentEvent) -> list[Event]:
-        """Interpret one server-sent event: ``[DONE]``, an error, or a JSON chunk."""
-        return self.feed_data(event.event, event.data)
-
-    def feed_data(self, kind: str, data: str) -> list[Event]:
-        """:meth:`feed_event` for an SSE event given as its type and data."""
-        if self._ended:
-            if data == _DONE and self._status == "failed" and not self._done:
-                return []  # rule 1: the server's normal close after its error
-            return self._ignore()
-        if kind == "error":
-            try:
-                payload = load_json(data)
-            except InvalidChunk:
-                # Not JSON: the text itself is the message.
-                return self._error_payload(
-                    StreamError(data or "the server sent an error event without data")
-                )
-            return self._error_payload(parse_error_payload(payload))
-        if data == _DONE:
-            self._done = True
-            return self._finish(done=True)
-        if not data:
-            return []  # an empty keep-alive event carries nothing
-        try:
-            chunk = load_object(data)
-        except InvalidChunk as exc:
-            return self.fail(exc)
-        return self._chunk(chunk, data)
-
-    def feed_chunk(self, chunk: Mapping[str, Any]) -> list[Event]:
-        """Accumulate one decoded ``chat.completion.chunk`` (any mapping).
-
-        The values kept from ``chunk`` (usage, logprobs, an error body) are
-        copied: changing ``chunk`` afterwards changes no result.
-        """
-        if self._ended:
-            return self._ignore()
-        if not isinstance(chunk, Mapping):
-            return self.fail(InvalidChunk(f"a chunk must be a mapping, not {type(chunk).__name__}"))
-        return self._chunk(chunk, None)
-
-    def end(
-        self, reason: IncompleteReason | None = None, *, error: ChunkwiseError | None = None
-    ) -> list[Event]:
-        """The stream is over: produce the terminal event (unless already produced).
-
-        Tool calls still open are completed with ``finished=False``.
-        ``reason`` says why the stream stopped early when that is known from
-        outside the data (e.g. :attr:`IncompleteReason.CONNECTION_LOST`), and
-        ``error`` what stopped it (a lost connection, an idle or stall
-        timeout); both are used only if the stream turns out incomplete, as
-        the result's ``reason`` and ``error`` (the status staying incomplete).
-        """
-        if self._ended:
-            return []
-        return self._finish(reason, stopped_by=error)
-
-    def note_anomaly(self, anomaly: Anomaly) -> list[Event]:
-        """Record an anomaly seen outside the chunks (e.g. by the SSE layer)."""
-        events: list[Event] = []
-        self._anomaly(events, anomaly.kind, anomaly.detail, anomaly.choice_index)
-        return events
-
-    def fail(self, error: ChunkwiseError) -> list[Event]:
-        """End the stream as ``failed`` with ``error`` (e.g. a protocol error)."""
-        if self._ended:
-            return self._ignore()
-        self._error = error
-        return self._finish()
-
-    # -- chunks --------------------------------------------------------------
-
-    def _chunk(self, chunk: Mapping[str, Any], data: str | None) -> list[Event]:
-        # ``data`` is None when the chunk is the caller's mapping (feed_chunk):
-        # whatever the result keeps from it is then copied, so that the caller
-        # changing its mapping later cannot change a result already handed out.
-        events: list[Event] = []
-        for key in self._metadata_missing:
-            if chunk.get(key) is not None:
-                self._metadata(chunk)
-                break
-        if "timings" in chunk or "metrics" in chunk:
-            take_chunk_timings(self, chunk, copy=data is None)
-        failure: InvalidChunk | None = None
-        choices = chunk.get("choices")
-        if choices:
-            if type(choices) is not list:
-                failure = InvalidChunk(
-                    f"'choices' is {type(choices).__name__}, not a list",
-                    data[:DATA_LIMIT] if data is not None else preview(chunk, DATA_LIMIT),
-                )
-            else:
-                for choice in choices:
-                    failure = self._choice(choice, events, data is None)
-                    if failure is not None:
-                        break
-        elif choices is not None and type(choices) is not list:
-            failure = InvalidChunk(f"'choices' is {choices!r}, not a list")
-        if failure is None:
-            usage = chunk.get("usage")
-            if usage is None:
-                extra = chunk.get("x_groq")
-                if type(extra) is dict:
-                    usage = extra.get("usage")
-            if usage is not None:
-                self._take_usage(usage, events, data is None)
-        error = chunk.get("error")
-        if error is not None or chunk.get("object") == "error":
-            # An error chunk may carry choices too: OpenRouter finishes a choice
-            # with finish_reason "error" next to the error object.  Both are
-            # kept; the stream failed because of the server's error, so a
-            # malformed rest of the chunk is only an anomaly.
-            if failure is not None:
-                self._anomaly(events, "invalid chunk", str(failure))
-            events += self._error_payload(
-                parse_error_payload(copy_json(chunk) if data is None else chunk)
-            )
-        elif failure is not None:
-            events += self.fail(failure)
-        return events
-
-    def _take_usage(self, usage: Any, events: list[Event], copy: bool) -> None:
-        if isinstance(usage, Mapping):
-            if copy:
-                usage = copy_json(usage)
-            self._usage = usage
-            self._cache = None
-            events.append(UsageReported(usage=usage))
-        else:
-            self._anomaly(events, "invalid usage", preview(usage))
-
-    def _metadata(self, chunk: Mapping[str, Any]) -> None:
-        # Each field is assigned once, from the first chunk with a valid value
-        # (later chunks repeat it, never extend it), whichever chunk that is.
-        # Runs only when a chunk has a value for a field still missing.
-        if self._id is None:
-            value = chunk.get("id")
-            if isinstance(value, str) and value:
-                self._id = value
-                self._cache = None
-        if self._model is None:
-            value = chunk.get("model")
-            if isinstance(value, str) and value:
-                self._model = value
-                self._cache = None
-        if self._created is None:
-            value = chunk.get("created")
-            if type(value) is int:
-                self._created = value
-                self._cache = None
-        if self._fingerprint is None:
-            value = chunk.get("system_fingerprint")
-            if isinstance(value, str) and value:
-                self._fingerprint = value
-                self._cache = None
-        values = (self._id, self._model, self._created, self._fingerprint)
-        self._metadata_missing = tuple(
-            key for key, value in zip(_METADATA_KEYS, values, strict=True) if value is None
-        )
-
-    def _choice(self, choice: Any, events: list[Event], copy: bool) -> InvalidChunk | None:
-        if type(choice) is not dict:
-            return InvalidChunk(f"a choice is {type(choice).__name__}, not an object")
-        index = choice.get("index", 0)
-        if type(index) is not int or index < 0:
-            return InvalidChunk(f"choice index {index!r} is not a non-negative integer")
+    def _choice(
+        self, index: int, choice: dict[str, Any], events: list[Event], copy: bool
+    ) -> InvalidChunk | None:
         delta = choice.get("delta")
         finish_reason = choice.get("finish_reason")
         state = self._choices.get(index)
@@ -406,7 +176,7 @@ class ChatAccumulator(TimedAccumulator):
         return True
 
     def _content_parts(self, state: ChoiceState, parts: list[Any], events: list[Event]) -> None:
-        # Rule 4: typed parts (Mistral), text and reasoning in the order sent.
+        # Rule 2: typed parts (Mistral), text and reasoning in the order sent.
         if state.finished:
             self._anomaly(events, "content after finish", preview(parts), state.index)
             return
@@ -419,8 +189,7 @@ class ChatAccumulator(TimedAccumulator):
                 state.reasoning.append(text)
                 events.append(ReasoningDelta(choice_index=state.index, text=text))
         for part in unknown:
-            self._anomalies.count(events, "unknown content part", preview(part), state.index)
-            self._cache = None
+            self._counted_anomaly(events, "unknown content part", preview(part), state.index)
 
     def _tool_delta(self, state: ChoiceState, delta: dict[str, Any], events: list[Event]) -> None:
         index = delta.get("index")
@@ -505,29 +274,12 @@ class ChatAccumulator(TimedAccumulator):
         self._anomaly(events, "non-string arguments", detail, choice_index)
         return text or ""
 
-    def _finish_reason(self, state: ChoiceState, reason: Any, events: list[Event]) -> None:
-        if not isinstance(reason, str):
-            self._anomaly(events, "invalid finish_reason", preview(reason), state.index)
-            return
-        if state.finished:
-            if reason and reason != state.finish_reason:
-                self._anomaly(
-                    events,
-                    "second finish_reason",
-                    f"{reason!r} after {state.finish_reason!r}",
-                    state.index,
-                )
-            return
-        if not reason:
-            # Some servers send "" on every chunk: keep it as sent, but it
-            # does not finish the choice.
-            if state.finish_reason is None:
-                state.finish_reason = reason
-            return
-        state.finish_reason = reason
-        state.finished = True
-        self._complete_tools(state, True, events)
-        events.append(ChoiceFinished(choice_index=state.index, finish_reason=reason))
+    def _choice_finished(self, state: ChoiceState, events: list[Event]) -> None:
+        self._complete_tools(state, True, events)  # rule 1
+
+    def _choice_closed(self, state: ChoiceState, events: list[Event]) -> None:
+        self._complete_tools(state, state.finished, events)  # rule 1
+        self._structured(state)
 
     def _complete_tools(self, state: ChoiceState, finished: bool, events: list[Event]) -> None:
         for call in state.tools:
@@ -542,72 +294,9 @@ class ChatAccumulator(TimedAccumulator):
                 )
             )
 
-    # -- errors, anomalies and the end ------------------------------------
-
-    def _error_payload(self, error: StreamError) -> list[Event]:
-        self._error = error
-        events: list[Event] = [StreamErrorReceived(error=error)]
-        events.extend(self._finish())
-        return events
-
-    def _anomaly(
-        self, events: list[Event], kind: str, detail: str, choice_index: int | None = None
-    ) -> None:
-        self._anomalies.add(events, kind, detail, choice_index)
-        self._cache = None
-
-    def _ignore(self) -> list[Event]:
-        # Rule 1: counted in the result, no event after the terminal one.
-        kind = "data after [DONE]" if self._done else "data after end"
-        self._anomalies.count([], kind, "events after the terminal event are ignored")
-        self._cache = None
-        return []
-
-    def _finish(
-        self,
-        reason: IncompleteReason | None = None,
-        *,
-        done: bool = False,
-        stopped_by: ChunkwiseError | None = None,
-    ) -> list[Event]:
-        events: list[Event] = []
-        for index in sorted(self._choices):
-            state = self._choices[index]
-            if done and not state.finished:
-                # Rule 3: [DONE] finishes a choice the server never gave a finish_reason.
-                state.finished = True
-                detail = "the stream ended with [DONE]"
-                self._anomaly(events, "missing finish_reason", detail, index)
-            self._complete_tools(state, state.finished, events)
-            self._structured(state)
-        self._ended = True
-        self._cache = None
-        if self._error is None:
-            for index in sorted(self._choices):
-                if self._choices[index].finish_reason == "error":
-                    self._error = StreamError(f'choice {index} finished with finish_reason "error"')
-                    break
-        if self._error is not None:
-            self._status = "failed"
-            events.append(StreamFailed(result=self.result, error=self._error))
-            return events
-        if not self._choices:
-            self._status = "incomplete"
-            self._reason = reason or IncompleteReason.EMPTY_STREAM
-        elif all(state.finished for state in self._choices.values()):
-            self._status = "complete"
-            events.append(StreamCompleted(result=self.result))
-            return events
-        else:
-            self._status = "incomplete"
-            self._reason = reason or IncompleteReason.UNFINISHED
-        self._error = stopped_by  # what stopped it, the status staying incomplete
-        events.append(StreamIncomplete(result=self.result, reason=self._reason))
-        return events
-
     def _structured(self, state: ChoiceState) -> None:
-        # The rules of _structured: finished choices only, never a cut answer
-        # as if whole, a refusal or a tool-call-only answer left alone.
+        # Rule 3, as _structured says: finished choices only, never a cut
+        # answer as if whole, a refusal or a tool-call-only answer left alone.
         schema = self._output_schema
         if schema is None or not state.finished:
             return

@@ -7,10 +7,9 @@ from typing import Any
 
 import attrs
 
-from .._errors import ChunkwiseError, StreamError, StructuredOutputError
+from .._errors import StructuredOutputError
 from .._payloads import copy_json
-from .._results import Anomaly, IncompleteReason, Status, ToolCall
-from .._timings import Timings
+from .._results import ChunkResult, ToolCall, choices_of
 
 __all__ = ["ChatResult", "ChoiceResult"]
 
@@ -63,8 +62,8 @@ class ChoiceResult:
         return copy_json(self._parsed)
 
 
-@attrs.frozen(kw_only=True)
-class ChatResult:
+@attrs.frozen(kw_only=True, field_transformer=choices_of("ChoiceResult"))
+class ChatResult(ChunkResult[ChoiceResult]):
     """A snapshot of a chat-completion stream, readable at any time.
 
     A result, and everything in it, never changes after it was handed out:
@@ -93,29 +92,6 @@ class ChatResult:
     ``metrics`` (the last one sent of each); ``None`` when it sent none.
     """
 
-    id: str | None = None
-    model: str | None = None
-    created: int | None = None
-    system_fingerprint: str | None = None
-    choices: tuple[ChoiceResult, ...] = ()
-    usage: Mapping[str, Any] | None = None
-    error: ChunkwiseError | None = None
-    status: Status = "streaming"
-    reason: IncompleteReason | None = None
-    done_received: bool = False
-    anomalies: tuple[Anomaly, ...] = ()
-    # Measurements, not content: two results of the same answer are equal
-    # however fast it came (a stream's and a sans-IO parser's, say).
-    timings: Timings | None = attrs.field(default=None, eq=False)
-    server_timings: Mapping[str, Any] | None = None
-
-    def choice(self, index: int = 0) -> ChoiceResult:
-        """The choice with this ``index`` (raises :class:`KeyError` if absent)."""
-        for choice in self.choices:
-            if choice.index == index:
-                return choice
-        raise KeyError(index)
-
     @property
     def content(self) -> str:
         """Choice 0's content, the common single-choice case (``""`` if absent)."""
@@ -123,8 +99,3 @@ class ChatResult:
             if choice.index == 0:
                 return choice.content
         return ""
-
-    @property
-    def server_error(self) -> StreamError | None:
-        """The error the server reported, if that is why the stream failed."""
-        return self.error if isinstance(self.error, StreamError) else None

@@ -3,7 +3,8 @@
 Theory of operation
 -------------------
 :class:`CompletionAccumulator` is :class:`~chunkwise.ChatAccumulator`'s twin
-for ``POST /completions``: it takes chunks as decoded mappings
+for ``POST /completions``, the same chunk accumulator
+(:class:`~chunkwise._chunks.ChunkAccumulator`): it takes chunks as decoded mappings
 (:meth:`~CompletionAccumulator.feed_chunk`) or as server-sent events
 (:meth:`~CompletionAccumulator.feed_event`, ``[DONE]`` checked before JSON,
 error payloads recognised by :func:`~chunkwise._payloads.parse_error_payload`,
@@ -21,62 +22,33 @@ copied.
 
 Rules
 -----
-1. The stream has one terminal event, as chat's (``[DONE]``, an error, a
-   chunk we cannot interpret, or :meth:`~CompletionAccumulator.end`);
-   anything fed after it is ignored with one counted anomaly, except a
-   ``[DONE]`` after an error.
-2. The status is derived as chat's: ``failed`` when an error arrived (an
-   error payload, ``finish_reason: "error"``, input we cannot interpret);
-   ``complete`` when every choice that started finished; ``incomplete``
-   otherwise.
-3. A choice finishes with a non-empty ``finish_reason`` (kept as sent; ``""``
-   is "not sent" and finishes nothing).  ``[DONE]`` finishes a choice still
-   without one, with one ``missing finish_reason`` anomaly.
-4. ``text`` is appended when it is a non-empty string; a non-string is an
+The rules both chunk APIs share are :mod:`chunkwise._chunks`'s, as for chat:
+the one terminal event (1), the derived status (2), how a choice finishes,
+``[DONE]`` included (3), error payloads (4), usage (5), ``logprobs`` (6).
+Legacy completions' own:
+
+1. ``text`` is appended when it is a non-empty string; a non-string is an
    anomaly, text after the choice finished is an anomaly and not appended.
    A choice that carries neither ``text`` nor a ``finish_reason`` (a filter
    annotation) starts nothing.
-5. ``data: null`` (llama-server's first event when given several prompts)
+2. ``data: null`` (llama-server's first event when given several prompts)
    is one counted ``null event`` anomaly, not a failed stream.
-6. Usage is taken from whichever chunk carries it, the last one winning.
 
 Nothing fed to the accumulator raises because of what the server sent.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from .._anomalies import AnomalyLog
-from .._chunks import merge_logprobs
-from .._errors import ChunkwiseError, InvalidChunk, StreamError
-from .._events import (
-    ChoiceFinished,
-    Event,
-    StreamCompleted,
-    StreamErrorReceived,
-    StreamFailed,
-    StreamIncomplete,
-    TextDelta,
-    UsageReported,
-)
-from .._payloads import DATA_LIMIT, copy_json, load_json, load_object, parse_error_payload, preview
-from .._results import Anomaly, IncompleteReason, Status
-from .._sse import ServerSentEvent
+from .._chunks import ChunkAccumulator, merge_logprobs
+from .._errors import InvalidChunk
+from .._events import Event, TextDelta
+from .._payloads import copy_json, preview
 from .._text import Fragments
-from .._timings import TimedAccumulator, take_chunk_timings, timing_fields
 from .results import CompletionChoice, CompletionResult
 
 __all__ = ["CompletionAccumulator"]
-
-_DONE = "[DONE]"
-_METADATA_KEYS = ("id", "model", "created", "system_fingerprint")
-
-
-def _text(value: Any) -> str | None:
-    # An identifying string: TGI's empty id is no id.
-    return value if isinstance(value, str) and value else None
 
 
 class ChoiceText:
@@ -103,189 +75,23 @@ class ChoiceText:
         )
 
 
-class CompletionAccumulator(TimedAccumulator):
+class CompletionAccumulator(ChunkAccumulator[ChoiceText, CompletionResult]):
     """Accumulate legacy ``text_completion`` chunks into events and a :class:`CompletionResult`."""
 
-    def __init__(self) -> None:
-        self._choices: dict[int, ChoiceText] = {}
-        self._id: str | None = None
-        self._model: str | None = None
-        self._created: int | None = None
-        self._fingerprint: str | None = None
-        # The keys of those still None: while a server never sends one (OpenAI
-        # sends no system_fingerprint here), the hot path only looks it up.
-        self._metadata_missing: tuple[str, ...] = _METADATA_KEYS
-        self._usage: Mapping[str, Any] | None = None
-        self._error: ChunkwiseError | None = None
-        self._anomalies = AnomalyLog()
-        self._status: Status = "streaming"
-        self._reason: IncompleteReason | None = None
-        self._done = False
-        self._ended = False
-        self._cache: CompletionResult | None = None
+    def _new_result(self, **fields: Any) -> CompletionResult:
+        return CompletionResult(**fields)
 
-    # -- public API --------------------------------------------------------
-
-    @property
-    def result(self) -> CompletionResult:
-        """A snapshot of everything received so far."""
-        if self._cache is None:
-            self._cache = CompletionResult(
-                id=self._id,
-                model=self._model,
-                created=self._created,
-                system_fingerprint=self._fingerprint,
-                choices=tuple(self._choices[i].to_result() for i in sorted(self._choices)),
-                usage=self._usage,
-                error=self._error,
-                status=self._status,
-                reason=self._reason,
-                done_received=self._done,
-                anomalies=self._anomalies.snapshot(),
-                **timing_fields(self),
-            )
-        return self._cache
-
-    @property
-    def finished(self) -> bool:
-        """True once the terminal event was produced."""
-        return self._ended
-
-    def feed_event(self, event: ServerSentEvent) -> list[Event]:
-        """Interpret one server-sent event: ``[DONE]``, an error, or a JSON chunk."""
-        return self.feed_data(event.event, event.data)
-
-    def feed_data(self, kind: str, data: str) -> list[Event]:
-        """:meth:`feed_event` for an SSE event given as its type and data."""
-        if self._ended:
-            if data == _DONE and self._status == "failed" and not self._done:
-                return []  # rule 1: the server's normal close after its error
-            return self._ignore()
-        if kind == "error":
-            try:
-                payload = load_json(data)
-            except InvalidChunk:
-                return self._error_payload(
-                    StreamError(data or "the server sent an error event without data")
-                )
-            return self._error_payload(parse_error_payload(payload))
-        if data == _DONE:
-            self._done = True
-            return self._finish(done=True)
-        if not data:
-            return []  # an empty keep-alive event carries nothing
-        if data[0] != "{" and data.strip() == "null":
-            # Rule 5: llama-server opens a multi-prompt stream with it.
-            events: list[Event] = []
-            self._anomalies.count(events, "null event", "data: null carries nothing")
-            self._cache = None
-            return events
-        try:
-            chunk = load_object(data)
-        except InvalidChunk as exc:
-            return self.fail(exc)
-        return self._chunk(chunk, copy=False)
-
-    def feed_chunk(self, chunk: Mapping[str, Any]) -> list[Event]:
-        """Accumulate one decoded ``text_completion`` chunk (any mapping).
-
-        The values kept from ``chunk`` (usage, logprobs, an error body) are
-        copied: changing ``chunk`` afterwards changes no result.
-        """
-        if self._ended:
-            return self._ignore()
-        if not isinstance(chunk, Mapping):
-            return self.fail(InvalidChunk(f"a chunk must be a mapping, not {type(chunk).__name__}"))
-        return self._chunk(chunk, copy=True)
-
-    def end(
-        self, reason: IncompleteReason | None = None, *, error: ChunkwiseError | None = None
-    ) -> list[Event]:
-        """The stream is over: produce the terminal event (unless already produced).
-
-        ``reason`` says why the stream stopped early when that is known from
-        outside the data, and ``error`` what stopped it (a lost connection, an
-        idle or stall timeout); both are used only if the stream turns out
-        incomplete, as the result's ``reason`` and ``error``.
-        """
-        if self._ended:
-            return []
-        return self._finish(reason, stopped_by=error)
-
-    def note_anomaly(self, anomaly: Anomaly) -> list[Event]:
-        """Record an anomaly seen outside the chunks (e.g. by the SSE layer)."""
+    def _not_an_object(self, data: str, error: InvalidChunk) -> list[Event]:
+        if data.strip() != "null":
+            return self.fail(error)
+        # Rule 2: llama-server opens a multi-prompt stream with it.
         events: list[Event] = []
-        self._anomaly(events, anomaly.kind, anomaly.detail, anomaly.choice_index)
+        self._counted_anomaly(events, "null event", "data: null carries nothing")
         return events
 
-    def fail(self, error: ChunkwiseError) -> list[Event]:
-        """End the stream as ``failed`` with ``error`` (e.g. a protocol error)."""
-        if self._ended:
-            return self._ignore()
-        self._error = error
-        return self._finish()
-
-    # -- chunks --------------------------------------------------------------
-
-    def _chunk(self, chunk: Mapping[str, Any], *, copy: bool) -> list[Event]:
-        events: list[Event] = []
-        for key in self._metadata_missing:
-            if chunk.get(key) is not None:
-                self._metadata(chunk)
-                break
-        if "timings" in chunk or "metrics" in chunk:
-            take_chunk_timings(self, chunk, copy=copy)
-        failure: InvalidChunk | None = None
-        choices = chunk.get("choices")
-        if type(choices) is list:
-            for choice in choices:
-                failure = self._choice(choice, events, copy)
-                if failure is not None:
-                    break
-        elif choices is not None:
-            failure = InvalidChunk(
-                f"'choices' is {type(choices).__name__}, not a list", preview(chunk, DATA_LIMIT)
-            )
-        if failure is None:
-            usage = chunk.get("usage")
-            if usage is not None:
-                if isinstance(usage, Mapping):
-                    self._usage = copy_json(usage) if copy else usage
-                    self._cache = None
-                    events.append(UsageReported(usage=self._usage))
-                else:
-                    self._anomaly(events, "invalid usage", preview(usage))
-        if chunk.get("error") is not None or chunk.get("object") == "error":
-            if failure is not None:
-                self._anomaly(events, "invalid chunk", str(failure))
-            events += self._error_payload(parse_error_payload(copy_json(chunk) if copy else chunk))
-        elif failure is not None:
-            events += self.fail(failure)
-        return events
-
-    def _metadata(self, chunk: Mapping[str, Any]) -> None:
-        # Each field assigned once, from the first chunk with a valid value.
-        if self._id is None:
-            self._id = _text(chunk.get("id"))
-        if self._model is None:
-            self._model = _text(chunk.get("model"))
-        if self._fingerprint is None:
-            self._fingerprint = _text(chunk.get("system_fingerprint"))
-        created = chunk.get("created")
-        if self._created is None and type(created) is int:
-            self._created = created
-        self._cache = None
-        values = (self._id, self._model, self._created, self._fingerprint)
-        self._metadata_missing = tuple(
-            key for key, value in zip(_METADATA_KEYS, values, strict=True) if value is None
-        )
-
-    def _choice(self, choice: Any, events: list[Event], copy: bool) -> InvalidChunk | None:
-        if type(choice) is not dict:
-            return InvalidChunk(f"a choice is {type(choice).__name__}, not an object")
-        index = choice.get("index", 0)
-        if type(index) is not int or index < 0:
-            return InvalidChunk(f"choice index {index!r} is not a non-negative integer")
+    def _choice(
+        self, index: int, choice: dict[str, Any], events: list[Event], copy: bool
+    ) -> InvalidChunk | None:
         text = choice.get("text")
         finish_reason = choice.get("finish_reason")
         state = self._choices.get(index)
@@ -304,7 +110,7 @@ class CompletionAccumulator(TimedAccumulator):
             return None
         if state is None:
             if "text" not in choice and finish_reason is None:
-                return None  # rule 4: a filter annotation starts nothing
+                return None  # rule 1: a filter annotation starts nothing
             state = self._choices[index] = ChoiceText(index)
         self._cache = None
         if text:
@@ -321,76 +127,3 @@ class CompletionAccumulator(TimedAccumulator):
         if finish_reason is not None:
             self._finish_reason(state, finish_reason, events)
         return None
-
-    def _finish_reason(self, state: ChoiceText, reason: Any, events: list[Event]) -> None:
-        if not isinstance(reason, str):
-            self._anomaly(events, "invalid finish_reason", preview(reason), state.index)
-        elif state.finished:
-            if reason and reason != state.finish_reason:
-                detail = f"{reason!r} after {state.finish_reason!r}"
-                self._anomaly(events, "second finish_reason", detail, state.index)
-        elif not reason:
-            if state.finish_reason is None:
-                state.finish_reason = reason  # rule 3: kept as sent, finishes nothing
-        else:
-            state.finish_reason = reason
-            state.finished = True
-            events.append(ChoiceFinished(choice_index=state.index, finish_reason=reason))
-
-    # -- errors, anomalies and the end ------------------------------------
-
-    def _error_payload(self, error: StreamError) -> list[Event]:
-        self._error = error
-        events: list[Event] = [StreamErrorReceived(error=error)]
-        events.extend(self._finish())
-        return events
-
-    def _anomaly(
-        self, events: list[Event], kind: str, detail: str, choice_index: int | None = None
-    ) -> None:
-        self._anomalies.add(events, kind, detail, choice_index)
-        self._cache = None
-
-    def _ignore(self) -> list[Event]:
-        kind = "data after [DONE]" if self._done else "data after end"
-        self._anomalies.count([], kind, "events after the terminal event are ignored")
-        self._cache = None
-        return []
-
-    def _finish(
-        self,
-        reason: IncompleteReason | None = None,
-        *,
-        done: bool = False,
-        stopped_by: ChunkwiseError | None = None,
-    ) -> list[Event]:
-        events: list[Event] = []
-        for index in sorted(self._choices):
-            state = self._choices[index]
-            if done and not state.finished:
-                state.finished = True  # rule 3
-                detail = "the stream ended with [DONE]"
-                self._anomaly(events, "missing finish_reason", detail, index)
-        self._ended = True
-        self._cache = None
-        if self._error is None:
-            for index in sorted(self._choices):
-                if self._choices[index].finish_reason == "error":
-                    self._error = StreamError(f'choice {index} finished with finish_reason "error"')
-                    break
-        if self._error is not None:
-            self._status = "failed"
-            events.append(StreamFailed(result=self.result, error=self._error))
-            return events
-        if self._choices and all(state.finished for state in self._choices.values()):
-            self._status = "complete"
-            events.append(StreamCompleted(result=self.result))
-            return events
-        self._status = "incomplete"
-        if not self._choices:
-            self._reason = reason or IncompleteReason.EMPTY_STREAM
-        else:
-            self._reason = reason or IncompleteReason.UNFINISHED
-        self._error = stopped_by  # what stopped it, the status staying incomplete
-        events.append(StreamIncomplete(result=self.result, reason=self._reason))
-        return events

@@ -7,9 +7,7 @@ from typing import Any
 
 import attrs
 
-from .._errors import ChunkwiseError, StreamError
-from .._results import Anomaly, IncompleteReason, Status
-from .._timings import Timings
+from .._results import ChunkResult, choices_of
 
 __all__ = ["CompletionChoice", "CompletionResult"]
 
@@ -43,8 +41,8 @@ class CompletionChoice:
     logprobs: Mapping[str, Any] | None = None
 
 
-@attrs.frozen(kw_only=True)
-class CompletionResult:
+@attrs.frozen(kw_only=True, field_transformer=choices_of("CompletionChoice"))
+class CompletionResult(ChunkResult[CompletionChoice]):
     """A snapshot of a legacy completion stream (``POST /completions``).
 
     The same honest status as :class:`~chunkwise.ChatResult`: ``complete``
@@ -55,28 +53,6 @@ class CompletionResult:
     connection, an idle or stall timeout).
     """
 
-    id: str | None = None
-    model: str | None = None
-    created: int | None = None
-    system_fingerprint: str | None = None
-    choices: tuple[CompletionChoice, ...] = ()
-    usage: Mapping[str, Any] | None = None
-    error: ChunkwiseError | None = None
-    status: Status = "streaming"
-    reason: IncompleteReason | None = None
-    done_received: bool = False
-    anomalies: tuple[Anomaly, ...] = ()
-    # Measurements, not content (as ChatResult's).
-    timings: Timings | None = attrs.field(default=None, eq=False)
-    server_timings: Mapping[str, Any] | None = None
-
-    def choice(self, index: int = 0) -> CompletionChoice:
-        """The choice with this ``index`` (raises :class:`KeyError` if absent)."""
-        for choice in self.choices:
-            if choice.index == index:
-                return choice
-        raise KeyError(index)
-
     @property
     def text(self) -> str:
         """Choice 0's text, the common single-prompt case (``""`` if absent)."""
@@ -84,8 +60,3 @@ class CompletionResult:
             if choice.index == 0:
                 return choice.text
         return ""
-
-    @property
-    def server_error(self) -> StreamError | None:
-        """The error the server reported, if that is why the stream failed."""
-        return self.error if isinstance(self.error, StreamError) else None
