@@ -229,6 +229,7 @@ class PartialJSON:
         return self._feed(fragment)
 
     def _feed(self, fragment: str) -> tuple[Patch, ...]:
+        # The machine: one loop over the fragment, a state at a time.
         if not isinstance(fragment, str):
             raise TypeError(f"feed() takes str, not {type(fragment).__name__}")
         if self._error is not None:
@@ -237,12 +238,70 @@ class PartialJSON:
             raise LocalProtocolError("feed() called after end()")
         room = self.max_size - self._offset
         text = fragment if len(fragment) <= room else fragment[:room]
+        pos = 0
+        end = len(text)
         try:
-            self._parse(text)
-            if len(text) < len(fragment):
-                self._fail(
-                    f"the text is longer than max_size ({self.max_size} characters)", len(text)
-                )
+            while pos < end:
+                state = self._state
+                if state == STRING:
+                    if self._escape or self._high:
+                        pos = self._string(text, pos)
+                        continue
+                    # The common case inline (what _string does): a run, then the
+                    # closing quote; a backslash or control character goes to _string.
+                    run = RUN.match(text, pos)
+                    if run is not None:
+                        piece = run.group()
+                        self._str_parts.append(piece)
+                        if self._str_shown:
+                            self._str_unsent.append(piece)
+                        pos = run.end()
+                        if pos == end:
+                            break
+                    if text[pos] == '"':
+                        self._close_string()
+                        pos += 1
+                    else:
+                        pos = self._string(text, pos)
+                    continue
+                if state == NUMBER:
+                    pos = self._number(text, pos)
+                    continue
+                if state == LITERAL:
+                    pos = self._literal_chars(text, pos)
+                    continue
+                char = text[pos]
+                if char in " \t\n\r":
+                    pos = WS.match(text, pos).end()  # type: ignore[union-attr]
+                    if pos == end:
+                        break
+                    char = text[pos]
+                if state == AFTER:
+                    if char == ",":  # the common case, inline
+                        self._state = KEY if self._stack[-1].kind == OBJECT else VALUE
+                    else:
+                        self._after(char, pos)
+                elif state == COLON:
+                    if char != ":":
+                        self._fail(f"expected ':' after an object key, found {char!r}", pos)
+                    self._state = VALUE
+                elif state in (KEY, KEY_OR_CLOSE):
+                    if char == '"':
+                        self._open_string(key=True)
+                    elif char == "}" and state == KEY_OR_CLOSE:
+                        self._close()
+                    else:
+                        self._fail(f"expected an object key, found {char!r}", pos)
+                elif state == DONE:
+                    self._fail(f"extra data after the JSON value: {char!r}", pos)
+                else:  # VALUE, VALUE_OR_CLOSE
+                    if char == "]" and state == VALUE_OR_CLOSE:
+                        self._close()
+                    else:
+                        self._start_value(char, pos)
+                pos += 1
+            if end < len(fragment):
+                self._fail(f"the text is longer than max_size ({self.max_size} characters)", end)
         except InvalidJSON as exc:
             if self._state == STRING and self._str_shown and self._str_unsent:
                 self._emit_append()
@@ -252,7 +311,7 @@ class PartialJSON:
             self._fast = FAST_NONE
             raise
         finally:
-            self._offset += len(text)
+            self._offset += end
         state = self._state
         if state == STRING:
             if self._str_shown and self._str_unsent:
@@ -297,71 +356,8 @@ class PartialJSON:
     def _fail(self, message: str, pos: int) -> None:
         raise InvalidJSON(message, offset=self._offset + pos)
 
-    def _parse(self, text: str) -> None:
-        pos = 0
-        end = len(text)
-        while pos < end:
-            state = self._state
-            if state == STRING:
-                if self._escape or self._high:
-                    pos = self._string(text, pos)
-                    continue
-                # The common case inline (what _string does): a run, then the
-                # closing quote; a backslash or control character goes to _string.
-                run = RUN.match(text, pos)
-                if run is not None:
-                    piece = run.group()
-                    self._str_parts.append(piece)
-                    if self._str_shown:
-                        self._str_unsent.append(piece)
-                    pos = run.end()
-                    if pos == end:
-                        break
-                if text[pos] == '"':
-                    self._close_string()
-                    pos += 1
-                else:
-                    pos = self._string(text, pos)
-                continue
-            if state == NUMBER:
-                pos = self._number(text, pos)
-                continue
-            if state == LITERAL:
-                pos = self._literal_chars(text, pos)
-                continue
-            char = text[pos]
-            if char in " \t\n\r":
-                pos = WS.match(text, pos).end()  # type: ignore[union-attr]
-                if pos == end:
-                    break
-                char = text[pos]
-            if state == AFTER:
-                if char == ",":  # the common case, inline
-                    self._state = KEY if self._stack[-1].kind == OBJECT else VALUE
-                else:
-                    self._after(char, pos)
-            elif state == COLON:
-                if char != ":":
-                    self._fail(f"expected ':' after an object key, found {char!r}", pos)
-                self._state = VALUE
-            elif state in (KEY, KEY_OR_CLOSE):
-                if char == '"':
-                    self._open_string(key=True)
-                elif char == "}" and state == KEY_OR_CLOSE:
-                    self._close()
-                else:
-                    self._fail(f"expected an object key, found {char!r}", pos)
-            elif state == DONE:
-                self._fail(f"extra data after the JSON value: {char!r}", pos)
-            else:  # VALUE, VALUE_OR_CLOSE
-                if char == "]" and state == VALUE_OR_CLOSE:
-                    self._close()
-                else:
-                    self._start_value(char, pos)
-            pos += 1
-
     def _after(self, char: str, pos: int) -> None:
-        kind = self._stack[-1].kind  # (a ',' is read by _parse)
+        kind = self._stack[-1].kind  # (a "," is read by _feed)
         if (char == "}" and kind == OBJECT) or (char == "]" and kind == ARRAY):
             self._close()
         else:
