@@ -34,6 +34,7 @@ SANS_IO = {
     "chunkwise._errors",
     "chunkwise._events",
     "chunkwise._json_patches",
+    "chunkwise._json_states",
     "chunkwise._parser",
     "chunkwise._partial_json",
     "chunkwise._payloads",

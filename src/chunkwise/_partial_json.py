@@ -14,7 +14,9 @@ are shown: scalars, strings, and the read-only views of closed containers.
 Nothing already consumed is kept as text except the token being read (a
 number, a literal, an escape, at most a few characters besides long numbers),
 so no character is examined twice.  Strings are consumed in runs with a
-regular expression (``_RUN``), never one character at a time in Python.
+regular expression (``RUN``), never one character at a time in Python; a
+fragment that only extends the open string, or a number's digits, skips the
+machine (``feed()``'s fast paths, said possible by ``_fast`` after each fragment).
 
 Snapshots are read-only: objects are :class:`ReadOnlyDict` (a dict that
 refuses to change, copied from the frame's private dict), arrays are tuples.
@@ -54,92 +56,52 @@ Rules this module keeps:
 
 from __future__ import annotations
 
-import re
 from typing import Any, Final, Literal
 
 from ._errors import InvalidJSON, LocalProtocolError, raise_itself
-from ._json_patches import Patch, PathItem, ReadOnlyDict, thaw
+from ._json_patches import Patch, PathItem, thaw
+from ._json_states import (
+    AFTER,
+    ARRAY,
+    COLON,
+    DELIMITERS,
+    DIGITS,
+    DONE,
+    FAST_DIGITS,
+    FAST_NONE,
+    FAST_STRING,
+    HEX,
+    KEY,
+    KEY_OR_CLOSE,
+    LITERAL,
+    LITERALS,
+    N_COMPLETE,
+    N_DOT,
+    N_E,
+    N_EXP,
+    N_FRAC,
+    N_INT,
+    N_MINUS,
+    N_MORE_DIGITS,
+    N_SIGN,
+    N_ZERO,
+    NUMBER,
+    OBJECT,
+    ROOT,
+    RUN,
+    SIMPLE_ESCAPES,
+    STRING,
+    VALUE,
+    VALUE_OR_CLOSE,
+    WS,
+    Frame,
+)
 from ._sse import DEFAULT_MAX_EVENT_SIZE
 
 __all__ = ["DEFAULT_MAX_DEPTH", "LiveJSON", "PartialJSON", "partial_json"]
 
 #: How deeply arrays and objects may nest (openai-node's partial JSON parser's limit).
 DEFAULT_MAX_DEPTH: Final = 128
-
-# -- states: what the next significant character may be --------------------
-_VALUE: Final = 0  # a value (root, after ':', after ',' in an array)
-_VALUE_OR_CLOSE: Final = 1  # a value or ']' (after '[')
-_KEY: Final = 2  # a key (after ',' in an object)
-_KEY_OR_CLOSE: Final = 3  # a key or '}' (after '{')
-_COLON: Final = 4  # ':' after a key
-_AFTER: Final = 5  # ',' or the container's close, after a value
-_STRING: Final = 6  # inside a string (a key or a value)
-_NUMBER: Final = 7  # inside a number
-_LITERAL: Final = 8  # inside true, false or null
-_DONE: Final = 9  # the root value is complete: only whitespace may follow
-
-# -- frame kinds --------------------------------------------------------------
-_ROOT: Final = 0
-_OBJECT: Final = 1
-_ARRAY: Final = 2
-
-# -- number sub-states (RFC 8259 section 6) -----------------------------------
-_N_MINUS: Final = 0  # after '-'
-_N_ZERO: Final = 1  # a leading 0
-_N_INT: Final = 2  # in the integer digits
-_N_DOT: Final = 3  # after '.'
-_N_FRAC: Final = 4  # in the fraction digits
-_N_E: Final = 5  # after 'e' or 'E'
-_N_SIGN: Final = 6  # after the exponent's sign
-_N_EXP: Final = 7  # in the exponent digits
-_N_COMPLETE: Final = frozenset((_N_ZERO, _N_INT, _N_FRAC, _N_EXP))
-
-# What may end a number, by the kind of the frame holding it (rule 1: a
-# number is shown only once a character that may follow it proves it complete).
-_DELIMITERS: Final = {_ROOT: " \t\n\r", _OBJECT: " \t\n\r,}", _ARRAY: " \t\n\r,]"}
-_WS: Final = re.compile(r"[ \t\n\r]*")
-_RUN: Final = re.compile(r'[^"\\\x00-\x1f]+')
-_DIGITS: Final = re.compile(r"[0-9]*")
-_HEX: Final = frozenset("0123456789abcdefABCDEF")
-_SIMPLE_ESCAPES: Final = {
-    '"': '"',
-    "\\": "\\",
-    "/": "/",
-    "b": "\b",
-    "f": "\f",
-    "n": "\n",
-    "r": "\r",
-    "t": "\t",
-}
-_LITERALS: Final[dict[str, tuple[str, Any]]] = {
-    "t": ("true", True),
-    "f": ("false", False),
-    "n": ("null", None),
-}
-
-
-class _Frame:
-    """An open container (or the root holder) and the views of its children."""
-
-    __slots__ = ("dirty", "dup", "items", "key", "kind", "path", "view", "visible")
-
-    def __init__(self, kind: int, path: tuple[PathItem, ...], visible: bool) -> None:
-        self.kind = kind
-        self.path = path
-        # Shown in the snapshot (False inside a duplicate key's value, which is
-        # parsed silently and shown whole by one "replace").
-        self.visible = visible
-        self.items: Any = {} if kind == _OBJECT else []
-        self.key = ""  # the current key (objects)
-        self.dup = False  # the current key was seen before (objects)
-        self.view: Any = None  # the cached read-only view, None when dirty
-        self.dirty = True
-
-    def freeze(self) -> Any:
-        """The read-only view of this container (a copy: the frame may change)."""
-        if self.kind == _OBJECT:
-            return ReadOnlyDict(self.items)
-        return tuple(self.items)
 
 
 class PartialJSON:
@@ -171,10 +133,11 @@ class PartialJSON:
         self.max_depth = max_depth
         self.max_size = max_size
         self._partial_strings = strings == "partial"
-        self._state = _VALUE
-        self._root = _Frame(_ROOT, (), True)
-        self._stack: list[_Frame] = [self._root]
+        self._state = VALUE
+        self._root = Frame(ROOT, (), True)
+        self._stack: list[Frame] = [self._root]
         self._offset = 0  # characters consumed before the current fragment
+        self._fast = FAST_NONE  # how feed() may read a fragment that is all text, or all digits
         self._error: InvalidJSON | None = None
         self._ended = False
         #: The patches of the valid start of the fragment whose feed() raised.
@@ -183,13 +146,14 @@ class PartialJSON:
         # The token being read.
         self._token: list[str] = []  # a number's pieces, or an escape's characters
         self._token_start = 0  # where the number starts (for its error)
-        self._number_state = _N_MINUS
+        self._number_state = N_MINUS
         self._literal = ""  # the literal's spelling
         self._literal_value: Any = None
         self._literal_seen = 0  # characters of it seen so far
         # The string being read.
         self._in_key = False
         self._str_shown = False  # shown as it grows (a visible value, partial mode)
+        self._str_path: tuple[PathItem, ...] = ()  # where it is shown
         self._str_text = ""  # text materialized so far
         self._str_parts: list[str] = []  # decoded text not yet joined into _str_text
         self._str_unsent: list[str] = []  # decoded text not yet in an "append" patch
@@ -201,7 +165,7 @@ class PartialJSON:
     @property
     def done(self) -> bool:
         """True once the root value is complete (a root number: once delimited or ended)."""
-        return self._state == _DONE
+        return self._state == DONE
 
     @property
     def error(self) -> InvalidJSON | None:
@@ -212,7 +176,7 @@ class PartialJSON:
     def value(self) -> Any:
         """The newest snapshot, read-only: None before the value starts."""
         stack = self._stack
-        if self._state == _STRING and self._str_shown and self._str_parts:
+        if self._state == STRING and self._str_shown and self._str_parts:
             self._str_text += "".join(self._str_parts)
             self._str_parts.clear()
             self._set_last(stack[-1], self._str_text)
@@ -238,6 +202,34 @@ class PartialJSON:
                 start of ``fragment`` are in :attr:`error_patches`.
             LocalProtocolError: ``feed()`` after :meth:`end`.
         """
+        # The fast paths do what the machine would do with a fragment that only
+        # extends the open string or number; anything else goes through it.
+        fast = self._fast
+        if (
+            fast
+            and isinstance(fragment, str)
+            and fragment
+            and len(fragment) <= self.max_size - self._offset
+        ):
+            if fast == FAST_STRING:
+                # No quote, backslash or control character: one run (``RUN``;
+                # isprintable() refuses more, which the machine then reads).
+                if '"' not in fragment and "\\" not in fragment and fragment.isprintable():
+                    self._offset += len(fragment)
+                    self._str_parts.append(fragment)
+                    if not self._str_shown:
+                        return ()
+                    if not self._stack[-1].dirty:
+                        self._touch()
+                    return (Patch("append", self._str_path, fragment),)
+            elif fragment.isascii() and fragment.isdigit():
+                self._offset += len(fragment)
+                self._token.append(fragment)
+                return ()
+        return self._feed(fragment)
+
+    def _feed(self, fragment: str) -> tuple[Patch, ...]:
+        # The machine: one loop over the fragment, a state at a time.
         if not isinstance(fragment, str):
             raise TypeError(f"feed() takes str, not {type(fragment).__name__}")
         if self._error is not None:
@@ -246,23 +238,91 @@ class PartialJSON:
             raise LocalProtocolError("feed() called after end()")
         room = self.max_size - self._offset
         text = fragment if len(fragment) <= room else fragment[:room]
+        pos = 0
+        end = len(text)
         try:
-            self._parse(text)
-            if len(text) < len(fragment):
-                self._fail(
-                    f"the text is longer than max_size ({self.max_size} characters)", len(text)
-                )
+            while pos < end:
+                state = self._state
+                if state == STRING:
+                    if self._escape or self._high:
+                        pos = self._string(text, pos)
+                        continue
+                    # The common case inline (what _string does): a run, then the
+                    # closing quote; a backslash or control character goes to _string.
+                    run = RUN.match(text, pos)
+                    if run is not None:
+                        piece = run.group()
+                        self._str_parts.append(piece)
+                        if self._str_shown:
+                            self._str_unsent.append(piece)
+                        pos = run.end()
+                        if pos == end:
+                            break
+                    if text[pos] == '"':
+                        self._close_string()
+                        pos += 1
+                    else:
+                        pos = self._string(text, pos)
+                    continue
+                if state == NUMBER:
+                    pos = self._number(text, pos)
+                    continue
+                if state == LITERAL:
+                    pos = self._literal_chars(text, pos)
+                    continue
+                char = text[pos]
+                if char in " \t\n\r":
+                    pos = WS.match(text, pos).end()  # type: ignore[union-attr]
+                    if pos == end:
+                        break
+                    char = text[pos]
+                if state == AFTER:
+                    if char == ",":  # the common case, inline
+                        self._state = KEY if self._stack[-1].kind == OBJECT else VALUE
+                    else:
+                        self._after(char, pos)
+                elif state == COLON:
+                    if char != ":":
+                        self._fail(f"expected ':' after an object key, found {char!r}", pos)
+                    self._state = VALUE
+                elif state in (KEY, KEY_OR_CLOSE):
+                    if char == '"':
+                        self._open_string(key=True)
+                    elif char == "}" and state == KEY_OR_CLOSE:
+                        self._close()
+                    else:
+                        self._fail(f"expected an object key, found {char!r}", pos)
+                elif state == DONE:
+                    self._fail(f"extra data after the JSON value: {char!r}", pos)
+                else:  # VALUE, VALUE_OR_CLOSE
+                    if char == "]" and state == VALUE_OR_CLOSE:
+                        self._close()
+                    else:
+                        self._start_value(char, pos)
+                pos += 1
+            if end < len(fragment):
+                self._fail(f"the text is longer than max_size ({self.max_size} characters)", end)
         except InvalidJSON as exc:
-            if self._state == _STRING and self._str_shown and self._str_unsent:
+            if self._state == STRING and self._str_shown and self._str_unsent:
                 self._emit_append()
             self.error_patches = tuple(self._patches)
             self._patches.clear()
             self._error = exc
+            self._fast = FAST_NONE
             raise
         finally:
-            self._offset += len(text)
-        if self._state == _STRING and self._str_shown and self._str_unsent:
-            self._emit_append()
+            self._offset += end
+        state = self._state
+        if state == STRING:
+            if self._str_shown and self._str_unsent:
+                self._emit_append()
+            self._fast = FAST_NONE if self._escape or self._high else FAST_STRING
+        elif state == NUMBER and self._number_state in N_MORE_DIGITS:
+            self._fast = FAST_DIGITS
+        else:
+            self._fast = FAST_NONE
+        if not self._patches:
+            return ()
         patches = tuple(self._patches)
         self._patches.clear()
         return patches
@@ -279,11 +339,12 @@ class PartialJSON:
             raise_itself(self._error, fresh_traceback=True)
         if not self._ended:
             self._ended = True
+            self._fast = FAST_NONE
             try:
-                if self._state == _NUMBER and len(self._stack) == 1:
+                if self._state == NUMBER and len(self._stack) == 1:
                     self._finish_number(0)
                     self._patches.clear()  # the root number is shown by .value
-                if self._state != _DONE:
+                if self._state != DONE:
                     self._fail("the text ends before the JSON value does", 0)
             except InvalidJSON as exc:
                 self._error = exc
@@ -295,54 +356,12 @@ class PartialJSON:
     def _fail(self, message: str, pos: int) -> None:
         raise InvalidJSON(message, offset=self._offset + pos)
 
-    def _parse(self, text: str) -> None:
-        pos = 0
-        end = len(text)
-        while pos < end:
-            state = self._state
-            if state == _STRING:
-                pos = self._string(text, pos)
-                continue
-            if state == _NUMBER:
-                pos = self._number(text, pos)
-                continue
-            if state == _LITERAL:
-                pos = self._literal_chars(text, pos)
-                continue
-            pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
-            if pos == end:
-                break
-            char = text[pos]
-            if state == _AFTER:
-                self._after(char, pos)
-            elif state == _COLON:
-                if char != ":":
-                    self._fail(f"expected ':' after an object key, found {char!r}", pos)
-                self._state = _VALUE
-            elif state in (_KEY, _KEY_OR_CLOSE):
-                if char == '"':
-                    self._open_string(key=True)
-                elif char == "}" and state == _KEY_OR_CLOSE:
-                    self._close()
-                else:
-                    self._fail(f"expected an object key, found {char!r}", pos)
-            elif state == _DONE:
-                self._fail(f"extra data after the JSON value: {char!r}", pos)
-            else:  # _VALUE, _VALUE_OR_CLOSE
-                if char == "]" and state == _VALUE_OR_CLOSE:
-                    self._close()
-                else:
-                    self._start_value(char, pos)
-            pos += 1
-
     def _after(self, char: str, pos: int) -> None:
-        kind = self._stack[-1].kind
-        if char == ",":
-            self._state = _KEY if kind == _OBJECT else _VALUE
-        elif (char == "}" and kind == _OBJECT) or (char == "]" and kind == _ARRAY):
+        kind = self._stack[-1].kind  # (a "," is read by _feed)
+        if (char == "}" and kind == OBJECT) or (char == "]" and kind == ARRAY):
             self._close()
         else:
-            close = "}" if kind == _OBJECT else "]"
+            close = "}" if kind == OBJECT else "]"
             self._fail(f"expected ',' or {close!r}, found {char!r}", pos)
 
     def _start_value(self, char: str, pos: int) -> None:
@@ -351,23 +370,23 @@ class PartialJSON:
         elif char == "{" or char == "[":
             if len(self._stack) > self.max_depth:
                 self._fail(f"arrays and objects nest deeper than max_depth ({self.max_depth})", pos)
-            kind = _OBJECT if char == "{" else _ARRAY
+            kind = OBJECT if char == "{" else ARRAY
             parent = self._stack[-1]
             visible = parent.visible and not parent.dup
             path = self._child_path(parent) if visible else ()
-            frame = _Frame(kind, path, visible)
+            frame = Frame(kind, path, visible)
             if visible:
-                self._add(parent, path, {} if kind == _OBJECT else [], frame.freeze())
+                self._add(parent, path, {} if kind == OBJECT else [], frame.freeze())
             self._stack.append(frame)
-            self._state = _KEY_OR_CLOSE if kind == _OBJECT else _VALUE_OR_CLOSE
+            self._state = KEY_OR_CLOSE if kind == OBJECT else VALUE_OR_CLOSE
         elif char == "-" or "0" <= char <= "9":
-            self._state = _NUMBER
+            self._state = NUMBER
             self._token = [char]
             self._token_start = self._offset + pos
-            self._number_state = _N_MINUS if char == "-" else _N_ZERO if char == "0" else _N_INT
-        elif char in _LITERALS:
-            self._state = _LITERAL
-            self._literal, self._literal_value = _LITERALS[char]
+            self._number_state = N_MINUS if char == "-" else N_ZERO if char == "0" else N_INT
+        elif char in LITERALS:
+            self._state = LITERAL
+            self._literal, self._literal_value = LITERALS[char]
             self._literal_seen = 1
         else:
             self._fail(f"expected a JSON value, found {char!r}", pos)
@@ -378,16 +397,16 @@ class PartialJSON:
         frame = self._stack.pop()
         self._complete(frame.freeze(), placed=frame.visible)
 
-    def _child_path(self, parent: _Frame) -> tuple[PathItem, ...]:
-        if parent.kind == _OBJECT:
+    def _child_path(self, parent: Frame) -> tuple[PathItem, ...]:
+        if parent.kind == OBJECT:
             return (*parent.path, parent.key)
-        if parent.kind == _ARRAY:
+        if parent.kind == ARRAY:
             return (*parent.path, len(parent.items))
         return ()
 
-    def _set_last(self, frame: _Frame, value: Any) -> None:
+    def _set_last(self, frame: Frame, value: Any) -> None:
         """Put ``value`` as ``frame``'s newest child (it was shown already)."""
-        if frame.kind == _OBJECT:
+        if frame.kind == OBJECT:
             frame.items[frame.key] = value
         else:
             frame.items[-1] = value
@@ -399,11 +418,9 @@ class PartialJSON:
                 return
             frame.dirty = True
 
-    def _add(
-        self, parent: _Frame, path: tuple[PathItem, ...], patch_value: Any, shown: Any
-    ) -> None:
+    def _add(self, parent: Frame, path: tuple[PathItem, ...], patch_value: Any, shown: Any) -> None:
         """A new child of the visible ``parent`` appears (rule 1)."""
-        if parent.kind == _OBJECT:
+        if parent.kind == OBJECT:
             parent.items[parent.key] = shown
         else:
             parent.items.append(shown)
@@ -423,20 +440,20 @@ class PartialJSON:
                 self._touch()
             else:
                 self._add(parent, self._child_path(parent), value, value)
-        elif parent.kind == _OBJECT:
+        elif parent.kind == OBJECT:
             parent.items[parent.key] = value
         else:
             parent.items.append(value)
-        if parent.kind == _ROOT:
-            self._state = _DONE
+        if parent.kind == ROOT:
+            self._state = DONE
         else:
-            self._state = _AFTER
+            self._state = AFTER
             parent.dup = False
 
     # -- strings ---------------------------------------------------------------
 
     def _open_string(self, *, key: bool) -> None:
-        self._state = _STRING
+        self._state = STRING
         self._in_key = key
         self._str_text = ""
         self._str_parts.clear()
@@ -444,7 +461,8 @@ class PartialJSON:
         parent = self._stack[-1]
         self._str_shown = not key and self._partial_strings and parent.visible and not parent.dup
         if self._str_shown:
-            self._add(parent, self._child_path(parent), "", "")
+            self._str_path = self._child_path(parent)
+            self._add(parent, self._str_path, "", "")
 
     def _decoded(self, text: str) -> None:
         self._str_parts.append(text)
@@ -452,19 +470,11 @@ class PartialJSON:
             self._str_unsent.append(text)
 
     def _emit_append(self) -> None:
-        parent = self._stack[-1]
         text = "".join(self._str_unsent)
         self._str_unsent.clear()
-        self._touch()
-        self._patches.append(Patch("append", self._child_path_last(parent), text))
-
-    def _child_path_last(self, parent: _Frame) -> tuple[PathItem, ...]:
-        # The path of the newest child (already added).
-        if parent.kind == _OBJECT:
-            return (*parent.path, parent.key)
-        if parent.kind == _ARRAY:
-            return (*parent.path, len(parent.items) - 1)
-        return ()
+        if not self._stack[-1].dirty:
+            self._touch()
+        self._patches.append(Patch("append", self._str_path, text))
 
     def _string(self, text: str, pos: int) -> int:
         end = len(text)
@@ -472,11 +482,14 @@ class PartialJSON:
             if self._escape:
                 pos = self._escape_chars(text, pos)
                 continue
-            run = _RUN.match(text, pos)
+            run = RUN.match(text, pos)
             if run is not None:
                 if self._high:
                     self._lone_high()
-                self._decoded(run.group())
+                piece = run.group()
+                self._str_parts.append(piece)
+                if self._str_shown:
+                    self._str_unsent.append(piece)
                 pos = run.end()
                 if pos == end:
                     break
@@ -502,23 +515,23 @@ class PartialJSON:
         escape = self._escape
         if len(escape) == 1:
             char = text[pos]
-            if char == "u":
-                self._escape = "\\u"
+            if char != "u":
+                decoded = SIMPLE_ESCAPES.get(char)
+                if decoded is None:
+                    self._fail(f"invalid escape {escape + char!r} in a string", pos)
+                if self._high:
+                    self._lone_high()
+                self._escape = ""
+                self._decoded(decoded)  # type: ignore[arg-type]
                 return pos + 1
-            decoded = _SIMPLE_ESCAPES.get(char)
-            if decoded is None:
-                self._fail(f"invalid escape {escape + char!r} in a string", pos)
-            if self._high:
-                self._lone_high()
-            self._escape = ""
-            self._decoded(decoded)  # type: ignore[arg-type]
-            return pos + 1
-        take = text[pos : pos + 6 - len(escape)]
-        for i, char in enumerate(take):
-            if char not in _HEX:
-                self._fail(f"invalid \\uXXXX escape: {char!r} is not a hex digit", pos + i)
-        escape += take
-        pos += len(take)
+            escape = "\\u"
+            pos += 1
+        stop = min(len(text), pos + 6 - len(escape))  # the hex digits wanted, or the text's end
+        hexes = HEX.match(text, pos, stop).end()  # type: ignore[union-attr]
+        if hexes < stop:
+            self._fail(f"invalid \\uXXXX escape: {text[hexes]!r} is not a hex digit", hexes)
+        escape += text[pos:hexes]
+        pos = hexes
         if len(escape) < 6:
             self._escape = escape
             return pos
@@ -545,7 +558,7 @@ class PartialJSON:
         if self._in_key:
             parent.key = value
             parent.dup = value in parent.items
-            self._state = _COLON
+            self._state = COLON
             return
         shown = self._str_shown
         if shown:
@@ -563,30 +576,30 @@ class PartialJSON:
         while pos < end:
             char = text[pos]
             if "0" <= char <= "9":
-                if state == _N_ZERO:
+                if state == N_ZERO:
                     self._fail("a number has a leading zero", pos)
-                if state == _N_MINUS and char == "0":
-                    state = _N_ZERO
+                if state == N_MINUS and char == "0":
+                    state = N_ZERO
                     token.append(char)
                     pos += 1
                     continue
-                if state == _N_MINUS:
-                    state = _N_INT
-                elif state == _N_DOT:
-                    state = _N_FRAC
-                elif state in (_N_E, _N_SIGN):
-                    state = _N_EXP
-                digits = _DIGITS.match(text, pos).end()  # type: ignore[union-attr]
+                if state == N_MINUS:
+                    state = N_INT
+                elif state == N_DOT:
+                    state = N_FRAC
+                elif state in (N_E, N_SIGN):
+                    state = N_EXP
+                digits = DIGITS.match(text, pos).end()  # type: ignore[union-attr]
                 token.append(text[pos:digits])
                 pos = digits
                 continue
-            if char == "." and state in (_N_ZERO, _N_INT):
-                state = _N_DOT
-            elif (char == "e" or char == "E") and state in (_N_ZERO, _N_INT, _N_FRAC):
-                state = _N_E
-            elif (char == "+" or char == "-") and state == _N_E:
-                state = _N_SIGN
-            elif state in _N_COMPLETE and char in _DELIMITERS[self._stack[-1].kind]:
+            if char == "." and state in (N_ZERO, N_INT):
+                state = N_DOT
+            elif (char == "e" or char == "E") and state in (N_ZERO, N_INT, N_FRAC):
+                state = N_E
+            elif (char == "+" or char == "-") and state == N_E:
+                state = N_SIGN
+            elif state in N_COMPLETE and char in DELIMITERS[self._stack[-1].kind]:
                 self._number_state = state
                 self._finish_number(pos)
                 return pos  # the delimiter is read by the main loop
@@ -598,12 +611,12 @@ class PartialJSON:
         return pos
 
     def _finish_number(self, pos: int) -> None:
-        if self._number_state not in _N_COMPLETE:
+        if self._number_state not in N_COMPLETE:
             self._fail("the text ends inside a number", pos)
         literal = "".join(self._token)
         self._token = []
         try:
-            if self._number_state in (_N_ZERO, _N_INT):
+            if self._number_state in (N_ZERO, N_INT):
                 value: Any = int(literal)
             else:
                 value = float(literal)

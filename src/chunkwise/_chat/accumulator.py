@@ -257,8 +257,10 @@ class ChatAccumulator(ChunkAccumulator[ChoiceState, ChatResult]):
         if self._output_schema is None:
             events.append(ContentDelta(choice_index=state.index, text=text))
             return
-        state.live = state.live or LiveJSON()  # JSON was asked for: previewed as it streams
-        patches, stop = state.live.feed(text)
+        live = state.live
+        if live is None:  # JSON was asked for: previewed as it streams
+            live = state.live = LiveJSON()
+        patches, stop = live.feed(text)
         events.append(ContentDelta(choice_index=state.index, text=text, patches=patches))
         if stop is not None:
             self._anomaly(events, "not JSON", f"content: {stop}", state.index)

@@ -355,8 +355,10 @@ class ItemTable:
             )
             return event, None
         cls = PART_DELTAS.get(part.type, OutputTextDelta)
-        event = cls(output_index=item.index, content_index=part.index, item_id=item.id, text=text)
         if cls is not OutputTextDelta or self.preview is None or item.type not in (None, "message"):
+            event = cls(
+                output_index=item.index, content_index=part.index, item_id=item.id, text=text
+            )
             return event, None
         patches, stop = self.preview.feed(text)
         return OutputTextDelta(
