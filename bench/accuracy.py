@@ -31,6 +31,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,10 @@ from typing import Any
 FIRST_TOKEN = 0.2
 PER_TOKEN = 0.02
 TOKENS = 100
+#: A level that has not ended by then is reported as errors (bench's --timeout for each
+#: wait, and this for a whole client process), never as a silent hang.
+STALL = 30.0
+LEVEL_LIMIT = 600.0
 
 
 def _quantiles(values: list[float]) -> dict[str, float]:
@@ -53,7 +58,7 @@ async def _sdk_loop(base_url: str, concurrency: int, requests: int) -> dict[str,
     # Imported here: only the SDK worker process needs the SDK.
     from openai import AsyncOpenAI
 
-    client = AsyncOpenAI(base_url=base_url, api_key="bench", max_retries=0)
+    client = AsyncOpenAI(base_url=base_url, api_key="bench", max_retries=0, timeout=STALL)
     ttfts: list[float] = []
     gaps: list[float] = []
     errors: dict[str, int] = {}
@@ -104,7 +109,8 @@ def _free_port() -> int:
 def _chunkwise(base_url: str, concurrency: int, requests: int) -> dict[str, Any]:
     command = [sys.executable, "-m", "chunkwise", "bench", "--base-url", base_url]
     command += ["--model", "text", "--requests", str(requests), "--concurrency", str(concurrency)]
-    done = subprocess.run([*command, "--json"], capture_output=True, text=True, check=False)
+    command += ["--timeout", str(STALL), "--json"]
+    done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=LEVEL_LIMIT)
     document = json.loads(done.stdout)
     return {
         "ttft": document["ttft"],
@@ -115,7 +121,7 @@ def _chunkwise(base_url: str, concurrency: int, requests: int) -> dict[str, Any]
 
 def _sdk(base_url: str, concurrency: int, requests: int) -> dict[str, Any]:
     command = [sys.executable, __file__, "--sdk-worker", base_url, str(concurrency), str(requests)]
-    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    done = subprocess.run(command, capture_output=True, text=True, check=True, timeout=LEVEL_LIMIT)
     return dict(json.loads(done.stdout))
 
 
@@ -154,6 +160,11 @@ def _guidellm(path: str, base_url: str, concurrency: int, requests: int) -> dict
     }
 
 
+def _drain(lines: Any) -> None:
+    for _ in lines:
+        pass
+
+
 def _ms(value: float) -> str:
     return f"{value * 1000:8.2f}"
 
@@ -186,6 +197,8 @@ def main() -> None:
         if not line.startswith("serving on"):
             sys.exit(f"the server did not start: {line!r}")
         base_url = line.split()[-1]
+        # Keep reading the server's request log: a pipe nobody reads fills up.
+        threading.Thread(target=_drain, args=(server.stdout,), daemon=True).start()
         print(f"server: {base_url}, {FIRST_TOKEN * 1000:g} ms to the first token, ", end="")
         print(f"{PER_TOKEN * 1000:g} ms a token, {TOKENS} tokens; {os.cpu_count()} cores")
         print(f"load average before: {os.getloadavg()[0]:.2f}")
