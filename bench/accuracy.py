@@ -27,7 +27,9 @@ import asyncio
 import json
 import math
 import os
+import re
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -100,6 +102,76 @@ async def _sdk_loop(base_url: str, concurrency: int, requests: int) -> dict[str,
     }
 
 
+#: Linux's SO_TIMESTAMPNS (also its control message's type), which Python does not name.
+SO_TIMESTAMPNS = 35
+_OUTPUT = re.compile(rb'"content":"[^"]')
+
+
+async def _raw_loop(base_url: str, concurrency: int, requests: int) -> dict[str, Any]:
+    """The decomposition (``--parts``): a minimal client on raw sockets, Linux only.
+
+    Each read is stamped twice: by the kernel as the bytes reached this host
+    (``SO_TIMESTAMPNS``; on loopback, when the server's write went out) and by
+    trio's clock right after ``recvmsg`` returned (when the reader ran).  Gaps of
+    the first are the server's own error; the second minus the first is how late a
+    reader that does almost nothing per read stamps.
+    """
+    import trio  # only the decomposition worker needs trio here
+
+    host, _, rest = base_url.removeprefix("http://").partition(":")
+    port = int(rest.partition("/")[0])
+    body = json.dumps(
+        {"model": "text", "messages": [{"role": "user", "content": "Hello"}], "stream": True}
+    ).encode()
+    head = (
+        f"POST /v1/chat/completions HTTP/1.1\r\nHost: {host}:{port}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+        "Connection: close\r\n\r\n"
+    ).encode()
+    kernel_gaps: list[float] = []
+    reader_gaps: list[float] = []
+    delays: list[float] = []
+    numbers = iter(range(requests))
+
+    async def one() -> None:
+        sock = trio.socket.socket()
+        with sock:
+            sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+            await sock.connect((host, port))
+            await sock.send(head + body)
+            last: tuple[float, float] | None = None
+            while True:
+                data, ancillary, _, _ = await sock.recvmsg(65536, socket.CMSG_SPACE(16))
+                now = trio.current_time()
+                offset = time.time() - now  # realtime minus trio's clock, sampled now
+                if not data:
+                    return
+                arrived = now
+                for level, kind, payload in ancillary:
+                    if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+                        seconds, nanoseconds = struct.unpack("qq", payload[:16])
+                        arrived = seconds + nanoseconds / 1e9 - offset
+                delays.append(now - arrived)
+                if _OUTPUT.search(data):
+                    if last is not None:
+                        kernel_gaps.append(arrived - last[0])
+                        reader_gaps.append(now - last[1])
+                    last = (arrived, now)
+
+    async def worker() -> None:
+        for _ in numbers:
+            await one()
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(concurrency):
+            nursery.start_soon(worker)
+    return {
+        "server": _quantiles([abs(g - PER_TOKEN) for g in kernel_gaps]),
+        "reader": _quantiles([abs(g - PER_TOKEN) for g in reader_gaps]),
+        "stamp_delay": _quantiles(delays),
+    }
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -121,6 +193,12 @@ def _chunkwise(base_url: str, concurrency: int, requests: int) -> dict[str, Any]
 
 def _sdk(base_url: str, concurrency: int, requests: int) -> dict[str, Any]:
     command = [sys.executable, __file__, "--sdk-worker", base_url, str(concurrency), str(requests)]
+    done = subprocess.run(command, capture_output=True, text=True, check=True, timeout=LEVEL_LIMIT)
+    return dict(json.loads(done.stdout))
+
+
+def _raw(base_url: str, concurrency: int, requests: int) -> dict[str, Any]:
+    command = [sys.executable, __file__, "--raw-worker", base_url, str(concurrency), str(requests)]
     done = subprocess.run(command, capture_output=True, text=True, check=True, timeout=LEVEL_LIMIT)
     return dict(json.loads(done.stdout))
 
@@ -174,12 +252,23 @@ def main() -> None:
     parser.add_argument("--levels", default="1,100,200", help="concurrency levels")
     parser.add_argument("--per-stream", type=int, default=2, help="requests per stream")
     parser.add_argument("--guidellm", metavar="PATH", help="GuideLLM's executable")
+    parser.add_argument(
+        "--parts", action="store_true", help="decompose the error (Linux: kernel timestamps)"
+    )
     parser.add_argument("--sdk-worker", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--raw-worker", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.sdk_worker:
         base_url, concurrency, requests = args.sdk_worker
         result = asyncio.run(_sdk_loop(base_url, int(concurrency), int(requests)))
         print(json.dumps(result))
+        return
+    if args.raw_worker:
+        import trio
+
+        base_url, concurrency, requests = args.raw_worker
+        raw = trio.run(_raw_loop, base_url, int(concurrency), int(requests))
+        print(json.dumps(raw))
         return
     port = _free_port()
     server = subprocess.Popen(
@@ -227,6 +316,16 @@ def main() -> None:
                 if figures.get("error_kinds"):
                     print(f"{'':>8}{name} errors: {figures['error_kinds']}")
             last = clients
+            if args.parts:
+                parts = _raw(base_url, level, requests)
+                print(
+                    f"{'':>8}parts (p50/p99): server's own gap error "
+                    f"{_ms(parts['server']['p50']).strip()}/{_ms(parts['server']['p99']).strip()}, "
+                    f"a bare reader's {_ms(parts['reader']['p50']).strip()}/"
+                    f"{_ms(parts['reader']['p99']).strip()}, its stamp after the kernel's "
+                    f"{_ms(parts['stamp_delay']['p50']).strip()}/"
+                    f"{_ms(parts['stamp_delay']['p99']).strip()}"
+                )
             print(f"        load average now: {os.getloadavg()[0]:.2f}")
         if args.guidellm:
             print("* GuideLLM's inter-token latency is each request's mean gap, not each gap")

@@ -458,7 +458,7 @@ async def _measure(
                 data = await response.receive_some()
                 if not data:
                     break
-                stamp = recorder.read()  # as the stream's reader does (chunkwise._timings)
+                stamp = recorder.read(response.arrived)  # as a stream does (chunkwise._timings)
                 previous = recorder.last_output
                 parser.feed(data)
                 if previous is not None and recorder.last_output == stamp:
