@@ -16,8 +16,17 @@ well as the client's (both clients meet the same server), so the comparison is b
 columns.  Target: chunkwise's p99 gap error at the highest level at most a fifth of the SDK
 loop's, and under 2 ms.  Not a test: prints PASS or MISS, never fails a build.
 
+``--parts`` (Linux) decomposes the error at each level with a bare client on raw
+sockets whose reads carry the kernel's receive timestamp (``SO_TIMESTAMPNS``): the
+server's own gap error (gaps between kernel stamps: when the server's writes went
+out), a bare trio reader's, and how far its stamps trail the kernel's.
+
+Nothing here can hang silently: serve's stdout is drained (a full pipe froze the
+server), ``chunkwise bench`` runs with ``--timeout``, and each client process is
+stopped after ``LEVEL_LIMIT`` seconds.
+
     .venv/bin/python bench/accuracy.py                   # levels 1, 100, 200
-    .venv/bin/python bench/accuracy.py --levels 1,100,200,300 --per-stream 2
+    .venv/bin/python bench/accuracy.py --levels 1,100,200,300 --per-stream 2 --parts
 """
 
 from __future__ import annotations

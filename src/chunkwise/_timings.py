@@ -162,7 +162,9 @@ class Timings:
 
     Every figure but ``started`` is in seconds since ``started``, or ``None``
     when the stream never got there.  Figures come from trio's clock
-    (:func:`trio.current_time`); a read's events share the read's stamp.
+    (:func:`trio.current_time`); a read's events share the read's stamp, when
+    its bytes reached this host where the transport can tell (plain TCP on
+    Linux), else when the read returned (see :doc:`timings`).
 
     Attributes:
         started: When the attempt that streamed began (trio's clock, seconds):
