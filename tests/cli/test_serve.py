@@ -141,3 +141,16 @@ async def test_the_request_log_holds_its_backlog_and_counts_the_rest() -> None:
         assert await trio.to_thread.run_sync(out.counted.wait, 10)
         nursery.cancel_scope.cancel()
     assert out.getvalue() == "first\na\nb\nc\n(2 request lines not logged: stdout was not read)\n"
+
+
+async def test_lines_logged_just_before_the_server_stops_are_still_written() -> None:
+    # A test that cancels the server right after its request returned used to
+    # find the request's line still queued, and missing.
+    out = io.StringIO()
+    log = RequestLog(out)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(log.write_lines)
+        await trio.testing.wait_all_tasks_blocked()
+        log("POST /v1/chat/completions")
+        nursery.cancel_scope.cancel()
+    assert out.getvalue() == "POST /v1/chat/completions\n"

@@ -19,7 +19,8 @@ worker thread, never on trio's: a stdout that is not being read (a pipe whose
 reader only wanted the first line) fills up and blocks the write, and a
 blocking write on trio's thread stopped every connection at once.  While stdout
 does not keep up, up to :data:`LOG_BACKLOG` lines wait; later ones are counted
-and the count is logged once stdout takes lines again.
+and the count is logged once stdout takes lines again.  When the server stops,
+the lines still waiting get :data:`LOG_LAST_WRITE` seconds to go out.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import contextlib
 import functools
 import os
 import sys
+import threading
 from typing import TextIO
 
 import trio
@@ -56,6 +58,7 @@ from ._common import (
 
 __all__ = [
     "LOG_BACKLOG",
+    "LOG_LAST_WRITE",
     "RequestLog",
     "add_serve_command",
     "describe_pacing",
@@ -383,6 +386,8 @@ async def serve(
 
 #: Request log lines held while stdout does not keep up; later ones are counted, not kept.
 LOG_BACKLOG = 10_000
+#: Seconds the lines still waiting get, once the server is stopping, to reach stdout.
+LOG_LAST_WRITE = 1.0
 
 
 class RequestLog:
@@ -397,6 +402,7 @@ class RequestLog:
         self._out = out
         self._send, self._receive = trio.open_memory_channel[str](backlog)
         self._dropped = 0
+        self._lock = threading.Lock()
 
     def __call__(self, line: str) -> None:
         try:
@@ -405,22 +411,53 @@ class RequestLog:
             self._dropped += 1
 
     async def write_lines(self) -> None:
-        """Write the log until cancelled (a closed stdout raises :class:`BrokenPipeError`)."""
-        while True:
-            lines = [await self._receive.receive()]
-            while True:
-                try:
-                    lines.append(self._receive.receive_nowait())
-                except trio.WouldBlock:
-                    break
-            if self._dropped:
-                lines.append(f"({self._dropped} request lines not logged: stdout was not read)")
-                self._dropped = 0
-            text = "".join(line + "\n" for line in lines)
-            # Abandoned on cancel: a write into a pipe nobody reads never returns.
-            await trio.to_thread.run_sync(self._write, text, abandon_on_cancel=True)
+        """Write the log until cancelled (a closed stdout raises :class:`BrokenPipeError`).
 
-    def _write(self, text: str) -> None:
+        When cancelled (Ctrl-C, the end of a test), the lines already logged are
+        still written, if stdout takes them within :data:`LOG_LAST_WRITE` seconds.
+        """
+        # The text being handed to a thread: taken (list.pop, atomic) either by
+        # the thread or, when the thread never started, by the last write.
+        batch: list[str] = []
+        try:
+            while True:
+                batch = [self._waiting(await self._receive.receive())]
+                # Abandoned on cancel: a write into a pipe nobody reads never returns.
+                await trio.to_thread.run_sync(self._write, batch, abandon_on_cancel=True)
+        except trio.Cancelled:
+            with trio.CancelScope(shield=True, deadline=trio.current_time() + LOG_LAST_WRITE):
+                try:
+                    unsent = batch.pop()
+                except IndexError:  # the thread took it: written, or being written
+                    unsent = ""
+                batch = [unsent + self._waiting()]
+                if batch[0]:
+                    await trio.to_thread.run_sync(self._write, batch, abandon_on_cancel=True)
+            raise
+
+    def _waiting(self, first: str | None = None) -> str:
+        """The lines waiting (after ``first``), and the count of those dropped, as text."""
+        lines = [] if first is None else [first]
+        while True:
+            try:
+                lines.append(self._receive.receive_nowait())
+            except trio.WouldBlock:
+                break
+        if self._dropped:
+            lines.append(f"({self._dropped} request lines not logged: stdout was not read)")
+            self._dropped = 0
+        return "".join(line + "\n" for line in lines)
+
+    def _write(self, batch: list[str]) -> None:
+        # In order: the last write, on cancel, may start while an abandoned one blocks.
+        with self._lock:
+            try:
+                text = batch.pop()
+            except IndexError:  # the last write took it: this thread started too late
+                return
+            self._write_now(text)
+
+    def _write_now(self, text: str) -> None:
         try:
             descriptor = self._out.fileno()
         except (OSError, ValueError):  # no descriptor (a captured stdout)
