@@ -16,8 +16,17 @@ well as the client's (both clients meet the same server), so the comparison is b
 columns.  Target: chunkwise's p99 gap error at the highest level at most a fifth of the SDK
 loop's, and under 2 ms.  Not a test: prints PASS or MISS, never fails a build.
 
+``--parts`` (Linux) decomposes the error at each level with a bare client on raw
+sockets whose reads carry the kernel's receive timestamp (``SO_TIMESTAMPNS``): the
+server's own gap error (gaps between kernel stamps: when the server's writes went
+out), a bare trio reader's, and how far its stamps trail the kernel's.
+
+Nothing here can hang silently: serve's stdout is drained (a full pipe froze the
+server), ``chunkwise bench`` runs with ``--timeout``, and each client process is
+stopped after ``LEVEL_LIMIT`` seconds.
+
     .venv/bin/python bench/accuracy.py                   # levels 1, 100, 200
-    .venv/bin/python bench/accuracy.py --levels 1,100,200,300 --per-stream 2
+    .venv/bin/python bench/accuracy.py --levels 1,100,200,300 --per-stream 2 --parts
 """
 
 from __future__ import annotations
@@ -27,10 +36,13 @@ import asyncio
 import json
 import math
 import os
+import re
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -38,6 +50,10 @@ from typing import Any
 FIRST_TOKEN = 0.2
 PER_TOKEN = 0.02
 TOKENS = 100
+#: A level that has not ended by then is reported as errors (bench's --timeout for each
+#: wait, and this for a whole client process), never as a silent hang.
+STALL = 30.0
+LEVEL_LIMIT = 600.0
 
 
 def _quantiles(values: list[float]) -> dict[str, float]:
@@ -53,7 +69,7 @@ async def _sdk_loop(base_url: str, concurrency: int, requests: int) -> dict[str,
     # Imported here: only the SDK worker process needs the SDK.
     from openai import AsyncOpenAI
 
-    client = AsyncOpenAI(base_url=base_url, api_key="bench", max_retries=0)
+    client = AsyncOpenAI(base_url=base_url, api_key="bench", max_retries=0, timeout=STALL)
     ttfts: list[float] = []
     gaps: list[float] = []
     errors: dict[str, int] = {}
@@ -95,6 +111,76 @@ async def _sdk_loop(base_url: str, concurrency: int, requests: int) -> dict[str,
     }
 
 
+#: Linux's SO_TIMESTAMPNS (also its control message's type), which Python does not name.
+SO_TIMESTAMPNS = 35
+_OUTPUT = re.compile(rb'"content":"[^"]')
+
+
+async def _raw_loop(base_url: str, concurrency: int, requests: int) -> dict[str, Any]:
+    """The decomposition (``--parts``): a minimal client on raw sockets, Linux only.
+
+    Each read is stamped twice: by the kernel as the bytes reached this host
+    (``SO_TIMESTAMPNS``; on loopback, when the server's write went out) and by
+    trio's clock right after ``recvmsg`` returned (when the reader ran).  Gaps of
+    the first are the server's own error; the second minus the first is how late a
+    reader that does almost nothing per read stamps.
+    """
+    import trio  # only the decomposition worker needs trio here
+
+    host, _, rest = base_url.removeprefix("http://").partition(":")
+    port = int(rest.partition("/")[0])
+    body = json.dumps(
+        {"model": "text", "messages": [{"role": "user", "content": "Hello"}], "stream": True}
+    ).encode()
+    head = (
+        f"POST /v1/chat/completions HTTP/1.1\r\nHost: {host}:{port}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+        "Connection: close\r\n\r\n"
+    ).encode()
+    kernel_gaps: list[float] = []
+    reader_gaps: list[float] = []
+    delays: list[float] = []
+    numbers = iter(range(requests))
+
+    async def one() -> None:
+        sock = trio.socket.socket()
+        with sock:
+            sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+            await sock.connect((host, port))
+            await sock.send(head + body)
+            last: tuple[float, float] | None = None
+            while True:
+                data, ancillary, _, _ = await sock.recvmsg(65536, socket.CMSG_SPACE(16))
+                now = trio.current_time()
+                offset = time.time() - now  # realtime minus trio's clock, sampled now
+                if not data:
+                    return
+                arrived = now
+                for level, kind, payload in ancillary:
+                    if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+                        seconds, nanoseconds = struct.unpack("qq", payload[:16])
+                        arrived = seconds + nanoseconds / 1e9 - offset
+                delays.append(now - arrived)
+                if _OUTPUT.search(data):
+                    if last is not None:
+                        kernel_gaps.append(arrived - last[0])
+                        reader_gaps.append(now - last[1])
+                    last = (arrived, now)
+
+    async def worker() -> None:
+        for _ in numbers:
+            await one()
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(concurrency):
+            nursery.start_soon(worker)
+    return {
+        "server": _quantiles([abs(g - PER_TOKEN) for g in kernel_gaps]),
+        "reader": _quantiles([abs(g - PER_TOKEN) for g in reader_gaps]),
+        "stamp_delay": _quantiles(delays),
+    }
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -104,7 +190,8 @@ def _free_port() -> int:
 def _chunkwise(base_url: str, concurrency: int, requests: int) -> dict[str, Any]:
     command = [sys.executable, "-m", "chunkwise", "bench", "--base-url", base_url]
     command += ["--model", "text", "--requests", str(requests), "--concurrency", str(concurrency)]
-    done = subprocess.run([*command, "--json"], capture_output=True, text=True, check=False)
+    command += ["--timeout", str(STALL), "--json"]
+    done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=LEVEL_LIMIT)
     document = json.loads(done.stdout)
     return {
         "ttft": document["ttft"],
@@ -115,7 +202,13 @@ def _chunkwise(base_url: str, concurrency: int, requests: int) -> dict[str, Any]
 
 def _sdk(base_url: str, concurrency: int, requests: int) -> dict[str, Any]:
     command = [sys.executable, __file__, "--sdk-worker", base_url, str(concurrency), str(requests)]
-    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    done = subprocess.run(command, capture_output=True, text=True, check=True, timeout=LEVEL_LIMIT)
+    return dict(json.loads(done.stdout))
+
+
+def _raw(base_url: str, concurrency: int, requests: int) -> dict[str, Any]:
+    command = [sys.executable, __file__, "--raw-worker", base_url, str(concurrency), str(requests)]
+    done = subprocess.run(command, capture_output=True, text=True, check=True, timeout=LEVEL_LIMIT)
     return dict(json.loads(done.stdout))
 
 
@@ -154,6 +247,11 @@ def _guidellm(path: str, base_url: str, concurrency: int, requests: int) -> dict
     }
 
 
+def _drain(lines: Any) -> None:
+    for _ in lines:
+        pass
+
+
 def _ms(value: float) -> str:
     return f"{value * 1000:8.2f}"
 
@@ -163,12 +261,23 @@ def main() -> None:
     parser.add_argument("--levels", default="1,100,200", help="concurrency levels")
     parser.add_argument("--per-stream", type=int, default=2, help="requests per stream")
     parser.add_argument("--guidellm", metavar="PATH", help="GuideLLM's executable")
+    parser.add_argument(
+        "--parts", action="store_true", help="decompose the error (Linux: kernel timestamps)"
+    )
     parser.add_argument("--sdk-worker", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--raw-worker", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.sdk_worker:
         base_url, concurrency, requests = args.sdk_worker
         result = asyncio.run(_sdk_loop(base_url, int(concurrency), int(requests)))
         print(json.dumps(result))
+        return
+    if args.raw_worker:
+        import trio
+
+        base_url, concurrency, requests = args.raw_worker
+        raw = trio.run(_raw_loop, base_url, int(concurrency), int(requests))
+        print(json.dumps(raw))
         return
     port = _free_port()
     server = subprocess.Popen(
@@ -186,6 +295,8 @@ def main() -> None:
         if not line.startswith("serving on"):
             sys.exit(f"the server did not start: {line!r}")
         base_url = line.split()[-1]
+        # Keep reading the server's request log: a pipe nobody reads fills up.
+        threading.Thread(target=_drain, args=(server.stdout,), daemon=True).start()
         print(f"server: {base_url}, {FIRST_TOKEN * 1000:g} ms to the first token, ", end="")
         print(f"{PER_TOKEN * 1000:g} ms a token, {TOKENS} tokens; {os.cpu_count()} cores")
         print(f"load average before: {os.getloadavg()[0]:.2f}")
@@ -214,6 +325,16 @@ def main() -> None:
                 if figures.get("error_kinds"):
                     print(f"{'':>8}{name} errors: {figures['error_kinds']}")
             last = clients
+            if args.parts:
+                parts = _raw(base_url, level, requests)
+                print(
+                    f"{'':>8}parts (p50/p99): server's own gap error "
+                    f"{_ms(parts['server']['p50']).strip()}/{_ms(parts['server']['p99']).strip()}, "
+                    f"a bare reader's {_ms(parts['reader']['p50']).strip()}/"
+                    f"{_ms(parts['reader']['p99']).strip()}, its stamp after the kernel's "
+                    f"{_ms(parts['stamp_delay']['p50']).strip()}/"
+                    f"{_ms(parts['stamp_delay']['p99']).strip()}"
+                )
             print(f"        load average now: {os.getloadavg()[0]:.2f}")
         if args.guidellm:
             print("* GuideLLM's inter-token latency is each request's mean gap, not each gap")

@@ -163,6 +163,15 @@ class HTTPResponse:
         """
         return await self._conn.receive_some()
 
+    @property
+    def arrived(self) -> float | None:
+        """When the last bytes :meth:`receive_some` returned reached this host, or ``None``.
+
+        The kernel's receive timestamp on trio's clock (:mod:`chunkwise._arrivals`);
+        ``None`` where there is none (TLS, not Linux, a test's clock).
+        """
+        return self._conn.arrived
+
     async def aclose(self) -> None:
         """Close the connection now (unless :meth:`release` gave it back to a pool).
 

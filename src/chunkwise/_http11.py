@@ -19,6 +19,11 @@ data and reveals an error (the peer closed mid-chunk), the data is returned firs
 and the error is raised by the next :meth:`Connection.receive_some`, so a
 truncated stream loses nothing that arrived.
 
+On a plain TCP connection under Linux each read is stamped by the kernel as its
+bytes arrive (:mod:`chunkwise._arrivals`): ``Connection.arrived`` is when the
+last bytes handed out reached this host, on trio's clock, or ``None`` where
+there is no such stamp (TLS, another platform, a test's clock).
+
 A process may hold thousands of connections open at once (``bench/load.py``):
 :class:`Connection` has no instance dict.
 """
@@ -31,6 +36,7 @@ from typing import Any
 import h11
 import trio
 
+from ._arrivals import receive_with_arrival, stamp_arrivals
 from ._connect import Origin, socket_of, take_buffered
 from ._errors import (
     ChunkwiseError,
@@ -54,6 +60,7 @@ class Connection:
 
     # One per open stream, thousands at once: no instance dict.
     __slots__ = (
+        "_arrivals",
         "_busy",
         "_closed",
         "_done",
@@ -68,6 +75,7 @@ class Connection:
         "_received",
         "_transport",
         "_where",
+        "arrived",
         "first_byte_at",
         "response_started",
     )
@@ -76,6 +84,8 @@ class Connection:
         self, transport: trio.abc.Stream, origin: Origin, *, idle_timeout: float | None
     ) -> None:
         self._transport = transport
+        # The socket to read with the kernel's arrival stamps, when it gives them.
+        self._arrivals = stamp_arrivals(transport)
         self._h11 = h11.Connection(h11.CLIENT)
         self._host = origin.host
         self._port = origin.port
@@ -98,6 +108,8 @@ class Connection:
         self.response_started = False
         #: When they did (trio's clock), for the stream's timings.
         self.first_byte_at: float | None = None
+        #: When the last bytes read reached this host (trio's clock), if the kernel said.
+        self.arrived: float | None = None
 
     @property
     def reusable(self) -> bool:
@@ -254,8 +266,12 @@ class Connection:
     async def _fill(self) -> None:
         """Wait for the next bytes from the peer and give them to h11."""
         with trio.move_on_after(self._idle):
+            data: bytes | bytearray
             try:
-                data = await self._transport.receive_some(_READ_SIZE)
+                if self._arrivals is not None:
+                    data, self.arrived = await receive_with_arrival(self._arrivals, _READ_SIZE)
+                else:
+                    data = await self._transport.receive_some(_READ_SIZE)
             except (trio.BrokenResourceError, OSError) as exc:
                 # A reset is never a clean end, even of a close-delimited body.
                 if self._in_body:
@@ -266,7 +282,9 @@ class Connection:
             else:
                 if not self.response_started:
                     self.response_started = True
-                    self.first_byte_at = trio.current_time()
+                    self.first_byte_at = (
+                        trio.current_time() if self.arrived is None else self.arrived
+                    )
                 # TLS hands out one record per read; the records that came with
                 # it go to h11 in the same call (see chunkwise._connect).
                 more = take_buffered(self._transport, _READ_SIZE - len(data))

@@ -430,7 +430,7 @@ class Stream(Generic[R]):
             if not data:
                 return [], None, None, None, True
             # One stamp per read, shared by its events (chunkwise._timings).
-            stamp = timings.read()
+            stamp = timings.read(self._response.arrived)
             events = parser.feed(data)
             # Neither the read nor its events are kept through the next
             # wait: with thousands of open streams that is most of

@@ -23,9 +23,12 @@ Rules
    ``started``, the start of the attempt that streamed, or ``None`` when the
    stream never got that far.  Retries (their failed attempts and their waits)
    and the wait for a pool's slot happen before ``started``.
-2. A read has one stamp, taken when the read returned: events parsed from one
-   read are simultaneous as far as timings go, so a gap is between two *reads*
-   that carried output, never between two events of one read.
+2. A read has one stamp: when its last bytes reached this host, where the
+   transport knows (the kernel's receive timestamp of a plain TCP connection on
+   Linux, :mod:`chunkwise._arrivals`), else when the read returned; never
+   before the response head or the previous read.  Events parsed from one read
+   are simultaneous as far as timings go, so a gap is between two *reads* that
+   carried output, never between two events of one read.
 3. Memory per stream is bounded whatever the stream's length: the gaps are
    kept as a count, a sum, an exact minimum and maximum, and a sparse
    histogram of at most :data:`GapHistogram.BUCKETS` buckets.
@@ -159,7 +162,9 @@ class Timings:
 
     Every figure but ``started`` is in seconds since ``started``, or ``None``
     when the stream never got there.  Figures come from trio's clock
-    (:func:`trio.current_time`); a read's events share the read's stamp.
+    (:func:`trio.current_time`); a read's events share the read's stamp, when
+    its bytes reached this host where the transport can tell (plain TCP on
+    Linux), else when the read returned (see :doc:`timings`).
 
     Attributes:
         started: When the attempt that streamed began (trio's clock, seconds):
@@ -322,10 +327,20 @@ class TimingRecorder:
 
     # -- the body (chunkwise._stream) -------------------------------------------
 
-    def read(self) -> float:
-        """Stamp a read of the body; the events parsed from it share the stamp."""
+    def read(self, arrived: float | None = None) -> float:
+        """Stamp a read of the body; the events parsed from it share the stamp.
+
+        ``arrived`` is when the read's bytes reached this host, when the
+        transport knows (rule 2): the stamp then, never before the head or the
+        previous read's stamp.
+        """
         self.reads += 1
-        now = self.read_at = self.clock()
+        if arrived is None:
+            now = self.clock()
+        else:
+            floor = self.read_at if self.read_at is not None else self.response_head
+            now = arrived if floor is None else max(arrived, floor)
+        self.read_at = now
         return now
 
     def event(self) -> None:

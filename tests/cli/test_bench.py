@@ -18,17 +18,26 @@ import trio
 import trio.testing
 
 import chunkwise
+from chunkwise._cli import build_parser
 from chunkwise._cli._bench import (
+    DEFAULT_TIMEOUT,
     BenchPlan,
     RunState,
     bench_document,
+    plan_from_args,
     progress_line,
     quantiles,
     run_plan,
 )
 from chunkwise._cli._bench_report import nice_ticks, render_report
 from chunkwise._server._pacing import TokenPacing
-from chunkwise.testing import ServerOptions, open_chat_server
+from chunkwise.testing import (
+    RecordedRequest,
+    ResponseWriter,
+    ServerOptions,
+    open_chat_server,
+    open_test_server,
+)
 from helpers import KEY_VAR, run_main
 
 pytestmark = pytest.mark.usefixtures("api_key")
@@ -251,6 +260,29 @@ async def test_duration_stops_issuing_and_lets_requests_finish(
     assert [r.start for r in state.records] == pytest.approx([0, 0.3, 0.6, 0.9], abs=1e-9)
     assert all(r.ok for r in state.records)
     assert state.finished - state.started == pytest.approx(1.2, abs=1e-9)
+
+
+async def test_a_server_that_stops_answering_gives_a_report_of_timeouts_not_a_hang(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # As a server blocked on its own stdout: connections accepted, never answered.
+    async def silent(request: RecordedRequest, writer: ResponseWriter) -> None:
+        await trio.sleep_forever()
+
+    async with open_test_server(silent) as server:
+        endpoint = chunkwise.Endpoint(server.base_url, timeouts=chunkwise.Timeouts(idle=5))
+        plan = _plan(server.base_url, endpoint=endpoint, requests=4, concurrency=2)
+        state = await run_plan(plan)
+    document = bench_document(plan, state)
+    assert document["requests"] == {"total": 4, "ok": 0, "failed": {"IdleTimeout": 4}}
+    assert state.finished - state.started == pytest.approx(10, abs=1e-9)
+
+
+@pytest.mark.parametrize(("extra", "idle"), [((), DEFAULT_TIMEOUT), (("--timeout", "2.5"), 2.5)])
+def test_timeout_is_the_idle_timeout_of_every_request(extra: tuple[str, ...], idle: float) -> None:
+    plan = plan_from_args(build_parser().parse_args(_args("http://127.0.0.1:9/v1", *extra)))
+    assert plan.endpoint.timeouts.idle == idle
+    assert plan.endpoint.retries.max_retries == 0
 
 
 async def test_requests_bounds_a_rate_run_too(autojump_clock: trio.testing.MockClock) -> None:

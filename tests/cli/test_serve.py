@@ -1,4 +1,5 @@
-"""``chunkwise serve``: a closed stdout is a broken pipe (141); only binding is "cannot listen".
+"""``chunkwise serve``: a closed stdout is a broken pipe (141); only binding is "cannot listen";
+a stdout nobody reads never stops the server.
 
 ``chunkwise serve | head -1`` used to exit 2 with ``cannot listen on ...:
 Broken pipe``: every ``OSError`` of the whole run was taken for a bind failure.
@@ -7,14 +8,19 @@ Broken pipe``: every ``OSError`` of the whole run was taken for a bind failure.
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import io
 import subprocess
 import sys
+import threading
 
 import pytest
 import trio
+import trio.testing
 
 import chunkwise
 from chunkwise._cli import main
+from chunkwise._cli._serve import RequestLog
 from helpers import child_environment, collect, read_until, run_main
 
 
@@ -67,3 +73,84 @@ def test_an_address_that_cannot_be_bound(capsys: pytest.CaptureFixture[str]) -> 
     _, err = capsys.readouterr()
     assert status == 2
     assert err.startswith("chunkwise serve: error: cannot listen on 192.0.2.1:0: ")
+
+
+@pytest.mark.skipif(not hasattr(fcntl, "F_SETPIPE_SZ"), reason="needs Linux's F_SETPIPE_SZ")
+async def test_serve_keeps_answering_when_nobody_reads_its_request_log() -> None:
+    # bench/accuracy.py read the "serving on" line and never read stdout again:
+    # once the pipe filled with request lines, the server's blocking print stopped
+    # every connection (300 requests unread, clients' closes unnoticed, 0% CPU).
+    # A one-page pipe fills after ~80 lines instead of ~1300.
+    async with trio.open_nursery() as nursery:
+        process = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "chunkwise", "serve", "--port", "0"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=child_environment(),
+        )
+        assert isinstance(process.stdout, trio.lowlevel.FdStream)
+        assert process.stderr is not None
+        fcntl.fcntl(process.stdout.fileno(), fcntl.F_SETPIPE_SZ, 4096)
+        err = bytearray()
+        nursery.start_soon(collect, process.stderr, err)
+        try:
+            with trio.fail_after(60):
+                first = bytearray()
+                assert await read_until(process.stdout, first, b"\n"), bytes(err)
+                base_url = first.split(b"\n", 1)[0].decode().removeprefix("serving on ")
+                endpoint = chunkwise.Endpoint(base_url, timeouts=chunkwise.Timeouts(idle=10))
+                request = {"model": "text", "messages": [{"role": "user", "content": "hi"}]}
+                for _ in range(300):  # ~15 kB of request lines: far past the pipe's 4 kB
+                    result = await chunkwise.complete_chat(endpoint, request)
+                    assert result.status == "complete" and result.content
+        finally:
+            process.kill()
+            await process.wait()
+            await process.stdout.aclose()
+
+
+class _BlockedOut(io.StringIO):
+    """A stdout whose writes wait until released, as a pipe nobody reads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+        self.counted = threading.Event()
+
+    def fileno(self) -> int:
+        raise io.UnsupportedOperation("no descriptor")
+
+    def write(self, text: str) -> int:
+        self.release.wait(30)
+        written = super().write(text)
+        if "not logged" in text:
+            self.counted.set()
+        return written
+
+
+async def test_the_request_log_holds_its_backlog_and_counts_the_rest() -> None:
+    out = _BlockedOut()
+    log = RequestLog(out, backlog=3)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(log.write_lines)
+        log("first")
+        await trio.testing.wait_all_tasks_blocked()  # "first" is being written: blocked
+        for name in ("a", "b", "c", "d", "e"):
+            log(name)  # never blocks: a, b, c wait; d, e are counted
+        out.release.set()
+        assert await trio.to_thread.run_sync(out.counted.wait, 10)
+        nursery.cancel_scope.cancel()
+    assert out.getvalue() == "first\na\nb\nc\n(2 request lines not logged: stdout was not read)\n"
+
+
+async def test_lines_logged_just_before_the_server_stops_are_still_written() -> None:
+    # A test that cancels the server right after its request returned used to
+    # find the request's line still queued, and missing.
+    out = io.StringIO()
+    log = RequestLog(out)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(log.write_lines)
+        await trio.testing.wait_all_tasks_blocked()
+        log("POST /v1/chat/completions")
+        nursery.cancel_scope.cancel()
+    assert out.getvalue() == "POST /v1/chat/completions\n"

@@ -171,6 +171,39 @@ def test_the_recorder_counts_from_the_attempt_that_streamed() -> None:
     assert timings.ended is None
 
 
+@pytest.mark.parametrize(
+    ("arrived", "stamp"),
+    [
+        (None, 2.0),  # no arrival known: the clock when the read returned
+        (1.75, 1.75),  # when the bytes reached this host, however late the reader ran
+        (1.5, 1.5),  # at the previous read's stamp: allowed
+        (1.25, 1.5),  # before the previous read: never (one segment stamps both)
+    ],
+)
+def test_a_read_is_stamped_when_its_bytes_arrived_never_before_the_last(
+    arrived: float | None, stamp: float
+) -> None:
+    clock = Clock()
+    recorder = TimingRecorder(clock)
+    clock.now += 1.0
+    recorder.response_head_now(None)
+    clock.now += 0.5
+    assert recorder.read(clock.now - 0.25) == 101.25
+    assert recorder.read() == 101.5
+    clock.now += 0.5
+    assert recorder.read(None if arrived is None else 100 + arrived) == 100 + stamp
+
+
+def test_a_first_read_is_never_stamped_before_the_head() -> None:
+    # The head and the first event came in one segment: the stamp is the head's.
+    clock = Clock()
+    recorder = TimingRecorder(clock)
+    clock.now += 1.0
+    recorder.response_head_now(None)
+    clock.now += 0.5
+    assert recorder.read(100.5) == 101.0
+
+
 def test_output_needs_a_read_and_usage_needs_a_count() -> None:
     recorder = TimingRecorder(Clock())
     with pytest.raises(RuntimeError, match="before read"):

@@ -7,7 +7,10 @@ next request as soon as its last one ended (a closed loop), or at ``--rate R``
 requests a second with Poisson arrivals (exponential gaps from a generator
 seeded by ``--seed``: an open loop, so a slow server meets the same load).
 Issuing stops after ``--requests N`` or once ``--duration S`` has passed,
-whichever comes first; requests in flight then finish.
+whichever comes first; requests in flight then finish.  Every wait for
+progress (the connection, the response head, each read) is bounded by
+``--timeout``, the endpoint's idle timeout: a server that stops answering
+gives a report of failed requests (``IdleTimeout``), never a silent hang.
 
 Each request runs the client's own layers without the fan-out: the HTTP
 request lifecycle (:func:`~chunkwise._http.send_http_request`, over one
@@ -96,6 +99,9 @@ __all__ = [
     "run_plan",
 ]
 
+#: ``--timeout``: far above any gap of a working stream, far below a run's patience.
+DEFAULT_TIMEOUT = 60.0
+
 #: Writes the HTML page of a report document (the root hands over :mod:`._bench_report`'s).
 ReportWriter = Callable[[dict[str, Any], str], None]
 
@@ -156,6 +162,14 @@ def add_bench_command(commands: CommandsAction, write_report: ReportWriter) -> N
     )
     load.add_argument(
         "--seed", type=int, default=0, metavar="N", help="seed of --rate's arrivals (default 0)"
+    )
+    load.add_argument(
+        "--timeout",
+        type=seconds(0, 86400, allow_low=False),
+        default=DEFAULT_TIMEOUT,
+        metavar="S",
+        help="fail a request (IdleTimeout) when nothing arrives for S seconds: for the "
+        f"response head or the next bytes of its stream (default {DEFAULT_TIMEOUT:g})",
     )
     prompts = bench.add_argument_group("prompts")
     prompts.add_argument(
@@ -257,7 +271,12 @@ def _model_of(plan: BenchPlan) -> str | None:
 def plan_from_args(args: argparse.Namespace) -> BenchPlan:
     """The :class:`BenchPlan` of ``chunkwise bench``'s arguments (usage errors raised)."""
     # No retries: a benchmark measures what the server answered.
-    endpoint = attrs.evolve(endpoint_from_args(args), retries=Retries(max_retries=0))
+    endpoint = endpoint_from_args(args)
+    endpoint = attrs.evolve(
+        endpoint,
+        retries=Retries(max_retries=0),
+        timeouts=attrs.evolve(endpoint.timeouts, idle=args.timeout),
+    )
     api = command_api(args)
     if args.prompt and args.prompts:
         raise UsageError("give --prompt or --prompts, not both")
@@ -439,7 +458,7 @@ async def _measure(
                 data = await response.receive_some()
                 if not data:
                     break
-                stamp = recorder.read()  # as the stream's reader does (chunkwise._timings)
+                stamp = recorder.read(response.arrived)  # as a stream does (chunkwise._timings)
                 previous = recorder.last_output
                 parser.feed(data)
                 if previous is not None and recorder.last_output == stamp:

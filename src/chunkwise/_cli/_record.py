@@ -368,7 +368,7 @@ async def record_response(
         recording.headers = response.headers
         success = 200 <= response.status_code < 300
         async for data in response:
-            recording.reads.append((recording.body_bytes, timings.read()))
+            recording.reads.append((recording.body_bytes, timings.read(response.arrived)))
             out.write(data)
             out.flush()
             recording.key_watch.feed(data)

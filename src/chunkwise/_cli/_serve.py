@@ -13,6 +13,14 @@ caught around entering :func:`~chunkwise.testing.open_chat_server`, which
 binds before it yields, and nowhere else.  Anything later propagates: a closed
 stdout (``chunkwise serve | head -1``) is a :class:`BrokenPipeError`, which
 ``main()`` turns into status 141 like every command's; Ctrl-C is status 130.
+
+The request log (one line a request, :class:`RequestLog`) is written by a
+worker thread, never on trio's: a stdout that is not being read (a pipe whose
+reader only wanted the first line) fills up and blocks the write, and a
+blocking write on trio's thread stopped every connection at once.  While stdout
+does not keep up, up to :data:`LOG_BACKLOG` lines wait; later ones are counted
+and the count is logged once stdout takes lines again.  When the server stops,
+the lines still waiting get :data:`LOG_LAST_WRITE` seconds to go out.
 """
 
 from __future__ import annotations
@@ -22,6 +30,8 @@ import contextlib
 import functools
 import os
 import sys
+import threading
+from typing import TextIO
 
 import trio
 
@@ -47,6 +57,9 @@ from ._common import (
 )
 
 __all__ = [
+    "LOG_BACKLOG",
+    "LOG_LAST_WRITE",
+    "RequestLog",
     "add_serve_command",
     "describe_pacing",
     "options_from_args",
@@ -342,9 +355,7 @@ async def serve(
         UsageError: the port cannot be bound (in use, no such address...).
     """
 
-    def log(line: str) -> None:
-        print(line, flush=True)
-
+    log = RequestLog(sys.stdout)
     async with contextlib.AsyncExitStack() as stack:
         try:
             server = await stack.enter_async_context(
@@ -370,7 +381,94 @@ async def serve(
         print("press Ctrl-C to stop")
         sys.stdout.flush()
         task_status.started(server)
-        await trio.sleep_forever()
+        await log.write_lines()
+
+
+#: Request log lines held while stdout does not keep up; later ones are counted, not kept.
+LOG_BACKLOG = 10_000
+#: Seconds the lines still waiting get, once the server is stopping, to reach stdout.
+LOG_LAST_WRITE = 1.0
+
+
+class RequestLog:
+    """``log(line)`` for :func:`open_chat_server`: never blocks, whatever stdout does.
+
+    Lines are queued; :meth:`write_lines` writes them from a worker thread, as
+    many as are waiting in one write.  Past ``backlog`` waiting lines, a line is
+    counted instead, and the count is written after the lines that were kept.
+    """
+
+    def __init__(self, out: TextIO, backlog: int = LOG_BACKLOG) -> None:
+        self._out = out
+        self._send, self._receive = trio.open_memory_channel[str](backlog)
+        self._dropped = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, line: str) -> None:
+        try:
+            self._send.send_nowait(line)
+        except trio.WouldBlock:
+            self._dropped += 1
+
+    async def write_lines(self) -> None:
+        """Write the log until cancelled (a closed stdout raises :class:`BrokenPipeError`).
+
+        When cancelled (Ctrl-C, the end of a test), the lines already logged are
+        still written, if stdout takes them within :data:`LOG_LAST_WRITE` seconds.
+        """
+        # The text being handed to a thread: taken (list.pop, atomic) either by
+        # the thread or, when the thread never started, by the last write.
+        batch: list[str] = []
+        try:
+            while True:
+                batch = [self._waiting(await self._receive.receive())]
+                # Abandoned on cancel: a write into a pipe nobody reads never returns.
+                await trio.to_thread.run_sync(self._write, batch, abandon_on_cancel=True)
+        except trio.Cancelled:
+            with trio.CancelScope(shield=True, deadline=trio.current_time() + LOG_LAST_WRITE):
+                try:
+                    unsent = batch.pop()
+                except IndexError:  # the thread took it: written, or being written
+                    unsent = ""
+                batch = [unsent + self._waiting()]
+                if batch[0]:
+                    await trio.to_thread.run_sync(self._write, batch, abandon_on_cancel=True)
+            raise
+
+    def _waiting(self, first: str | None = None) -> str:
+        """The lines waiting (after ``first``), and the count of those dropped, as text."""
+        lines = [] if first is None else [first]
+        while True:
+            try:
+                lines.append(self._receive.receive_nowait())
+            except trio.WouldBlock:
+                break
+        if self._dropped:
+            lines.append(f"({self._dropped} request lines not logged: stdout was not read)")
+            self._dropped = 0
+        return "".join(line + "\n" for line in lines)
+
+    def _write(self, batch: list[str]) -> None:
+        # In order: the last write, on cancel, may start while an abandoned one blocks.
+        with self._lock:
+            try:
+                text = batch.pop()
+            except IndexError:  # the last write took it: this thread started too late
+                return
+            self._write_now(text)
+
+    def _write_now(self, text: str) -> None:
+        try:
+            descriptor = self._out.fileno()
+        except (OSError, ValueError):  # no descriptor (a captured stdout)
+            self._out.write(text)
+            self._out.flush()
+            return
+        # Straight to the descriptor: a thread blocked inside the text file would
+        # hold its lock, and the interpreter's last flush at exit would wait for it.
+        data = memoryview(text.encode(self._out.encoding or "utf-8", "backslashreplace"))
+        while data:
+            data = data[os.write(descriptor, data) :]
 
 
 def describe_pacing(pacing: Pacing | None) -> None:

@@ -29,10 +29,12 @@ A JSON object::
 
 ``reads`` holds one ``[offset, seconds]`` pair per read of the body, in order:
 ``offset`` is the position of the read's first byte in the recorded body (after
-transfer decoding: the bytes after the head in ``FILE``), ``seconds`` when the
-read returned, since the request was sent.  A read's bytes run to the next
-read's offset (the last one's to ``body_bytes``).  ``complete`` is false when the
-recording stopped before the body ended (interrupted, connection lost).
+transfer decoding: the bytes after the head in ``FILE``), ``seconds`` the read's
+stamp (when its bytes arrived where the transport can tell, else when the read
+returned: :mod:`chunkwise._timings`), since the request was sent.  A read's
+bytes run to the next read's offset (the last one's to ``body_bytes``).
+``complete`` is false when the recording stopped before the body ended
+(interrupted, connection lost).
 Readers refuse another ``format`` or a newer ``version``, and ignore fields
 they do not know, so later versions may add some.
 

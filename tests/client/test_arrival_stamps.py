@@ -1,0 +1,117 @@
+"""A read is stamped when its bytes reached this host, not when the reader ran (Linux, plain TCP).
+
+With hundreds of streams whose tokens are due at the same instant, a reader runs
+milliseconds after its bytes arrived, by a different amount each read, and every
+inter-token gap carried that.  The kernel's receive timestamp
+(:mod:`chunkwise._arrivals`) does not.  Here the reader is held up on purpose,
+after the server has written, by blocking trio's thread: the stamp must still be
+no later than the moment the bytes were known to be there.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+import trio
+import trio.testing
+
+import chunkwise
+from chunkwise._arrivals import SUPPORTED, stamp_arrivals
+from chunkwise.testing import ScriptedResponse, open_test_server
+from helpers import choice, chunk
+
+REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+HOLD_UP = 0.3
+
+
+def _event(payload: object) -> bytes:
+    return f"data: {json.dumps(payload)}\n\n".encode()
+
+
+@contextmanager
+def _two_token_server(
+    go: threading.Event, written: threading.Event
+) -> Iterator[tuple[str, list[BaseException]]]:
+    """A server in a thread (trio's thread will be blocked): token one, then on ``go`` token two."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    failures: list[BaseException] = []
+
+    def serve() -> None:
+        try:
+            connection, _ = listener.accept()
+            with connection:
+                received = b""
+                while b"\r\n\r\n" not in received:
+                    received += connection.recv(65536)
+                head, _, body = received.partition(b"\r\n\r\n")
+                length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+                while len(body) < length:
+                    body += connection.recv(65536)
+                connection.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                    b"Connection: close\r\n\r\n" + _event(chunk(choice(content="one ")))
+                )
+                go.wait(10)
+                connection.sendall(_event(chunk(choice(content="two"))) + b"data: [DONE]\n\n")
+                written.set()
+        except BaseException as exc:  # reported by the test, not lost in the thread
+            failures.append(exc)
+            written.set()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/v1", failures
+    finally:
+        go.set()
+        thread.join(10)
+        listener.close()
+
+
+@pytest.mark.skipif(not SUPPORTED, reason="kernel receive timestamps: 64-bit Linux only")
+async def test_a_late_reader_stamps_the_bytes_arrival_not_its_own_turn() -> None:
+    go, written = threading.Event(), threading.Event()
+    with _two_token_server(go, written) as (base_url, failures):
+        endpoint = chunkwise.Endpoint(base_url, retries=chunkwise.Retries(max_retries=0))
+        async with chunkwise.open_chat_stream(endpoint, REQUEST) as stream:
+            async for event in stream:
+                if isinstance(event, chunkwise.ContentDelta) and event.text == "one ":
+                    go.set()
+                    assert written.wait(10)
+                    known_there = trio.current_time()  # token two is in the socket by now
+                    time.sleep(HOLD_UP)  # noqa: ASYNC251 - on purpose: the reader runs late
+            result = await stream.result()
+        assert not failures
+    timings = result.timings
+    assert timings is not None and timings.last_output is not None
+    assert result.content == "one two"
+    # The clock when the read returned would be at least known_there + HOLD_UP.
+    assert timings.started + timings.last_output <= known_there + 0.001
+
+
+async def test_only_a_plain_tcp_stream_is_stamped_by_the_kernel() -> None:
+    # Rule 1 of chunkwise._arrivals: a TLS read is what OpenSSL decrypted, not one recvmsg.
+    async with open_test_server(ScriptedResponse(body=b"")) as server:
+        tcp = await trio.open_tcp_stream("127.0.0.1", server.port)
+        async with tcp:
+            tls = trio.SSLStream(tcp, ssl.create_default_context(), server_hostname="127.0.0.1")
+            assert stamp_arrivals(tls) is None
+            assert stamp_arrivals(trio.testing.memory_stream_pair()[0]) is None
+            assert stamp_arrivals(tcp) is (tcp.socket if SUPPORTED else None)
+
+
+async def test_a_test_clock_is_never_mixed_with_the_kernels(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # Rule 2: virtual time has no relation to the kernel's; its figures stay exact.
+    async with open_test_server(ScriptedResponse(body=b"")) as server:
+        tcp = await trio.open_tcp_stream("127.0.0.1", server.port)
+        async with tcp:
+            assert stamp_arrivals(tcp) is None
