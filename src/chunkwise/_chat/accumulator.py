@@ -45,6 +45,13 @@ Rules
    for each finished choice (:mod:`chunkwise._structured`): a choice cut
    short (``length``, ``content_filter``) gets a "cut short" error unparsed,
    a choice finished by ``[DONE]`` alone is parsed (the server said it is over).
+6. An event shaped like the last hot-path chunk but for its text is read
+   without JSON (:mod:`chunkwise._templates`), with the hot path's effects
+   exactly.  A hot-path chunk has one choice, no ``finish_reason`` or
+   ``logprobs``, no usage, timings or error, and a delta that is only
+   ``content`` text, or only one tool call's ``{"index": i, "function":
+   {"arguments": ...}}``; the choice (and the call) must exist, the choice
+   not finished, or the event goes the ordinary way.
 
 Nothing fed to the accumulator raises because of what the *server* sent:
 invalid input ends the stream as ``failed`` with a typed error, and everything
@@ -87,6 +94,7 @@ from .._payloads import (
 from .._results import Anomaly, IncompleteReason, Status
 from .._sse import ServerSentEvent
 from .._structured import CUT_SHORT, OutputSchema
+from .._templates import ChunkTemplate
 from .._timings import TimedAccumulator, take_chunk_timings, timing_fields
 from .._tools import ToolSchemas, complete_tool_call
 from .choices import ChoiceState, ToolCallState, read_parts
@@ -135,6 +143,7 @@ class ChatAccumulator(TimedAccumulator):
         self._done = False
         self._ended = False
         self._cache: ChatResult | None = None
+        self._template = ChunkTemplate()
 
     # -- public API --------------------------------------------------------
 
@@ -173,6 +182,12 @@ class ChatAccumulator(TimedAccumulator):
             if data == _DONE and self._status == "failed" and not self._done:
                 return []  # rule 1: the server's normal close after its error
             return self._ignore()
+        if self._template.active and kind != "error":
+            text = self._template.match(data)
+            if text is not None:
+                templated = self._templated(text)
+                if templated is not None:
+                    return templated
         if kind == "error":
             try:
                 payload = load_json(data)
@@ -191,7 +206,10 @@ class ChatAccumulator(TimedAccumulator):
             chunk = load_object(data)
         except InvalidChunk as exc:
             return self.fail(exc)
-        return self._chunk(chunk, data)
+        events = self._chunk(chunk, data)
+        if self._template.learning:
+            self._learn(data, chunk)
+        return events
 
     def feed_chunk(self, chunk: Mapping[str, Any]) -> list[Event]:
         """Accumulate one decoded ``chat.completion.chunk`` (any mapping).
@@ -229,6 +247,73 @@ class ChatAccumulator(TimedAccumulator):
             return self._ignore()
         self._error = error
         return self._finish()
+
+    # -- the template (rule 6) ---------------------------------------------
+
+    def _templated(self, text: str) -> list[Event] | None:
+        # What _chunk does with a hot-path chunk, or None when the state
+        # would send it another way.
+        key = self._template.key
+        state = self._choices.get(key[0])
+        if state is None or state.finished:
+            return None
+        events: list[Event] = []
+        if len(key) == 1:
+            self._cache = None
+            if text:
+                state.content.append(text)
+                self._content_delta(state, text, events)
+            return events
+        call = state.by_index.get(key[1])
+        if call is None:
+            return None
+        self._cache = None
+        if text:
+            self._arguments_fragment(state, call, text, events)
+        return events
+
+    def _learn(self, data: str, chunk: dict[str, Any]) -> None:
+        choices = chunk.get("choices")
+        if type(choices) is not list or len(choices) != 1:
+            return
+        choice = choices[0]
+        if (
+            type(choice) is not dict
+            or choice.get("finish_reason") is not None
+            or choice.get("logprobs") is not None
+        ):
+            return
+        index = choice.get("index", 0)
+        delta = choice.get("delta")
+        if type(index) is not int or index < 0 or type(delta) is not dict or len(delta) != 1:
+            return
+        groq = chunk.get("x_groq")
+        if (
+            "timings" in chunk
+            or "metrics" in chunk
+            or chunk.get("usage") is not None
+            or (type(groq) is dict and groq.get("usage") is not None)
+            or chunk.get("error") is not None
+            or chunk.get("object") == "error"
+        ):
+            return
+        if type(delta.get("content")) is str:
+            self._template.learn(data, chunk, ("choices", 0, "delta", "content"), (index,))
+            return
+        calls = delta.get("tool_calls")
+        if type(calls) is not list or len(calls) != 1:
+            return
+        call = calls[0]
+        function = call.get("function") if type(call) is dict else None
+        if (
+            type(function) is dict
+            and len(call) == 2
+            and type(call.get("index")) is int
+            and len(function) == 1
+            and type(function.get("arguments")) is str
+        ):
+            path = ("choices", 0, "delta", "tool_calls", 0, "function", "arguments")
+            self._template.learn(data, chunk, path, (index, call["index"]))
 
     # -- chunks --------------------------------------------------------------
 

@@ -39,6 +39,11 @@ Rules
 5. ``data: null`` (llama-server's first event when given several prompts)
    is one counted ``null event`` anomaly, not a failed stream.
 6. Usage is taken from whichever chunk carries it, the last one winning.
+7. An event shaped like the last hot-path chunk but for its text is read
+   without JSON (:mod:`chunkwise._templates`), with the hot path's effects
+   exactly: a hot-path chunk is one choice with a string ``text``, no
+   ``finish_reason`` or ``logprobs``, no usage, timings or error; the choice
+   must exist and not be finished, or the event goes the ordinary way.
 
 Nothing fed to the accumulator raises because of what the server sent.
 """
@@ -64,6 +69,7 @@ from .._events import (
 from .._payloads import DATA_LIMIT, copy_json, load_json, load_object, parse_error_payload, preview
 from .._results import Anomaly, IncompleteReason, Status
 from .._sse import ServerSentEvent
+from .._templates import ChunkTemplate
 from .._text import Fragments
 from .._timings import TimedAccumulator, take_chunk_timings, timing_fields
 from .results import CompletionChoice, CompletionResult
@@ -123,6 +129,7 @@ class CompletionAccumulator(TimedAccumulator):
         self._done = False
         self._ended = False
         self._cache: CompletionResult | None = None
+        self._template = ChunkTemplate()
 
     # -- public API --------------------------------------------------------
 
@@ -161,6 +168,12 @@ class CompletionAccumulator(TimedAccumulator):
             if data == _DONE and self._status == "failed" and not self._done:
                 return []  # rule 1: the server's normal close after its error
             return self._ignore()
+        if self._template.active and kind != "error":
+            text = self._template.match(data)
+            if text is not None:
+                templated = self._templated(text)
+                if templated is not None:
+                    return templated
         if kind == "error":
             try:
                 payload = load_json(data)
@@ -184,7 +197,10 @@ class CompletionAccumulator(TimedAccumulator):
             chunk = load_object(data)
         except InvalidChunk as exc:
             return self.fail(exc)
-        return self._chunk(chunk, copy=False)
+        events = self._chunk(chunk, copy=False)
+        if self._template.learning:
+            self._learn(data, chunk)
+        return events
 
     def feed_chunk(self, chunk: Mapping[str, Any]) -> list[Event]:
         """Accumulate one decoded ``text_completion`` chunk (any mapping).
@@ -220,6 +236,48 @@ class CompletionAccumulator(TimedAccumulator):
             return self._ignore()
         self._error = error
         return self._finish()
+
+    # -- the template (rule 7) ---------------------------------------------
+
+    def _templated(self, text: str) -> list[Event] | None:
+        # What _chunk does with a hot-path chunk, or None when the choice's
+        # state would send it another way.
+        index, touch = self._template.key
+        state = self._choices.get(index)
+        if state is None or state.finished:
+            return None
+        if touch or text:
+            self._cache = None  # _metadata runs on such a chunk, changing nothing else
+        if not text:
+            return []
+        state.text.append(text)
+        return [TextDelta(choice_index=index, text=text)]
+
+    def _learn(self, data: str, chunk: dict[str, Any]) -> None:
+        choices = chunk.get("choices")
+        if type(choices) is not list or len(choices) != 1:
+            return
+        choice = choices[0]
+        if (
+            type(choice) is not dict
+            or type(choice.get("text")) is not str
+            or choice.get("finish_reason") is not None
+            or choice.get("logprobs") is not None
+        ):
+            return
+        index = choice.get("index", 0)
+        if type(index) is not int or index < 0:
+            return
+        if (
+            "timings" in chunk
+            or "metrics" in chunk
+            or chunk.get("usage") is not None
+            or chunk.get("error") is not None
+            or chunk.get("object") == "error"
+        ):
+            return
+        touch = any(chunk.get(key) is not None for key in self._metadata_missing)
+        self._template.learn(data, chunk, ("choices", 0, "text"), (index, touch))
 
     # -- chunks --------------------------------------------------------------
 
