@@ -190,12 +190,17 @@ def new_accumulator(api: str, structured: bool = False) -> Accumulator:
 
 
 def fed(api: str, events: Sequence[Event], structured: bool = False) -> tuple[Any, Any]:
+    """The events and the result; with them, after each event, whether the snapshot was kept."""
     accumulator = new_accumulator(api, structured)
     out: list[chunkwise.Event] = []
+    kept: list[bool] = []
+    snapshot = accumulator.result
     for kind, data in events:
         out += accumulator.feed_event(chunkwise.ServerSentEvent(event=kind, data=data))
+        kept.append(accumulator.result is snapshot)
+        snapshot = accumulator.result
     out += accumulator.end()
-    return out, accumulator.result
+    return (out, kept), accumulator.result
 
 
 def body_of(events: Sequence[Event]) -> bytes:
@@ -314,6 +319,20 @@ def test_a_stream_whose_chunks_vary_elsewhere_spends_one_extra_parse(api: str) -
     assert len(parses) == 1  # the one verification
     with templates_off():
         assert fed(api, varied) == outcome
+
+
+@pytest.mark.parametrize("api", ["completions", "chat"])
+def test_a_result_snapshot_is_rebuilt_when_it_would_be_without_templates(api: str) -> None:
+    # TGI sends an empty id on every chunk: no id, but the accumulator looks
+    # at it each time, and a completion's snapshot is rebuilt even for an
+    # empty text.
+    events = [
+        (kind, data.replace('"id": "x-1"', '"id": ""'))
+        for kind, data in plain_stream(api, ["a", "", "b", "", ""])
+    ]
+    with counting_matches() as answers:
+        same_with_and_without(lambda: fed(api, events))
+    assert answers.count("") >= 2
 
 
 def test_a_tool_calls_arguments_are_read_by_template() -> None:
