@@ -38,7 +38,12 @@ Rules
    suffix`` (see above); a template that fails it is not used.
 3. A match is ``data.startswith(prefix)``, ``data.endswith(suffix)``, the two
    not overlapping, and a middle free of ``"``, ``\\`` and control characters
-   (one precompiled search).  The middle is then the chunk's text, exactly.
+   (one precompiled search): the middle is then the chunk's text, exactly.  A
+   middle with escapes (a newline written ``\\n``, a quote, ``\\u00e9``)
+   matches too when the literal from the prefix's last quote to the
+   suffix's first, alone, is one JSON string (:func:`json.loads`, strict):
+   its closing quote is then the suffix's, so the data is the same tokens
+   with that one string, and its value is the text.
 4. Learning is bounded to one wasted parse per stream: the verifying parse of
    rule 2 is spent only while :attr:`ChunkTemplate.learning` is true, which it
    stops being when a verification fails or when a template is dropped (at
@@ -93,6 +98,14 @@ class ChunkTemplate:
                 if _UNSAFE(text) is None:
                     self.hits += 1
                     return text
+                try:  # escapes: from the prefix's quote to the suffix's, one literal
+                    value = json.loads(data[self.shortest - 1 : end + 1])
+                except ValueError:  # json.JSONDecodeError: not one string literal
+                    pass
+                else:
+                    if type(value) is str:  # it starts with a quote: nothing else parses
+                        self.hits += 1
+                        return value
         self.active = False
         self.learning = self.hits > 0
         return None

@@ -356,9 +356,9 @@ def test_a_tool_calls_arguments_are_read_by_template() -> None:
 
     with counting_matches() as answers:
         outcome = run()
-    # Learned from ": ", missed by the escaped '"b": "x"', learned again from
-    # "}" (the first template had matched), missed by [DONE].
-    assert answers == ["1", ", ", None, None]
+    # Learned from ": "; the escaped '"b": "x"' is read by JSON's scanner
+    # (rule 3); [DONE] misses.
+    assert answers == ["1", ", ", '"b": "x"', "}", None]
     assert outcome[1].choices[0].tool_calls[0].parse_arguments() == {"a": 1, "b": "x"}
     same_with_and_without(run)
 
@@ -422,16 +422,28 @@ PREFIX, SUFFIX = '{"choices":[{"text":"', '","index":0}]}'
         ("a/b", True),
         ('a"b', False),
         ('","index":1}]}{"x":"', False),
-        ("a\\nb", False),
-        ("a\\u0041", False),
+        # Escapes: read by JSON's scanner when the literal closes where the suffix begins.
+        ("a\\nb", True),
+        ("a\\u0041", True),
+        ('a\\"b', True),
+        ("a\\\\", True),  # an escaped backslash last: the next quote closes it
+        ("\\ud83d\\ude42 \\ud800", True),  # a pair, and a lone surrogate as json.loads reads it
+        ("a\\", False),  # the backslash escapes the suffix's quote
+        ('a\\"', True),  # an escaped quote last, then the suffix's closes it
+        ("a\\x", False),  # not an escape
+        ("a\\u00", False),
+        ('a\\n","index":0}]}{"x":"', False),  # the literal closes early
         *((f"a{chr(c)}b", False) for c in range(0x20)),
+        *((f"a\\n{chr(c)}", False) for c in range(0x20)),  # strict: no raw control characters
     ],
 )
 def test_a_match_takes_only_a_middle_json_reads_as_itself(middle: str, matched: bool) -> None:
     template = ChunkTemplate()
     learned = PREFIX + "hi" + SUFFIX
     assert template.learn(learned, json.loads(learned), TEXT_PATH, (0,))
-    assert template.match(PREFIX + middle + SUFFIX) == (middle if matched else None)
+    data = PREFIX + middle + SUFFIX
+    want = json.loads(data)["choices"][0]["text"] if matched else None
+    assert template.match(data) == want
     assert template.active is matched
 
 
