@@ -177,11 +177,12 @@ class ChunkAccumulator(TimedAccumulator, Generic[S, R]):
         """
         return None
 
-    def _templated(self, text: str) -> list[Event] | None:
+    def _templated(self, state: S, text: str) -> list[Event] | None:
         """Rule 7: what the hot path does with ``text`` for the template's key.
 
-        None when the state would send the chunk another way (the choice or
-        the call gone, the choice finished): it is then parsed.
+        ``state`` is the key's choice, started and not finished.  None when
+        the state would send the chunk another way (the call gone): it is
+        then parsed.
         """
         return None
 
@@ -228,8 +229,9 @@ class ChunkAccumulator(TimedAccumulator, Generic[S, R]):
             return self._ignore()
         if self._template.active and kind != "error":
             text = self._template.match(data)
-            if text is not None:
-                events = self._templated(text)
+            state = None if text is None else self._choices.get(self._template.key[0])
+            if text is not None and state is not None and not state.finished:
+                events = self._templated(state, text)
                 if events is not None:
                     if self._template_touch:
                         self._cache = None

@@ -122,12 +122,9 @@ class ChatAccumulator(ChunkAccumulator[ChoiceState, ChatResult]):
             return ("delta", "tool_calls", 0, "function", "arguments"), (index, call["index"])
         return None
 
-    def _templated(self, text: str) -> list[Event] | None:
+    def _templated(self, state: ChoiceState, text: str) -> list[Event] | None:
         # The hot paths of _delta and _tool_delta, for the template's choice (and call).
         key = self._template.key
-        state = self._choices.get(key[0])
-        if state is None or state.finished:
-            return None
         events: list[Event] = []
         if len(key) == 1:
             self._cache = None

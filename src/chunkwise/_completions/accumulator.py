@@ -96,11 +96,8 @@ class CompletionAccumulator(ChunkAccumulator[ChoiceText, CompletionResult]):
     ) -> tuple[Path, tuple[int, ...]] | None:
         return (("text",), (index,)) if type(choice.get("text")) is str else None
 
-    def _templated(self, text: str) -> list[Event] | None:
+    def _templated(self, state: ChoiceText, text: str) -> list[Event] | None:
         # The hot path of _choice, for the template's choice.
-        state = self._choices.get(self._template.key[0])
-        if state is None or state.finished:
-            return None
         if not text:
             return []
         self._cache = None
