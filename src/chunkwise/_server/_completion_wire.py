@@ -34,12 +34,11 @@ Rules
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
 from .._completions import CompletionResult, CompletionStreamParser
-from ._scenarios import CREATED, SCENARIOS, Scenario
+from ._scenarios import CREATED, SCENARIOS, Scenario, wire_json
 
 __all__ = [
     "COMPLETION_STYLES",
@@ -185,7 +184,7 @@ def completion_events(body: Mapping[str, Any], *, document: bool = False) -> lis
     if scenario is None or not scenario.content:
         scenario = SCENARIOS["text"]  # a style's name, or a tool scenario: no text
     payloads = [
-        json.dumps(chunk, ensure_ascii=False, separators=(",", ":"))
+        wire_json(chunk)
         for chunk in completion_chunks(body, scenario, style, document=document)
     ]
     if scenario.error is None:

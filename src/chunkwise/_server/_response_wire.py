@@ -58,14 +58,13 @@ Pure functions: no I/O, no trio.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
 from ._response_scenarios import INPUT_TOKENS, ResponseScenario
-from ._scenarios import CREATED
+from ._scenarios import CREATED, wire_json
 
 __all__ = [
     "ECHOED",
@@ -520,7 +519,7 @@ def response_scenario_events(
 
 def response_event_bytes(payload: Mapping[str, Any]) -> bytes:
     """One SSE event: ``event: <type>`` + ``data: <json>`` + a blank line."""
-    data = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    data = wire_json(payload)
     etype = payload.get("type")
     # llama.cpp's bare error frame has neither a type nor an event line.
     head = f"event: {etype}\n" if isinstance(etype, str) else ""
