@@ -528,6 +528,21 @@ async def test_serve_announces_its_base_url_and_logs_each_request(
     assert result.choice(0).reasoning == SCENARIOS["reasoning"].reasoning_text
 
 
+async def test_serve_keeps_no_history_of_the_requests_it_answers(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # A load test sends it millions: kept, they grew its memory and its GC pauses.
+    async with trio.open_nursery() as nursery:
+        server = await nursery.start(lambda task_status: serve(
+            ServerOptions(), host="127.0.0.1", port=0, task_status=task_status))  # fmt: skip
+        for _ in range(3):
+            await chunkwise.complete_chat(server.endpoint(), _request("text"))
+        nursery.cancel_scope.cancel()
+    assert not server.record
+    assert server.requests == [] and server.connections == []
+    assert capsys.readouterr().out.count("POST /v1/chat/completions") == 3
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT delivery differs on Windows")
 def test_serve_process_prints_its_url_and_exits_130_on_ctrl_c() -> None:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}

@@ -434,3 +434,32 @@ async def test_client_reset_mid_response_does_not_cancel_the_callers_block() -> 
         await trio.lowlevel.checkpoint()  # and the block was not cancelled by it
         reached_end = True
     assert reached_end
+
+
+@pytest.mark.parametrize("record", [True, False])
+async def test_a_server_records_requests_and_connections_unless_told_not_to(
+    record: bool,
+) -> None:
+    seen: list[RecordedRequest] = []
+
+    async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+        seen.append(request)
+        await writer.start(200, content_type="text/plain")
+        await writer.write(b"ok")
+
+    async with open_test_server(handler, record=record) as server:
+        with trio.socket.socket() as sock:
+            await sock.connect((server.host, server.port))
+            await sock.send(_request() + _request(close=True))
+            while await sock.recv(65536):
+                pass
+    assert len(seen) == 2 and server.record is record
+    if record:
+        assert server.requests == seen
+        assert [c.requests for c in server.connections] == [seen]
+    else:
+        assert server.requests == [] and server.connections == []
+        with pytest.raises(RuntimeError, match="does not record"):
+            await server.wait_requests()
+        with pytest.raises(RuntimeError, match="does not record"):
+            await server.wait_client_closed()

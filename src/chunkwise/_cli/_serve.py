@@ -359,7 +359,8 @@ async def serve(
     async with contextlib.AsyncExitStack() as stack:
         try:
             server = await stack.enter_async_context(
-                open_chat_server(options, host=host, port=port, log=log)
+                # It may answer millions of requests: it keeps none of them.
+                open_chat_server(options, host=host, port=port, log=log, record=False)
             )
         except OSError as exc:
             where = authority(host, port)

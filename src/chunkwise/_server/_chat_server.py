@@ -583,6 +583,7 @@ async def open_chat_server(
     host: str = DEFAULT_HOST,
     port: int = 0,
     log: Callable[[str], None] | None = None,
+    record: bool = True,
 ) -> AsyncIterator[LoopbackServer]:
     """Run the chat server for the duration of an ``async with`` block.
 
@@ -590,13 +591,15 @@ async def open_chat_server(
     (e.g. ``"http://127.0.0.1:54321/v1"``), ``server.endpoint()`` and the
     recorded ``server.requests``.  ``port=0`` picks a free port.  ``log``, if
     given, is called with one line describing each request as it arrives.
+    ``record=False`` keeps no history (``chunkwise serve``:
+    :attr:`~chunkwise.testing.LoopbackServer.record`).
     """
     with exceptions_unwrapped():
         async with trio.open_nursery() as nursery:
             # Background responses run here, in the server's nursery, not a connection's.
             handler = ChatServer(options, log=log, nursery=nursery)
             try:
-                async with open_test_server(handler, host=host, port=port) as server:
+                async with open_test_server(handler, host=host, port=port, record=record) as server:
                     yield server
             finally:
                 nursery.cancel_scope.cancel()

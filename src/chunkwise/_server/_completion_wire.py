@@ -184,8 +184,7 @@ def completion_events(body: Mapping[str, Any], *, document: bool = False) -> lis
     if scenario is None or not scenario.content:
         scenario = SCENARIOS["text"]  # a style's name, or a tool scenario: no text
     payloads = [
-        wire_json(chunk)
-        for chunk in completion_chunks(body, scenario, style, document=document)
+        wire_json(chunk) for chunk in completion_chunks(body, scenario, style, document=document)
     ]
     if scenario.error is None:
         payloads.append("[DONE]")

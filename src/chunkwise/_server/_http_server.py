@@ -118,6 +118,11 @@ class LoopbackServer:
         connections: every accepted connection, in order.
         client_ssl_context: a client context trusting the server, when
             :func:`open_test_server` made the certificate (``tls=True``).
+        record: whether ``requests`` and ``connections`` are kept.  A server
+            that runs for hours (``chunkwise serve`` under a load test) keeps
+            neither: both stay empty, each connection's ``requests`` too, so
+            its memory, and the garbage collector's work, do not grow with
+            every request it answers.
     """
 
     def __init__(
@@ -128,14 +133,17 @@ class LoopbackServer:
         host: str,
         port: int,
         client_ssl_context: ssl.SSLContext | None,
+        record: bool = True,
     ) -> None:
         self.scheme = scheme
+        self.record = record
         self.host = host
         self.port = port
         self.base_url = f"{scheme}://{url_host(host)}:{port}/v1"
         self.client_ssl_context = client_ssl_context
         self.requests: list[RecordedRequest] = []
         self.connections: list[ServerConnection] = []
+        self._accepted = 0
         self._handler = _as_handler(script)
         self._turns = Turns()
         # Set by open_test_server to the scope around the caller's block.
@@ -157,13 +165,25 @@ class LoopbackServer:
         return Endpoint(self.base_url, **kwargs)
 
     async def wait_requests(self, count: int = 1) -> None:
-        """Wait until at least ``count`` requests have been received."""
+        """Wait until at least ``count`` requests have been received.
+
+        Raises:
+            RuntimeError: the server does not record requests.
+        """
+        if not self.record:
+            raise RuntimeError("this server does not record requests (record=False)")
         await trio.lowlevel.checkpoint()
         while len(self.requests) < count:
             await self._changed.wait()
 
     async def wait_client_closed(self) -> None:
-        """Wait until the client has closed every connection accepted so far."""
+        """Wait until the client has closed every connection accepted so far.
+
+        Raises:
+            RuntimeError: the server does not record connections.
+        """
+        if not self.record:
+            raise RuntimeError("this server does not record connections (record=False)")
         await trio.lowlevel.checkpoint()
         while True:
             for connection in self.connections:
@@ -178,20 +198,24 @@ class LoopbackServer:
         self._changed = trio.Event()
 
     async def _serve_connection(self, stream: trio.abc.Stream) -> None:
-        connection = ServerConnection(index=len(self.connections))
-        self.connections.append(connection)
+        connection = ServerConnection(index=self._accepted)
+        self._accepted += 1
+        if self.record:
+            self.connections.append(connection)
         served = ConnectionServer(
             self._handler,
             connection,
             on_request=self._record,
             on_error=self._on_error,
             turns=self._turns,
+            record=self.record,
         )
         await served.serve(stream)
 
     def _record(self, request: RecordedRequest) -> None:
-        self.requests.append(request)
-        self._notify()
+        if self.record:
+            self.requests.append(request)
+            self._notify()
 
     def _on_error(self) -> None:
         # Stop the test before this connection closes: otherwise the client
@@ -226,7 +250,7 @@ class ConnectionServer:
     ``on_request`` is called with each complete request before it is answered;
     ``on_error`` when the handler raises, before the connection is closed.
     ``turns`` is the server's, shared by its connections (a connection alone
-    has its own).
+    has its own).  With ``record=False`` the connection's ``requests`` stay empty.
     """
 
     def __init__(
@@ -237,9 +261,11 @@ class ConnectionServer:
         on_request: Callable[[RecordedRequest], None] = lambda request: None,
         on_error: Callable[[], None] = lambda: None,
         turns: Turns | None = None,
+        record: bool = True,
     ) -> None:
         self._handler = handler
         self._turns = turns or Turns()
+        self._record = record
         self.connection = connection
         self._on_request = on_request
         self._on_error = on_error
@@ -324,7 +350,8 @@ class ConnectionServer:
                     headers=Headers(head.headers.raw_items()),
                     body=bytes(body),
                 )
-                connection.requests.append(request)
+                if self._record:
+                    connection.requests.append(request)
                 self._on_request(request)
                 if not await _offer(send, request):
                     return False
@@ -423,13 +450,15 @@ async def serve_test_server(
     port: int = 0,
     ssl_context: ssl.SSLContext | None = None,
     client_ssl_context: ssl.SSLContext | None = None,
+    record: bool = True,
     task_status: trio.TaskStatus[LoopbackServer] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run a test server until cancelled; for ``await nursery.start(serve_test_server, ...)``.
 
     ``nursery.start`` returns the :class:`LoopbackServer` once it is listening.
     ``ssl_context`` (a server context) turns on TLS; ``client_ssl_context`` is only
-    recorded, for :meth:`LoopbackServer.endpoint`.
+    recorded, for :meth:`LoopbackServer.endpoint`.  ``record=False`` keeps no
+    history (:attr:`LoopbackServer.record`).
     """
     tcp_listeners = await trio.open_tcp_listeners(port, host=host)
     real_port = tcp_listeners[0].socket.getsockname()[1]
@@ -445,6 +474,7 @@ async def serve_test_server(
         host=host,
         port=real_port,
         client_ssl_context=client_ssl_context,
+        record=record,
     )
     try:
         async with trio.open_nursery() as nursery:
@@ -501,6 +531,7 @@ async def open_test_server(
     port: int = 0,
     tls: bool = False,
     ssl_context: ssl.SSLContext | None = None,
+    record: bool = True,
 ) -> AsyncIterator[LoopbackServer]:
     """Run a test server for the duration of an ``async with`` block.
 
@@ -510,7 +541,8 @@ async def open_test_server(
 
     ``tls=True`` serves HTTPS with a certificate from a throwaway trustme CA for
     ``127.0.0.1``, ``localhost`` and ``::1``; :meth:`LoopbackServer.endpoint` then
-    trusts it.  Or pass your own server ``ssl_context``.
+    trusts it.  Or pass your own server ``ssl_context``.  ``record=False`` keeps
+    no history of requests and connections (:attr:`LoopbackServer.record`).
 
     An exception raised inside the block propagates as itself, not wrapped in an
     exception group.
@@ -528,6 +560,7 @@ async def open_test_server(
                     port=port,
                     ssl_context=ssl_context,
                     client_ssl_context=client_context,
+                    record=record,
                 )
             )
             server._cancel_on_error = nursery.cancel_scope
