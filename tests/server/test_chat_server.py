@@ -3,6 +3,7 @@ from raw HTTP, from the command line and from the official ``openai`` SDK."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -514,12 +515,19 @@ def test_server_options_validation() -> None:
         ServerOptions(delay=float("nan"))
 
 
+async def _start_serve(nursery: trio.Nursery) -> LoopbackServer:
+    """``chunkwise serve``'s server with default options, on a free port."""
+    server: LoopbackServer = await nursery.start(
+        functools.partial(serve, ServerOptions(), host="127.0.0.1", port=0)
+    )
+    return server
+
+
 async def test_serve_announces_its_base_url_and_logs_each_request(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     async with trio.open_nursery() as nursery:
-        server = await nursery.start(lambda task_status: serve(
-            ServerOptions(), host="127.0.0.1", port=0, task_status=task_status))  # fmt: skip
+        server = await _start_serve(nursery)
         result = await chunkwise.complete_chat(server.endpoint(), _request("reasoning"))
         nursery.cancel_scope.cancel()
     out = capsys.readouterr().out
@@ -533,8 +541,7 @@ async def test_serve_keeps_no_history_of_the_requests_it_answers(
 ) -> None:
     # A load test sends it millions: kept, they grew its memory and its GC pauses.
     async with trio.open_nursery() as nursery:
-        server = await nursery.start(lambda task_status: serve(
-            ServerOptions(), host="127.0.0.1", port=0, task_status=task_status))  # fmt: skip
+        server = await _start_serve(nursery)
         for _ in range(3):
             await chunkwise.complete_chat(server.endpoint(), _request("text"))
         nursery.cancel_scope.cancel()

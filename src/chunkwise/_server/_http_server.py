@@ -30,11 +30,11 @@ as well.  (A TLS stream cannot half-close; there the server closes outright and
 
 Handlers start in turns, one per pass of trio's scheduler, in arrival order
 (:class:`Turns`, shared by every connection of a server).  A handler's start is
-synchronous work: parsing the request, building and scheduling its answer (about
-a millisecond for a paced answer of 100 tokens).  Trio runs every task that is
+synchronous work: parsing the request, building and scheduling its answer
+(0.4 ms for a paced answer of 100 tokens).  Trio runs every task that is
 ready in one pass and checks its timers only between passes, so 200 requests
 arriving together would start 200 handlers in one pass, and a paced write
-falling due meanwhile would go out some 200 ms late.  In turns, it waits for at
+falling due meanwhile would wait for all of them (80 ms).  In turns, it waits for at
 most one handler's start.  No turn is held across anything else: a handler that
 awaits (a write, a sleep, a background response) has already let the next one
 start.
@@ -265,7 +265,7 @@ class ConnectionServer:
     ) -> None:
         self._handler = handler
         self._turns = turns or Turns()
-        self._record = record
+        self._recording = record
         self.connection = connection
         self._on_request = on_request
         self._on_error = on_error
@@ -350,7 +350,7 @@ class ConnectionServer:
                     headers=Headers(head.headers.raw_items()),
                     body=bytes(body),
                 )
-                if self._record:
+                if self._recording:
                     connection.requests.append(request)
                 self._on_request(request)
                 if not await _offer(send, request):
