@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import gc
 import io
 import subprocess
 import sys
@@ -154,3 +155,13 @@ async def test_lines_logged_just_before_the_server_stops_are_still_written() -> 
         log("POST /v1/chat/completions")
         nursery.cancel_scope.cancel()
     assert out.getvalue() == "POST /v1/chat/completions\n"
+
+
+def test_serve_freezes_the_heap_it_starts_with_before_its_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    order: list[str] = []
+    monkeypatch.setattr(gc, "freeze", lambda: order.append("freeze"))
+    monkeypatch.setattr(trio, "run", lambda *args, **kwargs: order.append("run"))
+    assert main(["serve", "--port", "0"]) == 0
+    assert order == ["freeze", "run"]

@@ -71,6 +71,7 @@ from ._common import (
     EXIT_STREAM,
     CommandsAction,
     UsageError,
+    freeze_heap,
     json_text,
     positive_int,
     prepare_json_output,
@@ -249,6 +250,7 @@ def run_bench(args: argparse.Namespace, write_report: ReportWriter) -> int:
     if args.json:
         prepare_json_output()
     progress = sys.stderr if sys.stderr is not None and sys.stderr.isatty() else None
+    freeze_heap()
     state = trio.run(run_plan, plan, progress)
     document = bench_document(plan, state, model=_model_of(plan))
     if args.json:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import codecs
+import gc
 import json
 import math
 import re
@@ -72,6 +73,7 @@ __all__ = [
     "describe_tool_call",
     "error_status",
     "exchange_summary",
+    "freeze_heap",
     "json_text",
     "list_cell",
     "ms_cell",
@@ -113,6 +115,18 @@ class UsageError(Exception):
 
 
 # -- argument types ------------------------------------------------------------
+
+
+def freeze_heap() -> None:
+    """Leave everything allocated so far out of the garbage collector's passes.
+
+    For the commands whose timing is what they are for (``serve``, ``bench``),
+    once set up, just before their run: the modules, scenarios and plans made
+    so far live as long as the process, and a full collection walking them
+    paused a 300-stream ``bench`` for 22 to 31 ms, long enough for the next
+    token of every stream to arrive before the last one was read.
+    """
+    gc.freeze()
 
 
 def _integer(text: str) -> int:

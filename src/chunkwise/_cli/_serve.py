@@ -47,6 +47,7 @@ from ._common import (
     CommandsAction,
     UsageError,
     error_status,
+    freeze_heap,
     non_negative_int,
     port,
     positive_int,
@@ -336,6 +337,7 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
 def run_serve(args: argparse.Namespace) -> int:
     """``chunkwise serve``: serve until Ctrl-C (``KeyboardInterrupt`` reaches ``main``)."""
     options = options_from_args(args)
+    freeze_heap()
     trio.run(functools.partial(serve, options, host=args.host, port=args.port))
     return 0
 
