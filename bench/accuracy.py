@@ -25,12 +25,16 @@ server's own p99 gap error is under ``HOLDS`` is one where "the server holds its
 pacing", and the target is judged at the highest such level (the issue's wording)
 rather than at the highest level run.
 
+``--pin`` (Linux, ``taskset``) runs the server on the first core and every client on the
+second, so the two never take turns on one core; both clients get the same treatment.
+
 Nothing here can hang silently: serve's stdout is drained (a full pipe froze the
 server), ``chunkwise bench`` runs with ``--timeout``, and each client process is
 stopped after ``LEVEL_LIMIT`` seconds.
 
     .venv/bin/python bench/accuracy.py                   # levels 1, 100, 200
     .venv/bin/python bench/accuracy.py --levels 1,100,200,300 --per-stream 2 --parts
+    .venv/bin/python bench/accuracy.py --levels 1,100,200,300 --parts --pin
 """
 
 from __future__ import annotations
@@ -58,6 +62,8 @@ TOKENS = 100
 #: wait, and this for a whole client process), never as a silent hang.
 STALL = 30.0
 LEVEL_LIMIT = 600.0
+#: With --pin: the command prefixes that put the server and the clients on their own cores.
+PINS: dict[str, list[str]] = {"server": [], "client": []}
 #: With --parts: the server holds its own pacing at a level when its own p99 gap error
 #: (the p99 gap between kernel stamps minus 20 ms) is under this.
 HOLDS = 0.002
@@ -201,7 +207,7 @@ def _free_port() -> int:
 
 
 def _chunkwise(base_url: str, concurrency: int, requests: int) -> dict[str, Any]:
-    command = [sys.executable, "-m", "chunkwise", "bench", "--base-url", base_url]
+    command = [*PINS["client"], sys.executable, "-m", "chunkwise", "bench", "--base-url", base_url]
     command += ["--model", "text", "--requests", str(requests), "--concurrency", str(concurrency)]
     command += ["--timeout", str(STALL), "--json"]
     done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=LEVEL_LIMIT)
@@ -214,13 +220,15 @@ def _chunkwise(base_url: str, concurrency: int, requests: int) -> dict[str, Any]
 
 
 def _sdk(base_url: str, concurrency: int, requests: int) -> dict[str, Any]:
-    command = [sys.executable, __file__, "--sdk-worker", base_url, str(concurrency), str(requests)]
+    command = [*PINS["client"], sys.executable, __file__, "--sdk-worker", base_url]
+    command += [str(concurrency), str(requests)]
     done = subprocess.run(command, capture_output=True, text=True, check=True, timeout=LEVEL_LIMIT)
     return dict(json.loads(done.stdout))
 
 
 def _raw(base_url: str, concurrency: int, requests: int) -> dict[str, Any]:
-    command = [sys.executable, __file__, "--raw-worker", base_url, str(concurrency), str(requests)]
+    command = [*PINS["client"], sys.executable, __file__, "--raw-worker", base_url]
+    command += [str(concurrency), str(requests)]
     done = subprocess.run(command, capture_output=True, text=True, check=True, timeout=LEVEL_LIMIT)
     return dict(json.loads(done.stdout))
 
@@ -231,7 +239,7 @@ def _guidellm(path: str, base_url: str, concurrency: int, requests: int) -> dict
         prompts = Path(work) / "prompts.jsonl"
         prompts.write_text('{"prompt": "Hello"}\n' * requests)
         report = Path(work) / "report.json"
-        command = [path, "run", "--disable-console-interactive"]
+        command = [*PINS["client"], path, "run", "--disable-console-interactive"]
         command += ["--backend", f"kind=openai_http,target={base_url.removesuffix('/v1')},"]
         command[-1] += "model=text,validate_backend=false"
         command += ["--profile", f"kind=concurrent,streams={concurrency}"]
@@ -277,6 +285,9 @@ def main() -> None:
     parser.add_argument(
         "--parts", action="store_true", help="decompose the error (Linux: kernel timestamps)"
     )
+    parser.add_argument(
+        "--pin", action="store_true", help="the server on the first core, the clients on the second"
+    )
     parser.add_argument("--sdk-worker", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--raw-worker", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -292,9 +303,12 @@ def main() -> None:
         raw = trio.run(_raw_loop, base_url, int(concurrency), int(requests))
         print(json.dumps(raw))
         return
+    if args.pin:
+        PINS.update(server=["taskset", "-c", "0"], client=["taskset", "-c", "1"])
     port = _free_port()
     server = subprocess.Popen(
         [
+            *PINS["server"],
             *(sys.executable, "-m", "chunkwise", "serve", "--port", str(port)),
             *("--first-token", str(FIRST_TOKEN), "--per-token", str(PER_TOKEN)),
             *("--tokens", str(TOKENS)),
@@ -311,7 +325,8 @@ def main() -> None:
         # Keep reading the server's request log: a pipe nobody reads fills up.
         threading.Thread(target=_drain, args=(server.stdout,), daemon=True).start()
         print(f"server: {base_url}, {FIRST_TOKEN * 1000:g} ms to the first token, ", end="")
-        print(f"{PER_TOKEN * 1000:g} ms a token, {TOKENS} tokens; {os.cpu_count()} cores")
+        print(f"{PER_TOKEN * 1000:g} ms a token, {TOKENS} tokens; {os.cpu_count()} cores", end="")
+        print("; the server on core 0, the clients on core 1" if args.pin else "")
         print(f"load average before: {os.getloadavg()[0]:.2f}")
         header = f"{'streams':>7} {'client':<10}{'TTFT p50':>9}{'TTFT p99':>9}"
         header += f"{'gap p50':>9}{'gap p99':>9}{'err p99':>9}{'errors':>7}   (ms)"
