@@ -25,17 +25,22 @@ from chunkwise._cli._serve import RequestLog
 from helpers import child_environment, collect, read_until, run_main
 
 
+async def _open_serve() -> trio.Process:
+    """``chunkwise serve --port 0`` in a child process, its stdout and stderr piped to us."""
+    return await trio.lowlevel.open_process(
+        [sys.executable, "-m", "chunkwise", "serve", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=child_environment(),
+    )
+
+
 async def test_serve_into_a_reader_that_closes_early_exits_141_quietly() -> None:
     # As `chunkwise serve --port 0 | head -1`: read the first line, close the
     # pipe; the next line the server writes (it logs each request) meets the
     # closed pipe.
     async with trio.open_nursery() as nursery:
-        process = await trio.lowlevel.open_process(
-            [sys.executable, "-m", "chunkwise", "serve", "--port", "0"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=child_environment(),
-        )
+        process = await _open_serve()
         assert process.stdout is not None and process.stderr is not None
         err = bytearray()
         nursery.start_soon(collect, process.stderr, err)
@@ -83,12 +88,7 @@ async def test_serve_keeps_answering_when_nobody_reads_its_request_log() -> None
     # every connection (300 requests unread, clients' closes unnoticed, 0% CPU).
     # A one-page pipe fills after ~80 lines instead of ~1300.
     async with trio.open_nursery() as nursery:
-        process = await trio.lowlevel.open_process(
-            [sys.executable, "-m", "chunkwise", "serve", "--port", "0"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=child_environment(),
-        )
+        process = await _open_serve()
         assert isinstance(process.stdout, trio.lowlevel.FdStream)
         assert process.stderr is not None
         fcntl.fcntl(process.stdout.fileno(), fcntl.F_SETPIPE_SZ, 4096)

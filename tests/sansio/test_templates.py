@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 
 import chunkwise
 from chunkwise._templates import ChunkTemplate
-from helpers import split_at
+from helpers import parse_chat, parse_completion, split_at
 
 #: Stands for a text that is written into the data raw, unescaped.
 RAW = "RAW-TEXT-SLOT-7f3a"
@@ -214,16 +214,7 @@ def body_of(events: Sequence[Event]) -> bytes:
 
 
 def parsed(api: str, reads: Sequence[bytes]) -> tuple[Any, Any]:
-    parser: chunkwise.ChatStreamParser | chunkwise.CompletionStreamParser
-    if api == "completions":
-        parser = chunkwise.CompletionStreamParser()
-    else:
-        parser = chunkwise.ChatStreamParser()
-    out: list[chunkwise.Event] = []
-    for read in reads:
-        out += parser.feed(read)
-    out += parser.end()
-    return out, parser.result
+    return parse_completion(reads) if api == "completions" else parse_chat(reads)
 
 
 def same_with_and_without(run: Callable[[], tuple[Any, Any]]) -> None:
