@@ -9,6 +9,9 @@ endpoint (httpcore's ``_async/http11.py`` is the model): the request lifecycle
 
 Every wait for the peer goes through one method, ``Connection._fill``, which
 applies the idle timeout and turns a broken socket into :class:`ConnectionLost`.
+It is also the only place that gives h11 bytes, so once h11 has answered
+``NEED_DATA`` it is not asked again until ``_fill`` fed it: a read that ends
+on ``NEED_DATA`` would otherwise cost one more h11 call at the start of the next.
 Every h11 error goes through ``Connection._translate``: when we had fed h11 the
 end of the stream, the server hung up (:class:`ConnectionLost`, or
 :class:`IncompleteBody` once the body had begun); otherwise the server sent bytes
@@ -19,8 +22,9 @@ data and reveals an error (the peer closed mid-chunk), the data is returned firs
 and the error is raised by the next :meth:`Connection.receive_some`, so a
 truncated stream loses nothing that arrived.
 
-On a plain TCP connection under Linux each read is stamped by the kernel as its
-bytes arrive (:mod:`chunkwise._arrivals`): ``Connection.arrived`` is when the
+On a plain TCP connection under Linux the socket is read directly, one wait and
+one ``recvmsg`` a read, and each read is stamped by the kernel as its bytes
+arrive (:mod:`chunkwise._arrivals`): ``Connection.arrived`` is when the
 last bytes handed out reached this host, on trio's clock, or ``None`` where
 there is no such stamp (TLS, another platform, a test's clock).
 
@@ -36,7 +40,7 @@ from typing import Any
 import h11
 import trio
 
-from ._arrivals import receive_with_arrival, stamp_arrivals
+from ._arrivals import open_reader
 from ._connect import Origin, socket_of, take_buffered
 from ._errors import (
     ChunkwiseError,
@@ -60,7 +64,6 @@ class Connection:
 
     # One per open stream, thousands at once: no instance dict.
     __slots__ = (
-        "_arrivals",
         "_busy",
         "_closed",
         "_done",
@@ -72,7 +75,9 @@ class Connection:
         "_idle",
         "_in_body",
         "_port",
+        "_reader",
         "_received",
+        "_starved",
         "_transport",
         "_where",
         "arrived",
@@ -84,8 +89,8 @@ class Connection:
         self, transport: trio.abc.Stream, origin: Origin, *, idle_timeout: float | None
     ) -> None:
         self._transport = transport
-        # The socket to read with the kernel's arrival stamps, when it gives them.
-        self._arrivals = stamp_arrivals(transport)
+        # Reads a plain TCP socket directly, with the kernel's arrival stamps.
+        self._reader = open_reader(transport)
         self._h11 = h11.Connection(h11.CLIENT)
         self._host = origin.host
         self._port = origin.port
@@ -97,6 +102,7 @@ class Connection:
     def _start_exchange(self) -> None:
         self._eof = False  # h11 has been told the peer closed
         self._in_body = False
+        self._starved = False  # h11 said NEED_DATA and has had no bytes since
         self._done = False  # EndOfMessage seen
         self._received = 0
         self._expected: int | None = None
@@ -242,10 +248,14 @@ class Connection:
         return b"".join(chunks)
 
     def _next_event(self) -> Any:
+        if self._starved:
+            return h11.NEED_DATA  # what h11 would say again: it has nothing new
         try:
-            return self._h11.next_event()
+            event = self._h11.next_event()
         except h11.RemoteProtocolError as exc:
             raise self._translate(exc) from exc
+        self._starved = event is h11.NEED_DATA
+        return event
 
     def _translate(self, exc: h11.RemoteProtocolError) -> ChunkwiseError:
         if not self._eof:
@@ -268,8 +278,8 @@ class Connection:
         with trio.move_on_after(self._idle):
             data: bytes | bytearray
             try:
-                if self._arrivals is not None:
-                    data, self.arrived = await receive_with_arrival(self._arrivals, _READ_SIZE)
+                if self._reader is not None:
+                    data, self.arrived = await self._reader.receive(_READ_SIZE)
                 else:
                     data = await self._transport.receive_some(_READ_SIZE)
             except (trio.BrokenResourceError, OSError) as exc:
@@ -291,6 +301,7 @@ class Connection:
                 if more:
                     data = b"".join((data, more))
             self._h11.receive_data(bytes(data))  # a no-op for bytes; streams may give bytearray
+            self._starved = False
             return
         raise IdleTimeout(self._host, self._port, self._idle)
 

@@ -23,7 +23,7 @@ import trio
 import trio.testing
 
 import chunkwise
-from chunkwise._arrivals import SUPPORTED, stamp_arrivals
+from chunkwise._arrivals import SUPPORTED, open_reader
 from chunkwise.testing import ScriptedResponse, open_test_server
 from helpers import choice, chunk
 
@@ -102,16 +102,20 @@ async def test_only_a_plain_tcp_stream_is_stamped_by_the_kernel() -> None:
         tcp = await trio.open_tcp_stream("127.0.0.1", server.port)
         async with tcp:
             tls = trio.SSLStream(tcp, ssl.create_default_context(), server_hostname="127.0.0.1")
-            assert stamp_arrivals(tls) is None
-            assert stamp_arrivals(trio.testing.memory_stream_pair()[0]) is None
-            assert stamp_arrivals(tcp) is (tcp.socket if SUPPORTED else None)
+            assert open_reader(tls) is None
+            assert open_reader(trio.testing.memory_stream_pair()[0]) is None
+            reader = open_reader(tcp)
+            assert (reader is not None and reader.stamped) is SUPPORTED
 
 
 async def test_a_test_clock_is_never_mixed_with_the_kernels(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     # Rule 2: virtual time has no relation to the kernel's; its figures stay exact.
+    # The socket is still read directly, only unstamped.
     async with open_test_server(ScriptedResponse(body=b"")) as server:
         tcp = await trio.open_tcp_stream("127.0.0.1", server.port)
         async with tcp:
-            assert stamp_arrivals(tcp) is None
+            reader = open_reader(tcp)
+            assert (reader is not None) is SUPPORTED
+            assert reader is None or not reader.stamped
