@@ -181,20 +181,20 @@ def record_per_event(
 
 
 @pytest.fixture
-def fills(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts :meth:`Connection._fill` calls (waits for bytes given to h11) in ``[0]``."""
+def waits(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts :meth:`Connection._read` calls (the connection's waits for bytes) in ``[0]``."""
     count = [0]
-    fill = _http11.Connection._fill
+    read = _http11.Connection._read
 
-    async def counting_fill(self: _http11.Connection) -> None:
+    async def counting_read(self: _http11.Connection) -> bytes:
         count[0] += 1
-        await fill(self)
+        return await read(self)
 
-    monkeypatch.setattr(_http11.Connection, "_fill", counting_fill)
+    monkeypatch.setattr(_http11.Connection, "_read", counting_read)
     return count
 
 
-async def test_a_response_of_many_records_reaches_h11_in_one_read(fills: list[int]) -> None:
+async def test_a_response_of_many_records_is_taken_in_one_read(waits: list[int]) -> None:
     # Memory streams: every record the server sent is there for the client's first read.
     server_context, client_context = tls_contexts()
     raw_client, raw_server = trio.testing.memory_stream_pair()
@@ -212,15 +212,16 @@ async def test_a_response_of_many_records_reaches_h11_in_one_read(fills: list[in
         nursery.cancel_scope.cancel()
     assert result.status == "complete"
     assert result.content == "".join(WORDS)
-    # Head, 32 chunks (each its own record) and the last chunk: one read, one fill.
-    assert (gated.reads, fills[0]) == (1, 1)
+    # Head, 32 chunks (each its own record) and the last chunk: one read of the
+    # socket, one wait of the connection.
+    assert (gated.reads, waits[0]) == (1, 1)
 
 
-async def test_over_loopback_no_fill_waits_for_a_record_already_received(
-    fills: list[int],
+async def test_over_loopback_no_wait_is_for_a_record_already_received(
+    waits: list[int],
 ) -> None:
     # Real sockets: how the records arrive in socket reads depends on the kernel,
-    # but each fill takes every complete record, so the next one needs a new read.
+    # but each wait takes every complete record, so the next one needs a new read.
     written = trio.Event()
     async with open_test_server(record_per_event(written), tls=True) as server:
         endpoint = server.endpoint()
@@ -233,11 +234,11 @@ async def test_over_loopback_no_fill_waits_for_a_record_already_received(
             result = await stream.result()
     assert result.status == "complete"
     assert result.content == "".join(WORDS)
-    assert 1 <= fills[0] <= gated.reads < len(EVENTS)
+    assert 1 <= waits[0] <= gated.reads < len(EVENTS)
 
 
-async def test_without_taking_every_record_is_a_fill(
-    monkeypatch: pytest.MonkeyPatch, fills: list[int]
+async def test_without_taking_every_record_is_a_wait(
+    monkeypatch: pytest.MonkeyPatch, waits: list[int]
 ) -> None:
     # The count the tests above improve on: trio alone reads one record per call.
     monkeypatch.setattr(_http11, "take_buffered", lambda stream, max_bytes: b"")
@@ -245,4 +246,4 @@ async def test_without_taking_every_record_is_a_fill(
     async with open_test_server(script, tls=True) as server:
         result = await chunkwise.complete_chat(server.endpoint(), REQUEST)
     assert result.status == "complete"
-    assert fills[0] >= len(EVENTS)
+    assert waits[0] >= len(EVENTS)
