@@ -14,6 +14,7 @@ everything received before.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -134,7 +135,18 @@ class StreamParser(Generic[R]):
         final figures on the result that ends the stream.
         """
         self._recorder = recorder
-        self._accumulator.attach_timings(self._final_timings)
+        # Weakly: the accumulator is this parser's own, and a bound method would
+        # close a cycle (parser, accumulator, method) that only the cycle
+        # collector frees: every timed stream's whole parser, at every stream's
+        # end.  The accumulator is only ever used through this parser.
+        parser = weakref.ref(self)
+
+        def final_timings(usage: Mapping[str, Any] | None) -> Timings:
+            alive = parser()
+            assert alive is not None
+            return alive._final_timings(usage)
+
+        self._accumulator.attach_timings(final_timings)
 
     def _final_timings(self, usage: Mapping[str, Any] | None) -> Timings:
         # The stream ends inside a feed(): the output of the events fed before

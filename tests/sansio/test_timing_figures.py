@@ -7,8 +7,10 @@ figure is exact; the trio layer's use of it is tested in
 
 from __future__ import annotations
 
+import gc
 import json
 import math
+import weakref
 from typing import Any
 
 import pytest
@@ -24,6 +26,7 @@ from helpers import (
     accumulate_response,
     choice,
     chunk,
+    completion_chunk,
     load_vectors,
     message_item,
     parse_chat,
@@ -31,6 +34,7 @@ from helpers import (
     response_object,
     response_sse,
     sse,
+    text_choice,
     text_events,
 )
 
@@ -293,6 +297,49 @@ def test_events_of_one_read_share_its_stamp() -> None:
     assert result.timings is not None
     assert (result.timings.first_output, result.timings.last_output) == (0.5, 1.0)
     assert result.timings.gaps is not None and result.timings.gaps.count == 1
+
+
+def _timed_parsers() -> dict[str, tuple[Any, bytes]]:
+    """Each API's parser with a whole stream for it."""
+    return {
+        "chat": (
+            chunkwise.ChatStreamParser(),
+            sse(chunk(choice(content="x", finish_reason="stop"))),
+        ),
+        "responses": (chunkwise.ResponseStreamParser(), response_sse(*hello())),
+        "completions": (
+            chunkwise.CompletionStreamParser(),
+            sse(completion_chunk(text_choice("x", finish_reason="stop"))),
+        ),
+    }
+
+
+@pytest.mark.parametrize("api", ["chat", "responses", "completions"])
+@pytest.mark.parametrize("ending", ["terminal event", "end()", "fail()"])
+def test_a_timed_parser_is_freed_without_the_cycle_collector(api: str, ending: str) -> None:
+    # The trio layer times every stream: a cycle through the parser made each
+    # stream's whole parser garbage that only the cycle collector frees.
+    parser, body = _timed_parsers()[api]
+    gc.collect()
+    gc.disable()
+    try:
+        recorder = TimingRecorder(Clock())
+        recorder.start_attempt()
+        parser.record_timings(recorder)
+        recorder.read()
+        if ending == "terminal event":
+            parser.feed(body)
+        elif ending == "end()":
+            parser.feed(body[: len(body) // 2])
+            parser.end()
+        else:
+            parser.fail(chunkwise.ConnectionLost("gone"))
+        assert parser.result.timings is not None
+        freed = weakref.ref(parser)
+        del parser
+        assert freed() is None
+    finally:
+        gc.enable()
 
 
 def test_results_of_the_sans_io_parsers_alone_have_no_timings() -> None:
