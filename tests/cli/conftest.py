@@ -5,7 +5,9 @@
 
 from __future__ import annotations
 
+import gc
 import os
+from collections.abc import Iterator
 
 import pytest
 
@@ -25,6 +27,19 @@ def _environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith("OPENAI_") or name in COMMAND_VARIABLES:
             monkeypatch.delenv(name)
+
+
+@pytest.fixture(autouse=True)
+def _collector() -> Iterator[None]:
+    """The test process's garbage collector as it was, whatever ``serve`` or ``bench`` did.
+
+    Both commands freeze the heap and change the collector's thresholds
+    (``quiet_collector``); run in-process by a test, that must not outlive it.
+    """
+    thresholds = gc.get_threshold()
+    yield
+    gc.set_threshold(*thresholds)
+    gc.unfreeze()
 
 
 @pytest.fixture

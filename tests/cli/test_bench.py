@@ -31,6 +31,7 @@ from chunkwise._cli._bench import (
     run_plan,
 )
 from chunkwise._cli._bench_report import nice_ticks, render_report
+from chunkwise._cli._common import COLLECTOR_THRESHOLDS
 from chunkwise._server._pacing import TokenPacing
 from chunkwise.testing import (
     RecordedRequest,
@@ -80,14 +81,16 @@ def _plan(server_url: str, **changes: Any) -> BenchPlan:
 # -- the JSON document ----------------------------------------------------------------
 
 
-async def test_bench_freezes_the_heap_it_starts_with_before_its_run(
+async def test_bench_quiets_the_collector_before_its_run(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # A full collection walking the startup heap paused a 300-stream run for
-    # 22-31 ms, long enough for two tokens of a stream to share a read.
-    order: list[str] = []
+    # A full collection walking the startup heap, or every stream's live
+    # objects, paused a 300-stream run for 6-31 ms, long enough for two
+    # tokens of a stream to share a read.
+    order: list[object] = []
     run = trio.run
     monkeypatch.setattr(gc, "freeze", lambda: order.append("freeze"))
+    monkeypatch.setattr(gc, "set_threshold", lambda *limits: order.append(limits))
 
     def recorded_run(*args: Any, **kwargs: Any) -> Any:
         order.append("run")
@@ -96,7 +99,7 @@ async def test_bench_freezes_the_heap_it_starts_with_before_its_run(
     monkeypatch.setattr(trio, "run", recorded_run)
     async with open_chat_server(PACED) as server:
         status, _, _ = await run_main(capsys, *_args(server.base_url, "--requests", "1"), "--json")
-    assert status == 0 and order == ["freeze", "run"]
+    assert status == 0 and order == ["freeze", COLLECTOR_THRESHOLDS, "run"]
 
 
 @pytest.mark.parametrize("api", ["chat", "responses"])

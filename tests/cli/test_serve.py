@@ -21,6 +21,7 @@ import trio.testing
 
 import chunkwise
 from chunkwise._cli import main
+from chunkwise._cli._common import COLLECTOR_THRESHOLDS
 from chunkwise._cli._serve import RequestLog
 from helpers import child_environment, collect, read_until, run_main
 
@@ -157,11 +158,10 @@ async def test_lines_logged_just_before_the_server_stops_are_still_written() -> 
     assert out.getvalue() == "POST /v1/chat/completions\n"
 
 
-def test_serve_freezes_the_heap_it_starts_with_before_its_run(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    order: list[str] = []
+def test_serve_quiets_the_collector_before_its_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    order: list[object] = []
     monkeypatch.setattr(gc, "freeze", lambda: order.append("freeze"))
+    monkeypatch.setattr(gc, "set_threshold", lambda *limits: order.append(limits))
     monkeypatch.setattr(trio, "run", lambda *args, **kwargs: order.append("run"))
     assert main(["serve", "--port", "0"]) == 0
-    assert order == ["freeze", "run"]
+    assert order == ["freeze", COLLECTOR_THRESHOLDS, "run"]

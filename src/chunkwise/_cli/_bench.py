@@ -71,10 +71,10 @@ from ._common import (
     EXIT_STREAM,
     CommandsAction,
     UsageError,
-    freeze_heap,
     json_text,
     positive_int,
     prepare_json_output,
+    quiet_collector,
     seconds,
 )
 from ._options import (
@@ -250,7 +250,7 @@ def run_bench(args: argparse.Namespace, write_report: ReportWriter) -> int:
     if args.json:
         prepare_json_output()
     progress = sys.stderr if sys.stderr is not None and sys.stderr.isatty() else None
-    freeze_heap()
+    quiet_collector()
     state = trio.run(run_plan, plan, progress)
     document = bench_document(plan, state, model=_model_of(plan))
     if args.json:

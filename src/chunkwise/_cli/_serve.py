@@ -47,10 +47,10 @@ from ._common import (
     CommandsAction,
     UsageError,
     error_status,
-    freeze_heap,
     non_negative_int,
     port,
     positive_int,
+    quiet_collector,
     read_input,
     read_times,
     seconds,
@@ -337,7 +337,7 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
 def run_serve(args: argparse.Namespace) -> int:
     """``chunkwise serve``: serve until Ctrl-C (``KeyboardInterrupt`` reaches ``main``)."""
     options = options_from_args(args)
-    freeze_heap()
+    quiet_collector()
     trio.run(functools.partial(serve, options, host=args.host, port=args.port))
     return 0
 
