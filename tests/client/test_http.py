@@ -1012,3 +1012,30 @@ def test_parse_error_body(body: bytes, expected: tuple[str, str | None, Any] | N
     else:
         assert error is not None
         assert (error.message, error.type, error.code) == expected
+
+
+async def test_h11_is_not_asked_again_before_new_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A body h11 reads (here Content-Length; chunks are read without it): each read
+    # ends on NEED_DATA, and the next read goes straight to the socket.
+    calls = [0]
+    next_event = h11.Connection.next_event
+
+    def counting(self: Any) -> Any:
+        calls[0] += self.our_role is h11.CLIENT  # not the test server's
+        return next_event(self)
+
+    monkeypatch.setattr(h11.Connection, "next_event", counting)
+    script = ScriptedResponse(
+        body=b"x" * 200, framing="content-length", write_sizes=10, delay=0.005
+    )
+    async with (
+        open_test_server(script) as server,
+        open_http_response(server.endpoint(), REQUEST) as response,
+    ):
+        reads = []
+        while data := await response.receive_some():
+            reads.append(data)
+    assert b"".join(reads) == b"x" * 200
+    # Per read: Data, then NEED_DATA (the head and the end add a few).  Asking again
+    # at the start of each read, as before, made it three a read.
+    assert calls[0] <= 2 * len(reads) + 4

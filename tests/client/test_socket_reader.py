@@ -12,19 +12,14 @@ import socket
 from collections.abc import Iterator
 from typing import Any
 
-import h11
 import pytest
 import trio
 import trio.testing
 
-import chunkwise
 from chunkwise._arrivals import SUPPORTED, SocketReader, open_reader
 from chunkwise.testing import ScriptedResponse, open_test_server
-from helpers import choice, chunk, sse
 
 pytestmark = pytest.mark.skipif(not SUPPORTED, reason="the direct reader: 64-bit Linux only")
-
-REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 
 
 class CountingSocket(socket.socket):
@@ -175,25 +170,3 @@ async def test_without_trios_private_socket_there_is_no_reader(
             with monkeypatch.context() as patch:
                 patch.delattr(tcp.socket, "_sock")
                 assert open_reader(tcp) is None
-
-
-async def test_h11_is_not_asked_again_before_new_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Each read ends on NEED_DATA; the next read goes straight to the socket.
-    calls = [0]
-    next_event = h11.Connection.next_event
-
-    def counting(self: Any) -> Any:
-        calls[0] += self.our_role is h11.CLIENT  # not the test server's
-        return next_event(self)
-
-    monkeypatch.setattr(h11.Connection, "next_event", counting)
-    payloads = [chunk(choice(content=f"w{k} ")) for k in range(20)]
-    payloads.append(chunk(choice(finish_reason="stop")))
-    sizes = [len(sse(p, done=False)) for p in payloads]
-    script = ScriptedResponse.sse(payloads, write_sizes=(*sizes[:-1], sizes[-1] + 14), delay=0.005)
-    async with open_test_server(script) as server:
-        result = await chunkwise.complete_chat(server.endpoint(), REQUEST)
-    assert result.content == "".join(f"w{k} " for k in range(20))
-    # Per read: Data, then NEED_DATA (the head and the end add a few).  Asking again at
-    # the start of each read, as before, made it three a read.
-    assert calls[0] <= 2 * len(payloads) + 4
