@@ -25,6 +25,10 @@ server's own p99 gap error is under ``HOLDS`` is one where "the server holds its
 pacing", and the target is judged at the highest such level (the issue's wording)
 rather than at the highest level run.
 
+At each level it also prints the CPU a token of bench's process and of the server's (from
+``/proc``, Linux) while chunkwise measured: on a small machine the two share the cores, and
+the level where either runs out is where the measurement stops holding.
+
 ``--pin`` (Linux, ``taskset``) runs the server on the first core and every client on the
 second, so the two never take turns on one core; both clients get the same treatment.
 
@@ -45,6 +49,7 @@ import json
 import math
 import os
 import re
+import resource
 import socket
 import struct
 import subprocess
@@ -206,16 +211,34 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _process_cpu(pid: int) -> float | None:
+    """CPU seconds (user and system) of process ``pid`` so far, from ``/proc`` (Linux)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _chunkwise(base_url: str, concurrency: int, requests: int) -> dict[str, Any]:
     command = [*PINS["client"], sys.executable, "-m", "chunkwise", "bench", "--base-url", base_url]
     command += ["--model", "text", "--requests", str(requests), "--concurrency", str(concurrency)]
     command += ["--timeout", str(STALL), "--json"]
+    cpu = _children_cpu()
     done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=LEVEL_LIMIT)
+    cpu = _children_cpu() - cpu
     document = json.loads(done.stdout)
     return {
         "ttft": document["ttft"],
         "gap": document["inter_token_gap"],
         "errors": sum(document["requests"]["failed"].values()),
+        "cpu": cpu,
     }
 
 
@@ -277,6 +300,10 @@ def _ms(value: float) -> str:
     return f"{value * 1000:8.2f}"
 
 
+def _us(seconds: float, tokens: int) -> str:
+    return f"{seconds / tokens * 1e6:.1f} µs"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--levels", default="1,100,200", help="concurrency levels")
@@ -334,10 +361,10 @@ def main() -> None:
         judged: tuple[int, dict[str, dict[str, Any]]] | None = None
         for level in (int(text) for text in args.levels.split(",")):
             requests = level * args.per_stream
-            clients: dict[str, Any] = {
-                "chunkwise": _chunkwise(base_url, level, requests),
-                "sdk-loop": _sdk(base_url, level, requests),
-            }
+            served = _process_cpu(server.pid)
+            clients: dict[str, Any] = {"chunkwise": _chunkwise(base_url, level, requests)}
+            served_after = _process_cpu(server.pid)
+            clients["sdk-loop"] = _sdk(base_url, level, requests)
             if args.guidellm:
                 clients["guidellm*"] = _guidellm(args.guidellm, base_url, level, requests)
             for name, figures in clients.items():
@@ -352,6 +379,12 @@ def main() -> None:
                 )
                 if figures.get("error_kinds"):
                     print(f"{'':>8}{name} errors: {figures['error_kinds']}")
+            tokens = requests * TOKENS
+            cpu = f"{'':>8}CPU a token while chunkwise ran: "
+            cpu += f"bench {_us(clients['chunkwise']['cpu'], tokens)}"
+            if served is not None and served_after is not None:
+                cpu += f", the server {_us(served_after - served, tokens)}"
+            print(cpu + " (bench's startup included)")
             holds = True
             if args.parts:
                 parts = _raw(base_url, level, requests)
