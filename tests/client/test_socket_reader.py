@@ -105,36 +105,36 @@ async def test_a_spurious_wake_waits_again(pair: tuple[CountingSocket, socket.so
     assert (sock.calls, sock.empty) == (3, 2)
 
 
-@pytest.mark.parametrize("full_before", [False, True], ids=["waits", "tries first"])
-async def test_every_read_is_a_checkpoint(
-    pair: tuple[CountingSocket, socket.socket], full_before: bool
-) -> None:
+@pytest.fixture(params=["waits", "tries first"])
+async def either_reader(
+    request: pytest.FixtureRequest, pair: tuple[CountingSocket, socket.socket]
+) -> SocketReader:
+    """A reader of ``pair`` whose next read waits first, or tries first (after a full read)."""
     sock, peer = pair
     reader = SocketReader(sock, stamped=False)
-    if full_before:
-        peer.sendall(b"x" * 20)
-        await reader.receive(10)  # full: the next read tries first
-    else:
+    if request.param == "tries first":
         peer.sendall(b"x" * 10)
-    with trio.testing.assert_checkpoints():
         assert await reader.receive(10) == (b"x" * 10, None)
+    return reader
 
 
-@pytest.mark.parametrize("full_before", [False, True], ids=["waits", "tries first"])
-async def test_a_cancelled_read_takes_nothing(
-    pair: tuple[CountingSocket, socket.socket], full_before: bool
+async def test_every_read_is_a_checkpoint(
+    pair: tuple[CountingSocket, socket.socket], either_reader: SocketReader
 ) -> None:
-    sock, peer = pair
-    reader = SocketReader(sock, stamped=False)
-    if full_before:
-        peer.sendall(b"x" * 10)
-        await reader.receive(10)
-    peer.sendall(b"kept")
+    pair[1].sendall(b"y" * 10)
+    with trio.testing.assert_checkpoints():
+        assert await either_reader.receive(10) == (b"y" * 10, None)
+
+
+async def test_a_cancelled_read_takes_nothing(
+    pair: tuple[CountingSocket, socket.socket], either_reader: SocketReader
+) -> None:
+    pair[1].sendall(b"kept")
     with trio.CancelScope() as scope:
         scope.cancel()
-        await reader.receive(100)
+        await either_reader.receive(100)
     assert scope.cancelled_caught
-    assert await reader.receive(100) == (b"kept", None)
+    assert await either_reader.receive(100) == (b"kept", None)
 
 
 async def test_closing_trios_socket_wakes_a_waiting_read() -> None:
