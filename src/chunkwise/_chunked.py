@@ -5,8 +5,8 @@ Theory of operation
 A streamed answer is a chunked body whose every chunk is one event, and a
 reader that keeps up gets one chunk a read.  h11 turns each chunk into a
 ``Data`` event through its state machine, then answers ``NEED_DATA``: about
-5 us a read, the largest single share of what ``chunkwise bench`` spends per
-token at a few hundred streams.  :class:`ChunkedBody` reads the same framing in
+five microseconds a read, the largest single share of what ``chunkwise bench``
+spent per token at a few hundred streams.  :class:`ChunkedBody` reads the same framing in
 one pass over each read, and hands back the data, partial chunks included, as
 soon as it arrives.
 

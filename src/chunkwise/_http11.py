@@ -5,11 +5,11 @@ Theory of operation
 h11 parses the response head, every body framing but chunked, and the end of
 a chunked body; the chunks themselves are read by ``ChunkedBody``
 (:mod:`chunkwise._chunked`), which reads h11's grammar in one pass a read
-instead of an h11 event a chunk (checked against h11 in the tests).  This module only moves bytes
-and translates outcomes.  :class:`Connection` takes an origin and a prepared
-request, not the whole endpoint (httpcore's ``_async/http11.py`` is the model):
-the request lifecycle (connecting, retries, checking the response) is
-:mod:`chunkwise._http`'s.
+instead of an h11 event a chunk (checked against h11 in the tests).  This
+module only moves bytes and translates outcomes.  :class:`Connection` takes an
+origin and a prepared request, not the whole endpoint (httpcore's
+``_async/http11.py`` is the model): the request lifecycle (connecting,
+retries, checking the response) is :mod:`chunkwise._http`'s.
 
 Rules
 -----
