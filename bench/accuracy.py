@@ -27,7 +27,10 @@ rather than at the highest level run.
 
 At each level it also prints the CPU a token of bench's process and of the server's (from
 ``/proc``, Linux) while chunkwise measured: on a small machine the two share the cores, and
-the level where either runs out is where the measurement stops holding.
+the level where either runs out is where the measurement stops holding; and bench's reads
+that carried more than one token.  The server writes one token a write, so such a read is
+bench reading late, and when there is none, bench's gaps are the kernel's arrival stamps of
+every token: its error is then the server's lateness during that run.
 
 ``--pin`` (Linux, ``taskset``) runs the server on the first core and every client on the
 second, so the two never take turns on one core; both clients get the same treatment.
@@ -239,6 +242,7 @@ def _chunkwise(base_url: str, concurrency: int, requests: int) -> dict[str, Any]
         "gap": document["inter_token_gap"],
         "errors": sum(document["requests"]["failed"].values()),
         "cpu": cpu,
+        "reads": document["reads"],
     }
 
 
@@ -385,6 +389,11 @@ def main() -> None:
             if served is not None and served_after is not None:
                 cpu += f", the server {_us(served_after - served, tokens)}"
             print(cpu + " (bench's startup included)")
+            reads = clients["chunkwise"]["reads"]
+            print(
+                f"{'':>8}bench's reads carrying output: {reads['output']}, "
+                f"{reads['several_outputs']} of them more than one token"
+            )
             holds = True
             if args.parts:
                 parts = _raw(base_url, level, requests)

@@ -36,11 +36,12 @@ from chunkwise._server._pacing import TokenPacing
 from chunkwise.testing import (
     RecordedRequest,
     ResponseWriter,
+    ScriptedResponse,
     ServerOptions,
     open_chat_server,
     open_test_server,
 )
-from helpers import KEY_VAR, run_main
+from helpers import KEY_VAR, choice, chunk, run_main, sse
 
 pytestmark = pytest.mark.usefixtures("api_key")
 
@@ -116,8 +117,8 @@ async def test_json_report_of_a_concurrent_run(
     document = json.loads(out)
     assert set(document) == {
         "format", "version", "endpoint", "api", "model", "load", "requests", "elapsed",
-        "requests_per_second", "output_tokens", "output_tokens_per_second", "ttft", "tpot",
-        "inter_token_gap", "latency", "histograms", "per_second", "samples",
+        "requests_per_second", "output_tokens", "output_tokens_per_second", "reads", "ttft",
+        "tpot", "inter_token_gap", "latency", "histograms", "per_second", "samples",
     }  # fmt: skip
     assert document["format"] == "chunkwise-bench" and document["version"] == 1
     assert document["api"] == api and document["model"] == "text"
@@ -131,8 +132,13 @@ async def test_json_report_of_a_concurrent_run(
     for key in ("ttft", "tpot", "latency"):
         assert document[key]["count"] == 6
         assert set(document[key]) == {"count", "mean", "p50", "p90", "p99", "max"}
-    # Five tokens an answer, four gaps each, fewer when a read held two tokens.
-    assert 0 < document["inter_token_gap"]["count"] <= 24
+    # Five tokens an answer, four gaps each, fewer when a read held two tokens;
+    # a read holding several tokens is counted.
+    gaps, reads = document["inter_token_gap"]["count"], document["reads"]
+    assert 0 < gaps <= 24
+    assert reads["output"] == gaps + 6  # each answer's first output read has no gap
+    assert reads["output"] + reads["several_outputs"] <= 30
+    assert (reads["several_outputs"] == 0) == (reads["output"] == 30)
     assert len(document["samples"]) == 6 and all(s["ok"] for s in document["samples"])
     histogram = document["histograms"]["ttft"]
     assert sum(histogram["counts"]) == 6 and len(histogram["edges"]) == 41
@@ -141,6 +147,27 @@ async def test_json_report_of_a_concurrent_run(
     assert len(sent) == 6 and all(body["stream"] is True for body in sent)
     if api == "chat":
         assert all(body["stream_options"] == {"include_usage": True} for body in sent)
+
+
+async def test_reads_that_carry_several_tokens_are_counted(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # A server that writes two tokens at a time: three reads, each one gap, each crowded.
+    payloads = [chunk(choice(content=f"t{k} ")) for k in range(6)]
+    events = [sse(p, done=False) for p in payloads]
+    writes = [events[k] + events[k + 1] for k in range(0, 6, 2)]
+    last = sse(chunk(choice(finish_reason="stop"), usage={"completion_tokens": 6}))
+    script = ScriptedResponse(
+        body=b"".join(writes) + last, write_sizes=(*map(len, writes), len(last)), delay=0.02
+    )
+    async with open_test_server(script) as server:
+        status, out, _ = await run_main(
+            capsys, *_args(server.base_url, "--json"), "--requests", "1"
+        )
+    document = json.loads(out)
+    assert status == 0
+    assert document["reads"] == {"output": 3, "several_outputs": 3}
+    assert document["inter_token_gap"]["count"] == 2
 
 
 async def test_text_report(capsys: pytest.CaptureFixture[str]) -> None:
@@ -154,8 +181,13 @@ async def test_text_report(capsys: pytest.CaptureFixture[str]) -> None:
     assert lines[1] == "requests: 2, ok 2, failed 0"
     assert lines[2].startswith("elapsed ") and "requests/s" in lines[2]
     assert lines[4].split() == ["(ms)", "count", "mean", "p50", "p90", "p99", "max"]
-    assert [line.split()[0] for line in lines[5:]] == ["TTFT", "TPOT", "inter-token", "latency"]
-    assert 0 < int(lines[7].split()[2]) <= 8  # inter-token gap count
+    assert [line.split()[0] for line in lines[5:9]] == ["TTFT", "TPOT", "inter-token", "latency"]
+    gaps = int(lines[7].split()[2])
+    assert 0 < gaps <= 8
+    assert lines[9] == ""
+    assert lines[10].startswith(f"reads carrying output: {gaps + 2}, ")
+    assert lines[10].endswith(" of them with more than one output event (their tokens are one gap)")
+    assert len(lines) == 11
 
 
 async def test_failures_are_counted_by_kind_and_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
@@ -368,6 +400,11 @@ async def test_the_html_report_parses_and_holds_four_charts(
     )  # self-contained: nothing fetched
     root = ET.fromstring(text.removeprefix("<!DOCTYPE html>"))
     assert root.find(f"{XHTML}head/{XHTML}title") is not None
+    reads = document["reads"]
+    assert (
+        f"{reads['output']} reads carried output, {reads['several_outputs']} of them more than "
+        "one output event (tokens that came in one read are one gap)"
+    ) in [p.text for p in root.iter(f"{XHTML}p")]
     svgs = root.findall(f".//{SVG}svg")
     titles = [svg.findtext(f"{SVG}title") for svg in svgs]
     assert titles == [
@@ -401,6 +438,7 @@ def test_the_html_report_of_a_failed_run_says_so() -> None:
         "elapsed": 0.5,
         "requests_per_second": 0.0,
         "output_tokens_per_second": 0.0,
+        "reads": {"output": 0, "several_outputs": 0},
         "ttft": None,
         "tpot": None,
         "inter_token_gap": None,

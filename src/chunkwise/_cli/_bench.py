@@ -29,7 +29,10 @@ Rules
    request is asked for with ``stream_options.include_usage``).
 2. Inter-token gaps are pooled over every request, kept exactly (8 bytes a
    gap); quantiles are nearest-rank over the exact values, as are those of
-   every per-request figure.
+   every per-request figure.  A gap is between two reads, so tokens that came
+   in one read are one gap: the report counts the reads that carried more
+   than one output event (``reads``), the tokens a server sent together, or
+   that arrived while bench was too busy to read them apart.
 3. A request fails by *kind*: an HTTP status (``HTTP 429``), a transport
    error (its class name) or a stream that did not complete (``incomplete:
    <reason>``, ``failed: <error type>``).  Failed requests count in the
@@ -60,7 +63,7 @@ from .._completions import CompletionResult
 from .._endpoint import Endpoint
 from .._errors import ChunkwiseError, HTTPStatusError
 from .._http import send_http_request
-from .._parser import StreamParser
+from .._parser import OUTPUT_EVENTS, StreamParser
 from .._pool import ConnectionPool, PoolSettings
 from .._responses import ResponseResult
 from .._retries import Retries
@@ -237,6 +240,10 @@ class RunState:
 
     records: list[RequestRecord] = attrs.field(factory=list)
     gaps: array.array[float] = attrs.field(factory=lambda: array.array("d"))
+    #: Reads that carried output, and those of them that carried more than one
+    #: output event (rule 2).
+    output_reads: int = 0
+    crowded_reads: int = 0
     in_flight: int = 0
     done: int = 0
     errors: int = 0
@@ -462,9 +469,13 @@ async def _measure(
                     break
                 stamp = recorder.read(response.arrived)  # as a stream does (chunkwise._timings)
                 previous = recorder.last_output
-                parser.feed(data)
-                if previous is not None and recorder.last_output == stamp:
-                    gaps.append(stamp - previous)
+                events = parser.feed(data)
+                if recorder.last_output == stamp:  # the read carried output
+                    state.output_reads += 1
+                    if len(events) > 1 and sum(type(e) in OUTPUT_EVENTS for e in events) > 1:
+                        state.crowded_reads += 1
+                    if previous is not None:
+                        gaps.append(stamp - previous)
             if parser.finished:
                 await response.release()
         finally:
@@ -622,6 +633,7 @@ def bench_document(plan: BenchPlan, state: RunState, *, model: str | None = None
         "requests_per_second": len(ok) / elapsed,
         "output_tokens": tokens,
         "output_tokens_per_second": tokens / elapsed,
+        "reads": {"output": state.output_reads, "several_outputs": state.crowded_reads},
         "ttft": _stats(ttft),
         "tpot": _stats(tpot),
         "inter_token_gap": _stats(gaps),
@@ -672,3 +684,13 @@ def describe_document(document: dict[str, Any]) -> Iterator[str]:
             f"{stats[name] * 1000:>10.2f}" for name in ("mean", "p50", "p90", "p99", "max")
         )
         yield f"{label:<16}{stats['count']:>8}{figures}"
+    yield ""
+    yield reads_line(document["reads"])
+
+
+def reads_line(reads: dict[str, int]) -> str:
+    """The reads carrying output, and how many of them carried several outputs (rule 2)."""
+    return (
+        f"reads carrying output: {reads['output']}, {reads['several_outputs']} of them with "
+        "more than one output event (their tokens are one gap)"
+    )

@@ -111,6 +111,12 @@ def render_report(document: dict[str, Any]) -> str:
         )
         parts.append(f"<tr><td>{label}</td><td>{stats['count']}</td>{cells}</tr>")
     parts.append("</tbody></table>")
+    reads = document["reads"]
+    parts.append(
+        f'<p class="meta">{reads["output"]} reads carried output, '
+        f"{reads['several_outputs']} of them more than one output event "
+        "(tokens that came in one read are one gap)</p>"
+    )
     parts.append('<div class="charts">')
     histograms = document["histograms"]
     parts.append(_histogram_chart("TTFT distribution", histograms["ttft"], "TTFT (ms)"))
