@@ -352,6 +352,18 @@ def test_jitter_is_seeded_per_request_and_never_goes_back() -> None:
     assert all(abs(t - (0.2 + 0.001 * k)) <= 0.05 + 1e-12 for k, t in enumerate(first.times))
 
 
+def test_one_answer_scheduled_under_two_pacings_follows_each() -> None:
+    events = scenario_events(SCENARIOS["text"])
+    steady = schedule(TokenPacing(first_token=0.2, per_token=0.02), events)
+    other = schedule(TokenPacing(first_token=0.1, per_token=0.05), events)
+    assert steady.sizes == other.sizes
+    assert steady.times == pytest.approx([0.2 + 0.02 * k for k in range(len(steady.sizes))])
+    assert other.times == pytest.approx([0.1 + 0.05 * k for k in range(len(other.sizes))])
+    shorter = schedule(TokenPacing(first_token=0.2, per_token=0.02), events[:4])
+    assert sum(shorter.sizes) == len(b"".join(events[:4]))
+    assert len(shorter.times) == len(shorter.sizes) < len(steady.sizes)
+
+
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_each_write_of_a_token_pacing_holds_one_output_event(name: str) -> None:
     events = scenario_events(SCENARIOS[name])

@@ -213,6 +213,57 @@ async def test_the_server_sends_the_scenario_bytes_exactly() -> None:
     assert received == scenario_body(scenario, n=2, include_usage=True, model="quirks-crlf")
 
 
+# scenario_events caches its answers (a paced server sends one answer again and
+# again): every argument, and the mappings a scenario's hash leaves out, must
+# still tell two answers apart, each called right after the base it differs from.
+_WITH_USAGE = attrs.evolve(SCENARIOS["text"], usage={"completion_tokens": 7})
+_OTHER_ERROR = attrs.evolve(
+    SCENARIOS["error"], error={**(SCENARIOS["error"].error or {}), "message": "another one"}
+)
+
+
+@pytest.mark.parametrize(
+    ("base", "changed", "mark"),
+    [
+        ((SCENARIOS["text"], {}), (SCENARIOS["text"], {"model": "renamed"}), b'"renamed"'),
+        ((SCENARIOS["text"], {}), (SCENARIOS["text"], {"n": 2}), b'"index":1'),
+        ((SCENARIOS["text"], {}), (SCENARIOS["text"], {"include_usage": True}), b'"usage"'),
+        (
+            (SCENARIOS["text"], {"include_usage": True}),
+            (_WITH_USAGE, {"include_usage": True}),
+            b'"completion_tokens":7',
+        ),
+        ((SCENARIOS["error"], {}), (_OTHER_ERROR, {}), b"another one"),
+    ],
+    ids=["model", "n", "include_usage", "usage", "error"],
+)
+def test_cached_scenario_events_tell_every_argument_apart(
+    base: tuple[Scenario, dict[str, Any]], changed: tuple[Scenario, dict[str, Any]], mark: bytes
+) -> None:
+    first = b"".join(scenario_events(base[0], **base[1]))
+    second = b"".join(scenario_events(changed[0], **changed[1]))
+    assert mark not in first
+    assert mark in second
+
+
+def test_scenario_events_encodes_an_answer_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = sys.modules[scenario_events.__module__]
+    calls: list[str] = []
+
+    def counted(scenario: Scenario, **kwargs: Any) -> list[dict[str, Any]]:
+        calls.append(scenario.name)
+        return scenario_chunks(scenario, **kwargs)
+
+    monkeypatch.setattr(module, "scenario_chunks", counted)
+    # A name no other test uses, so the first call cannot be a hit.
+    scenario = attrs.evolve(SCENARIOS["text"], name="encoded-once")
+    first = scenario_events(scenario)
+    first.append(b"changed by its caller")
+    again = scenario_events(attrs.evolve(scenario))  # equal, not the same object
+    assert calls == ["encoded-once"]
+    assert again == first[:-1]
+
+
 def test_split_events_keeps_every_byte() -> None:
     body = b"data: a\n\ndata: b\r\n\r\n: c\r\rdata: d"
     assert split_events(body) == [b"data: a\n\n", b"data: b\r\n\r\n", b": c\r\r", b"data: d"]

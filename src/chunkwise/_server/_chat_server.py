@@ -291,20 +291,26 @@ class ChatServer:
         self, writer: ResponseWriter, events: Sequence[bytes], request_id: str
     ) -> None:
         options = self.options
+        if options.pacing is not None:
+            paced = schedule(options.pacing, events, request=request_id)
+            sizes: int | tuple[int, ...] | None = paced.sizes
+            times: tuple[float, ...] | None = paced.times
+            head_delay = paced.head
+        else:
+            # Without --write-size each event is one write, so --delay paces events.
+            sizes = options.write_size or tuple(len(e) for e in events if e) or None
+            times = None
+            head_delay = 0.0
         response = ScriptedResponse(
             content_type="text/event-stream; charset=utf-8",
             headers=(("Cache-Control", "no-cache"), ("x-request-id", request_id)),
             body=b"".join(events),
-            # Without --write-size each event is one write, so --delay paces events.
-            write_sizes=options.write_size or tuple(len(e) for e in events if e) or None,
+            write_sizes=sizes,
             delay=options.delay,
+            head_delay=head_delay,
+            times=times,
             disconnect_after=self._store.cuts.offset(events),
         )
-        if options.pacing is not None:
-            paced = schedule(options.pacing, events, request=request_id)
-            response = attrs.evolve(
-                response, write_sizes=paced.sizes, times=paced.times, head_delay=paced.head
-            )
         await writer.play(response)
 
     async def _document(self, writer: ResponseWriter, body: bytes, request_id: str) -> None:

@@ -309,26 +309,43 @@ def schedule(pacing: Pacing, events: Sequence[bytes], *, request: str = "") -> S
             sizes=tuple(size for size, _ in pieces),
             times=tuple(seconds for _, seconds in pieces),
         )
-    groups: list[int] = []
+    sizes = _token_writes(tuple(events))
+    times = _due_times(pacing.first_token, pacing.per_token, len(sizes))
+    if pacing.jitter:
+        rng = random.Random(f"{pacing.seed}:{request}")
+        jittered: list[float] = []
+        for due in times:
+            due += rng.uniform(-pacing.jitter, pacing.jitter)
+            jittered.append(max(due, jittered[-1] if jittered else 0.0))
+        times = tuple(jittered)
+    return Schedule(head=0.0, sizes=sizes, times=times)
+
+
+# The two halves of a token schedule are pure; a server schedules the same
+# answer for request after request (scenario_events caches the events, so the
+# key's bytes hash once), and a wave of starts should cost no more than needed.
+@functools.lru_cache(maxsize=16)
+def _token_writes(events: tuple[bytes, ...]) -> tuple[int, ...]:
+    """Rule 2: the size of each write, holding one output event and what precedes it."""
+    writes: list[int] = []
     pending = 0
     for event in events:
         pending += len(event)
         if is_output_event(event):
-            groups.append(pending)
+            writes.append(pending)
             pending = 0
     if pending:
-        if groups:
-            groups[-1] += pending
+        if writes:
+            writes[-1] += pending
         else:
-            groups.append(pending)
-    rng = random.Random(f"{pacing.seed}:{request}")
-    times: list[float] = []
-    for k in range(len(groups)):
-        due = pacing.first_token + k * pacing.per_token
-        if pacing.jitter:
-            due += rng.uniform(-pacing.jitter, pacing.jitter)
-        times.append(max(due, times[-1] if times else 0.0))
-    return Schedule(head=0.0, sizes=tuple(groups), times=tuple(times))
+            writes.append(pending)
+    return tuple(writes)
+
+
+@functools.lru_cache(maxsize=16)
+def _due_times(first_token: float, per_token: float, count: int) -> tuple[float, ...]:
+    """Rule 2's times, before jitter: ascending and never negative, as rule 1 asks."""
+    return tuple(first_token + k * per_token for k in range(count))
 
 
 def check_pacing(pacing: Pacing | None, replay: bytes | None) -> None:
