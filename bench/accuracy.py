@@ -13,19 +13,23 @@ server, one after another, each in its own process:
 
 Errors are measured minus scripted (200 ms, 20 ms).  They hold the server's own lateness as
 well as the client's (both clients meet the same server), so the comparison is between the
-columns.  Target: chunkwise's p99 gap error at the highest level at most a fifth of the SDK
-loop's, and under 2 ms.  Not a test: prints PASS or MISS, never fails a build.
+columns.  Target: chunkwise's p99 gap error at most a fifth of the SDK loop's, and under
+2 ms, at the highest level where the server holds its own pacing (the issue's wording).
+Not a test: prints PASS or MISS, never fails a build.
+
+Whether the server holds its pacing is the server's own record of the level: each paced
+answer ends with a log line counting its gaps more than 2 ms longer than scripted (how late
+the writer ran for each write, ``chunkwise._server._pacing``'s rule 5), every write of every
+stream while chunkwise bench ran.  The server holds a level when under ``HOLDS`` (1%) of
+those gaps were late: its own p99 gap error under 2 ms.
 
 ``--parts`` (Linux) decomposes the error at each level with a bare client on raw
 sockets whose reads carry the kernel's receive timestamp (``SO_TIMESTAMPNS``): the
 server's own gap error (gaps between kernel stamps: when the server's writes went
 out), a bare trio reader's, and how far its stamps trail the kernel's; each gap error is
 the clients' statistic (the gap quantile minus 20 ms).  The bare reader runs alone at
-the level, and ``PROBE`` of its streams also run beside chunkwise bench, so the server's
-own error is known under the load being measured too (bench costs the server's two
-cores more than the bare reader does).  A level where both are under ``HOLDS`` is one
-where "the server holds its own pacing", and the target is judged at the highest such
-level (the issue's wording) rather than at the highest level run.
+the level, and ``PROBE`` of its streams also run beside chunkwise bench: a sample of the
+server's error from outside, under the load being measured.
 
 At each level it also prints the CPU a token of bench's process and of the server's (from
 ``/proc``, Linux) while chunkwise measured: on a small machine the two share the cores, and
@@ -74,11 +78,14 @@ STALL = 30.0
 LEVEL_LIMIT = 600.0
 #: With --pin: the command prefixes that put the server and the clients on their own cores.
 PINS: dict[str, list[str]] = {"server": [], "client": []}
-#: With --parts: the server holds its own pacing at a level when its own p99 gap error
-#: (the p99 gap between kernel stamps minus 20 ms) is under this, measured both by the
-#: bare reader alone at that level and by PROBE bare streams beside chunkwise bench.
-HOLDS = 0.002
+#: The server holds its own pacing at a level when, while chunkwise bench ran, fewer than
+#: this share of its gaps were late by more than 2 ms (serve's log: _pacing's rule 5): its
+#: p99 gap error under 2 ms, counted over every write of every stream.
+HOLDS = 0.01
+#: With --parts: bare streams beside chunkwise bench.
 PROBE = 10
+#: serve's line as a paced answer ends.
+_PACED = re.compile(r"paced answer: .*; (\d+) of (\d+) gaps more than")
 
 
 def _quantiles(values: list[float]) -> dict[str, float]:
@@ -309,9 +316,36 @@ def _guidellm(path: str, base_url: str, concurrency: int, requests: int) -> dict
     }
 
 
-def _drain(lines: Any) -> None:
-    for _ in lines:
-        pass
+class _ServerLog:
+    """serve's request log, read on a thread (a pipe nobody reads fills up and stops it).
+
+    It counts the paced answers' gaps and the late ones, from the line each paced
+    answer ends with.
+    """
+
+    def __init__(self, lines: Any) -> None:
+        self._counts = [0, 0, 0]  # answers, gaps, late gaps
+        self._lock = threading.Lock()
+        threading.Thread(target=self._read, args=(lines,), daemon=True).start()
+
+    def _read(self, lines: Any) -> None:
+        for line in lines:
+            match = _PACED.search(line)
+            if match is not None:
+                with self._lock:
+                    self._counts[0] += 1
+                    self._counts[1] += int(match[2])
+                    self._counts[2] += int(match[1])
+
+    def counts(self, answers: int = 0) -> tuple[int, int, int]:
+        """Answers, gaps and late gaps so far, once at least ``answers`` have ended (or 5 s)."""
+        deadline = time.monotonic() + 5.0
+        while True:
+            with self._lock:
+                counts = (self._counts[0], self._counts[1], self._counts[2])
+            if counts[0] >= answers or time.monotonic() > deadline:
+                return counts
+            time.sleep(0.05)
 
 
 def _ms(value: float) -> str:
@@ -367,8 +401,7 @@ def main() -> None:
         if not line.startswith("serving on"):
             sys.exit(f"the server did not start: {line!r}")
         base_url = line.split()[-1]
-        # Keep reading the server's request log: a pipe nobody reads fills up.
-        threading.Thread(target=_drain, args=(server.stdout,), daemon=True).start()
+        log = _ServerLog(server.stdout)
         print(f"server: {base_url}, {FIRST_TOKEN * 1000:g} ms to the first token, ", end="")
         print(f"{PER_TOKEN * 1000:g} ms a token, {TOKENS} tokens; {os.cpu_count()} cores", end="")
         print("; the server on core 0, the clients on core 1" if args.pin else "")
@@ -382,10 +415,14 @@ def main() -> None:
             # With --parts, a few bare streams beside chunkwise sample the server's own
             # pacing under the load being measured.
             probe = _raw_start(base_url, PROBE, PROBE * args.per_stream) if args.parts else None
+            answers, gaps, late = log.counts()
             served = _process_cpu(server.pid)
             clients: dict[str, Any] = {"chunkwise": _chunkwise(base_url, level, requests)}
             served_after = _process_cpu(server.pid)
             beside = _raw_finish(probe) if probe is not None else None
+            expected = answers + requests + (PROBE * args.per_stream if args.parts else 0)
+            _, gaps_after, late_after = log.counts(expected)
+            gaps, late = gaps_after - gaps, late_after - late
             clients["sdk-loop"] = _sdk(base_url, level, requests)
             if args.guidellm:
                 clients["guidellm*"] = _guidellm(args.guidellm, base_url, level, requests)
@@ -412,11 +449,15 @@ def main() -> None:
                 f"{'':>8}bench's reads carrying output: {reads['output']}, "
                 f"{reads['several_outputs']} of them more than one token"
             )
-            holds = True
+            holds = gaps > 0 and late / gaps < HOLDS
+            print(
+                f"{'':>8}the server's own record while bench ran: {late} of {gaps} gaps "
+                f"more than 2 ms late ({late / max(gaps, 1):.2%}); the server "
+                f"{'holds' if holds else 'does not hold'} its pacing"
+            )
             if args.parts:
                 assert beside is not None
                 parts = _raw(base_url, level, requests)
-                holds = parts["server"]["p99"] < HOLDS and beside["server"]["p99"] < HOLDS
                 print(
                     f"{'':>8}beside chunkwise ({PROBE} bare streams): the server's own gap "
                     f"error {_ms(beside['server']['p50']).strip()}/"
@@ -428,8 +469,7 @@ def main() -> None:
                     f"a bare reader's {_ms(parts['reader']['p50']).strip()}/"
                     f"{_ms(parts['reader']['p99']).strip()}, its stamp after the kernel's "
                     f"{_ms(parts['stamp_delay']['p50']).strip()}/"
-                    f"{_ms(parts['stamp_delay']['p99']).strip()}; the server "
-                    f"{'holds' if holds else 'does not hold'} its pacing"
+                    f"{_ms(parts['stamp_delay']['p99']).strip()}"
                 )
             if holds or judged is None:
                 judged = (level, clients)
@@ -441,7 +481,7 @@ def main() -> None:
         ours = abs(last["chunkwise"]["gap"]["p99"] - PER_TOKEN)
         theirs = abs(last["sdk-loop"]["gap"]["p99"] - PER_TOKEN)
         met = ours <= theirs / 5 and ours < 0.002
-        where = "the highest level the server holds" if args.parts else "the highest level"
+        where = "the highest level the server holds"
         print(
             f"target ({where}: {level}): chunkwise p99 gap error {ours * 1000:.2f} ms <= "
             f"{theirs * 1000 / 5:.2f} ms (a fifth of the SDK loop's) and < 2 ms: "

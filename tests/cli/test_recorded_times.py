@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +23,13 @@ from chunkwise._cli._serve import describe_pacing, options_from_args
 from chunkwise._server._chat_server import ChatServer
 from chunkwise._server._options import ServerOptions
 from chunkwise._server._pacing import (
+    LATE_GAP,
     RecordedPacing,
     RecordedTimes,
     TimesFormatError,
     TokenPacing,
     is_output_event,
+    pacing_line,
     schedule,
 )
 from chunkwise._server._scenarios import SCENARIOS, scenario_events, split_events
@@ -340,6 +343,85 @@ async def test_a_token_pacing_paces_responses_too(
             result = await stream.result()
     assert result.status == "complete" and result.output_text == "The quick brown "
     assert stamps == pytest.approx([0.5, 0.6, 0.7], abs=1e-9)
+
+
+async def _paced_log(
+    options: ServerOptions, *, pause_after: int | None = None, hang_up: bool = False
+) -> list[str]:
+    """serve's log of one request read as raw bytes (chunkwise's reader would read
+    ahead of a paused consumer), over lockstep streams, so the server waits for
+    the client: with ``pause_after``, the client stops reading for 50 ms once that
+    many tokens came; with ``hang_up``, it closes as soon as it has ``[DONE]``."""
+    lines: list[str] = []
+    body = json.dumps(REQUEST).encode()
+    head = b"POST /v1/chat/completions HTTP/1.1\r\nHost: test\r\nConnection: close\r\n"
+    head += b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
+    server = ChatServer(options, log=lines.append)
+    async with serving(server, lockstep=True) as (client, _):
+        await client.send_all(head + body)
+        received = b""
+        paused = False
+        while data := await client.receive_some():
+            received += data
+            if not paused and len(re.findall(rb'"content":"[^"]', received)) == pause_after:
+                paused = True
+                await trio.sleep(0.05)
+            if hang_up and received.endswith(b"data: [DONE]\n\n\r\n"):
+                await client.aclose()
+                break
+        await trio.testing.wait_all_tasks_blocked()  # the server has finished
+    assert b"data: [DONE]" in received
+    return lines
+
+
+async def test_a_paced_answer_ends_with_a_line_saying_it_was_on_time(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    pacing = TokenPacing(first_token=0.2, per_token=0.02, tokens=10)
+    lines = await _paced_log(ServerOptions(pacing=pacing))
+    assert lines[1:] == [
+        "paced answer: 10 writes, the first 0.0 ms late; 0 of 9 gaps more than 2 ms "
+        "longer than scripted, the longest by 0.0 ms"
+    ]
+    # Logged when the client hangs up before the body's end, as chunkwise does.
+    assert await _paced_log(ServerOptions(pacing=pacing), hang_up=True) == lines
+    assert len(await _paced_log(ServerOptions())) == 1  # not paced: the request's line only
+
+
+async def test_a_server_held_up_by_its_client_logs_the_late_gap(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The client pauses 50 ms after the third token; the server's write of the
+    # fourth blocks until then, so the fifth (due 0.28 s) goes out at 0.29 s, 10 ms
+    # late, and the sixth on time again: one late gap, as a client would see it.
+    pacing = TokenPacing(first_token=0.2, per_token=0.02, tokens=10)
+    lines = await _paced_log(ServerOptions(pacing=pacing), pause_after=3)
+    assert lines[1:] == [
+        "paced answer: 10 writes, the first 0.0 ms late; 1 of 9 gaps more than 2 ms "
+        "longer than scripted, the longest by 10.0 ms"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("late", "counted", "longest"),
+    [
+        ((), "0 of 0", "0.0"),
+        ((0.0,), "0 of 0", "0.0"),
+        # A gap of exactly LATE_GAP is not late; one a little longer is.
+        ((0.0, LATE_GAP, LATE_GAP), "0 of 2", "2.0"),
+        ((0.0, 0.0, LATE_GAP + 0.0001, LATE_GAP + 0.0001), "1 of 3", "2.1"),
+        # Falling behind once and staying behind is one late gap, not three.
+        ((0.0, 0.01, 0.01, 0.01), "1 of 3", "10.0"),
+        # Catching up shortens a gap; no gap is negative in the longest.
+        ((0.01, 0.0), "0 of 1", "0.0"),
+    ],
+)
+def test_the_pacing_line_counts_gaps_late_beyond_the_bound(
+    late: tuple[float, ...], counted: str, longest: str
+) -> None:
+    line = pacing_line(late)
+    assert f"; {counted} gaps more than 2 ms longer than scripted" in line
+    assert line.endswith(f"the longest by {longest} ms")
 
 
 def test_jitter_is_seeded_per_request_and_never_goes_back() -> None:

@@ -13,6 +13,7 @@ import trio.testing
 
 from chunkwise._endpoint import Endpoint
 from chunkwise._errors import HTTPStatusError
+from chunkwise._headers import Headers
 from chunkwise._http import open_http_response
 from chunkwise.testing import (
     LoopbackServer,
@@ -190,6 +191,32 @@ async def test_writer_misuse() -> None:
         open_http_response(server.endpoint(), REQUEST) as response,
     ):
         assert await response.receive_some() == b""
+
+
+async def test_the_writer_says_how_late_each_timed_write_went_out(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    sends = 0
+
+    async def slow_first_body_write() -> None:
+        nonlocal sends
+        sends += 1
+        if sends == 2:  # the head, then the first write of the body
+            await trio.sleep(0.15)
+
+    request = RecordedRequest(
+        method="POST", target="/", http_version="1.1", headers=Headers(()), body=b""
+    )
+    stream, _ = trio.testing.memory_stream_pair()
+    stream.send_stream.send_all_hook = slow_first_body_write
+    writer = ResponseWriter(stream, request)
+    await writer.play(ScriptedResponse(body=b"abcde", write_sizes=1, times=(0.0, 0.1, 0.2, 0.2)))
+    # The second write, due at 0.1 s, waited for the first until 0.15 s; the rest
+    # were on time; the fifth has no time (it follows at once) and no figure.
+    assert writer.lateness == pytest.approx((0.0, 0.05, 0.0, 0.0), abs=1e-9)
+    untimed = ResponseWriter(trio.testing.memory_stream_pair()[0], request)
+    await untimed.play(ScriptedResponse(body=b"abc"))
+    assert untimed.lateness == ()
 
 
 # --- connections -------------------------------------------------------------------------

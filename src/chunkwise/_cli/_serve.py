@@ -14,10 +14,11 @@ binds before it yields, and nowhere else.  Anything later propagates: a closed
 stdout (``chunkwise serve | head -1``) is a :class:`BrokenPipeError`, which
 ``main()`` turns into status 141 like every command's; Ctrl-C is status 130.
 
-The request log (one line a request, :class:`RequestLog`) is written by a
-worker thread, never on trio's: a stdout that is not being read (a pipe whose
-reader only wanted the first line) fills up and blocks the write, and a
-blocking write on trio's thread stopped every connection at once.  While stdout
+The request log (one line a request, one more as a paced answer ends:
+:class:`RequestLog`) is written by a worker thread, never on trio's: a stdout
+that is not being read (a pipe whose reader only wanted the first line) fills
+up and blocks the write, and a blocking write on trio's thread stopped every
+connection at once.  While stdout
 does not keep up, up to :data:`LOG_BACKLOG` lines wait; later ones are counted
 and the count is logged once stdout takes lines again.  When the server stops,
 the lines still waiting get :data:`LOG_LAST_WRITE` seconds to go out.
@@ -39,7 +40,14 @@ from .._server._background import DEFAULT_RESUME_WINDOW, DEFAULT_RETENTION
 from .._server._chat_server import open_chat_server
 from .._server._http_server import LoopbackServer
 from .._server._options import DEFAULT_HOST, DEFAULT_PORT, ServerOptions
-from .._server._pacing import Pacing, RecordedPacing, TimesFormatError, TokenPacing, check_pacing
+from .._server._pacing import (
+    LATE_GAP,
+    Pacing,
+    RecordedPacing,
+    TimesFormatError,
+    TokenPacing,
+    check_pacing,
+)
 from .._server._response_scenarios import RESPONSE_SCENARIOS
 from .._server._scenarios import DEFAULT_SCENARIO, SCENARIOS
 from .._util import authority
@@ -219,7 +227,9 @@ def add_pacing_options(serve: argparse.ArgumentParser) -> None:
         "pacing",
         "A recorded timing (FILE.times.json beside --replay FILE) or a known one, "
         "scripted: the first output event --first-token seconds after the request, then "
-        "one output event (one token) every --per-token seconds.",
+        "one output event (one token) every --per-token seconds.  Each paced answer "
+        "ends with a log line saying how late its writes went out: how many of its gaps "
+        f"were more than {LATE_GAP * 1000:g} ms longer than scripted.",
     )
     pacing.add_argument(
         "--pace",

@@ -54,8 +54,9 @@ random with a seed), a fixed HTTP error status, a required API key, and how
 long responses are kept and can be streamed again.
 :func:`open_chat_server` runs the server for an ``async with`` block (an
 ephemeral loopback port by default), in a nursery of its own for background
-responses, logging one line per request to ``log``; ``chunkwise serve`` runs
-it until Ctrl-C.
+responses, logging one line per request to ``log`` (and, for a paced answer,
+a second line when it ends: how late its writes went out, :mod:`._pacing`'s
+rule 5); ``chunkwise serve`` runs it until Ctrl-C.
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ from ._background import ResponseStore, StreamCuts
 from ._completion_wire import completion_events, text_completion_document
 from ._http_server import LoopbackServer, open_test_server
 from ._options import DEFAULT_HOST, ServerOptions
-from ._pacing import paced_scenario, schedule
+from ._pacing import paced_scenario, pacing_line, schedule
 from ._replies import send_error, send_json, send_status_error
 from ._request_checks import (
     RequestProblem,
@@ -311,7 +312,12 @@ class ChatServer:
             times=times,
             disconnect_after=self._store.cuts.offset(events),
         )
-        await writer.play(response)
+        try:
+            await writer.play(response)
+        finally:
+            # Also when the client hung up after the last token (or before).
+            if times is not None and self._log is not None:
+                self._log(pacing_line(writer.lateness))
 
     async def _document(self, writer: ResponseWriter, body: bytes, request_id: str) -> None:
         parser = ChatStreamParser()
@@ -596,7 +602,8 @@ async def open_chat_server(
     Yields the :class:`~chunkwise.testing.LoopbackServer`: ``server.base_url``
     (e.g. ``"http://127.0.0.1:54321/v1"``), ``server.endpoint()`` and the
     recorded ``server.requests``.  ``port=0`` picks a free port.  ``log``, if
-    given, is called with one line describing each request as it arrives.
+    given, is called with one line describing each request as it arrives, and
+    with one more when a paced answer ends (how late its writes went out).
     ``record=False`` keeps no history (``chunkwise serve``:
     :attr:`~chunkwise.testing.LoopbackServer.record`).
     """

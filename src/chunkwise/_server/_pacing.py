@@ -56,11 +56,21 @@ Rules
 4. A recorded pacing must match its body: the sidecar's ``body_bytes`` is the
    replayed body's length, or loading it is refused with a
    :class:`TimesFormatError`.
+5. A paced answer says how well it was kept.  The engine measures how late
+   the writer ran for each timed write (:meth:`~._responses.ResponseWriter.play`),
+   and the server logs a line per paced answer (:func:`pacing_line`): how
+   late its first write was, and how many of its gaps were more than
+   :data:`LATE_GAP` longer than scripted.  A gap's excess is the difference
+   of its two writes' lateness, so a server that falls behind once and stays
+   behind counts one late gap, as a client sees it.  This is every write of
+   every stream, where a client's sample of streams sees only its own; a
+   client's timings can be no more exact than these.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import random
 from collections.abc import Mapping, Sequence
@@ -72,6 +82,7 @@ from ._response_scenarios import ResponseScenario
 from ._scenarios import Scenario
 
 __all__ = [
+    "LATE_GAP",
     "TIMES_FORMAT",
     "TIMES_SUFFIX",
     "TIMES_VERSION",
@@ -85,6 +96,7 @@ __all__ = [
     "is_output_event",
     "paced_scenario",
     "paced_tokens",
+    "pacing_line",
     "schedule",
 ]
 
@@ -92,6 +104,9 @@ TIMES_FORMAT = "chunkwise-times"
 TIMES_VERSION = 1
 #: The sidecar of recording ``FILE`` is ``FILE + TIMES_SUFFIX``.
 TIMES_SUFFIX = ".times.json"
+#: A paced gap is late when it is more than this much longer than scripted
+#: (rule 5): the error a client on a small machine is asked to stay within.
+LATE_GAP = 0.002
 
 
 class TimesFormatError(ValueError):
@@ -346,6 +361,23 @@ def _token_writes(events: tuple[bytes, ...]) -> tuple[int, ...]:
 def _due_times(first_token: float, per_token: float, count: int) -> tuple[float, ...]:
     """Rule 2's times, before jitter: ascending and never negative, as rule 1 asks."""
     return tuple(first_token + k * per_token for k in range(count))
+
+
+def pacing_line(late: Sequence[float]) -> str:
+    """The request log's line for a paced answer whose writes were ``late`` (rule 5).
+
+    ``late`` is how late each write went out, as
+    :meth:`~._responses.ResponseWriter.play` returns it.
+    """
+    gaps = [after - before for before, after in itertools.pairwise(late)]
+    over = sum(gap > LATE_GAP for gap in gaps)
+    longest = max(gaps, default=0.0)
+    first = late[0] if late else 0.0
+    return (
+        f"paced answer: {len(late)} writes, the first {first * 1000:.1f} ms late; "
+        f"{over} of {len(gaps)} gaps more than {LATE_GAP * 1000:g} ms longer than "
+        f"scripted, the longest by {max(longest, 0.0) * 1000:.1f} ms"
+    )
 
 
 def check_pacing(pacing: Pacing | None, replay: bytes | None) -> None:

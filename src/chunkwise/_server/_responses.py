@@ -181,6 +181,7 @@ class ResponseWriter:
         self._stream = stream
         self._framing: Framing | None = None
         self._ended = False
+        self._late: list[float] = []
         #: Reset (RST) rather than close (FIN) when the connection ends.
         self.reset = False
         self._close = request.http_version == "1.0" or "close" in (
@@ -285,6 +286,17 @@ class ResponseWriter:
         self._close = True
         await self._stream.send_all(data)
 
+    @property
+    def lateness(self) -> tuple[float, ...]:
+        """How late each timed write of :meth:`play` went out, so far.
+
+        Seconds from a write's time to when the writer ran to make it, for the
+        writes that have a time (``ScriptedResponse.times``); kept when the
+        client hangs up midway.  A server busy with other connections runs
+        late, and a client's timings can be no more exact than these.
+        """
+        return tuple(self._late)
+
     async def play(self, response: ScriptedResponse) -> None:
         """Send ``response`` as scripted, sleeps and cut-offs included."""
         begun = trio.current_time()
@@ -309,7 +321,11 @@ class ResponseWriter:
         for index, size in enumerate(_sizes(response.write_sizes, len(body))):
             if times is not None:
                 if index < len(times):
-                    await trio.sleep_until(begun + times[index])
+                    due = begun + times[index]
+                    await trio.sleep_until(due)
+                    # Taken before the write: the write's checkpoint yields to
+                    # every other ready task before returning.
+                    self._late.append(trio.current_time() - due)
             elif position and response.delay:
                 await trio.sleep(response.delay)
             piece = body[position : position + size]
