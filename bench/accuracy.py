@@ -14,8 +14,9 @@ server, one after another, each in its own process:
 Errors are measured minus scripted (200 ms, 20 ms).  They hold the server's own lateness as
 well as the client's (both clients meet the same server), so the comparison is between the
 columns.  Target: chunkwise's p99 gap error at most a fifth of the SDK loop's, and under
-2 ms, at the highest level where the server holds its own pacing (the issue's wording).
-Not a test: prints PASS or MISS, never fails a build.
+2 ms, at the highest level where the server holds its own pacing (the issue's wording),
+which must be ``LEAST_LEVEL`` (200) or more.  Not a test: prints PASS or MISS (or that the
+run is not judged), never fails a build.
 
 Whether the server holds its pacing is the server's own record of the level: each paced
 answer ends with a log line counting its gaps more than 2 ms longer than scripted (how late
@@ -82,6 +83,10 @@ PINS: dict[str, list[str]] = {"server": [], "client": []}
 #: this share of its gaps were late by more than 2 ms (serve's log: _pacing's rule 5): its
 #: p99 gap error under 2 ms, counted over every write of every stream.
 HOLDS = 0.01
+#: The issue measures at as many streams as the server holds, "at least 200": a run where
+#: the server held fewer (a busy machine) says so instead of judging at 100, where the
+#: SDK loop is still within a few milliseconds.
+LEAST_LEVEL = 200
 #: With --parts: bare streams beside chunkwise bench.
 PROBE = 10
 #: serve's line as a paced answer ends.
@@ -481,11 +486,18 @@ def main() -> None:
         ours = abs(last["chunkwise"]["gap"]["p99"] - PER_TOKEN)
         theirs = abs(last["sdk-loop"]["gap"]["p99"] - PER_TOKEN)
         met = ours <= theirs / 5 and ours < 0.002
+        verdict = "PASS" if met else "MISS"
+        if level < LEAST_LEVEL:
+            verdict = f"not judged, no level of {LEAST_LEVEL} streams or more was run"
+            if max(int(text) for text in args.levels.split(",")) >= LEAST_LEVEL:
+                verdict = (
+                    f"not judged, the server held no level of {LEAST_LEVEL} streams or more "
+                    "(a busy machine: run again)"
+                )
         where = "the highest level the server holds"
         print(
             f"target ({where}: {level}): chunkwise p99 gap error {ours * 1000:.2f} ms <= "
-            f"{theirs * 1000 / 5:.2f} ms (a fifth of the SDK loop's) and < 2 ms: "
-            f"{'PASS' if met else 'MISS'}"
+            f"{theirs * 1000 / 5:.2f} ms (a fifth of the SDK loop's) and < 2 ms: {verdict}"
         )
     finally:
         server.terminate()

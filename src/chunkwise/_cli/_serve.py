@@ -18,10 +18,10 @@ The request log (one line a request, one more as a paced answer ends:
 :class:`RequestLog`) is written by a worker thread, never on trio's: a stdout
 that is not being read (a pipe whose reader only wanted the first line) fills
 up and blocks the write, and a blocking write on trio's thread stopped every
-connection at once.  While stdout
-does not keep up, up to :data:`LOG_BACKLOG` lines wait; later ones are counted
-and the count is logged once stdout takes lines again.  When the server stops,
-the lines still waiting get :data:`LOG_LAST_WRITE` seconds to go out.
+connection at once.  While stdout does not keep up, up to :data:`LOG_BACKLOG`
+lines wait; later ones are counted and the count is logged once stdout takes
+lines again.  When the server stops, the lines still waiting get
+:data:`LOG_LAST_WRITE` seconds to go out.
 """
 
 from __future__ import annotations

@@ -57,8 +57,8 @@ Rules
    replayed body's length, or loading it is refused with a
    :class:`TimesFormatError`.
 5. A paced answer says how well it was kept.  The engine measures how late
-   the writer ran for each timed write (:meth:`~._responses.ResponseWriter.play`),
-   and the server logs a line per paced answer (:func:`pacing_line`): how
+   the writer ran for each timed write
+   (:attr:`~._responses.ResponseWriter.lateness`), and the server logs a line per paced answer (:func:`pacing_line`): how
    late its first write was, and how many of its gaps were more than
    :data:`LATE_GAP` longer than scripted.  A gap's excess is the difference
    of its two writes' lateness, so a server that falls behind once and stays
@@ -367,7 +367,7 @@ def pacing_line(late: Sequence[float]) -> str:
     """The request log's line for a paced answer whose writes were ``late`` (rule 5).
 
     ``late`` is how late each write went out, as
-    :meth:`~._responses.ResponseWriter.play` returns it.
+    :attr:`~._responses.ResponseWriter.lateness` gives it.
     """
     gaps = [after - before for before, after in itertools.pairwise(late)]
     over = sum(gap > LATE_GAP for gap in gaps)
