@@ -58,13 +58,14 @@ Rules
    :class:`TimesFormatError`.
 5. A paced answer says how well it was kept.  The engine measures how late
    the writer ran for each timed write
-   (:attr:`~._responses.ResponseWriter.lateness`), and the server logs a line per paced answer (:func:`pacing_line`): how
-   late its first write was, and how many of its gaps were more than
-   :data:`LATE_GAP` longer than scripted.  A gap's excess is the difference
-   of its two writes' lateness, so a server that falls behind once and stays
-   behind counts one late gap, as a client sees it.  This is every write of
-   every stream, where a client's sample of streams sees only its own; a
-   client's timings can be no more exact than these.
+   (:attr:`~._responses.ResponseWriter.lateness`), and the server logs a line
+   per paced answer (:func:`pacing_line`): how late its first write was, and
+   how many of its gaps were more than :data:`LATE_GAP` longer than scripted.
+   A gap's excess is the difference of its two writes' lateness, so a server
+   that falls behind once and stays behind counts one late gap, as a client
+   sees it.  This is every write of every stream, where a client's sample of
+   streams sees only its own; a client's timings can be no more exact than
+   these.
 """
 
 from __future__ import annotations
