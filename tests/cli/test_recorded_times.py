@@ -422,6 +422,8 @@ def test_the_pacing_line_counts_gaps_late_beyond_the_bound(
     line = pacing_line(late)
     assert f"; {counted} gaps more than 2 ms longer than scripted" in line
     assert line.endswith(f"the longest by {longest} ms")
+    # The first write's lateness is told when there was a first write.
+    assert ("the first" in line) == bool(late)
 
 
 def test_jitter_is_seeded_per_request_and_never_goes_back() -> None:

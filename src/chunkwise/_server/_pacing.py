@@ -373,9 +373,10 @@ def pacing_line(late: Sequence[float]) -> str:
     gaps = [after - before for before, after in itertools.pairwise(late)]
     over = sum(gap > LATE_GAP for gap in gaps)
     longest = max(gaps, default=0.0)
-    first = late[0] if late else 0.0
+    # An answer stopped before its first write (a cancel in the wait) has none to time.
+    first = f", the first {late[0] * 1000:.1f} ms late" if late else ""
     return (
-        f"paced answer: {len(late)} writes, the first {first * 1000:.1f} ms late; "
+        f"paced answer: {len(late)} writes{first}; "
         f"{over} of {len(gaps)} gaps more than {LATE_GAP * 1000:g} ms longer than "
         f"scripted, the longest by {max(longest, 0.0) * 1000:.1f} ms"
     )
