@@ -564,3 +564,80 @@ def test_what_to_stream_is_checked_before_anything_is_sent(
 ) -> None:
     with pytest.raises(error):
         chunkwise.open_response_stream(ENDPOINT, request_, **attach)
+
+
+# -- rules defended before the move (issue 30) ------------------------------------------
+
+
+class Recorder:
+    """A handler passing every request to ``inner``, noting when each came and its target."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.requests: list[tuple[float, str, str]] = []
+
+    async def __call__(self, request: RecordedRequest, writer: ResponseWriter) -> None:
+        self.requests.append((trio.current_time(), request.method, request.target))
+        await self.inner(request, writer)
+
+    def times(self, kind: str) -> list[float]:
+        """When each ``re-stream`` (GET ...?stream=true) or ``poll`` (GET, no stream) came."""
+        return [when for when, _, target in self.requests if request_kind(target) == kind]
+
+
+def request_kind(target: str) -> str:
+    """What a request to the Responses routes is: create, re-stream, poll or cancel."""
+    if "/responses/" not in target:
+        return "create"
+    if target.endswith("/cancel"):
+        return "cancel"
+    return "re-stream" if "stream=true" in target else "poll"
+
+
+class SilentReStreams(Recorder):
+    """Every re-stream is answered with an event-stream head, then nothing, ever."""
+
+    async def __call__(self, request: RecordedRequest, writer: ResponseWriter) -> None:
+        if request_kind(request.target) == "re-stream":
+            self.requests.append((trio.current_time(), request.method, request.target))
+            await writer.start(200)
+            await trio.sleep_forever()
+        await super().__call__(request, writer)
+
+
+@pytest.mark.parametrize(
+    ("cut_event", "delay", "stall"),
+    [
+        (2, 0.0, 6.0),  # cut before any output: no stall deadline was armed yet
+        (6, 0.0, 6.0),  # mid-answer
+        (6, 1.0, 6.0),  # mid-answer, a second after the last output
+        (12, 1.0, 2.5),
+    ],
+)
+async def test_a_silent_resumed_connection_ends_after_the_stall_timeout(
+    autojump_clock: trio.testing.MockClock,
+    monkeypatch: pytest.MonkeyPatch,
+    cut_event: int,
+    delay: float,
+    stall: float,
+) -> None:
+    """Rule 6 of the stream (issue 30, rule 10): the stall timeout is armed afresh on each
+    resumed connection, so a resumed stream that stays silent is given up after ``stall``
+    seconds, not after the much longer idle timeout."""
+    (whole, _), body = await uncut(monkeypatch, "text")
+    endpoint = chunkwise.Endpoint(
+        ENDPOINT.base_url,
+        timeouts=chunkwise.Timeouts(idle=100.0, stall=stall),
+        retries=chunkwise.Retries(max_retries=0),  # the first miss polls
+    )
+    cut = event_ends(body)[cut_event]
+    async with memory_network(monkeypatch, cuts=[cut], delay=delay) as network:
+        handler = network.handler = SilentReStreams(network.handler)
+        result, events = await read_all(background("text"), endpoint)
+    [re_stream] = handler.times("re-stream")
+    polls = handler.times("poll")
+    # Given up on exactly when the stall timeout says, then polled at once (a miss).
+    assert polls and polls[0] - re_stream == pytest.approx(stall)
+    assert result.resumes == 1 and result.output == whole.output
+    assert (result.status, kinds(result)) == ("complete", ["events not seen"])
+    check_whole(events, result, polled=True)
