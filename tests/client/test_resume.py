@@ -641,3 +641,40 @@ async def test_a_silent_resumed_connection_ends_after_the_stall_timeout(
     assert result.resumes == 1 and result.output == whole.output
     assert (result.status, kinds(result)) == ("complete", ["events not seen"])
     check_whole(events, result, polled=True)
+
+
+def progress_then_misses(body: bytes, max_retries: int, rounds: int) -> list[int]:
+    """Cuts for ``rounds`` rounds of: a connection bringing two new events, then
+    ``max_retries`` connections cut before their first byte (misses); the last is whole."""
+    ends = event_ends(body)
+    last = 2
+    cuts = [ends[last]]
+    for _ in range(rounds):
+        cuts += [0] * max_retries
+        # A re-stream after event ``last`` starts with the next event's chunk: two whole
+        # events are the bytes between the end of event ``last`` and that of ``last + 2``.
+        cuts.append(ends[last + 2] - ends[last])
+        last += 2
+    return cuts
+
+
+@pytest.mark.parametrize("max_retries", [1, 2, 3])
+async def test_misses_are_forgiven_by_progress_so_the_stream_keeps_being_resumed(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch, max_retries: int
+) -> None:
+    """Rule 2 of resuming (issue 30, rule 11): only misses *in a row* count; a resumption
+    that brings new events resets them, so ``max_retries`` misses between each bit of
+    progress never switch the stream to polling."""
+    (whole, whole_events), body = await uncut(monkeypatch, "text")
+    endpoint = chunkwise.Endpoint(
+        ENDPOINT.base_url, retries=chunkwise.Retries(max_retries=max_retries)
+    )
+    cuts = progress_then_misses(body, max_retries, rounds=3)
+    async with memory_network(monkeypatch, cuts=cuts) as network:
+        handler = network.handler = Recorder(network.handler)
+        result, events = await read_all(background("text"), endpoint)
+    assert handler.times("poll") == []
+    assert (result.resumes, network.opened) == (len(cuts), len(cuts) + 1)
+    assert result == whole and "events not seen" not in kinds(result)
+    assert events[1:] == whole_events[1:]
+    check_whole(events, result)
