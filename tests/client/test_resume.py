@@ -678,3 +678,54 @@ async def test_misses_are_forgiven_by_progress_so_the_stream_keeps_being_resumed
     assert result == whole and "events not seen" not in kinds(result)
     assert events[1:] == whole_events[1:]
     check_whole(events, result)
+
+
+class StatusOfEachPoll(Recorder):
+    """Notes the status each poll was answered with (the stored response's, as it stood)."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
+        self.statuses: list[str] = []
+
+    async def __call__(self, request: RecordedRequest, writer: ResponseWriter) -> None:
+        if request_kind(request.target) == "poll":
+            document = self.inner.retained(request.target.split("/")[3])
+            self.statuses.append(str(document and document["status"]))
+        await super().__call__(request, writer)
+
+
+@pytest.mark.parametrize(
+    ("model", "status"),
+    [("error", "failed"), ("length", "incomplete"), ("text", "completed")],
+)
+async def test_polling_stops_at_the_first_terminal_status_failed_included(
+    autojump_clock: trio.testing.MockClock,
+    monkeypatch: pytest.MonkeyPatch,
+    model: str,
+    status: str,
+) -> None:
+    """Rule 3 of resuming (issue 30, rule 12): ``failed`` is as terminal as ``completed``:
+    the first poll answered with it is the last, and the stream ends ``failed`` with the
+    server's error, not polled on until the caller's deadline."""
+    (whole, _), body = await uncut(monkeypatch, model)
+    assert whole.response_status == status
+    cut = event_ends(body)[5]
+    async with memory_network(monkeypatch, cuts=[cut], delay=1.0, resume_window=0.0) as net:
+        handler = net.handler = StatusOfEachPoll(net.handler)
+        # The caller's deadline, well within the server's retention of the answer.
+        with trio.move_on_after(120):
+            result, events = await read_all(background(model))
+        ended_at = trio.current_time()
+    # Polled while it ran (so the poll had to tell the statuses apart), then once more.
+    assert handler.statuses[-1] == status and len(handler.statuses) > 1
+    assert set(handler.statuses[:-1]) == {"in_progress"}
+    assert ended_at == handler.times("poll")[-1]
+    assert (result.status, result.response_status) == (whole.status, status)
+    assert result.output == whole.output and kinds(result)[-1] == "events not seen"
+    # The error is the polled response's own ({code, message}), the stream's message.
+    if status == "failed":
+        assert whole.error is not None and result.error is not None
+        assert (result.error.code, result.error.message) == ("server_error", whole.error.message)
+    else:
+        assert result.error is None
+    check_whole(events, result, polled=True)
