@@ -729,3 +729,60 @@ async def test_polling_stops_at_the_first_terminal_status_failed_included(
     else:
         assert result.error is None
     check_whole(events, result, polled=True)
+
+
+class PollsAskingForNoWait(Recorder):
+    """Answers every poll before ``until`` "in_progress" with ``headers`` (asking for no
+    wait at all); later polls, and any beyond ``cap`` (a busy loop), reach ``inner``."""
+
+    def __init__(self, inner: Any, headers: dict[str, str], until: float, cap: int) -> None:
+        super().__init__(inner)
+        self.headers = headers
+        self.until = until
+        self.cap = cap
+
+    async def __call__(self, request: RecordedRequest, writer: ResponseWriter) -> None:
+        polling = request_kind(request.target) == "poll" and len(self.times("poll")) < self.cap
+        if polling and trio.current_time() < self.until:
+            self.requests.append((trio.current_time(), request.method, request.target))
+            body = b'{"id": "resp_x", "status": "in_progress"}'
+            reply = ScriptedResponse(
+                content_type="application/json", headers=self.headers, body=body
+            )
+            await writer.play(reply)
+            return
+        await super().__call__(request, writer)
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Retry-After": "0"},
+        {"Retry-After": "0.0"},
+        {"retry-after-ms": "0"},
+        {"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"},  # a date in the past: 0
+    ],
+)
+async def test_polls_answered_retry_after_zero_are_paced_by_the_backoff(
+    autojump_clock: trio.testing.MockClock,
+    monkeypatch: pytest.MonkeyPatch,
+    headers: dict[str, str],
+) -> None:
+    """Rule 3 of resuming (issue 30, rule 13): a server asking for no wait between polls
+    does not make polling a busy loop: the n-th wait is the backoff,
+    ``min(initial_delay * 2**n, max_delay)`` shortened by at most 25%."""
+    (whole, _), body = await uncut(monkeypatch, "text")
+    cut = event_ends(body)[4]
+    async with memory_network(monkeypatch, cuts=[cut], resume_window=0.0) as network:
+        handler = PollsAskingForNoWait(network.handler, headers, until=60.0, cap=200)
+        network.handler = handler
+        result, events = await read_all(background("text"))
+    polled_at = handler.times("poll")
+    retries = ENDPOINT.retries
+    gaps = [b - a for a, b in itertools.pairwise(polled_at)]
+    assert 5 < len(polled_at) < 20, polled_at
+    for n, gap in enumerate(gaps):
+        delay = min(retries.initial_delay * 2**n, retries.max_delay)
+        assert 0.75 * delay <= gap <= delay, (n, gaps)
+    assert result.output == whole.output and result.status == "complete"
+    check_whole(events, result, polled=True)
