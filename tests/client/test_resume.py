@@ -786,3 +786,35 @@ async def test_polls_answered_retry_after_zero_are_paced_by_the_backoff(
         assert 0.75 * delay <= gap <= delay, (n, gaps)
     assert result.output == whole.output and result.status == "complete"
     check_whole(events, result, polled=True)
+
+
+@pytest.mark.parametrize("starting_after", [None, 0, 1, 5, 8])
+async def test_attach_asks_for_the_events_after_starting_after_zero_included(
+    autojump_clock: trio.testing.MockClock,
+    monkeypatch: pytest.MonkeyPatch,
+    starting_after: int | None,
+) -> None:
+    """Attaching (issue 30, rule 14): ``starting_after=0`` is a sequence number like any
+    other, kept in the URL (0 is falsy), so the server does not send event 0 again and no
+    event reaches the stream twice."""
+    (whole, whole_events), body = await uncut(monkeypatch, "text")
+    async with memory_network(monkeypatch) as network:
+        created, _ = await read_all(background("text"))
+        handler = network.handler = Recorder(network.handler)
+        result, events = await read_all(response_id=created.id, starting_after=starting_after)
+    query = "" if starting_after is None else f"&starting_after={starting_after}"
+    assert [target for _, _, target in handler.requests] == [
+        f"/v1/responses/{created.id}?stream=true{query}"
+    ]
+    # An event the stream already had would be a "duplicate event" anomaly.
+    assert result == whole and result.anomalies == ()
+    # The text deltas are the uncut stream's after ``starting_after``, each once.
+    numbers = [n for n, event in enumerate(body.split(b"\n\n")) if b"output_text.delta" in event]
+    after = -1 if starting_after is None else starting_after
+    whole_deltas = [e for e in whole_events if type(e) is OutputTextDelta]
+    expected = [e for n, e in zip(numbers, whole_deltas, strict=True) if n > after]
+    assert [e for e in events if type(e) is OutputTextDelta] == expected
+    terminals = [e for e in events if isinstance(e, TERMINAL)]
+    assert len(terminals) == 1 and events[-1] is terminals[0]
+    if expected == whole_deltas:
+        check_whole(events, result)  # the deltas add up to the text only when all came
