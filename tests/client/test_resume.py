@@ -818,3 +818,29 @@ async def test_attach_asks_for_the_events_after_starting_after_zero_included(
     assert len(terminals) == 1 and events[-1] is terminals[0]
     if expected == whole_deltas:
         check_whole(events, result)  # the deltas add up to the text only when all came
+
+
+@pytest.mark.parametrize("how", ["close", "garble"])
+@pytest.mark.parametrize("cut_event", [3, 9, 15])
+async def test_the_first_resumption_goes_out_at_once_and_only_misses_wait(
+    autojump_clock: trio.testing.MockClock,
+    monkeypatch: pytest.MonkeyPatch,
+    how: Any,
+    cut_event: int,
+) -> None:
+    """Rule 2 of resuming (issue 30, rule 15): the first resumption after a drop is sent
+    at once (the connection broke; nothing says the server is slow); a miss waits the
+    backoff, ``min(initial_delay * 2**n, max_delay)`` less at most 25%, for the n-th miss."""
+    (whole, _), body = await uncut(monkeypatch, "text")
+    cuts = [event_ends(body)[cut_event], 0, 0]  # a drop, then two misses
+    async with memory_network(monkeypatch, cuts=cuts, how=how) as network:
+        handler = network.handler = Recorder(network.handler)
+        result, events = await read_all(background("text"))
+    assert (result, result.resumes) == (whole, 3)
+    # The run is all produced at once (delay 0): the drop is at 0.
+    first, second, third = handler.times("re-stream")
+    retries = ENDPOINT.retries
+    assert first == 0.0
+    assert 0.75 * retries.initial_delay <= second - first <= retries.initial_delay
+    assert 1.5 * retries.initial_delay <= third - second <= 2 * retries.initial_delay
+    check_whole(events, result)
