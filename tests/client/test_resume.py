@@ -9,9 +9,11 @@ never timed.
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import re
 from typing import Any
+from urllib.parse import unquote_plus, urlsplit
 
 import attrs
 import pytest
@@ -21,7 +23,15 @@ import trio.testing
 import chunkwise
 from chunkwise import IncompleteReason, OutputTextDelta
 from chunkwise.testing import RecordedRequest, ResponseWriter, ScriptedResponse
-from helpers import memory_network, pieces_of
+from helpers import (
+    memory_network,
+    message_item,
+    numbered,
+    pieces_of,
+    response_object,
+    sse_typed,
+    text_events,
+)
 
 ENDPOINT = chunkwise.Endpoint("http://127.0.0.1:8000/v1")
 TERMINAL = (chunkwise.StreamCompleted, chunkwise.StreamIncomplete, chunkwise.StreamFailed)
@@ -844,3 +854,102 @@ async def test_the_first_resumption_goes_out_at_once_and_only_misses_wait(
     assert 0.75 * retries.initial_delay <= second - first <= retries.initial_delay
     assert 1.5 * retries.initial_delay <= third - second <= 2 * retries.initial_delay
     check_whole(events, result)
+
+
+#: A path segment quoted whole: RFC 3986's unreserved characters and percent-escapes.
+UNRESERVED_OR_ESCAPED = re.compile(r"(?:[A-Za-z0-9._~-]|%[0-9A-F]{2})+")
+
+
+class StoredById:
+    """A server keeping one background response, ``response_id``, under its own routes.
+
+    Each request's route is noted as a picky server decodes it: its method, the id
+    segment (``+`` read as a space, as form decoding does), what follows it, the query
+    (a ``#`` starts a fragment); and whether the id segment was quoted whole
+    (unreserved characters and ``%XX`` only).  A request for any other id is a 404.
+    Streaming it sends its first events, then ends the body early; streaming it again
+    is refused (as OpenAI refuses an old one), so it is polled; cancelling it answers
+    ``cancelled``.
+    """
+
+    def __init__(self, response_id: str) -> None:
+        self.response_id = response_id
+        self.routes: list[tuple[str, str, str, str, bool]] = []
+        first = numbered(
+            [
+                {"type": "response.created", "response": self.response()},
+                *text_events(0, "msg_1", ["Hel", "lo"])[:3],
+            ]
+        )
+        self.last_sequence_number = first[-1]["sequence_number"]
+        self.first = ScriptedResponse(body=sse_typed(*first))
+
+    def response(self, status: str = "in_progress", *texts: str) -> dict[str, Any]:
+        output = [message_item("msg_1", *texts)] if texts else []
+        return response_object(status, output, id=self.response_id, background=True)
+
+    async def __call__(self, request: RecordedRequest, writer: ResponseWriter) -> None:
+        target = urlsplit(request.target)
+        query = target.query
+        segments = target.path.split("/")  # "", "v1", "responses", the id, "cancel" or none
+        quoted = UNRESERVED_OR_ESCAPED.fullmatch(segments[3]) is not None
+        route = (request.method, unquote_plus(segments[3]), "/".join(segments[4:]), query)
+        self.routes.append((*route, quoted))
+        if segments[:3] != ["", "v1", "responses"] or route[1] != self.response_id:
+            await writer.play(ScriptedResponse(status=404, content_type="application/json"))
+        elif route[2] == "cancel":
+            await writer.play(json_reply(self.response("cancelled")))
+        elif query == "stream=true":
+            await writer.play(self.first)
+        elif query:
+            refusal = {"error": {"message": "This response can no longer be streamed"}}
+            await writer.play(json_reply(refusal, status=400))
+        else:
+            await writer.play(json_reply(self.response("completed", "Hello")))
+
+
+def json_reply(document: Any, status: int = 200) -> ScriptedResponse:
+    return ScriptedResponse(
+        status=status, content_type="application/json", body=json.dumps(document).encode()
+    )
+
+
+@pytest.mark.parametrize(
+    "response_id",
+    [
+        "resp/1",
+        "resp+1",
+        "resp=1",
+        "resp?1",
+        "resp#1",
+        "resp%2F1",  # already looks quoted: sent as %252F, received as itself
+        "resp 1",
+        "resp_é",
+        "a/b+c=d?e#f%g h&starting_after=1",
+    ],
+)
+async def test_a_response_id_reaches_its_own_route_in_every_url_built_from_it(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch, response_id: str
+) -> None:
+    """Every URL built from a response id quotes it as one path segment (issue 30,
+    rule 16): attaching, resuming, polling and cancelling reach ``/responses/{id}``
+    for exactly that id, whatever characters it holds."""
+    async with memory_network(monkeypatch) as network:
+        handler = network.handler = StoredById(response_id)
+        async with chunkwise.Client(ENDPOINT) as client:
+            async with client.open_response_stream(response_id=response_id) as stream:
+                events = [event async for event in stream]
+            result = await stream.result()
+            cancelled = await client.cancel_response(response_id)
+        cancelled_again = await chunkwise.cancel_response(ENDPOINT, response_id)
+    after = handler.last_sequence_number
+    assert handler.routes == [
+        ("GET", response_id, "", "stream=true", True),  # attach
+        ("GET", response_id, "", f"stream=true&starting_after={after}", True),  # resume
+        ("GET", response_id, "", "", True),  # poll
+        ("POST", response_id, "cancel", "", True),  # the client's cancel
+        ("POST", response_id, "cancel", "", True),  # chunkwise.cancel_response
+    ]
+    assert result.id == response_id and cancelled["id"] == cancelled_again["id"] == response_id
+    assert (result.status, result.output[0].text) == ("complete", "Hello")
+    check_whole(events, result, polled=True)
