@@ -175,6 +175,33 @@ def test_prefix_shows(prefix: str, partial: Any, whole: Any) -> None:
         assert same_json(parser.value, expected) or parser.value is expected
 
 
+# The edges of both surrogate ranges (high D800-DBFF, low DC00-DFFF) and one
+# code point outside each.
+HIGH_HALVES = (0xD7FF, 0xD800, 0xDBFF, 0xDC00)
+LOW_HALVES = (0xDBFF, 0xDC00, 0xDFFF, 0xE000)
+
+
+@pytest.mark.parametrize("low", LOW_HALVES, ids=hex)
+@pytest.mark.parametrize("high", HIGH_HALVES, ids=hex)
+def test_a_surrogate_pair_is_one_character_exactly_where_json_loads_says_at_every_split(
+    high: int, low: int
+) -> None:
+    """Two escapes are one character exactly when the first is D800-DBFF and the second DC00-DFFF.
+
+    Both ends included (``\\ud83d\\udfff`` is one character), as json.loads decodes them.
+    """
+    paired = 0xD800 <= high <= 0xDBFF and 0xDC00 <= low <= 0xDFFF
+    for body in (f"\\u{high:04x}\\u{low:04x}", f"\\u{high:04X}\\u{low:04X}"):
+        assert len(json.loads(f'"{body}"')) == (1 if paired else 2)  # the rule, per json.loads
+        for text in (f'"{body}"', f'["a{body}b", "{body}"]', f'{{"{body}": "{body}x"}}'):
+            expected = json.loads(text)
+            for cut in range(len(text) + 1):
+                for strings in MODES:
+                    final, snapshots = replay(text, [text[:cut], text[cut:]], strings)
+                    assert same_json(final, expected), (strings, cut, final)
+                    assert same_json(snapshots[-1], expected), (strings, cut, snapshots[-1])
+
+
 NUMBERS = ["0", "-0", "7", "-12", "1.5", "-0.0", "1e3", "1E+3", "-2.5e-3", "1" * 40, "4.9e-324"]
 
 
