@@ -225,6 +225,54 @@ def test_a_number_is_shown_once_a_delimiter_proves_it_complete(number: str) -> N
     assert chunkwise.PartialJSON().feed(number + "\n") == (chunkwise.Patch("add", (), expected),)
 
 
+# Where a number may stand: (the text before it, what closes the value after it).
+NUMBER_PLACES = [
+    ("", ""),
+    ("[", "]"),
+    ("[true, ", "]"),
+    ('{"a": ', "}"),
+    ('{"a": "x", "b": ', "}"),
+    ('{"a": [{"b": [', "]}]}"),
+]
+NUMBER_PLACE_IDS = ["root", "array", "array-later", "object", "object-later", "nested"]
+NUMBER_SHAPES = ["0", "-0", "7", "12", "-345", "1.5", "-0.25", "12.75", "1e5", "-2E+10", "2.5e-3"]
+
+
+@pytest.mark.parametrize(("opening", "closing"), NUMBER_PLACES, ids=NUMBER_PLACE_IDS)
+@pytest.mark.parametrize("number", NUMBER_SHAPES)
+def test_end_never_shows_an_unfinished_number_in_any_place(
+    number: str, opening: str, closing: str
+) -> None:
+    """A number is shown only once a delimiter or end() proves it complete (``12`` may be ``123``).
+
+    So when the text ends inside a container, end() raises where it ends and the
+    snapshot stays the one from before the number began.
+    """
+    before = chunkwise.partial_json(opening)
+    for cut in range(1, len(number) + 1):
+        text = opening + number[:cut]
+        parser = chunkwise.PartialJSON()
+        parser.feed(opening)
+        assert parser.feed(number[:cut]) == ()  # no patch shows any of it
+        assert same_json(parser.value, before) or parser.value is before is None
+        try:
+            complete = json.loads(text)
+        except ValueError:
+            complete = None
+            with pytest.raises(chunkwise.InvalidJSON) as info:
+                parser.end()
+            assert info.value.offset == len(text), (text, info.value)
+            # end() refused the text: it showed nothing of the number either.
+            assert same_json(parser.value, before) or parser.value is before is None, text
+            with pytest.raises(chunkwise.InvalidJSON):
+                parser.end()
+        else:  # a root number the text's end proves complete
+            assert not opening and same_json(parser.end(), complete), text
+    # Closed, the same number is shown, as json.loads reads it.
+    whole = opening + number + closing
+    assert same_json(chunkwise.partial_json(whole + " "), json.loads(whole))
+
+
 # (text, the offset of the first character that cannot be JSON)
 INVALID: list[tuple[str, int]] = [
     ("", 0),
