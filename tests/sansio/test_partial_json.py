@@ -354,6 +354,84 @@ def test_invalid_json_is_rejected_at_its_first_bad_character(text: str, offset: 
         assert parser.error is error
 
 
+# Malformed numbers: (text, the offset of the first character no JSON number
+# may have there; len(text) when only the text's end shows it).
+MALFORMED_NUMBERS: list[tuple[str, int]] = [
+    ("1e+-5", 3),
+    ("1e-+5", 3),
+    ("1E+-1", 3),
+    ("1e--5", 3),
+    ("1e+", 3),
+    ("1e", 2),
+    ("1ee5", 2),
+    ("1e5e", 3),
+    ("1e-e", 3),
+    ("1e1.5", 3),
+    ("1e+5+", 4),
+    ("01", 1),
+    ("00", 1),
+    ("-01", 2),
+    ("0x1", 1),
+    ("-", 1),
+    ("--1", 1),
+    ("-.5", 1),
+    ("-e5", 1),
+    ("+1", 0),
+    (".5", 0),
+    ("1.", 2),
+    ("-0.", 3),
+    ("1.e5", 2),
+    ("0.e1", 2),
+    ("2.-1", 2),
+    ("1.5.2", 3),
+    ("1.0.", 3),
+]
+
+
+def _viable(text: str, opening: str, closing: str) -> bool:
+    # json.loads' word on whether ``text`` can still become a number there:
+    # every unfinished number becomes one with nothing, "0" or "1" after it.
+    for tail in ("", "0", "1"):
+        try:
+            json.loads(opening + text + tail + closing)
+        except ValueError:
+            continue
+        return True
+    return False
+
+
+@pytest.mark.parametrize(("opening", "closing"), NUMBER_PLACES, ids=NUMBER_PLACE_IDS)
+@pytest.mark.parametrize(("number", "offset"), MALFORMED_NUMBERS)
+def test_a_malformed_number_is_rejected_as_a_prefix_at_its_first_bad_character(
+    number: str, offset: int, opening: str, closing: str
+) -> None:
+    """A number is checked against the grammar as it arrives: the error is at its first bad char.
+
+    The same offset at every split, never a later one (``1e+-5`` fails at the ``-``).
+    """
+    # The table is json.loads': rejected, and the offset is its longest viable prefix.
+    with pytest.raises(ValueError):  # noqa: PT011 - any of json's errors
+        json.loads(opening + number + closing)
+    assert max(i for i in range(len(number) + 1) if _viable(number[:i], opening, closing)) == offset
+    text = opening + number + closing
+    at = len(opening) + offset
+    # Rejected as a prefix: the text up to the bad character is fine, with it not.
+    chunkwise.PartialJSON().feed(text[:at])
+    if at < len(text):
+        with pytest.raises(chunkwise.InvalidJSON) as info:
+            chunkwise.partial_json(text[: at + 1])
+        assert info.value.offset == at
+    for cut in range(len(text) + 1):
+        parser = chunkwise.PartialJSON()
+        with pytest.raises(chunkwise.InvalidJSON) as info:
+            parser.feed(text[:cut])
+            parser.feed(text[cut:])
+            parser.end()
+        assert info.value.offset == at, (cut, info.value)
+        valid = chunkwise.partial_json(text[:at])
+        assert same_json(parser.value, valid) or parser.value is valid is None
+
+
 def test_the_patches_of_a_failing_fragment_are_kept() -> None:
     parser = chunkwise.PartialJSON()
     mirror = chunkwise.apply_patches(None, parser.feed('{"a": "x'))
