@@ -7,7 +7,7 @@ import copy
 import json
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import chunkwise
@@ -209,3 +209,66 @@ def test_snapshots_and_events_never_change_after_they_were_handed_out(
     for choice in final.choices:
         tokens = [t["token"] for t in (choice.logprobs or {}).get("content", [])]
         assert "".join(tokens) == choice.content
+
+
+# --- logprobs: lists concatenated across chunks, null is "nothing this chunk" ------------
+
+token_logprobs = st.lists(
+    st.builds(lambda w: {"token": w, "logprob": -0.5, "bytes": list(w.encode())}, words),
+    max_size=2,
+)
+#: A choice's ``logprobs`` in one chunk: absent, null, or a dict whose lists may be null.
+chunk_logprobs = st.one_of(
+    st.none(),
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "content": st.one_of(st.none(), token_logprobs),
+            "refusal": st.one_of(st.none(), token_logprobs),
+        },
+    ),
+)
+TOKEN = {"token": "a", "logprob": -0.5, "bytes": [97]}
+
+
+@SETTINGS
+@given(
+    sent=st.lists(chunk_logprobs, min_size=1, max_size=8),
+    cuts=st.lists(st.integers(0, 4000), max_size=4),
+    read_midway=st.booleans(),
+)
+@example(sent=[{"content": [TOKEN]}, {"content": None}], cuts=[], read_midway=False)
+@example(sent=[{"content": [TOKEN]}, {"content": None, "refusal": None}], cuts=[], read_midway=True)
+@example(sent=[{"refusal": [TOKEN]}, None, {"refusal": None}], cuts=[], read_midway=False)
+def test_a_later_null_logprobs_list_never_wipes_the_lists_merged_so_far(
+    sent: list[dict[str, Any] | None], cuts: list[int], read_midway: bool
+) -> None:
+    """A choice's logprobs lists are the concatenation of every chunk's; a ``null`` list (or
+    ``logprobs: null``) adds nothing, as the openai SDK merges them.
+    """
+    # What the stream said: each key's lists concatenated; a key sent only as null stays null.
+    expected: dict[str, Any] | None = None
+    for logprobs in sent:
+        if logprobs is None:
+            continue
+        expected = {} if expected is None else expected
+        for key, value in logprobs.items():
+            if value is not None:
+                expected[key] = [*(expected.get(key) or []), *value]
+            else:
+                expected.setdefault(key, None)
+    lines = []
+    for logprobs in sent:
+        text = "".join(t["token"] for t in (logprobs or {}).get("content") or [])
+        choice = {"index": 0, "delta": {"content": text}, "logprobs": logprobs}
+        lines.append(f"data: {json.dumps({'id': 'x', 'choices': [choice]})}\n\n")
+    lines.append('data: {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}\n\n')
+    body = "".join(lines).encode()
+    parser = chunkwise.ChatStreamParser()
+    for read in split_at(body, cuts):
+        parser.feed(read)
+        if read_midway:  # a snapshot holds the lists: the next merge copies them first
+            assert parser.result.status == "streaming"
+    parser.end()
+    merged = parser.result.choices[0].logprobs
+    assert (None if merged is None else dict(merged)) == expected

@@ -175,6 +175,33 @@ def test_prefix_shows(prefix: str, partial: Any, whole: Any) -> None:
         assert same_json(parser.value, expected) or parser.value is expected
 
 
+# The edges of both surrogate ranges (high D800-DBFF, low DC00-DFFF) and one
+# code point outside each.
+HIGH_HALVES = (0xD7FF, 0xD800, 0xDBFF, 0xDC00)
+LOW_HALVES = (0xDBFF, 0xDC00, 0xDFFF, 0xE000)
+
+
+@pytest.mark.parametrize("low", LOW_HALVES, ids=hex)
+@pytest.mark.parametrize("high", HIGH_HALVES, ids=hex)
+def test_a_surrogate_pair_is_one_character_exactly_where_json_loads_says_at_every_split(
+    high: int, low: int
+) -> None:
+    """Two escapes are one character exactly when the first is D800-DBFF and the second DC00-DFFF.
+
+    Both ends included (``\\ud83d\\udfff`` is one character), as json.loads decodes them.
+    """
+    paired = 0xD800 <= high <= 0xDBFF and 0xDC00 <= low <= 0xDFFF
+    for body in (f"\\u{high:04x}\\u{low:04x}", f"\\u{high:04X}\\u{low:04X}"):
+        assert len(json.loads(f'"{body}"')) == (1 if paired else 2)  # the rule, per json.loads
+        for text in (f'"{body}"', f'["a{body}b", "{body}"]', f'{{"{body}": "{body}x"}}'):
+            expected = json.loads(text)
+            for cut in range(len(text) + 1):
+                for strings in MODES:
+                    final, snapshots = replay(text, [text[:cut], text[cut:]], strings)
+                    assert same_json(final, expected), (strings, cut, final)
+                    assert same_json(snapshots[-1], expected), (strings, cut, snapshots[-1])
+
+
 NUMBERS = ["0", "-0", "7", "-12", "1.5", "-0.0", "1e3", "1E+3", "-2.5e-3", "1" * 40, "4.9e-324"]
 
 
@@ -196,6 +223,54 @@ def test_a_number_is_shown_once_a_delimiter_proves_it_complete(number: str) -> N
     assert same_json(parser.end(), expected)
     assert same_json(chunkwise.partial_json(number + " "), expected)
     assert chunkwise.PartialJSON().feed(number + "\n") == (chunkwise.Patch("add", (), expected),)
+
+
+# Where a number may stand: (the text before it, what closes the value after it).
+NUMBER_PLACES = [
+    ("", ""),
+    ("[", "]"),
+    ("[true, ", "]"),
+    ('{"a": ', "}"),
+    ('{"a": "x", "b": ', "}"),
+    ('{"a": [{"b": [', "]}]}"),
+]
+NUMBER_PLACE_IDS = ["root", "array", "array-later", "object", "object-later", "nested"]
+NUMBER_SHAPES = ["0", "-0", "7", "12", "-345", "1.5", "-0.25", "12.75", "1e5", "-2E+10", "2.5e-3"]
+
+
+@pytest.mark.parametrize(("opening", "closing"), NUMBER_PLACES, ids=NUMBER_PLACE_IDS)
+@pytest.mark.parametrize("number", NUMBER_SHAPES)
+def test_end_never_shows_an_unfinished_number_in_any_place(
+    number: str, opening: str, closing: str
+) -> None:
+    """A number is shown only once a delimiter or end() proves it complete (``12`` may be ``123``).
+
+    So when the text ends inside a container, end() raises where it ends and the
+    snapshot stays the one from before the number began.
+    """
+    before = chunkwise.partial_json(opening)
+    for cut in range(1, len(number) + 1):
+        text = opening + number[:cut]
+        parser = chunkwise.PartialJSON()
+        parser.feed(opening)
+        assert parser.feed(number[:cut]) == ()  # no patch shows any of it
+        assert same_json(parser.value, before) or parser.value is before is None
+        try:
+            complete = json.loads(text)
+        except ValueError:
+            complete = None
+            with pytest.raises(chunkwise.InvalidJSON) as info:
+                parser.end()
+            assert info.value.offset == len(text), (text, info.value)
+            # end() refused the text: it showed nothing of the number either.
+            assert same_json(parser.value, before) or parser.value is before is None, text
+            with pytest.raises(chunkwise.InvalidJSON):
+                parser.end()
+        else:  # a root number the text's end proves complete
+            assert not opening and same_json(parser.end(), complete), text
+    # Closed, the same number is shown, as json.loads reads it.
+    whole = opening + number + closing
+    assert same_json(chunkwise.partial_json(whole + " "), json.loads(whole))
 
 
 # (text, the offset of the first character that cannot be JSON)
@@ -277,6 +352,84 @@ def test_invalid_json_is_rejected_at_its_first_bad_character(text: str, offset: 
             parser.end()
         assert repeated.value is error
         assert parser.error is error
+
+
+# Malformed numbers: (text, the offset of the first character no JSON number
+# may have there; len(text) when only the text's end shows it).
+MALFORMED_NUMBERS: list[tuple[str, int]] = [
+    ("1e+-5", 3),
+    ("1e-+5", 3),
+    ("1E+-1", 3),
+    ("1e--5", 3),
+    ("1e+", 3),
+    ("1e", 2),
+    ("1ee5", 2),
+    ("1e5e", 3),
+    ("1e-e", 3),
+    ("1e1.5", 3),
+    ("1e+5+", 4),
+    ("01", 1),
+    ("00", 1),
+    ("-01", 2),
+    ("0x1", 1),
+    ("-", 1),
+    ("--1", 1),
+    ("-.5", 1),
+    ("-e5", 1),
+    ("+1", 0),
+    (".5", 0),
+    ("1.", 2),
+    ("-0.", 3),
+    ("1.e5", 2),
+    ("0.e1", 2),
+    ("2.-1", 2),
+    ("1.5.2", 3),
+    ("1.0.", 3),
+]
+
+
+def _viable(text: str, opening: str, closing: str) -> bool:
+    # json.loads' word on whether ``text`` can still become a number there:
+    # every unfinished number becomes one with nothing, "0" or "1" after it.
+    for tail in ("", "0", "1"):
+        try:
+            json.loads(opening + text + tail + closing)
+        except ValueError:
+            continue
+        return True
+    return False
+
+
+@pytest.mark.parametrize(("opening", "closing"), NUMBER_PLACES, ids=NUMBER_PLACE_IDS)
+@pytest.mark.parametrize(("number", "offset"), MALFORMED_NUMBERS)
+def test_a_malformed_number_is_rejected_as_a_prefix_at_its_first_bad_character(
+    number: str, offset: int, opening: str, closing: str
+) -> None:
+    """A number is checked against the grammar as it arrives: the error is at its first bad char.
+
+    The same offset at every split, never a later one (``1e+-5`` fails at the ``-``).
+    """
+    # The table is json.loads': rejected, and the offset is its longest viable prefix.
+    with pytest.raises(ValueError):  # noqa: PT011 - any of json's errors
+        json.loads(opening + number + closing)
+    assert max(i for i in range(len(number) + 1) if _viable(number[:i], opening, closing)) == offset
+    text = opening + number + closing
+    at = len(opening) + offset
+    # Rejected as a prefix: the text up to the bad character is fine, with it not.
+    chunkwise.PartialJSON().feed(text[:at])
+    if at < len(text):
+        with pytest.raises(chunkwise.InvalidJSON) as info:
+            chunkwise.partial_json(text[: at + 1])
+        assert info.value.offset == at
+    for cut in range(len(text) + 1):
+        parser = chunkwise.PartialJSON()
+        with pytest.raises(chunkwise.InvalidJSON) as info:
+            parser.feed(text[:cut])
+            parser.feed(text[cut:])
+            parser.end()
+        assert info.value.offset == at, (cut, info.value)
+        valid = chunkwise.partial_json(text[:at])
+        assert same_json(parser.value, valid) or parser.value is valid is None
 
 
 def test_the_patches_of_a_failing_fragment_are_kept() -> None:

@@ -354,6 +354,58 @@ def test_a_tool_calls_arguments_are_read_by_template() -> None:
     same_with_and_without(run)
 
 
+# -- a template is only for chunks with nothing but their text --------------------
+
+# Reasoning tokens, some repeated as models repeat them: a chunk identical to
+# the one before (the first two too, so a template would be learned from the
+# first and match the second), but for a field that is not the text.
+THINKING = ["\n", "\n", "Let", " me", " me", " think", ".", ".", "\n\n", "\n\n", "Done"]
+ANSWER = ["The", " answer", " answer", "."]
+
+
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
+@pytest.mark.parametrize("beside", ["", None], ids=["empty content", "null content"])
+@pytest.mark.parametrize("reasoning_first", [False, True], ids=["content first", "field first"])
+@pytest.mark.parametrize("separators", [(", ", ": "), (",", ":")], ids=["spaced", "compact"])
+def test_reasoning_beside_an_empty_content_is_never_read_by_a_content_template(
+    field: str, beside: str | None, reasoning_first: bool, separators: tuple[str, str]
+) -> None:
+    """A template may read only chunks whose delta is their text alone; a reasoning token beside
+    ``"content": ""`` (DeepSeek, vLLM) goes the general way, so every token is kept.
+    """
+
+    def data(content: str | None, reasoning: str | None) -> str:
+        delta = {"content": content, field: reasoning}
+        if reasoning_first:
+            delta = {field: reasoning, "content": content}
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": None}
+        body = {"id": "chatcmpl-r", "object": "chat.completion.chunk", "created": 1}
+        return json.dumps({**body, "model": "m", "choices": [choice]}, separators=separators)
+
+    chunks = [data(beside, token) for token in THINKING]
+    chunks += [data(token, None if beside is None else "") for token in ANSWER]
+    stop = {"index": 0, "delta": {}, "logprobs": None, "finish_reason": "stop"}
+    chunks.append(json.dumps({"id": "chatcmpl-r", "model": "m", "choices": [stop]}))
+    body = "".join(f"data: {text}\n\n" for text in [*chunks, "[DONE]"]).encode()
+    # The general path: decoded chunks (feed_chunk never reads by template).
+    accumulator = chunkwise.ChatAccumulator()
+    general_events: list[chunkwise.Event] = []
+    for text in chunks:
+        general_events += accumulator.feed_chunk(json.loads(text))
+    general_events += accumulator.feed_event(chunkwise.ServerSentEvent(data="[DONE]"))
+    general = (general_events, accumulator.result)
+    events, result = parse_chat([body])
+    assert (events, result) == general
+    assert result.status == "complete"
+    # As the openai SDK's delta merge has it: every string concatenated.
+    assert result.choices[0].reasoning == "".join(THINKING)
+    assert result.content == "".join(ANSWER)
+    assert [e.text for e in events if type(e) is chunkwise.ReasoningDelta] == THINKING
+    assert [e.text for e in events if type(e) is chunkwise.ContentDelta] == ANSWER
+    for cut in range(0, len(body) + 1, 37):  # and read in pieces
+        assert parse_chat(split_at(body, [cut, cut + 11])) == general, cut
+
+
 # -- what learning refuses, what a match refuses ----------------------------------
 
 TEXT_PATH = ("choices", 0, "text")
