@@ -31,7 +31,7 @@ class ChoiceResult:
     are None when no JSON was asked for, the choice did not finish, or it
     refused.  A choice finished by ``[DONE]`` alone is parsed: the server
     said the stream is over.
-    refused.  Meanwhile :attr:`partial_parsed` previews the content as it
+    Meanwhile :attr:`partial_parsed` previews the content as it
     streams: a read-only live value (see :doc:`/live_values`), None before
     the value starts or when no JSON was asked for; never validated.
     """
