@@ -9,6 +9,7 @@ checked too.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -306,3 +307,80 @@ async def test_the_client_sees_a_refusal_as_an_http_status_error() -> None:
     error = caught.value
     assert error.status_code == 400
     assert error.error is not None and error.error.param == "n"
+
+
+# Where a name sits in each shape that carries one: a chat function tool, a Responses
+# function tool (flat), and a structured output's schema in either API.
+NAMED_SHAPES: dict[str, tuple[str, Callable[[str], dict[str, Any]], str]] = {
+    "chat tools": (
+        "/v1/chat/completions",
+        lambda name: _chat(tools=[{"type": "function", "function": {**FUNCTION, "name": name}}]),
+        "tools[0].function.name",
+    ),
+    "Responses tools": (
+        "/v1/responses",
+        lambda name: _responses(tools=[{"type": "function", **FUNCTION, "name": name}]),
+        "tools[0].name",
+    ),
+    "chat response_format": (
+        "/v1/chat/completions",
+        lambda name: _chat(
+            messages=[{"role": "user", "content": "JSON, please"}],
+            response_format={
+                "type": "json_schema",
+                "json_schema": {"name": name, "schema": SCHEMA},
+            },
+        ),
+        "response_format.json_schema.name",
+    ),
+    "Responses text.format": (
+        "/v1/responses",
+        lambda name: _responses(
+            text={"format": {"type": "json_schema", "name": name, "schema": SCHEMA}}
+        ),
+        "text.format.name",
+    ),
+}
+NO_MATCH = (
+    "string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'."
+)
+# name -> (code, the words of OpenAI's message after "Invalid '<param>': "), or None: accepted.
+NAMES: dict[str, tuple[str, str] | None] = {
+    "": ("empty_string", "empty string. Expected a string with minimum length 1, but got an "
+         "empty string instead."),
+    "f": None,
+    "a" * 64: None,
+    "Az09_-" * 10 + "Az09": None,
+    "a" * 65: ("string_above_max_length", "string too long. Expected a string with maximum "
+               "length 64, but got a string with length 65 instead."),
+    "a" * 200: ("string_above_max_length", "string too long. Expected a string with maximum "
+                "length 64, but got a string with length 200 instead."),
+    "get weather": ("invalid_value", NO_MATCH),
+    "a.b": ("invalid_value", NO_MATCH),
+    "météo": ("invalid_value", NO_MATCH),
+    "f\n": ("invalid_value", NO_MATCH),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", NAMES, ids=lambda name: f"{len(name)}:{name[:12]!r}")
+@pytest.mark.parametrize("shape", NAMED_SHAPES)
+async def test_a_function_or_schema_name_is_1_to_64_characters_of_the_api_s_set(
+    shape: str, name: str
+) -> None:
+    """A function's (and a schema's) name is 1 to 64 characters of [a-zA-Z0-9_-]; OpenAI
+    answers any other with a 400 naming the place, its own code and its own words."""
+    path, body, param = NAMED_SHAPES[shape]
+    async with open_chat_server() as server:
+        status, _, data = await http_exchange(server, "POST", path, json.dumps(body(name)).encode())
+    expected = NAMES[name]
+    if expected is None:
+        assert status == 200, data
+        return
+    code, words = expected
+    assert status == 400
+    assert json.loads(data)["error"] == {
+        "message": f"Invalid '{param}': {words}",
+        "type": "invalid_request_error",
+        "param": param,
+        "code": code,
+    }
