@@ -384,3 +384,47 @@ async def test_a_function_or_schema_name_is_1_to_64_characters_of_the_api_s_set(
         "param": param,
         "code": code,
     }
+
+
+def _call(call_id: str) -> dict[str, Any]:
+    return {**CALL_ITEM, "call_id": call_id}
+
+
+def _output(call_id: str) -> dict[str, Any]:
+    return {**CALL_OUTPUT, "call_id": call_id}
+
+
+USER = {"role": "user", "content": "hi"}
+# input items, and the call_id OpenAI names in its 400 (None: accepted).
+CALL_ORDERS: list[tuple[list[dict[str, Any]], str | None]] = [
+    ([USER, _call("call_1"), _output("call_1")], None),
+    ([USER, _output("call_1"), _call("call_1")], "call_1"),
+    ([_output("call_1"), _call("call_1")], "call_1"),
+    ([USER, _output("call_1")], "call_1"),
+    ([USER, _call("call_1"), _output("call_2")], "call_2"),
+    ([USER, _call("a"), _call("b"), _output("b"), _output("a")], None),
+    ([USER, _call("a"), _output("a"), _output("b"), _call("b")], "b"),
+]
+
+
+@pytest.mark.parametrize(("items", "refused"), CALL_ORDERS)
+async def test_a_function_call_output_comes_after_its_function_call_in_the_input(
+    items: list[dict[str, Any]], refused: str | None
+) -> None:
+    """A Responses ``function_call_output`` answers a ``function_call`` earlier in the same
+    ``input``: one before its call, or with no call at all, is a 400 naming its call_id."""
+    body = json.dumps(_responses(input=items)).encode()
+    async with open_chat_server() as server:
+        status, _, data = await http_exchange(server, "POST", "/v1/responses", body)
+    if refused is None:
+        assert status == 200, data
+        return
+    assert status == 400
+    assert json.loads(data)["error"] == {
+        "message": f"No tool call found for function call output with call_id {refused}.",
+        "type": "invalid_request_error",
+        "param": "input",
+        "code": None,
+    }
+    # A request that continues a stored conversation may answer a call made there.
+    assert check_responses_request(_responses(input=items, previous_response_id="resp_1")) is None
