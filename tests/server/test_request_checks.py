@@ -428,3 +428,73 @@ async def test_a_function_call_output_comes_after_its_function_call_in_the_input
     }
     # A request that continues a stored conversation may answer a call made there.
     assert check_responses_request(_responses(input=items, previous_response_id="resp_1")) is None
+
+
+UNPARSEABLE = (
+    "We could not parse the JSON body of your request. (HINT: This likely means you aren't "
+    "using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was "
+    "sent was not valid JSON.)"
+)
+ENDPOINTS = {
+    "/v1/chat/completions": '{"model": "text", "messages": [{"role": "user", "content": "hi"}]',
+    "/v1/responses": '{"model": "text", "input": "hi"',
+    "/v1/completions": '{"model": "text", "prompt": "hi"',
+}
+# Where a constant may sit: a number parameter, nested values, an array, the body itself.
+CONSTANT_PLACES = [
+    ', "temperature": {}}}',
+    ', "top_p": {}}}',
+    ', "seed": {}}}',
+    ', "metadata": {{"a": [1, {{"b": {}}}]}}}}',
+    ', "logit_bias": {{"50256": {}}}}}',
+]
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+@pytest.mark.parametrize("place", CONSTANT_PLACES)
+@pytest.mark.parametrize("path", ENDPOINTS)
+async def test_nan_and_infinity_anywhere_make_a_body_that_is_not_json(
+    path: str, place: str, constant: str
+) -> None:
+    """``NaN``, ``Infinity`` and ``-Infinity`` are not JSON (RFC 8259), so OpenAI refuses a
+    body holding one anywhere as unparseable, never reading it as a number."""
+    body = (ENDPOINTS[path] + place.format(constant)).encode()
+    async with open_chat_server() as server:
+        status, _, data = await http_exchange(server, "POST", path, body)
+        # The same body without the constant is a request OpenAI answers.
+        fine, _, _ = await http_exchange(
+            server, "POST", path, body.replace(constant.encode(), b"1")
+        )
+    assert (status, fine) == (400, 200)
+    assert json.loads(data)["error"] == {
+        "message": UNPARSEABLE,
+        "type": "invalid_request_error",
+        "param": None,
+        "code": None,
+    }
+
+
+@pytest.mark.parametrize("body", [b"NaN", b"[Infinity]", b"-Infinity"])
+async def test_a_body_that_is_only_a_constant_is_not_json_either(body: bytes) -> None:
+    """A bare ``NaN`` or ``Infinity`` is no JSON value: unparseable, not "not an object"."""
+    async with open_chat_server() as server:
+        status, _, data = await http_exchange(server, "POST", "/v1/chat/completions", body)
+    assert status == 400
+    assert json.loads(data)["error"]["message"] == UNPARSEABLE
+
+
+@pytest.mark.parametrize("number", ["1e999", "-1e999"])
+async def test_a_number_too_large_for_a_decimal_is_named_as_such(number: str) -> None:
+    """``1e999`` is JSON, and a float infinity: the refusal of it as a ``temperature`` says
+    what it got, not "expected a decimal, but got a decimal"."""
+    body = ENDPOINTS["/v1/chat/completions"] + f', "temperature": {number}}}'
+    async with open_chat_server() as server:
+        status, _, data = await http_exchange(server, "POST", "/v1/chat/completions", body.encode())
+    assert status == 400
+    assert json.loads(data)["error"] == {
+        "message": "Invalid type for 'temperature': expected a decimal, but got a non-finite "
+        "number instead.",
+        "type": "invalid_request_error",
+        "param": "temperature",
+        "code": "invalid_type",
+    }

@@ -120,7 +120,9 @@ def _json_type(value: Any) -> str:
     if isinstance(value, int):
         return "an integer"
     if isinstance(value, float):
-        return "a decimal"
+        # A body's JSON has no NaN, but 1e999 is a number, and a float infinity: calling
+        # it "a decimal" made "expected a decimal, but got a decimal instead".
+        return "a decimal" if math.isfinite(value) else "a non-finite number"
     if isinstance(value, str):
         return "a string"
     if isinstance(value, list):
