@@ -7,6 +7,7 @@ times a client sees are exactly the scheduled ones (no timed assertion).
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import re
 from pathlib import Path
@@ -15,6 +16,8 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
+from hypothesis import given
+from hypothesis import strategies as st
 
 import chunkwise
 from chunkwise._cli import build_parser
@@ -29,6 +32,7 @@ from chunkwise._server._pacing import (
     TimesFormatError,
     TokenPacing,
     is_output_event,
+    paced_scenario,
     pacing_line,
     schedule,
 )
@@ -434,6 +438,32 @@ def test_jitter_is_seeded_per_request_and_never_goes_back() -> None:
     assert first != schedule(pacing, events, request="req_2")
     assert all(b >= a for a, b in zip(first.times, first.times[1:], strict=False))
     assert all(abs(t - (0.2 + 0.001 * k)) <= 0.05 + 1e-12 for k, t in enumerate(first.times))
+
+
+@given(
+    first_token=st.floats(0, 1),
+    per_token=st.floats(0, 0.1),
+    jitter=st.floats(0, 2, exclude_min=True),
+    seed=st.integers(0, 2**32),
+    request=st.text(max_size=8),
+    count=st.integers(1, 40),
+)
+def test_a_jittered_schedule_never_starts_before_0_nor_goes_back(
+    first_token: float, per_token: float, jitter: float, seed: int, request: str, count: int
+) -> None:
+    """Jitter moves each write by up to ``jitter`` either way, then is clamped: the first
+    write is never due before 0 and no write before the one ahead of it."""
+    pacing = TokenPacing(
+        first_token=first_token, per_token=per_token, tokens=count, jitter=jitter, seed=seed
+    )
+    events = scenario_events(paced_scenario(SCENARIOS["text"], pacing))
+    times = schedule(pacing, events, request=request).times
+    assert len(times) == count  # one write a token
+    assert times[0] >= 0
+    assert all(later >= earlier for earlier, later in itertools.pairwise(times))
+    # The clamps only ever delay a write, and never past its own jitter's reach.
+    nominal = [first_token + k * per_token for k in range(len(times))]
+    assert all(due <= t + jitter + 1e-9 for due, t in zip(times, nominal, strict=True))
 
 
 def test_one_answer_scheduled_under_two_pacings_follows_each() -> None:
