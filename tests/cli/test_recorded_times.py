@@ -349,6 +349,64 @@ async def test_a_token_pacing_paces_responses_too(
     assert stamps == pytest.approx([0.5, 0.6, 0.7], abs=1e-9)
 
 
+# The deltas of a reasoning answer a client meets, reasoning's and text's.
+_REASONING = (
+    chunkwise.ReasoningDelta,
+    chunkwise.ReasoningSummaryDelta,
+    chunkwise.ReasoningTextDelta,
+)
+_TEXT = (chunkwise.ContentDelta, chunkwise.OutputTextDelta)
+
+
+async def _delta_stamps(options: ServerOptions, api: str, model: str) -> list[tuple[str, float]]:
+    """Each reasoning or text delta of one streamed answer, and when it came (mock clock)."""
+    endpoint = chunkwise.Endpoint(base_url="http://test.invalid/v1")
+    stamps: list[tuple[str, float]] = []
+
+    def note(event: object) -> None:
+        if isinstance(event, _REASONING + _TEXT):
+            kind = "reasoning" if isinstance(event, _REASONING) else "text"
+            stamps.append((kind, trio.current_time() - start))
+
+    async with serving(ChatServer(options)) as (client, _):
+        start = trio.current_time()
+        if api == "chat":
+            request = {**REQUEST, "model": model}
+            async with chunkwise.open_chat_stream(endpoint, request, transport=client) as chat:
+                async for event in chat:
+                    note(event)
+        else:
+            request = {"model": model, "input": "hi", "stream": True}
+            async with chunkwise.open_response_stream(
+                endpoint, request, transport=client
+            ) as response:
+                async for item in response:
+                    note(item)
+    return stamps
+
+
+@pytest.mark.parametrize(
+    ("api", "model", "reasoning"),
+    [
+        ("chat", "reasoning", 3),  # reasoning_content deltas
+        ("responses", "reasoning", 3),  # response.reasoning_summary_text.delta
+        ("responses", "quirks-llamacpp-reasoning", 3),  # response.reasoning_text.delta
+    ],
+)
+async def test_a_token_pacing_paces_each_reasoning_delta_as_a_token(
+    autojump_clock: trio.testing.MockClock, api: str, model: str, reasoning: int
+) -> None:
+    """Reasoning is model output: each reasoning delta (chat's ``reasoning_content``, a
+    Responses reasoning text or summary delta) gets a token's time, as a text delta does."""
+    pacing = TokenPacing(first_token=0.5, per_token=0.1)
+    stamps = await _delta_stamps(ServerOptions(pacing=pacing), api, model)
+    kinds = [kind for kind, _ in stamps]
+    assert kinds == ["reasoning"] * reasoning + ["text"] * (len(kinds) - reasoning)
+    assert len(kinds) > reasoning  # and then it says something
+    times = [t for _, t in stamps]
+    assert times == pytest.approx([0.5 + 0.1 * k for k in range(len(times))], abs=1e-9)
+
+
 async def _paced_log(
     options: ServerOptions, *, pause_after: int | None = None, hang_up: bool = False
 ) -> list[str]:
