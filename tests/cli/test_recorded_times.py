@@ -31,12 +31,13 @@ from chunkwise._server._pacing import (
     RecordedTimes,
     TimesFormatError,
     TokenPacing,
-    is_output_event,
     paced_scenario,
     pacing_line,
     schedule,
 )
-from chunkwise._server._scenarios import SCENARIOS, scenario_events, split_events
+from chunkwise._server._response_scenarios import RESPONSE_SCENARIOS
+from chunkwise._server._response_wire import response_scenario_events
+from chunkwise._server._scenarios import SCENARIOS, scenario_events
 from chunkwise.testing import ScriptedResponse, open_test_server
 from helpers import KEY_VAR, choice, chunk, run_main, serving, sse
 
@@ -536,20 +537,86 @@ def test_one_answer_scheduled_under_two_pacings_follows_each() -> None:
     assert len(shorter.times) == len(shorter.sizes) < len(steady.sizes)
 
 
-@pytest.mark.parametrize("name", sorted(SCENARIOS))
-def test_each_write_of_a_token_pacing_holds_one_output_event(name: str) -> None:
-    events = scenario_events(SCENARIOS[name])
+# The oracle of what carries model output, from the wire shape alone (pacing's rule 2),
+# apart from the server's own classifier: the Responses event types whose delta is
+# output, and the fields of a chat delta that are.
+OUTPUT_EVENT_TYPES = frozenset(
+    {
+        "response.output_text.delta",
+        "response.refusal.delta",
+        "response.reasoning_text.delta",
+        "response.reasoning_summary_text.delta",
+        "response.function_call_arguments.delta",
+    }
+)
+CHAT_OUTPUT_FIELDS = ("content", "reasoning_content", "refusal")
+
+
+def _carries_output(data: str) -> bool:
+    """Whether one event's data is a chunk or a Responses event carrying model output."""
+    try:
+        payload = json.loads(data)
+    except ValueError:
+        return False  # [DONE]
+    if not isinstance(payload, dict):
+        return False
+    if "type" in payload:
+        return payload["type"] in OUTPUT_EVENT_TYPES and payload.get("delta") not in (None, "")
+    for choice_ in payload.get("choices") or ():
+        delta = choice_.get("delta") or {}
+        if any(delta.get(field) for field in CHAT_OUTPUT_FIELDS):
+            return True
+        calls = delta.get("tool_calls") or ()
+        if any((call.get("function") or {}).get("arguments") for call in calls):
+            return True
+    return False
+
+
+def _outputs_in(body: bytes) -> int:
+    """How many events of ``body`` carry output, decoded as a client decodes them."""
+    decoder = chunkwise.SSEDecoder(legacy_error_field=True)
+    events = [*decoder.feed(body), *decoder.end()]
+    return sum(_carries_output(event.data) for event in events)
+
+
+ANSWERS = {
+    **{f"chat {name}": scenario_events(SCENARIOS[name]) for name in sorted(SCENARIOS)},
+    **{
+        f"responses {name}": response_scenario_events(RESPONSE_SCENARIOS[name])
+        for name in sorted(RESPONSE_SCENARIOS)
+    },
+}
+
+
+@pytest.mark.parametrize("answer", ANSWERS)
+def test_each_write_of_a_token_pacing_holds_one_output_event(answer: str) -> None:
+    """Each write of a token pacing holds exactly one event carrying model output (text,
+    reasoning, refusal, a tool call's arguments), read from the wire, not by the classifier."""
+    events = ANSWERS[answer]
     paced = schedule(TokenPacing(per_token=0.01), events)
     body = b"".join(events)
     assert sum(paced.sizes) == len(body)
-    outputs = sum(is_output_event(event) for event in events)
+    outputs = _outputs_in(body)
     assert len(paced.sizes) == max(outputs, 1)
     position = 0
     for size in paced.sizes:
-        piece = body[position : position + size]
+        assert _outputs_in(body[position : position + size]) == (1 if outputs else 0)
         position += size
-        pieces = split_events(piece)
-        assert sum(is_output_event(event) for event in pieces) == (1 if outputs else 0)
+
+
+def test_the_output_oracle_sees_every_kind_of_output() -> None:
+    """The oracle above can tell output from the rest, so the test using it can fail."""
+    kinds = {
+        "chat content": ANSWERS["chat text"],
+        "chat reasoning": ANSWERS["chat reasoning"],
+        "chat tool arguments": ANSWERS["chat tools"],
+        "responses text": ANSWERS["responses text"],
+        "responses summary": ANSWERS["responses reasoning"],
+        "responses reasoning text": ANSWERS["responses quirks-llamacpp-reasoning"],
+        "responses arguments": ANSWERS["responses tools"],
+    }
+    for kind, events in kinds.items():
+        assert 1 <= _outputs_in(b"".join(events)) < len(events), kind
 
 
 async def test_a_recording_replays_with_its_recorded_pacing(
