@@ -7,6 +7,7 @@ times a client sees are exactly the scheduled ones (no timed assertion).
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import re
 from pathlib import Path
@@ -15,6 +16,8 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
+from hypothesis import given
+from hypothesis import strategies as st
 
 import chunkwise
 from chunkwise._cli import build_parser
@@ -28,11 +31,13 @@ from chunkwise._server._pacing import (
     RecordedTimes,
     TimesFormatError,
     TokenPacing,
-    is_output_event,
+    paced_scenario,
     pacing_line,
     schedule,
 )
-from chunkwise._server._scenarios import SCENARIOS, scenario_events, split_events
+from chunkwise._server._response_scenarios import RESPONSE_SCENARIOS
+from chunkwise._server._response_wire import response_scenario_events
+from chunkwise._server._scenarios import SCENARIOS, scenario_events
 from chunkwise.testing import ScriptedResponse, open_test_server
 from helpers import KEY_VAR, choice, chunk, run_main, serving, sse
 
@@ -345,6 +350,64 @@ async def test_a_token_pacing_paces_responses_too(
     assert stamps == pytest.approx([0.5, 0.6, 0.7], abs=1e-9)
 
 
+# The deltas of a reasoning answer a client meets, reasoning's and text's.
+_REASONING = (
+    chunkwise.ReasoningDelta,
+    chunkwise.ReasoningSummaryDelta,
+    chunkwise.ReasoningTextDelta,
+)
+_TEXT = (chunkwise.ContentDelta, chunkwise.OutputTextDelta)
+
+
+async def _delta_stamps(options: ServerOptions, api: str, model: str) -> list[tuple[str, float]]:
+    """Each reasoning or text delta of one streamed answer, and when it came (mock clock)."""
+    endpoint = chunkwise.Endpoint(base_url="http://test.invalid/v1")
+    stamps: list[tuple[str, float]] = []
+
+    def note(event: object) -> None:
+        if isinstance(event, _REASONING + _TEXT):
+            kind = "reasoning" if isinstance(event, _REASONING) else "text"
+            stamps.append((kind, trio.current_time() - start))
+
+    async with serving(ChatServer(options)) as (client, _):
+        start = trio.current_time()
+        if api == "chat":
+            request = {**REQUEST, "model": model}
+            async with chunkwise.open_chat_stream(endpoint, request, transport=client) as chat:
+                async for event in chat:
+                    note(event)
+        else:
+            request = {"model": model, "input": "hi", "stream": True}
+            async with chunkwise.open_response_stream(
+                endpoint, request, transport=client
+            ) as response:
+                async for item in response:
+                    note(item)
+    return stamps
+
+
+@pytest.mark.parametrize(
+    ("api", "model", "reasoning"),
+    [
+        ("chat", "reasoning", 3),  # reasoning_content deltas
+        ("responses", "reasoning", 3),  # response.reasoning_summary_text.delta
+        ("responses", "quirks-llamacpp-reasoning", 3),  # response.reasoning_text.delta
+    ],
+)
+async def test_a_token_pacing_paces_each_reasoning_delta_as_a_token(
+    autojump_clock: trio.testing.MockClock, api: str, model: str, reasoning: int
+) -> None:
+    """Reasoning is model output: each reasoning delta (chat's ``reasoning_content``, a
+    Responses reasoning text or summary delta) gets a token's time, as a text delta does."""
+    pacing = TokenPacing(first_token=0.5, per_token=0.1)
+    stamps = await _delta_stamps(ServerOptions(pacing=pacing), api, model)
+    kinds = [kind for kind, _ in stamps]
+    assert kinds == ["reasoning"] * reasoning + ["text"] * (len(kinds) - reasoning)
+    assert len(kinds) > reasoning  # and then it says something
+    times = [t for _, t in stamps]
+    assert times == pytest.approx([0.5 + 0.1 * k for k in range(len(times))], abs=1e-9)
+
+
 async def _paced_log(
     options: ServerOptions, *, pause_after: int | None = None, hang_up: bool = False
 ) -> list[str]:
@@ -436,6 +499,32 @@ def test_jitter_is_seeded_per_request_and_never_goes_back() -> None:
     assert all(abs(t - (0.2 + 0.001 * k)) <= 0.05 + 1e-12 for k, t in enumerate(first.times))
 
 
+@given(
+    first_token=st.floats(0, 1),
+    per_token=st.floats(0, 0.1),
+    jitter=st.floats(0, 2, exclude_min=True),
+    seed=st.integers(0, 2**32),
+    request=st.text(max_size=8),
+    count=st.integers(1, 40),
+)
+def test_a_jittered_schedule_never_starts_before_0_nor_goes_back(
+    first_token: float, per_token: float, jitter: float, seed: int, request: str, count: int
+) -> None:
+    """Jitter moves each write by up to ``jitter`` either way, then is clamped: the first
+    write is never due before 0 and no write before the one ahead of it."""
+    pacing = TokenPacing(
+        first_token=first_token, per_token=per_token, tokens=count, jitter=jitter, seed=seed
+    )
+    events = scenario_events(paced_scenario(SCENARIOS["text"], pacing))
+    times = schedule(pacing, events, request=request).times
+    assert len(times) == count  # one write a token
+    assert times[0] >= 0
+    assert all(later >= earlier for earlier, later in itertools.pairwise(times))
+    # The clamps only ever delay a write, and never past its own jitter's reach.
+    nominal = [first_token + k * per_token for k in range(len(times))]
+    assert all(due <= t + jitter + 1e-9 for due, t in zip(times, nominal, strict=True))
+
+
 def test_one_answer_scheduled_under_two_pacings_follows_each() -> None:
     events = scenario_events(SCENARIOS["text"])
     steady = schedule(TokenPacing(first_token=0.2, per_token=0.02), events)
@@ -448,20 +537,86 @@ def test_one_answer_scheduled_under_two_pacings_follows_each() -> None:
     assert len(shorter.times) == len(shorter.sizes) < len(steady.sizes)
 
 
-@pytest.mark.parametrize("name", sorted(SCENARIOS))
-def test_each_write_of_a_token_pacing_holds_one_output_event(name: str) -> None:
-    events = scenario_events(SCENARIOS[name])
+# The oracle of what carries model output, from the wire shape alone (pacing's rule 2),
+# apart from the server's own classifier: the Responses event types whose delta is
+# output, and the fields of a chat delta that are.
+OUTPUT_EVENT_TYPES = frozenset(
+    {
+        "response.output_text.delta",
+        "response.refusal.delta",
+        "response.reasoning_text.delta",
+        "response.reasoning_summary_text.delta",
+        "response.function_call_arguments.delta",
+    }
+)
+CHAT_OUTPUT_FIELDS = ("content", "reasoning_content", "refusal")
+
+
+def _carries_output(data: str) -> bool:
+    """Whether one event's data is a chunk or a Responses event carrying model output."""
+    try:
+        payload = json.loads(data)
+    except ValueError:
+        return False  # [DONE]
+    if not isinstance(payload, dict):
+        return False
+    if "type" in payload:
+        return payload["type"] in OUTPUT_EVENT_TYPES and payload.get("delta") not in (None, "")
+    for choice_ in payload.get("choices") or ():
+        delta = choice_.get("delta") or {}
+        if any(delta.get(field) for field in CHAT_OUTPUT_FIELDS):
+            return True
+        calls = delta.get("tool_calls") or ()
+        if any((call.get("function") or {}).get("arguments") for call in calls):
+            return True
+    return False
+
+
+def _outputs_in(body: bytes) -> int:
+    """How many events of ``body`` carry output, decoded as a client decodes them."""
+    decoder = chunkwise.SSEDecoder(legacy_error_field=True)
+    events = [*decoder.feed(body), *decoder.end()]
+    return sum(_carries_output(event.data) for event in events)
+
+
+ANSWERS = {
+    **{f"chat {name}": scenario_events(SCENARIOS[name]) for name in sorted(SCENARIOS)},
+    **{
+        f"responses {name}": response_scenario_events(RESPONSE_SCENARIOS[name])
+        for name in sorted(RESPONSE_SCENARIOS)
+    },
+}
+
+
+@pytest.mark.parametrize("answer", ANSWERS)
+def test_each_write_of_a_token_pacing_holds_one_output_event(answer: str) -> None:
+    """Each write of a token pacing holds exactly one event carrying model output (text,
+    reasoning, refusal, a tool call's arguments), read from the wire, not by the classifier."""
+    events = ANSWERS[answer]
     paced = schedule(TokenPacing(per_token=0.01), events)
     body = b"".join(events)
     assert sum(paced.sizes) == len(body)
-    outputs = sum(is_output_event(event) for event in events)
+    outputs = _outputs_in(body)
     assert len(paced.sizes) == max(outputs, 1)
     position = 0
     for size in paced.sizes:
-        piece = body[position : position + size]
+        assert _outputs_in(body[position : position + size]) == (1 if outputs else 0)
         position += size
-        pieces = split_events(piece)
-        assert sum(is_output_event(event) for event in pieces) == (1 if outputs else 0)
+
+
+def test_the_output_oracle_sees_every_kind_of_output() -> None:
+    """The oracle above can tell output from the rest, so the test using it can fail."""
+    kinds = {
+        "chat content": ANSWERS["chat text"],
+        "chat reasoning": ANSWERS["chat reasoning"],
+        "chat tool arguments": ANSWERS["chat tools"],
+        "responses text": ANSWERS["responses text"],
+        "responses summary": ANSWERS["responses reasoning"],
+        "responses reasoning text": ANSWERS["responses quirks-llamacpp-reasoning"],
+        "responses arguments": ANSWERS["responses tools"],
+    }
+    for kind, events in kinds.items():
+        assert 1 <= _outputs_in(b"".join(events)) < len(events), kind
 
 
 async def test_a_recording_replays_with_its_recorded_pacing(

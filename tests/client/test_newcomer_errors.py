@@ -23,7 +23,7 @@ import trio.testing
 import chunkwise
 from chunkwise import Client, Endpoint, HTTPStatusError, InvalidRequest, Retries, TransportError
 from chunkwise._http import status_hint
-from chunkwise.testing import LoopbackServer, ScriptedResponse, open_test_server
+from chunkwise.testing import LoopbackServer, ScriptedResponse, open_chat_server, open_test_server
 from helpers import KEY, choice, chunk
 
 REQUEST: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
@@ -126,6 +126,48 @@ async def test_a_404_from_a_base_url_without_v1_asks_did_you_mean(opener: str) -
     assert error.suggested_base_url == server.base_url
     assert str(error) == f"HTTP 404: Not Found ({did_you_mean(endpoint.base_url)})"
     assert error.hint == did_you_mean(endpoint.base_url)
+
+
+# A base URL's path, and whether a 404 from it asks "did you mean <base>/v1?".  Only a
+# whole path segment "v" + digits (+ a suffix such as "beta") is a version segment; a
+# "v1" inside another segment is not.  Each of these bases gets a 404 from the emulator.
+VERSION_SEGMENTS: list[tuple[str, bool]] = [
+    ("", True),
+    ("/openai", True),
+    ("/dev1/openai", True),
+    ("/openai/dev1", True),
+    ("/apiv1", True),
+    ("/models-v3", True),
+    ("/v/1", True),
+    ("/version1", True),
+    ("/v1/openai", False),
+    ("/api/v1/openai", False),
+    ("/dev1/v1", False),
+    ("/v2", False),
+    ("/v10/openai", False),
+    ("/v1beta", False),  # Gemini's OpenAI-compatible base: a version all the same
+    ("/api/v2beta/openai", False),
+]
+
+
+@pytest.mark.parametrize(("path", "hinted"), VERSION_SEGMENTS)
+async def test_a_404_asks_did_you_mean_v1_only_without_a_version_path_segment(
+    path: str, hinted: bool
+) -> None:
+    """A 404 from a base URL with no version path segment (``/v1``, ``/v2beta``) asks "did
+    you mean <base>/v1?"; a ``v1`` inside another segment (``/dev1``) is no version."""
+    async with open_chat_server() as server:
+        base_url = server.base_url.removesuffix("/v1") + path
+        with pytest.raises(HTTPStatusError) as info:
+            await chunkwise.complete_chat(Endpoint(base_url, trust_env=False), REQUEST)
+    error = info.value
+    assert error.status_code == 404
+    assert error.error is not None and error.error.code == "unknown_url"
+    if hinted:
+        assert error.suggested_base_url == f"{base_url}/v1"
+        assert error.hint == did_you_mean(base_url)
+    else:
+        assert (error.suggested_base_url, error.hint) == (None, None)
 
 
 @pytest.mark.parametrize(

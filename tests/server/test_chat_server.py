@@ -338,6 +338,9 @@ def test_request_log_lines() -> None:
 
     assert describe_request(request("/v1/x", b"")) == "POST /v1/x"
     assert describe_request(request("/v1/x", b"{")) == "POST /v1/x (malformed JSON body)"
+    # The log reads a body as the request checks do: NaN is not JSON.
+    nan = b'{"model": "m", "temperature": NaN}'
+    assert describe_request(request("/v1/x", nan)) == "POST /v1/x (malformed JSON body)"
     assert describe_request(request("/v1/x", b'{"model": "m"}')) == (
         "POST /v1/x model='m' stream=False"
     )

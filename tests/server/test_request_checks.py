@@ -9,6 +9,7 @@ checked too.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -306,3 +307,194 @@ async def test_the_client_sees_a_refusal_as_an_http_status_error() -> None:
     error = caught.value
     assert error.status_code == 400
     assert error.error is not None and error.error.param == "n"
+
+
+# Where a name sits in each shape that carries one: a chat function tool, a Responses
+# function tool (flat), and a structured output's schema in either API.
+NAMED_SHAPES: dict[str, tuple[str, Callable[[str], dict[str, Any]], str]] = {
+    "chat tools": (
+        "/v1/chat/completions",
+        lambda name: _chat(tools=[{"type": "function", "function": {**FUNCTION, "name": name}}]),
+        "tools[0].function.name",
+    ),
+    "Responses tools": (
+        "/v1/responses",
+        lambda name: _responses(tools=[{"type": "function", **FUNCTION, "name": name}]),
+        "tools[0].name",
+    ),
+    "chat response_format": (
+        "/v1/chat/completions",
+        lambda name: _chat(
+            messages=[{"role": "user", "content": "JSON, please"}],
+            response_format={
+                "type": "json_schema",
+                "json_schema": {"name": name, "schema": SCHEMA},
+            },
+        ),
+        "response_format.json_schema.name",
+    ),
+    "Responses text.format": (
+        "/v1/responses",
+        lambda name: _responses(
+            text={"format": {"type": "json_schema", "name": name, "schema": SCHEMA}}
+        ),
+        "text.format.name",
+    ),
+}
+NO_MATCH = (
+    "string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'."
+)
+# name -> (code, the words of OpenAI's message after "Invalid '<param>': "), or None: accepted.
+NAMES: dict[str, tuple[str, str] | None] = {
+    "": ("empty_string", "empty string. Expected a string with minimum length 1, but got an "
+         "empty string instead."),
+    "f": None,
+    "a" * 64: None,
+    "Az09_-" * 10 + "Az09": None,
+    "a" * 65: ("string_above_max_length", "string too long. Expected a string with maximum "
+               "length 64, but got a string with length 65 instead."),
+    "a" * 200: ("string_above_max_length", "string too long. Expected a string with maximum "
+                "length 64, but got a string with length 200 instead."),
+    "get weather": ("invalid_value", NO_MATCH),
+    "a.b": ("invalid_value", NO_MATCH),
+    "météo": ("invalid_value", NO_MATCH),
+    "f\n": ("invalid_value", NO_MATCH),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", NAMES, ids=lambda name: f"{len(name)}:{name[:12]!r}")
+@pytest.mark.parametrize("shape", NAMED_SHAPES)
+async def test_a_function_or_schema_name_is_1_to_64_characters_of_the_api_s_set(
+    shape: str, name: str
+) -> None:
+    """A function's (and a schema's) name is 1 to 64 characters of [a-zA-Z0-9_-]; OpenAI
+    answers any other with a 400 naming the place, its own code and its own words."""
+    path, body, param = NAMED_SHAPES[shape]
+    async with open_chat_server() as server:
+        status, _, data = await http_exchange(server, "POST", path, json.dumps(body(name)).encode())
+    expected = NAMES[name]
+    if expected is None:
+        assert status == 200, data
+        return
+    code, words = expected
+    assert status == 400
+    assert json.loads(data)["error"] == {
+        "message": f"Invalid '{param}': {words}",
+        "type": "invalid_request_error",
+        "param": param,
+        "code": code,
+    }
+
+
+def _call(call_id: str) -> dict[str, Any]:
+    return {**CALL_ITEM, "call_id": call_id}
+
+
+def _output(call_id: str) -> dict[str, Any]:
+    return {**CALL_OUTPUT, "call_id": call_id}
+
+
+USER = {"role": "user", "content": "hi"}
+# input items, and the call_id OpenAI names in its 400 (None: accepted).
+CALL_ORDERS: list[tuple[list[dict[str, Any]], str | None]] = [
+    ([USER, _call("call_1"), _output("call_1")], None),
+    ([USER, _output("call_1"), _call("call_1")], "call_1"),
+    ([_output("call_1"), _call("call_1")], "call_1"),
+    ([USER, _output("call_1")], "call_1"),
+    ([USER, _call("call_1"), _output("call_2")], "call_2"),
+    ([USER, _call("a"), _call("b"), _output("b"), _output("a")], None),
+    ([USER, _call("a"), _output("a"), _output("b"), _call("b")], "b"),
+]
+
+
+@pytest.mark.parametrize(("items", "refused"), CALL_ORDERS)
+async def test_a_function_call_output_comes_after_its_function_call_in_the_input(
+    items: list[dict[str, Any]], refused: str | None
+) -> None:
+    """A Responses ``function_call_output`` answers a ``function_call`` earlier in the same
+    ``input``: one before its call, or with no call at all, is a 400 naming its call_id."""
+    body = json.dumps(_responses(input=items)).encode()
+    async with open_chat_server() as server:
+        status, _, data = await http_exchange(server, "POST", "/v1/responses", body)
+    if refused is None:
+        assert status == 200, data
+        return
+    assert status == 400
+    assert json.loads(data)["error"] == {
+        "message": f"No tool call found for function call output with call_id {refused}.",
+        "type": "invalid_request_error",
+        "param": "input",
+        "code": None,
+    }
+    # A request that continues a stored conversation may answer a call made there.
+    assert check_responses_request(_responses(input=items, previous_response_id="resp_1")) is None
+
+
+UNPARSEABLE = (
+    "We could not parse the JSON body of your request. (HINT: This likely means you aren't "
+    "using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was "
+    "sent was not valid JSON.)"
+)
+ENDPOINTS = {
+    "/v1/chat/completions": '{"model": "text", "messages": [{"role": "user", "content": "hi"}]',
+    "/v1/responses": '{"model": "text", "input": "hi"',
+    "/v1/completions": '{"model": "text", "prompt": "hi"',
+}
+# Where a constant may sit: a number parameter, nested values, an array, the body itself.
+CONSTANT_PLACES = [
+    ', "temperature": {}}}',
+    ', "top_p": {}}}',
+    ', "seed": {}}}',
+    ', "metadata": {{"a": [1, {{"b": {}}}]}}}}',
+    ', "logit_bias": {{"50256": {}}}}}',
+]
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+@pytest.mark.parametrize("place", CONSTANT_PLACES)
+@pytest.mark.parametrize("path", ENDPOINTS)
+async def test_nan_and_infinity_anywhere_make_a_body_that_is_not_json(
+    path: str, place: str, constant: str
+) -> None:
+    """``NaN``, ``Infinity`` and ``-Infinity`` are not JSON (RFC 8259), so OpenAI refuses a
+    body holding one anywhere as unparseable, never reading it as a number."""
+    body = (ENDPOINTS[path] + place.format(constant)).encode()
+    async with open_chat_server() as server:
+        status, _, data = await http_exchange(server, "POST", path, body)
+        # The same body without the constant is a request OpenAI answers.
+        fine, _, _ = await http_exchange(
+            server, "POST", path, body.replace(constant.encode(), b"1")
+        )
+    assert (status, fine) == (400, 200)
+    assert json.loads(data)["error"] == {
+        "message": UNPARSEABLE,
+        "type": "invalid_request_error",
+        "param": None,
+        "code": None,
+    }
+
+
+@pytest.mark.parametrize("body", [b"NaN", b"[Infinity]", b"-Infinity"])
+async def test_a_body_that_is_only_a_constant_is_not_json_either(body: bytes) -> None:
+    """A bare ``NaN`` or ``Infinity`` is no JSON value: unparseable, not "not an object"."""
+    async with open_chat_server() as server:
+        status, _, data = await http_exchange(server, "POST", "/v1/chat/completions", body)
+    assert status == 400
+    assert json.loads(data)["error"]["message"] == UNPARSEABLE
+
+
+@pytest.mark.parametrize("number", ["1e999", "-1e999"])
+async def test_a_number_too_large_for_a_decimal_is_named_as_such(number: str) -> None:
+    """``1e999`` is JSON, and a float infinity: the refusal of it as a ``temperature`` says
+    what it got, not "expected a decimal, but got a decimal"."""
+    body = ENDPOINTS["/v1/chat/completions"] + f', "temperature": {number}}}'
+    async with open_chat_server() as server:
+        status, _, data = await http_exchange(server, "POST", "/v1/chat/completions", body.encode())
+    assert status == 400
+    assert json.loads(data)["error"] == {
+        "message": "Invalid type for 'temperature': expected a decimal, but got a non-finite "
+        "number instead.",
+        "type": "invalid_request_error",
+        "param": "temperature",
+        "code": "invalid_type",
+    }

@@ -74,7 +74,7 @@ import trio
 from .._chat import ChatStreamParser
 from .._convert import completion_document
 from .._errors import ChunkwiseError, StreamError
-from .._payloads import load_json
+from .._payloads import load_json, parse_json
 from .._responses import ResponseStreamParser
 from .._sse import SSEDecoder
 from .._structured import OutputSchema
@@ -427,12 +427,26 @@ def describe_request(request: RecordedRequest) -> str:
     """One log line: the request line, and the model and stream flag of a chat request."""
     line = f"{request.method} {request.target}"
     try:
-        body = json.loads(request.body) if request.body else None
-    except (ValueError, RecursionError):
+        body = _parse_body(request.body) if request.body else None
+    except ValueError:
         return f"{line} (malformed JSON body)"
     if isinstance(body, dict) and "model" in body:
         line += f" model={body['model']!r} stream={body.get('stream', False)!r}"
     return line
+
+
+def _parse_body(body: bytes) -> Any:
+    """A request body's JSON value, by RFC 8259 as OpenAI parses it (rule 3).
+
+    ``NaN``, ``Infinity`` and ``-Infinity`` are not JSON: Python's ``json.loads``
+    takes them as numbers, OpenAI refuses the body as unparseable, and so does
+    this (:func:`~chunkwise._payloads.parse_json`).  Encodings are detected as
+    ``json.loads`` does for bytes.
+
+    Raises:
+        ValueError: the body is not JSON (UnicodeDecodeError included).
+    """
+    return parse_json(body.decode(json.detect_encoding(body), "surrogatepass"))
 
 
 async def _request_body(
@@ -447,8 +461,8 @@ async def _request_body(
         await send_status_error(writer, options.status, request_id)
         return None
     try:
-        body = json.loads(request.body)
-    except (ValueError, RecursionError):
+        body = _parse_body(request.body)
+    except ValueError:
         await send_error(
             writer,
             400,

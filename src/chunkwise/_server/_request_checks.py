@@ -24,7 +24,10 @@ Rules
    for 'n': expected an integer, but got a string instead.`` /
    ``invalid_type``, ``integer_above_max_value``, ``empty_array``,
    ``invalid_value``; params name nested places as OpenAI does
-   (``tools[0].function.name``).
+   (``tools[0].function.name``).  A function's (or a schema's) name is 1 to
+   :data:`MAX_NAME` characters of ``[a-zA-Z0-9_-]``: OpenAI answers an empty
+   one ``empty_string``, a longer one ``string_above_max_length``, any other
+   character ``invalid_value``.
 4. One problem is reported, the first in a fixed order: the body, the other
    API's parameters, ``model``, the conversation (``messages`` /
    ``input``), then each parameter, as OpenAI also reports one at a time.
@@ -67,9 +70,14 @@ __all__ = [
 MAX_N = 128
 #: OpenAI's lower bound on the Responses API's ``max_output_tokens``.
 MIN_OUTPUT_TOKENS = 16
+#: OpenAI's limit on the length of a function's or a schema's name (rule 3).
+MAX_NAME = 64
 
 _ROLES = ("system", "assistant", "user", "function", "tool", "developer")
-_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+#: The characters of a function's or a schema's name; its length is checked apart
+#: (rule 3), as OpenAI words a name too long differently from one with a bad character.
+#: fullmatch, since ``$`` would also let a name end in a newline.
+_NAME = re.compile(r"[a-zA-Z0-9_-]+")
 _FORMATS = ("text", "json_object", "json_schema")
 #: What carries a Responses conversation besides ``input`` (rule 5).
 _CONTEXT = ("previous_response_id", "conversation", "prompt")
@@ -112,7 +120,9 @@ def _json_type(value: Any) -> str:
     if isinstance(value, int):
         return "an integer"
     if isinstance(value, float):
-        return "a decimal"
+        # A body's JSON has no NaN, but 1e999 is a number, and a float infinity: calling
+        # it "a decimal" made "expected a decimal, but got a decimal instead".
+        return "a decimal" if math.isfinite(value) else "a non-finite number"
     if isinstance(value, str):
         return "a string"
     if isinstance(value, list):
@@ -252,8 +262,9 @@ def _schema_format(spec: Any, param: str, *, nested: bool) -> RequestProblem | N
     name = spec.get("name")
     if name is None:
         return _missing(f"{where}.name")
-    if not isinstance(name, str) or not _NAME.match(name):
-        return _name_problem(f"{where}.name", name)
+    problem = _name_problem(f"{where}.name", name)
+    if problem is not None:
+        return problem
     schema = spec.get("schema")
     if schema is None and not nested:
         return _missing(f"{where}.schema")
@@ -262,9 +273,26 @@ def _schema_format(spec: Any, param: str, *, nested: bool) -> RequestProblem | N
     return None
 
 
-def _name_problem(param: str, name: Any) -> RequestProblem:
+def _name_problem(param: str, name: Any) -> RequestProblem | None:
+    """What is wrong with a function's or a schema's name, in OpenAI's words, or None (rule 3)."""
     if not isinstance(name, str):
         return _wrong_type(param, "a string", name)
+    if not name:
+        return RequestProblem(
+            message=f"Invalid '{param}': empty string. Expected a string with minimum length "
+            "1, but got an empty string instead.",
+            param=param,
+            code="empty_string",
+        )
+    if len(name) > MAX_NAME:
+        return RequestProblem(
+            message=f"Invalid '{param}': string too long. Expected a string with maximum "
+            f"length {MAX_NAME}, but got a string with length {len(name)} instead.",
+            param=param,
+            code="string_above_max_length",
+        )
+    if _NAME.fullmatch(name):
+        return None
     return RequestProblem(
         message=f"Invalid '{param}': string does not match pattern. Expected a string that "
         "matches the pattern '^[a-zA-Z0-9_-]+$'.",
@@ -278,8 +306,9 @@ def _function(spec: Mapping[str, Any], where: str) -> RequestProblem | None:
     name = spec.get("name")
     if name is None:
         return _missing(f"{where}.name")
-    if not isinstance(name, str) or not _NAME.match(name):
-        return _name_problem(f"{where}.name", name)
+    problem = _name_problem(f"{where}.name", name)
+    if problem is not None:
+        return problem
     parameters = spec.get("parameters")
     if parameters is not None and not isinstance(parameters, Mapping):
         return _wrong_type(f"{where}.parameters", "an object", parameters)
