@@ -22,7 +22,14 @@ import trio.testing
 import chunkwise
 import chunkwise._http
 from chunkwise import IncompleteReason, StallTimeout, Timeouts
-from chunkwise.testing import RecordedRequest, ResponseWriter, ScriptedResponse, serve_stream
+from chunkwise.testing import (
+    LoopbackServer,
+    RecordedRequest,
+    ResponseWriter,
+    ScriptedResponse,
+    open_test_server,
+    serve_stream,
+)
 from helpers import choice, chunk, serving
 
 REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
@@ -290,6 +297,105 @@ async def test_retries_are_counted_and_their_waits_are_outside_first_byte(
     assert timings.started == before + 3.0  # after the Retry-After wait
     assert timings.first_byte == timings.response_head == 0.5
     assert timings.first_output == pytest.approx(0.7)
+
+
+def loopback(server: LoopbackServer) -> chunkwise.Endpoint:
+    return chunkwise.Endpoint(server.base_url, retries=chunkwise.Retries(max_retries=2))
+
+
+#: What the pooled connection does with the retried request: both retriable,
+#: both before any response byte of a stream.
+FAILURES_ON_THE_POOLED_CONNECTION = {
+    "closed before the response": "close",
+    "answered 503": "503",
+}
+
+
+@pytest.mark.parametrize("failure", list(FAILURES_ON_THE_POOLED_CONNECTION))
+async def test_a_retry_on_a_new_connection_is_reported_new_not_reused(failure: str) -> None:
+    """Rule 1 of chunkwise._timings: an attempt's figures are its own.
+
+    A request whose first attempt went out on a pooled connection and failed,
+    then streamed on a new one, reports ``connection_reused=False`` and the new
+    connection's connect time, not the failed attempt's reuse.
+    """
+    seen = 0
+
+    async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+        nonlocal seen
+        seen += 1
+        if seen == 2:  # the second request, on the first request's pooled connection
+            if FAILURES_ON_THE_POOLED_CONNECTION[failure] == "close":
+                await writer.disconnect()
+            else:
+                await writer.play(
+                    ScriptedResponse.error(503, "busy", headers={"retry-after-ms": "1"})
+                )
+            return
+        await writer.play(ScriptedResponse(body=CHAT_START + chat_token(0) + CHAT_END))
+
+    async with open_test_server(handler) as server, chunkwise.Client(loopback(server)) as client:
+        first = await client.complete_chat(REQUEST)
+        retried = await client.complete_chat(REQUEST)
+        connections = len(server.connections)
+    assert first.timings is not None and retried.timings is not None
+    assert first.timings.connection_reused is False
+    assert (seen, connections) == (3, 2)  # the retry went out on a second connection
+    timings = retried.timings
+    assert timings.attempts == 2
+    assert timings.connection_reused is False
+    # The new connection's own figures, in the order the attempt made them.
+    assert timings.connected is not None and timings.request_sent is not None
+    assert 0.0 <= timings.connected <= timings.request_sent
+    assert timings.response_head is not None and timings.request_sent <= timings.response_head
+    assert retried.content == "t0 "
+
+
+async def test_a_retry_on_a_pooled_connection_has_no_connect_time_of_the_failed_attempt() -> None:
+    """Rule 1 of chunkwise._timings, the other way round.
+
+    A first attempt on a new connection that failed, retried on a connection
+    another stream gave back to the pool meanwhile, reports the reuse and no
+    connect time (the failed attempt's is not carried over).
+    """
+    second_requests = 0
+    second_arrived, first_done = trio.Event(), trio.Event()
+
+    async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+        nonlocal second_requests
+        if request.json()["model"] == "second":
+            second_requests += 1
+            if second_requests == 1:
+                # On a new connection: the first stream holds the only other one.
+                second_arrived.set()
+                await first_done.wait()
+                await writer.play(
+                    ScriptedResponse.error(503, "busy", headers={"retry-after-ms": "1"})
+                )
+                return
+        await writer.play(ScriptedResponse(body=CHAT_START + chat_token(0) + CHAT_END))
+
+    async with open_test_server(handler) as server, chunkwise.Client(loopback(server)) as client:
+        retried: list[chunkwise.ChatResult] = []
+
+        async def second() -> None:
+            retried.append(await client.complete_chat({**REQUEST, "model": "second"}))
+
+        async with client.open_chat_stream({**REQUEST, "model": "first"}) as stream:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(second)
+                await second_arrived.wait()
+                first = await stream.result()  # its connection is back in the pool now
+                first_done.set()
+        connections = len(server.connections)
+    assert first.timings is not None and first.timings.connected is not None
+    assert connections == 2  # the retry took the first stream's connection
+    (result,) = retried
+    timings = result.timings
+    assert timings is not None
+    assert (timings.attempts, timings.connection_reused) == (2, True)
+    assert timings.connected is None
+    assert result.content == "t0 "
 
 
 # -- the stall timeout -----------------------------------------------------------------
