@@ -213,6 +213,53 @@ async def test_events_of_one_read_share_its_stamp(autojump_clock: trio.testing.M
     assert timings.time_per_output_token == 0.0
 
 
+#: The pauses before each token after the first: zeros are reads at one instant.
+SAME_INSTANT_PAUSES = {
+    "two reads at once": (0.0,),
+    "five reads at once": (0.0, 0.0, 0.0, 0.0),
+    "at once, then apart": (0.0, 0.0, 0.5),
+    "apart, then at once": (0.25, 0.0, 0.0),
+    "alternating": (0.0, 1.0, 0.0, 1.0, 0.0),
+}
+
+
+@pytest.mark.parametrize("case", list(SAME_INSTANT_PAUSES))
+async def test_output_reads_at_the_same_instant_each_count_with_a_gap_of_zero(
+    case: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Rule 2 of chunkwise._timings: a gap is between two reads that carried output.
+
+    N output reads give N - 1 gaps even when reads share a stamp: the gap
+    between two reads at the same instant is 0 s, counted, never skipped.
+    """
+    pauses = SAME_INSTANT_PAUSES[case]
+
+    async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+        await writer.start()
+        await writer.write(CHAT_START)
+        await trio.sleep(1)
+        await writer.write(chat_token(0))
+        for i, pause in enumerate(pauses, 1):
+            await trio.sleep(pause)
+            await writer.write(chat_token(i))  # one read each: the stream is lockstep
+        await writer.write(CHAT_END)
+        await writer.end()
+
+    async with serving(handler, lockstep=True) as (client, _):
+        result = await _complete(client)
+    assert result.content == "".join(f"t{i} " for i in range(len(pauses) + 1))
+    timings = result.timings
+    assert timings is not None
+    assert timings.first_output == 1.0
+    assert timings.last_output == pytest.approx(1.0 + sum(pauses))
+    gaps = timings.gaps
+    assert gaps is not None
+    assert gaps.count == len(pauses)
+    assert gaps.mean == pytest.approx(sum(pauses) / len(pauses))
+    assert gaps.max == max(pauses)
+    assert gaps.p50 == pytest.approx(sorted(pauses)[math.ceil(len(pauses) / 2) - 1], rel=0.025)
+
+
 async def test_the_live_figures_grow_and_snapshots_carry_none(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
