@@ -15,6 +15,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import attrs
 import pytest
 
 from chunkwise.testing import (
@@ -115,20 +116,55 @@ async def test_basic_stream_reports_an_http_error() -> None:
         assert err == "error: HTTP 404: unknown model 'no-such-model'\n"
 
 
+@attrs.frozen
+class FanOutReport:
+    """The output of ``examples/fan_out.py``, one consumer's part at a time.
+
+    The three consumers print as the scheduler runs them: a report line may
+    come between two pieces of text (the console ends the text's line first),
+    so only each consumer's own order is the stream's.
+    """
+
+    text: str  # the text consumer's pieces, joined again
+    choice: list[str]  # its report lines
+    tool_call: list[str]
+    lifecycle: list[str]
+    text_before_choice: bool  # the text consumer printed all its text first
+
+
+def fan_out_report(out: str) -> FanOutReport:
+    lines = out.splitlines()
+    tagged = {
+        tag: [line for line in lines if line.startswith(f"[{tag}] ")]
+        for tag in ("choice", "tool_call", "lifecycle")
+    }
+    pieces = [(i, line) for i, line in enumerate(lines) if not line.startswith("[")]
+    choice_at = [i for i, line in enumerate(lines) if line.startswith("[choice] ")]
+    return FanOutReport(
+        text="".join(line for _, line in pieces),
+        choice=tagged["choice"],
+        tool_call=tagged["tool_call"],
+        lifecycle=tagged["lifecycle"],
+        text_before_choice=all(i < min(choice_at, default=len(lines)) for i, _ in pieces),
+    )
+
+
 async def test_fan_out() -> None:
+    """Each consumer sees its whole family in the stream's order, whatever the interleaving."""
     async with open_test_server(handler) as server:
         code, out, err = await run_example("fan_out", server.base_url, "fan-out")
         assert (code, err) == (0, "")
-        lines = out.splitlines()
-        assert lines[0] == "[lifecycle] HTTP 200"
-        assert "Bonjour !" in lines
-        assert '[tool_call] get_weather({"city": "Paris"}) id=call_w1' in lines
-        assert "[choice] choice 0 finished: tool_calls" in lines
-        assert f"[lifecycle] usage: {json.dumps(USAGE)}" in lines
-        # Consumers run independently: within one family the order is the
-        # stream's; across families it is whatever the scheduler chose.
-        lifecycle = [line for line in lines if line.startswith("[lifecycle]")]
-        assert lifecycle[-1] == "[lifecycle] status: complete"
+        assert out.endswith("\n")  # no text left unfinished on its line
+        report = fan_out_report(out)
+        assert report.text == "Bonjour !"
+        assert report.choice == ["[choice] choice 0 finished: tool_calls"]
+        assert report.text_before_choice
+        assert report.tool_call == ['[tool_call] get_weather({"city": "Paris"}) id=call_w1']
+        assert report.lifecycle == [
+            "[lifecycle] HTTP 200",
+            f"[lifecycle] usage: {json.dumps(USAGE)}",
+            "[lifecycle] status: complete",
+        ]
         body = server.requests[0].json()
         assert body["tools"][0]["function"]["name"] == "get_weather"
         assert body["stream_options"] == {"include_usage": True}
@@ -215,11 +251,14 @@ async def test_fan_out_against_chunkwise_serve() -> None:
     async with open_chat_server(ServerOptions(write_size=7)) as server:
         code, out, err = await run_example("fan_out", server.base_url, "demo")
         assert (code, err) == (0, "")
-        lines = out.splitlines()
-        assert '[tool_call] get_weather({"city": "Zürich", "unit": "celsius"})' in out
-        assert "[choice] choice 0 finished: tool_calls" in lines
-        assert "[lifecycle] status: complete" in lines
-        assert "こんにちは" in out
+        report = fan_out_report(out)
+        (call,) = report.tool_call
+        assert call.startswith('[tool_call] get_weather({"city": "Zürich", "unit": "celsius"})')
+        assert report.choice == ["[choice] choice 0 finished: tool_calls"]
+        assert report.text_before_choice
+        assert report.lifecycle[0] == "[lifecycle] HTTP 200"
+        assert report.lifecycle[-1] == "[lifecycle] status: complete"
+        assert "こんにちは" in report.text
 
 
 async def test_tool_loop_against_chunkwise_serve() -> None:

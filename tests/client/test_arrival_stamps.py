@@ -5,7 +5,9 @@ milliseconds after its bytes arrived, by a different amount each read, and every
 inter-token gap carried that.  The kernel's receive timestamp
 (:mod:`chunkwise._arrivals`) does not.  Here the reader is held up on purpose,
 after the server has written, by blocking trio's thread: the stamp must still be
-no later than the moment the bytes were known to be there.
+no later than the moment the bytes were known to be there.  And when the
+real-time clock is stepped back (the kernel's stamp then looks ahead of it),
+the stamp is never in the future.
 """
 
 from __future__ import annotations
@@ -15,14 +17,16 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 
+import attrs
 import pytest
 import trio
 import trio.testing
 
 import chunkwise
+import chunkwise._arrivals
 from chunkwise._arrivals import SUPPORTED, open_reader
 from chunkwise.testing import ScriptedResponse, open_test_server
 from helpers import choice, chunk
@@ -119,3 +123,103 @@ async def test_a_test_clock_is_never_mixed_with_the_kernels(
             reader = open_reader(tcp)
             assert (reader is not None) is SUPPORTED
             assert reader is None or not reader.stamped
+
+
+# -- rule 3: a real-time clock stepped back -------------------------------------------
+
+#: How far the real-time clock was stepped back after the bytes arrived (seconds).
+STEPS_BACK = [2.0, 60.0, 86_400.0]
+
+
+def _stepped_back(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
+    """The reader's real-time clock runs ``seconds`` behind the kernel's stamps."""
+
+    class SteppedBack:
+        @staticmethod
+        def time_ns() -> int:
+            return time.time_ns() - int(seconds * 1e9)
+
+    monkeypatch.setattr(chunkwise._arrivals, "time", SteppedBack)
+
+
+@asynccontextmanager
+async def _connected() -> AsyncIterator[tuple[trio.SocketStream, socket.socket]]:
+    """A plain TCP connection: trio's end, and its peer as a blocking standard socket."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        tcp = await trio.open_tcp_stream("127.0.0.1", listener.getsockname()[1])
+        async with tcp:
+            peer, _ = listener.accept()  # already connected: the backlog holds it
+            with peer:
+                yield tcp, peer
+
+
+@asynccontextmanager
+async def _kernel_stamping() -> AsyncIterator[None]:
+    """Kernel receive stamps are flowing for as long as the block runs.
+
+    Linux turns its receive stamping on for the whole host when the first
+    socket asks, a moment later (the first segments after may go unstamped,
+    rule 4's ``None``): one socket reads until a segment carries a stamp, and
+    stays open so that stamping stays on.
+    """
+    async with _connected() as (tcp, peer):
+        reader = open_reader(tcp)
+        assert reader is not None and reader.stamped
+        for _ in range(200):
+            peer.sendall(b"x")
+            _, arrived = await reader.receive(1024)
+            if arrived is not None:
+                break
+            await trio.sleep(0.01)
+        else:
+            pytest.fail("the kernel never stamped a read in 2 s")
+        yield
+
+
+@pytest.mark.skipif(not SUPPORTED, reason="kernel receive timestamps: 64-bit Linux only")
+@pytest.mark.parametrize("seconds", STEPS_BACK)
+async def test_a_stamp_after_a_clock_step_back_is_the_read_not_the_future(
+    seconds: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rule 3 of chunkwise._arrivals: a negative delay since the kernel's stamp counts as none.
+
+    The real-time clock stepped back puts the kernel's stamp ahead of it; the
+    read is then stamped when it returned, never in the future.
+    """
+    _stepped_back(monkeypatch, seconds)
+    async with _kernel_stamping(), _connected() as (tcp, peer):
+        reader = open_reader(tcp)
+        assert reader is not None and reader.stamped
+        peer.sendall(b"token")
+        before = trio.current_time()
+        data, arrived = await reader.receive(1024)
+        after = trio.current_time()
+    assert data == b"token"
+    assert arrived is not None  # stamped by the kernel
+    assert before <= arrived <= after
+
+
+@pytest.mark.skipif(not SUPPORTED, reason="kernel receive timestamps: 64-bit Linux only")
+@pytest.mark.parametrize("seconds", STEPS_BACK)
+async def test_no_figure_of_a_stream_lies_in_the_future_after_a_clock_step_back(
+    seconds: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rule 3 of chunkwise._arrivals, as a user meets it: every figure is in the past."""
+    _stepped_back(monkeypatch, seconds)
+    body = _event(chunk(choice(content="one "))) + _event(chunk(choice(content="two")))
+    async with (
+        _kernel_stamping(),
+        open_test_server(
+            ScriptedResponse(body=body + b"data: [DONE]\n\n", write_sizes=40, delay=0.01)
+        ) as server,
+    ):
+        endpoint = chunkwise.Endpoint(server.base_url, retries=chunkwise.Retries(max_retries=0))
+        result = await chunkwise.complete_chat(endpoint, REQUEST)
+        now = trio.current_time()
+    assert result.content == "one two"
+    timings = result.timings
+    assert timings is not None and timings.first_output is not None
+    figures = attrs.asdict(timings, recurse=False)
+    for name in ("first_byte", "first_event", "first_output", "last_output", "ended"):
+        figure = figures[name]
+        assert figure is not None and timings.started + figure <= now, name

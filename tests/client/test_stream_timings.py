@@ -5,14 +5,20 @@ memory streams: a server that sleeps 0.2 s before the first token and 0.02 s
 between tokens gives exactly those figures, with no timed assertion.  The
 Client tests (a reused connection, retries) reach the same memory streams by
 replacing the connect step of ``chunkwise._http`` with one that serves the
-scripted server on a new memory stream pair.
+scripted server on a new memory stream pair; the tests of a retry's figures
+use the loopback server (real sockets, so they assert orderings, not times).
+
+The stall cases take every path of the reader's wait after the last output:
+nothing read, bytes that complete no event, events that parse to nothing,
+and events that are published but are not output (issue 30).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 import pytest
@@ -21,9 +27,16 @@ import trio.testing
 
 import chunkwise
 import chunkwise._http
-from chunkwise import IncompleteReason, StallTimeout, Timeouts
-from chunkwise.testing import RecordedRequest, ResponseWriter, ScriptedResponse, serve_stream
-from helpers import choice, chunk, serving
+from chunkwise import IncompleteReason, OutputTextDelta, StallTimeout, Timeouts
+from chunkwise.testing import (
+    LoopbackServer,
+    RecordedRequest,
+    ResponseWriter,
+    ScriptedResponse,
+    open_test_server,
+    serve_stream,
+)
+from helpers import choice, chunk, serving, tool
 
 REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 RESPONSES_REQUEST = {"model": "m", "input": "hi"}
@@ -206,6 +219,53 @@ async def test_events_of_one_read_share_its_stamp(autojump_clock: trio.testing.M
     assert timings.time_per_output_token == 0.0
 
 
+#: The pauses before each token after the first: zeros are reads at one instant.
+SAME_INSTANT_PAUSES = {
+    "two reads at once": (0.0,),
+    "five reads at once": (0.0, 0.0, 0.0, 0.0),
+    "at once, then apart": (0.0, 0.0, 0.5),
+    "apart, then at once": (0.25, 0.0, 0.0),
+    "alternating": (0.0, 1.0, 0.0, 1.0, 0.0),
+}
+
+
+@pytest.mark.parametrize("case", list(SAME_INSTANT_PAUSES))
+async def test_output_reads_at_the_same_instant_each_count_with_a_gap_of_zero(
+    case: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Rule 2 of chunkwise._timings: a gap is between two reads that carried output.
+
+    N output reads give N - 1 gaps even when reads share a stamp: the gap
+    between two reads at the same instant is 0 s, counted, never skipped.
+    """
+    pauses = SAME_INSTANT_PAUSES[case]
+
+    async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+        await writer.start()
+        await writer.write(CHAT_START)
+        await trio.sleep(1)
+        await writer.write(chat_token(0))
+        for i, pause in enumerate(pauses, 1):
+            await trio.sleep(pause)
+            await writer.write(chat_token(i))  # one read each: the stream is lockstep
+        await writer.write(CHAT_END)
+        await writer.end()
+
+    async with serving(handler, lockstep=True) as (client, _):
+        result = await _complete(client)
+    assert result.content == "".join(f"t{i} " for i in range(len(pauses) + 1))
+    timings = result.timings
+    assert timings is not None
+    assert timings.first_output == 1.0
+    assert timings.last_output == pytest.approx(1.0 + sum(pauses))
+    gaps = timings.gaps
+    assert gaps is not None
+    assert gaps.count == len(pauses)
+    assert gaps.mean == pytest.approx(sum(pauses) / len(pauses))
+    assert gaps.max == max(pauses)
+    assert gaps.p50 == pytest.approx(sorted(pauses)[math.ceil(len(pauses) / 2) - 1], rel=0.025)
+
+
 async def test_the_live_figures_grow_and_snapshots_carry_none(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
@@ -292,11 +352,170 @@ async def test_retries_are_counted_and_their_waits_are_outside_first_byte(
     assert timings.first_output == pytest.approx(0.7)
 
 
+def loopback(server: LoopbackServer) -> chunkwise.Endpoint:
+    return chunkwise.Endpoint(server.base_url, retries=chunkwise.Retries(max_retries=2))
+
+
+#: What the pooled connection does with the retried request: both retriable,
+#: both before any response byte of a stream.
+FAILURES_ON_THE_POOLED_CONNECTION = {
+    "closed before the response": "close",
+    "answered 503": "503",
+}
+
+
+@pytest.mark.parametrize("failure", list(FAILURES_ON_THE_POOLED_CONNECTION))
+async def test_a_retry_on_a_new_connection_is_reported_new_not_reused(failure: str) -> None:
+    """Rule 1 of chunkwise._timings: an attempt's figures are its own.
+
+    A request whose first attempt went out on a pooled connection and failed,
+    then streamed on a new one, reports ``connection_reused=False`` and the new
+    connection's connect time, not the failed attempt's reuse.
+    """
+    seen = 0
+
+    async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+        nonlocal seen
+        seen += 1
+        if seen == 2:  # the second request, on the first request's pooled connection
+            if FAILURES_ON_THE_POOLED_CONNECTION[failure] == "close":
+                await writer.disconnect()
+            else:
+                await writer.play(
+                    ScriptedResponse.error(503, "busy", headers={"retry-after-ms": "1"})
+                )
+            return
+        await writer.play(ScriptedResponse(body=CHAT_START + chat_token(0) + CHAT_END))
+
+    async with open_test_server(handler) as server, chunkwise.Client(loopback(server)) as client:
+        first = await client.complete_chat(REQUEST)
+        retried = await client.complete_chat(REQUEST)
+        connections = len(server.connections)
+    assert first.timings is not None and retried.timings is not None
+    assert first.timings.connection_reused is False
+    assert (seen, connections) == (3, 2)  # the retry went out on a second connection
+    timings = retried.timings
+    assert timings.attempts == 2
+    assert timings.connection_reused is False
+    # The new connection's own figures, in the order the attempt made them.
+    assert timings.connected is not None and timings.request_sent is not None
+    assert 0.0 <= timings.connected <= timings.request_sent
+    assert timings.response_head is not None and timings.request_sent <= timings.response_head
+    assert retried.content == "t0 "
+
+
+async def test_a_retry_on_a_pooled_connection_has_no_connect_time_of_the_failed_attempt() -> None:
+    """Rule 1 of chunkwise._timings, the other way round.
+
+    A first attempt on a new connection that failed, retried on a connection
+    another stream gave back to the pool meanwhile, reports the reuse and no
+    connect time (the failed attempt's is not carried over).
+    """
+    second_requests = 0
+    second_arrived, first_done = trio.Event(), trio.Event()
+
+    async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+        nonlocal second_requests
+        if request.json()["model"] == "second":
+            second_requests += 1
+            if second_requests == 1:
+                # On a new connection: the first stream holds the only other one.
+                second_arrived.set()
+                await first_done.wait()
+                await writer.play(
+                    ScriptedResponse.error(503, "busy", headers={"retry-after-ms": "1"})
+                )
+                return
+        await writer.play(ScriptedResponse(body=CHAT_START + chat_token(0) + CHAT_END))
+
+    async with open_test_server(handler) as server, chunkwise.Client(loopback(server)) as client:
+        retried: list[chunkwise.ChatResult] = []
+
+        async def second() -> None:
+            retried.append(await client.complete_chat({**REQUEST, "model": "second"}))
+
+        async with client.open_chat_stream({**REQUEST, "model": "first"}) as stream:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(second)
+                await second_arrived.wait()
+                first = await stream.result()  # its connection is back in the pool now
+                first_done.set()
+        connections = len(server.connections)
+    assert first.timings is not None and first.timings.connected is not None
+    assert connections == 2  # the retry took the first stream's connection
+    (result,) = retried
+    timings = result.timings
+    assert timings is not None
+    assert (timings.attempts, timings.connection_reused) == (2, True)
+    assert timings.connected is None
+    assert result.content == "t0 "
+
+
 # -- the stall timeout -----------------------------------------------------------------
 
 
-def stalling(api: str, *, keepalive: bytes = KEEPALIVE) -> Any:
-    """Two tokens, then only keep-alives every second, forever."""
+#: What a server sends after its last output: how the reader spends the wait.
+Tail = Callable[[ResponseWriter], Awaitable[None]]
+
+
+async def silence(writer: ResponseWriter) -> None:
+    """No byte at all: the wait for the next read is what expires."""
+    await trio.sleep_forever()
+
+
+def every_second(piece: Callable[[int], bytes]) -> Tail:
+    """``piece(i)``, one a second, forever: reads that never carry output."""
+
+    async def tail(writer: ResponseWriter) -> None:
+        for i in itertools.count():
+            await trio.sleep(1)
+            await writer.write(piece(i))
+
+    return tail
+
+
+def trickled(event: bytes) -> Tail:
+    """``event`` a byte a second, never finished: reads that complete no event."""
+
+    async def tail(writer: ResponseWriter) -> None:
+        for byte in event.rstrip(b"\n"):
+            await trio.sleep(1)
+            await writer.write(bytes([byte]))
+        await trio.sleep_forever()
+
+    return tail
+
+
+def usage_chunk(i: int) -> bytes:
+    """A usage-only chunk: a UsageReported event, not output."""
+    return data(chunk(usage={**USAGE, "completion_tokens": 2 + i, "total_tokens": 5 + i}))
+
+
+def tool_call_started(i: int) -> bytes:
+    """A chat tool call named, its arguments still to come: ToolCallStarted, not output."""
+    return data(chunk(choice(tool_calls=[tool(i, id=f"call_{i}", name="f", arguments="")])))
+
+
+def reasoning_item_added(i: int) -> bytes:
+    """A Responses reasoning item added, no text yet: OutputItemAdded, not output."""
+    item = {"id": f"rs_{i}", "type": "reasoning", "summary": []}
+    return typed({"type": "response.output_item.added", "output_index": i + 1, "item": item})
+
+
+def function_call_added(i: int) -> bytes:
+    """A Responses function call added, no arguments yet: not output."""
+    item = {"id": f"fc_{i}", "type": "function_call", "call_id": f"c{i}", "name": "f"}
+    event = {"type": "response.output_item.added", "output_index": i + 1}
+    return typed({**event, "item": {**item, "arguments": ""}})
+
+
+EMPTY_DELTA = data(chunk(choice(content="")))
+RESPONSES_KEEPALIVE = typed({"type": "keepalive"})
+RESPONSES_KEEP_ALIVE = typed({"type": "response.keep_alive"})
+
+
+def stalling(api: str, tail: Tail) -> Any:
+    """Two tokens (at 0 s and 1 s), then ``tail``: never any output again."""
     _, _, start, token, _ = SHAPES[api]
 
     async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
@@ -304,19 +523,29 @@ def stalling(api: str, *, keepalive: bytes = KEEPALIVE) -> Any:
         await writer.write(start + token(0))
         await trio.sleep(1)
         await writer.write(token(1))
-        while True:
-            await trio.sleep(1)
-            await writer.write(keepalive)
+        await tail(writer)
 
     return handler
 
 
-STALLS = {
-    "chat keep-alive comments": ("chat", KEEPALIVE),
-    "chat role-only chunks": ("chat", CHAT_START),
-    "chat empty deltas": ("chat", data(chunk(choice(content="")))),
-    "responses keepalive events": ("responses", typed({"type": "keepalive"})),
-    "responses keep_alive events": ("responses", typed({"type": "response.keep_alive"})),
+#: The paths of the reader's wait after the last output, each a way a server stalls.
+STALLS: dict[str, tuple[str, Tail]] = {
+    # Nothing read: the wait itself runs out.
+    "chat silence": ("chat", silence),
+    "responses silence": ("responses", silence),
+    # Bytes read, no event completed.
+    "chat keep-alive comments": ("chat", every_second(lambda i: KEEPALIVE)),
+    "chat an event trickled, never finished": ("chat", trickled(chat_token(9))),
+    # Events decoded, none parsed into an event.
+    "chat role-only chunks": ("chat", every_second(lambda i: CHAT_START)),
+    "chat empty deltas": ("chat", every_second(lambda i: EMPTY_DELTA)),
+    "responses keepalive events": ("responses", every_second(lambda i: RESPONSES_KEEPALIVE)),
+    "responses keep_alive events": ("responses", every_second(lambda i: RESPONSES_KEEP_ALIVE)),
+    # Events parsed and published, none of them output.
+    "chat usage-only chunks": ("chat", every_second(usage_chunk)),
+    "chat tool calls started": ("chat", every_second(tool_call_started)),
+    "responses reasoning items added": ("responses", every_second(reasoning_item_added)),
+    "responses function calls added": ("responses", every_second(function_call_added)),
 }
 
 
@@ -324,9 +553,14 @@ STALLS = {
 async def test_a_stall_ends_the_stream_incomplete_keeping_the_output(
     case: str, autojump_clock: trio.testing.MockClock
 ) -> None:
-    api, keepalive = STALLS[case]
+    """After the last output, whatever else a server sends (or nothing), the stall timeout ends it.
+
+    The stream ends incomplete (``stalled``) at the last output plus the
+    timeout, keeping the output, with the StallTimeout as its error.
+    """
+    api, tail = STALLS[case]
     open_stream, request, *_ = SHAPES[api]
-    async with serving(stalling(api, keepalive=keepalive)) as (client, server):
+    async with serving(stalling(api, tail)) as (client, server):
         with trio.fail_after(60):
             async with open_stream(endpoint(stall=5.5), request, transport=client) as stream:
                 result = await stream.result()
@@ -346,6 +580,58 @@ async def test_a_stall_ends_the_stream_incomplete_keeping_the_output(
     assert result.timings.ended == 6.5  # the last output, plus the stall timeout
 
 
+#: Reads whose events are not output, and how to tell from the result that they came.
+NOT_OUTPUT: dict[str, tuple[str, Callable[[int], bytes], type[chunkwise.Event]]] = {
+    "chat usage-only chunks": ("chat", usage_chunk, chunkwise.UsageReported),
+    "chat tool calls started": ("chat", tool_call_started, chunkwise.ToolCallStarted),
+    "responses reasoning items added": (
+        "responses",
+        reasoning_item_added,
+        chunkwise.OutputItemAdded,
+    ),
+    "responses function calls added": (
+        "responses",
+        function_call_added,
+        chunkwise.FunctionCallStarted,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(NOT_OUTPUT))
+async def test_events_that_are_not_output_do_not_hold_off_the_stall_timeout(
+    case: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Only a read carrying output resets the stall timeout, not any read with events.
+
+    One token, then a non-output event every second forever: the subscriber
+    receives those events, and the stream still ends stalled 5 s after the token.
+    """
+    api, piece, kind = NOT_OUTPUT[case]
+    open_stream, request, start, token, _ = SHAPES[api]
+
+    async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+        await writer.start()
+        await writer.write(start + token(0))
+        await every_second(piece)(writer)
+
+    received: list[chunkwise.Event] = []
+    async with serving(handler) as (client, _):
+        with trio.fail_after(60):
+            async with open_stream(endpoint(stall=5), request, transport=client) as stream:
+                async for event in stream:
+                    received.append(event)
+                result = stream.snapshot
+    assert result.reason is IncompleteReason.STALLED
+    assert type(result.error) is chunkwise.StallTimeout
+    assert result.timings is not None
+    assert (result.timings.last_output, result.timings.ended) == (0.0, 5.0)
+    # Published as they came (at 1, 2, 3 and 4 s): events, and not output.
+    (token_at,) = [
+        i for i, e in enumerate(received) if type(e) in (chunkwise.ContentDelta, OutputTextDelta)
+    ]
+    assert sum(type(event) is kind for event in received[token_at:]) == 4
+
+
 def test_stall_timeout_is_a_transport_error_like_the_idle_timeout() -> None:
     assert issubclass(StallTimeout, chunkwise.TransportError)
     assert not issubclass(StallTimeout, chunkwise.IdleTimeout)
@@ -355,13 +641,32 @@ def test_stall_timeout_is_a_transport_error_like_the_idle_timeout() -> None:
             Timeouts(stall=bad)  # type: ignore[arg-type]
 
 
+#: What a server sends during a long prefill, before any output: every path of the wait.
+PREFILLS: dict[str, Callable[[int], bytes] | None] = {
+    "silence": None,
+    "keep-alive comments": lambda i: KEEPALIVE,
+    "role-only chunks": lambda i: CHAT_START,
+    "usage-only chunks": usage_chunk,
+    "tool calls started": tool_call_started,
+}
+
+
+@pytest.mark.parametrize("case", list(PREFILLS))
 async def test_the_wait_for_the_first_output_is_not_bounded_by_stall(
-    autojump_clock: trio.testing.MockClock,
+    case: str, autojump_clock: trio.testing.MockClock
 ) -> None:
+    """The stall timeout bounds the waits between outputs, never the wait for the first.
+
+    Half a minute of prefill with ``stall=5``, silent or sending what is not
+    output, still completes.
+    """
+    piece = PREFILLS[case]
+
     async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
         await writer.start()
-        for _ in range(30):  # half a minute of keep-alives: a long prefill
-            await writer.write(KEEPALIVE)
+        for i in range(30):  # half a minute before the first output: a long prefill
+            if piece is not None:
+                await writer.write(piece(i))
             await trio.sleep(1)
         await writer.write(CHAT_START + chat_token(0) + CHAT_END)
         await writer.end()
@@ -369,6 +674,7 @@ async def test_the_wait_for_the_first_output_is_not_bounded_by_stall(
     async with serving(handler) as (client, _):
         result = await _complete(client, stall=5)
     assert result.status == "complete"
+    assert result.content == "t0 "
     assert result.timings is not None and result.timings.first_output == 30.0
 
 

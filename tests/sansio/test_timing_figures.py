@@ -241,6 +241,41 @@ def test_one_read_counts_once_and_the_final_figures_are_frozen() -> None:
     assert recorder.timings() is final
 
 
+# Multiples of 1/1024 s: the stamps and their differences are exact floats.
+# Zero is drawn often on purpose: reads that share a stamp.
+exact_pauses = st.lists(
+    st.just(0.0) | st.integers(0, 10_240).map(lambda n: n / 1024), min_size=1, max_size=40
+)
+
+
+@given(exact_pauses)
+def test_every_output_read_after_the_first_is_a_gap_even_at_the_same_stamp(
+    pauses: list[float],
+) -> None:
+    """Rule 2: N output reads give N - 1 gaps, whatever their stamps.
+
+    Reads stamped alike (the clock did not move, or the kernel stamped one
+    segment for both) are two reads and a gap of 0 s between them.
+    """
+    clock = Clock()
+    parser = chunkwise.ChatStreamParser()
+    recorder = TimingRecorder(clock)
+    recorder.start_attempt()
+    parser.record_timings(recorder)
+    for i, pause in enumerate([0.0, *pauses]):
+        clock.now += pause
+        recorder.read()
+        parser.feed(sse(chunk(choice(content=f"{i} ")), done=False))
+    recorder.end()
+    parser.end()
+    timings = parser.result.timings
+    assert timings is not None and timings.gaps is not None
+    assert timings.gaps.count == len(pauses)
+    assert timings.gaps.max == max(pauses)
+    assert timings.gaps.mean == sum(pauses) / len(pauses)
+    assert timings.last_output == sum(pauses)
+
+
 # -- what the parsers tell the recorder ----------------------------------------------
 
 
