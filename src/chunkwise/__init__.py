@@ -1,39 +1,34 @@
 """chunkwise: OpenAI-style model output streams, parsed correctly at every chunk boundary.
 
-Three APIs: chat completions (``/chat/completions``), the Responses API
-(``/responses``) and legacy completions (``/completions``).  Layers 1-3 (bytes
-to SSE events to typed events and a result) are sans-IO: they do no I/O and
-need no trio.  Layers 4-5 (HTTP over trio, fan-out to subscribers) build on
-them.
+One namespace per API, each with the same shape (``Parser``, ``Accumulator``,
+``Result``, its events, ``open_stream``, ``complete``):
+:mod:`chunkwise.chat` (``/chat/completions``), :mod:`chunkwise.responses`
+(``/responses``) and :mod:`chunkwise.completions` (legacy ``/completions``).
+This module holds what they share: the client and its settings, the
+layer-1 SSE decoder, live partial JSON, the values and lifecycle events every
+API has, and the exceptions (all of them in :mod:`chunkwise.errors`; the
+types a program rarely names in :mod:`chunkwise.types`).
+
+The parsers are sans-IO and need no trio: the trio layer (:class:`Client` and
+each namespace's ``open_stream``...) is imported on first use, so
+``import chunkwise`` and ``from chunkwise.chat import Parser`` import neither
+trio nor h11.  The names of the previous release keep working for one more,
+with a :class:`DeprecationWarning` that names the new spelling
+(``chunkwise.ChatStreamParser`` is ``chunkwise.chat.Parser``).
 """
 
-from ._apis import (
-    cancel_response,
-    complete_chat,
-    complete_completion,
-    complete_response,
-    open_chat_stream,
-    open_completion_stream,
-    open_response_stream,
-)
-from ._chat import ChatAccumulator, ChatResult, ChatStreamParser, ChoiceResult
-from ._client import Client
-from ._completions import (
-    CompletionAccumulator,
-    CompletionChoice,
-    CompletionResult,
-    CompletionStreamParser,
-)
-from ._endpoint import DEFAULT_BASE_URL, Endpoint, Timeouts
+from typing import TYPE_CHECKING
+
+from . import chat as chat
+from . import completions as completions
+from . import responses as responses
+from ._endpoint import Endpoint, Timeouts
 from ._errors import (
     ChunkwiseError,
     ConnectionLost,
     ConnectTimeout,
-    EventTooLarge,
     HTTPStatusError,
     IdleTimeout,
-    IncompleteBody,
-    InvalidChunk,
     InvalidEndpoint,
     InvalidJSON,
     InvalidRequest,
@@ -46,141 +41,54 @@ from ._errors import (
     StructuredOutputError,
     ToolArgumentsError,
     TransportError,
-    UnexpectedContentEncoding,
-    UnexpectedContentType,
 )
 from ._events import (
     AnomalyDetected,
-    ChatEvent,
-    ChoiceEvent,
-    ChoiceFinished,
-    CompletionEvent,
-    ContentDelta,
     Event,
     EventsDropped,
-    FunctionCallArgumentsDelta,
-    FunctionCallCompleted,
-    FunctionCallEvent,
-    FunctionCallStarted,
-    LifecycleEvent,
-    OutputEvent,
-    OutputItemAdded,
-    OutputItemDone,
-    OutputRefusalDelta,
-    OutputTextDelta,
-    ReasoningDelta,
-    ReasoningSummaryDelta,
-    ReasoningTextDelta,
-    RefusalDelta,
-    ResponseEvent,
-    ResponseStarted,
-    ResponseStatusChanged,
+    HeadReceived,
     StreamCompleted,
     StreamErrorReceived,
     StreamFailed,
     StreamIncomplete,
     TerminalEvent,
-    TextDelta,
-    ToolCallArgumentsDelta,
-    ToolCallCompleted,
-    ToolCallEvent,
-    ToolCallStarted,
     UsageReported,
 )
-from ._fanout import DEFAULT_BUFFER_SIZE, Batch, Family
-from ._headers import Headers
 from ._json_patches import Patch, apply_patches
+from ._names import fixup_module_metadata, lazy_getattr
 from ._partial_json import PartialJSON, partial_json
-from ._pool import PoolStats
-from ._responses import ResponseAccumulator, ResponseResult, ResponseStreamParser
-from ._results import (
-    Anomaly,
-    ContentPart,
-    FunctionCall,
-    IncompleteReason,
-    OutputItem,
-    Status,
-    ToolCall,
-)
+from ._results import Anomaly, IncompleteReason, Status, ToolCall
 from ._retries import Retries
-from ._sse import DEFAULT_MAX_EVENT_SIZE, ServerSentEvent, SSEDecoder
-from ._stream import ChatStream, CompletionStream, ResponseStream
-from ._timings import GapStatistics, Timings
-from ._util import fixup_module_metadata
+from ._sse import ServerSentEvent, SSEDecoder
+from ._timings import Timings
 from ._version import __version__
 
+if TYPE_CHECKING:
+    from ._client import Client
+
 __all__ = [
-    "DEFAULT_BASE_URL",
-    "DEFAULT_BUFFER_SIZE",
-    "DEFAULT_MAX_EVENT_SIZE",
     "Anomaly",
     "AnomalyDetected",
-    "Batch",
-    "ChatAccumulator",
-    "ChatEvent",
-    "ChatResult",
-    "ChatStream",
-    "ChatStreamParser",
-    "ChoiceEvent",
-    "ChoiceFinished",
-    "ChoiceResult",
     "ChunkwiseError",
     "Client",
-    "CompletionAccumulator",
-    "CompletionChoice",
-    "CompletionEvent",
-    "CompletionResult",
-    "CompletionStream",
-    "CompletionStreamParser",
     "ConnectTimeout",
     "ConnectionLost",
-    "ContentDelta",
-    "ContentPart",
     "Endpoint",
     "Event",
-    "EventTooLarge",
     "EventsDropped",
-    "Family",
-    "FunctionCall",
-    "FunctionCallArgumentsDelta",
-    "FunctionCallCompleted",
-    "FunctionCallEvent",
-    "FunctionCallStarted",
-    "GapStatistics",
     "HTTPStatusError",
-    "Headers",
+    "HeadReceived",
     "IdleTimeout",
-    "IncompleteBody",
     "IncompleteReason",
-    "InvalidChunk",
     "InvalidEndpoint",
     "InvalidJSON",
     "InvalidRequest",
-    "LifecycleEvent",
     "LocalProtocolError",
-    "OutputEvent",
-    "OutputItem",
-    "OutputItemAdded",
-    "OutputItemDone",
-    "OutputRefusalDelta",
-    "OutputTextDelta",
     "PartialJSON",
     "Patch",
-    "PoolStats",
     "ProtocolError",
     "ProxyError",
-    "ReasoningDelta",
-    "ReasoningSummaryDelta",
-    "ReasoningTextDelta",
-    "RefusalDelta",
     "RemoteProtocolError",
-    "ResponseAccumulator",
-    "ResponseEvent",
-    "ResponseResult",
-    "ResponseStarted",
-    "ResponseStatusChanged",
-    "ResponseStream",
-    "ResponseStreamParser",
     "Retries",
     "SSEDecoder",
     "ServerSentEvent",
@@ -193,30 +101,17 @@ __all__ = [
     "StreamIncomplete",
     "StructuredOutputError",
     "TerminalEvent",
-    "TextDelta",
     "Timeouts",
     "Timings",
     "ToolArgumentsError",
     "ToolCall",
-    "ToolCallArgumentsDelta",
-    "ToolCallCompleted",
-    "ToolCallEvent",
-    "ToolCallStarted",
     "TransportError",
-    "UnexpectedContentEncoding",
-    "UnexpectedContentType",
     "UsageReported",
     "__version__",
     "apply_patches",
-    "cancel_response",
-    "complete_chat",
-    "complete_completion",
-    "complete_response",
-    "open_chat_stream",
-    "open_completion_stream",
-    "open_response_stream",
     "partial_json",
 ]
 
+__getattr__ = lazy_getattr(__name__, globals(), {"Client": "chunkwise._client"})
 fixup_module_metadata(__name__, globals())
-del fixup_module_metadata
+del TYPE_CHECKING, fixup_module_metadata, lazy_getattr

@@ -82,6 +82,7 @@ from ._events import (
     StreamIncomplete,
     UsageReported,
 )
+from ._names import warn_renamed
 from ._payloads import DATA_LIMIT, copy_json, load_json, load_object, parse_error_payload, preview
 from ._results import Anomaly, IncompleteReason, Status
 from ._sse import ServerSentEvent
@@ -217,12 +218,12 @@ class ChunkAccumulator(TimedAccumulator, Generic[S, R]):
         """True once the terminal event was produced."""
         return self._ended
 
-    def feed_event(self, event: ServerSentEvent) -> list[Event]:
+    def feed_sse(self, event: ServerSentEvent) -> list[Event]:
         """Interpret one server-sent event: ``[DONE]``, an error, or a JSON chunk."""
         return self.feed_data(event.event, event.data)
 
     def feed_data(self, kind: str, data: str) -> list[Event]:
-        """:meth:`feed_event` for an SSE event given as its type and data."""
+        """:meth:`feed_sse` for an SSE event given as its type and data."""
         if self._ended:
             if data == DONE and self._status == "failed" and not self._done:
                 return []  # rule 1: the server's normal close after its error
@@ -259,7 +260,7 @@ class ChunkAccumulator(TimedAccumulator, Generic[S, R]):
             self._learn(data, chunk)
         return events
 
-    def feed_chunk(self, chunk: Mapping[str, Any]) -> list[Event]:
+    def feed(self, chunk: Mapping[str, Any]) -> list[Event]:
         """Accumulate one decoded chunk (any mapping).
 
         The values kept from ``chunk`` (usage, logprobs, an error body) are
@@ -304,6 +305,21 @@ class ChunkAccumulator(TimedAccumulator, Generic[S, R]):
             return self._ignore()
         self._error = error
         return self._finish()
+
+    # -- the round-3 spellings (chunkwise._names.RENAMED) ----------------------
+
+    #: The public name of the API's accumulator, for the deprecation warnings.
+    _public_name = "chunkwise.chat.Accumulator"
+
+    def feed_chunk(self, chunk: Mapping[str, Any]) -> list[Event]:
+        """Deprecated: :meth:`feed`."""
+        warn_renamed(f"{self._public_name}.feed_chunk")
+        return self.feed(chunk)
+
+    def feed_event(self, event: ServerSentEvent) -> list[Event]:
+        """Deprecated: :meth:`feed_sse`."""
+        warn_renamed(f"{self._public_name}.feed_event")
+        return self.feed_sse(event)
 
     # -- chunks --------------------------------------------------------------
 

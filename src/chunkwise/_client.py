@@ -2,12 +2,11 @@
 
 :class:`Client` is a resource in trio's sense: ``async with Client(endpoint) as
 client`` owns a :class:`~chunkwise._pool.ConnectionPool`, and leaving the block
-closes every idle connection.  Requests made through it are the module-level
-ones (:func:`~chunkwise.open_chat_stream`, :func:`~chunkwise.complete_chat`,
-:func:`~chunkwise.open_response_stream`, :func:`~chunkwise.complete_response`,
-:func:`~chunkwise.open_completion_stream`, :func:`~chunkwise.complete_completion`),
-with the same stream object, fan-out, retries and guarantees; the only
-difference is where their connection comes from and where it goes afterwards.
+closes every idle connection.  Requests made through it (``client.chat``,
+``client.responses``, ``client.completions``: each namespace's functions
+bound to the client) are the module-level ones, with the same stream object,
+fan-out, retries and guarantees; the only difference is where their
+connection comes from and where it goes afterwards.
 No task runs in the background: an idle connection the server closed is
 noticed, and discarded, when the next request looks at it.
 """
@@ -19,17 +18,21 @@ from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import Any
 
-from ._apis import CHAT, COMPLETIONS, RESPONSES, attach_to
-from ._chat import ChatResult
-from ._completions import CompletionResult
 from ._endpoint import Endpoint
 from ._http11 import Connection
+from ._names import warn_renamed
 from ._pool import ConnectionPool, PoolSettings, PoolStats
-from ._responses import ResponseResult
-from ._resume import cancel
 from ._sse import DEFAULT_MAX_EVENT_SIZE
-from ._stream import ChatStream, CompletionStream, ResponseStream, complete, open_stream
-from ._util import require_trio
+from ._tasks import require_trio
+from .chat import Result as ChatResult
+from .chat._stream import ClientChat
+from .chat._stream import Stream as ChatStream
+from .completions import Result as CompletionResult
+from .completions._stream import ClientCompletions
+from .completions._stream import Stream as CompletionStream
+from .responses import Result as ResponseResult
+from .responses._stream import ClientResponses, open_response_stream
+from .responses._stream import Stream as ResponseStream
 
 __all__ = ["Client"]
 
@@ -46,7 +49,10 @@ class Client:
             instead of being used (servers close idle connections too, often
             after 5 to 60 seconds).
 
-    Use it as ``async with chunkwise.Client(endpoint) as client:``; leaving the
+    Use it as ``async with chunkwise.Client(endpoint) as client:``, then
+    ``client.chat.open_stream(request)``, ``client.responses.complete(request)``
+    and so on: :attr:`chat`, :attr:`responses` and :attr:`completions` hold
+    each namespace's functions on this client's connections.  Leaving the
     block closes the idle connections.  Streams must have ended by then (they
     are the caller's: each closes or returns its own connection when its
     ``async with`` block is left).
@@ -70,6 +76,16 @@ class Client:
                 idle_expiry=idle_expiry,
             )
         )
+        #: :func:`chunkwise.chat.open_stream` and :func:`~chunkwise.chat.complete`
+        #: on this client's connections.
+        self.chat = ClientChat(endpoint, self._pool)
+        #: :func:`chunkwise.responses.open_stream`, :func:`~chunkwise.responses.complete`,
+        #: :func:`~chunkwise.responses.attach` and :func:`~chunkwise.responses.cancel`
+        #: on this client's connections (resumptions and polls too).
+        self.responses = ClientResponses(endpoint, self._pool)
+        #: :func:`chunkwise.completions.open_stream` and
+        #: :func:`~chunkwise.completions.complete` on this client's connections.
+        self.completions = ClientCompletions(endpoint, self._pool)
 
     @property
     def idle_connections(self) -> int:
@@ -86,21 +102,21 @@ class Client:
         """
         return self._pool.stats()
 
+    # -- the round-3 spellings (chunkwise._names.RENAMED) --------------------
+
     def open_chat_stream(
         self, request: Mapping[str, Any], *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE
     ) -> AbstractAsyncContextManager[ChatStream]:
-        """:func:`chunkwise.open_chat_stream` on this client's connections."""
-        return open_stream(
-            CHAT, self.endpoint, request, max_event_size=max_event_size, pool=self._pool
-        )
+        """Deprecated: ``client.chat.open_stream``."""
+        warn_renamed("chunkwise.Client.open_chat_stream")
+        return self.chat.open_stream(request, max_event_size=max_event_size)
 
     async def complete_chat(
         self, request: Mapping[str, Any], *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE
     ) -> ChatResult:
-        """:func:`chunkwise.complete_chat` on this client's connections."""
-        return await complete(
-            CHAT, self.endpoint, request, max_event_size=max_event_size, pool=self._pool
-        )
+        """Deprecated: ``client.chat.complete``."""
+        warn_renamed("chunkwise.Client.complete_chat")
+        return await self.chat.complete(request, max_event_size=max_event_size)
 
     def open_response_stream(
         self,
@@ -110,47 +126,42 @@ class Client:
         starting_after: int | None = None,
         max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
     ) -> AbstractAsyncContextManager[ResponseStream]:
-        """:func:`chunkwise.open_response_stream` on this client's connections.
-
-        Resumptions and polls of a background response use them too.
-        """
-        attach = attach_to(request, response_id, starting_after)
-        return open_stream(
-            RESPONSES,
+        """Deprecated: ``client.responses.open_stream`` (``client.responses.attach``)."""
+        warn_renamed("chunkwise.Client.open_response_stream")
+        return open_response_stream(
             self.endpoint,
-            {} if request is None else request,
+            request,
+            response_id=response_id,
+            starting_after=starting_after,
             max_event_size=max_event_size,
             pool=self._pool,
-            attach=attach,
         )
 
     async def cancel_response(self, response_id: str) -> dict[str, Any]:
-        """:func:`chunkwise.cancel_response` on this client's connections."""
-        return await cancel(self.endpoint, response_id, self._pool)
+        """Deprecated: ``client.responses.cancel``."""
+        warn_renamed("chunkwise.Client.cancel_response")
+        return await self.responses.cancel(response_id)
 
     async def complete_response(
         self, request: Mapping[str, Any], *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE
     ) -> ResponseResult:
-        """:func:`chunkwise.complete_response` on this client's connections."""
-        return await complete(
-            RESPONSES, self.endpoint, request, max_event_size=max_event_size, pool=self._pool
-        )
+        """Deprecated: ``client.responses.complete``."""
+        warn_renamed("chunkwise.Client.complete_response")
+        return await self.responses.complete(request, max_event_size=max_event_size)
 
     def open_completion_stream(
         self, request: Mapping[str, Any], *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE
     ) -> AbstractAsyncContextManager[CompletionStream]:
-        """:func:`chunkwise.open_completion_stream` on this client's connections."""
-        return open_stream(
-            COMPLETIONS, self.endpoint, request, max_event_size=max_event_size, pool=self._pool
-        )
+        """Deprecated: ``client.completions.open_stream``."""
+        warn_renamed("chunkwise.Client.open_completion_stream")
+        return self.completions.open_stream(request, max_event_size=max_event_size)
 
     async def complete_completion(
         self, request: Mapping[str, Any], *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE
     ) -> CompletionResult:
-        """:func:`chunkwise.complete_completion` on this client's connections."""
-        return await complete(
-            COMPLETIONS, self.endpoint, request, max_event_size=max_event_size, pool=self._pool
-        )
+        """Deprecated: ``client.completions.complete``."""
+        warn_renamed("chunkwise.Client.complete_completion")
+        return await self.completions.complete(request, max_event_size=max_event_size)
 
     async def aclose(self) -> None:
         """Close every idle connection; connections given back later are closed too."""

@@ -63,7 +63,8 @@ import trio
 from ._endpoint import Endpoint
 from ._errors import ConnectTimeout, ProxyError, TransportError
 from ._proxy import Proxy
-from ._util import authority, close_now, exceptions_unwrapped
+from ._tasks import close_now, exceptions_unwrapped
+from ._util import authority
 
 if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup

@@ -49,20 +49,11 @@ from __future__ import annotations
 import math
 import typing
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 import trio
 
-from ._events import (
-    ChoiceEvent,
-    Event,
-    EventsDropped,
-    FunctionCallEvent,
-    OutputEvent,
-    TerminalEvent,
-    TextDelta,
-    ToolCallEvent,
-)
+from ._events import Batch, Event, Family
 
 __all__ = ["DEFAULT_BUFFER_SIZE", "Batch", "Broadcaster", "Family", "family_of"]
 
@@ -72,48 +63,12 @@ __all__ = ["DEFAULT_BUFFER_SIZE", "Batch", "Broadcaster", "Family", "family_of"]
 #: the reader (bench/e2e.py).  Memory is used only while events wait.
 DEFAULT_BUFFER_SIZE = 1024
 
-Family = Literal["choice", "tool_call", "lifecycle"]
-
-#: What a batched subscriber receives: the events of one network read for it.
-Batch = tuple[Event, ...]
-
-
-def _classes(union: Any) -> frozenset[type[Any]]:
-    # The classes of a union's members (StreamCompleted[Any] is StreamCompleted).
-    return frozenset(typing.get_origin(member) or member for member in typing.get_args(union))
-
-
-# The families, derived from the event unions so that a new event type joins
-# its family in one place (_events.py).  A Responses stream's text events
-# (OutputEvent) are its "choice" family, its function calls its "tool_call";
-# a legacy completion's text (TextDelta) is its "choice" family.
-_CHOICE = _classes(ChoiceEvent | OutputEvent | TextDelta)
-_TOOL_CALL = _classes(ToolCallEvent | FunctionCallEvent)
-_TERMINAL = _classes(TerminalEvent)
-_ALL = _classes(Event)
 _FAMILIES = typing.get_args(Family)
 
 
 def family_of(event: Event) -> Family:
-    """The family an event belongs to."""
-    kind = type(event)
-    if kind in _CHOICE:
-        return "choice"
-    if kind in _TOOL_CALL:
-        return "tool_call"
-    return "lifecycle"
-
-
-def _wanted(family: Family | None) -> frozenset[type[Any]] | None:
-    # The event types a family subscriber receives; None: every event.  The
-    # terminal event, a lifecycle event, reaches everyone.
-    if family is None:
-        return None
-    if family == "choice":
-        return _CHOICE | _TERMINAL
-    if family == "tool_call":
-        return _TOOL_CALL | _TERMINAL
-    return _ALL - _CHOICE - _TOOL_CALL
+    """The family an event belongs to (its class says, :attr:`Event.family`)."""
+    return event.family
 
 
 class _Subscriber:
@@ -129,7 +84,7 @@ class _Subscriber:
         size: int | float,
     ) -> None:
         self.send = send
-        self.wanted = _wanted(family)
+        self.wanted = family
         self.lossy = lossy
         self.batched = batched
         self.size = size
@@ -145,11 +100,12 @@ class _Subscriber:
         """
         wanted = self.wanted
         if wanted is not None:
-            events = [event for event in events if type(event) in wanted]
+            # A family subscriber receives its family, and the terminal event.
+            events = [event for event in events if event.family == wanted or event.is_terminal]
             if not events:
                 return
         if self.batched:
-            self._put(tuple(events), len(events), terminal=type(events[-1]) in _TERMINAL)
+            self._put(tuple(events), len(events), terminal=events[-1].is_terminal)
             return
         if not self.lossy and not self.pending:
             # The hot path: everything fits, nothing waits.
@@ -162,7 +118,7 @@ class _Subscriber:
                     return
             return
         for event in events:
-            self._put(event, 1, terminal=type(event) in _TERMINAL)
+            self._put(event, 1, terminal=event.is_terminal)
 
     def _put(self, item: Any, count: int, *, terminal: bool) -> None:
         if not self.lossy:
@@ -342,7 +298,7 @@ class Broadcaster:
         # Queue the last events once; from now on subscribe() hands out the
         # terminal event alone (rule 4).
         for event in events:
-            if type(event) in _TERMINAL:
+            if event.is_terminal:
                 self._terminal = event
         self._offer(events)
 

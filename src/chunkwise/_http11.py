@@ -71,7 +71,7 @@ from ._errors import (
     raise_itself,
 )
 from ._request import Request
-from ._util import close_now
+from ._tasks import close_now
 
 __all__ = ["Connection"]
 

@@ -19,49 +19,12 @@ from collections.abc import Callable, Mapping
 from typing import Any, Generic, Protocol, TypeVar
 
 from ._errors import ChunkwiseError, EventTooLarge, LocalProtocolError
-from ._events import (
-    ContentDelta,
-    Event,
-    FunctionCallArgumentsDelta,
-    OutputRefusalDelta,
-    OutputTextDelta,
-    ReasoningDelta,
-    ReasoningSummaryDelta,
-    ReasoningTextDelta,
-    RefusalDelta,
-    TextDelta,
-    ToolCallArgumentsDelta,
-)
+from ._events import Event
 from ._results import Anomaly, IncompleteReason
 from ._sse import DEFAULT_MAX_EVENT_SIZE, PairDecoder
 from ._timings import TimingRecorder, Timings
 
-__all__ = [
-    "CONTENT_EVENTS",
-    "OUTPUT_EVENTS",
-    "Accumulator",
-    "StreamParser",
-]
-
-#: The events that are *output* for timings and the stall timeout: deltas of
-#: text, refusal, reasoning or tool arguments, of every API (never empty: the
-#: accumulators emit no empty delta).
-OUTPUT_EVENTS: frozenset[type[Any]] = frozenset(
-    {
-        ContentDelta,
-        RefusalDelta,
-        ReasoningDelta,
-        ToolCallArgumentsDelta,
-        OutputTextDelta,
-        OutputRefusalDelta,
-        ReasoningSummaryDelta,
-        ReasoningTextDelta,
-        FunctionCallArgumentsDelta,
-        TextDelta,
-    }
-)
-#: The output that is the visible answer text.
-CONTENT_EVENTS: frozenset[type[Any]] = frozenset({ContentDelta, OutputTextDelta, TextDelta})
+__all__ = ["Accumulator", "StreamParser"]
 
 R = TypeVar("R", covariant=True)
 
@@ -162,10 +125,9 @@ class StreamParser(Generic[R]):
             recorder.event()
         need_content = recorder.first_content is None
         for event in events:
-            kind = type(event)
-            if kind in OUTPUT_EVENTS:
-                if need_content and kind not in CONTENT_EVENTS:
-                    content = any(type(e) in CONTENT_EVENTS for e in events)
+            if event.is_output:
+                if need_content and not event.is_content:
+                    content = any(e.is_content for e in events)
                 else:
                     content = need_content
                 recorder.output(content)

@@ -25,10 +25,7 @@ from ._timings import Timings
 __all__ = [
     "Anomaly",
     "ChunkResult",
-    "ContentPart",
-    "FunctionCall",
     "IncompleteReason",
-    "OutputItem",
     "Status",
     "ToolCall",
     "choices_of",
@@ -224,91 +221,3 @@ class ToolCall:
                 raw=self.arguments,
                 tool_name=self.name,
             ) from None
-
-
-@attrs.frozen(kw_only=True)
-class ContentPart:
-    """One part of an output item: a message's text or refusal, or reasoning text.
-
-    Attributes:
-        index: The part's ``content_index`` (``summary_index`` for a reasoning
-            summary), or its position when the server sent none.
-        type: ``"output_text"``, ``"refusal"``, ``"reasoning_text"``,
-            ``"summary_text"``, or whatever the server named it.
-        text: The deltas concatenated, or the text of the part's ``.done``
-            event (or of the finished item) once that arrived: those replace
-            what the deltas built.
-        annotations: The part's annotations (citations...), as sent.
-        done: True once the server finished the part (a ``.done`` event, or
-            the finished item).
-    """
-
-    index: int
-    type: str
-    text: str = ""
-    annotations: tuple[Mapping[str, Any], ...] = ()
-    done: bool = False
-
-
-@attrs.frozen(kw_only=True)
-class FunctionCall(ToolCall):
-    """One ``function_call`` output item: a call the next request answers.
-
-    The fields of :class:`~chunkwise.ToolCall`, where ``index`` is the item's
-    ``output_index``, ``id`` the item's own id (``fc_...``, optional),
-    ``type`` is ``"function_call"`` and ``finished`` is true once the server
-    finished the call (``function_call_arguments.done`` or the finished item).
-    :meth:`~chunkwise.ToolCall.parse_arguments` gives the arguments.
-
-    Attributes:
-        call_id: The id (``call_...``) a ``function_call_output`` item of the
-            next request answers with.
-    """
-
-    call_id: str | None = None
-
-
-@attrs.frozen(kw_only=True)
-class OutputItem:
-    """One output item, in the state the stream left it.
-
-    Attributes:
-        index: The item's ``output_index``, or its position in arrival order
-            when the server sent none (llama.cpp).
-        id: The item's ``id``, when one was sent.
-        type: ``"message"``, ``"function_call"``, ``"reasoning"``,
-            ``"web_search_call"``... as sent.
-        status: The item's ``status`` as last sent (``"in_progress"``,
-            ``"completed"``, ``"incomplete"``), or None.
-        role: A message's role (``"assistant"``).
-        content: A message's parts (text and refusals), or a reasoning item's
-            ``reasoning_text`` parts, by index.
-        summary: A reasoning item's summary parts, by index.
-        call: The function call, for a ``function_call`` item.
-        data: The item as the server last sent it whole (when it was added,
-            finished, or in the terminal response): every field, including
-            those of item types chunkwise does not interpret.
-        done: True once the server finished the item.
-    """
-
-    index: int
-    id: str | None = None
-    type: str | None = None
-    status: str | None = None
-    role: str | None = None
-    content: tuple[ContentPart, ...] = ()
-    summary: tuple[ContentPart, ...] = ()
-    call: FunctionCall | None = None
-    data: Mapping[str, Any] | None = None
-    done: bool = False
-
-    @property
-    def text(self) -> str:
-        """The ``output_text`` parts of a message, joined (``""`` when none)."""
-        return "".join(part.text for part in self.content if part.type == "output_text")
-
-    @property
-    def refusal(self) -> str | None:
-        """The ``refusal`` parts of a message, joined, or None when there are none."""
-        parts = [part.text for part in self.content if part.type == "refusal"]
-        return "".join(parts) if parts else None

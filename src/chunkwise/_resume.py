@@ -54,9 +54,9 @@ from ._events import Event
 from ._http import HTTPResponse, read_json, send_http_request
 from ._http11 import Connection
 from ._pool import ConnectionPool
-from ._responses import ResponseStreamParser
 from ._results import Anomaly
 from ._retries import backoff, retry_after, retryable_status
+from .responses.parser import Parser as ResponseParser
 
 __all__ = ["TERMINAL_STATUSES", "Attach", "Resumable", "Resumer", "cancel", "stored_path"]
 
@@ -97,7 +97,7 @@ class Attach:
 
 
 class Resumable(Protocol):
-    """What :class:`Resumer` needs of a stream's parser (a ResponseStreamParser's methods)."""
+    """What :class:`Resumer` needs of a stream's parser (a Responses parser's methods)."""
 
     def resume_point(self) -> tuple[str, int] | None: ...
 
@@ -138,7 +138,7 @@ class Resumer:
 
         An attached stream's parser is told where it starts.
         """
-        if not isinstance(parser, ResponseStreamParser):
+        if not isinstance(parser, ResponseParser):
             return None
         if attach is None:
             if request.get("background") is not True:

@@ -2,8 +2,9 @@
 
 Theory of operation
 -------------------
-:func:`~chunkwise.open_chat_stream`, :func:`~chunkwise.open_response_stream` and
-:func:`~chunkwise.open_completion_stream` (in :mod:`chunkwise._apis`) are one
+:func:`chunkwise.chat.open_stream`, :func:`chunkwise.responses.open_stream`
+and :func:`chunkwise.completions.open_stream` (each in its namespace's
+``_stream`` module, with the API's :class:`Api` value) are one
 implementation, :func:`open_stream`, parametrised by an :class:`Api`: the path
 to post to, the sans-IO parser to read the body with, and the stream class to
 hand out.  Everything here is the
@@ -13,14 +14,13 @@ same for every API.
 opens the HTTP response (raising a typed error for a non-2xx status before the
 block is entered) and enters a nursery with one reader task, and whose
 ``__aexit__`` leaves them.  The reader receives body bytes, feeds the sans-IO parser
-(:class:`~chunkwise.ChatStreamParser` or
-:class:`~chunkwise.ResponseStreamParser`), and publishes each read's events through
+(the API's ``Parser``), and publishes each read's events through
 a :class:`~chunkwise._fanout.Broadcaster` to every subscriber.  Backpressure
 is lossless by default: a full subscriber makes the reader wait, which stops
 reads from the socket.
 
 Before anything is sent, ``__aenter__`` checks what a newcomer gets wrong:
-not running under trio (:func:`~chunkwise._util.require_trio`, which names asyncio when it is
+not running under trio (:func:`~chunkwise._tasks.require_trio`, which names asyncio when it is
 the loop), and a request JSON cannot encode
 (:func:`~chunkwise._request.encode_request` raises
 :class:`~chunkwise.InvalidRequest` with the path of the bad value).  Awaiting
@@ -28,14 +28,14 @@ the block, or entering it with a plain ``with``, raises a :class:`TypeError`
 saying to use ``async with``.
 
 The reader publishes nothing until somebody listens: the first
-:meth:`ChatStream.subscribe`, ``async for``, or :meth:`ChatStream.result`.  So
+:meth:`Stream.subscribe`, ``async for``, or :meth:`Stream.result`.  So
 subscribers created right after entering the block, before the first
 checkpoint, all see every event.  A subscriber created later receives the
 events published after it subscribed (one created after the end receives just
-the terminal event); :attr:`ChatStream.snapshot` shows what came before.
+the terminal event); :attr:`Stream.snapshot` shows what came before.
 
 The reader has two phases.  *Reading* runs in ``_reader_scope``, which
-:meth:`ChatStream.cancel` and leaving the block cancel: it waits for bytes and
+:meth:`Stream.cancel` and leaving the block cancel: it waits for bytes and
 for lossless subscribers to take each read's events.  *Ending* runs once,
 whatever stopped the reading (``[DONE]``, the end of the body, a broken
 connection, an idle timeout, a cancel): it closes the socket, lets the parser
@@ -64,7 +64,7 @@ These are the promises of the trio layer; each is tested in every cell of
 1. Leaving the ``async with`` returns promptly on every path: it never waits
    on a subscriber that no running consumer task reads.  Once the block is
    left, the only readers are the consumer tasks started with
-   :meth:`ChatStream.start_soon`; when none is running, the broadcaster is
+   :meth:`Stream.start_soon`; when none is running, the broadcaster is
    told to give up (``_nobody_reads``), and every other wait of the reader is
    in ``_reader_scope``, which leaving the block cancels.
 2. The socket is closed before ``__aexit__`` returns, on every path, and
@@ -77,7 +77,7 @@ These are the promises of the trio layer; each is tested in every cell of
 3. Every subscriber whose channel is open and whose consumer is still running
    receives, in order, every event published after it subscribed (lossless)
    or the drop report in their place (lossy), then exactly one terminal
-   event, then :class:`trio.EndOfChannel`.  :meth:`ChatStream.cancel` and
+   event, then :class:`trio.EndOfChannel`.  :meth:`Stream.cancel` and
    leaving the block early only end the *reading*: the events already parsed
    are still delivered, so a subscriber from the start has deltas adding up
    to the text of the result in its terminal event.
@@ -85,7 +85,7 @@ These are the promises of the trio layer; each is tested in every cell of
    with its own ``__cause__``, ``__context__`` and traceback
    (:func:`~chunkwise._util.exceptions_unwrapped`).  Two at once propagate as
    an :class:`ExceptionGroup`.
-5. A :class:`~chunkwise.ChatResult` (or :class:`~chunkwise.ResponseResult`)
+5. A result (``chat.Result``, ``responses.Result``, ``completions.Result``)
    never changes after it was handed out: results are frozen, and the parser
    builds a new one for each change.
 6. Nothing is sent again once a body has started (:mod:`chunkwise._retries`,
@@ -96,7 +96,7 @@ These are the promises of the trio layer; each is tested in every cell of
    sequence number, or ended from a polled response.  The server keeps the
    events, so nothing is asked twice: the parser drops any event it already
    has, and rules 1 to 5 hold across the connections (one
-   :class:`ResponseStarted`, one terminal event, the reading phase and
+   :class:`HeadReceived`, one terminal event, the reading phase and
    its cancel scope spanning them all).
 """
 
@@ -111,8 +111,6 @@ from typing import Any, Generic, Literal, NoReturn, TypeVar, overload
 import attrs
 import trio
 
-from ._chat import ChatResult
-from ._completions import CompletionResult
 from ._endpoint import Endpoint
 from ._errors import (
     ConnectionLost,
@@ -121,32 +119,28 @@ from ._errors import (
     StallTimeout,
     TransportError,
 )
-from ._events import Event, ResponseStarted
+from ._events import Event, HeadReceived
 from ._fanout import DEFAULT_BUFFER_SIZE, Batch, Broadcaster, Family
 from ._http import HTTPResponse, send_http_request
 from ._http11 import Connection
 from ._parser import StreamParser
 from ._pool import ConnectionPool
 from ._request import encode_request
-from ._responses import ResponseResult
 from ._results import Anomaly, IncompleteReason
 from ._resume import Attach, Resumer
 from ._sse import DEFAULT_MAX_EVENT_SIZE
+from ._tasks import exceptions_unwrapped, require_trio
 from ._timings import TimingRecorder, Timings
-from ._util import exceptions_unwrapped, require_trio
 
 __all__ = [
     "Api",
-    "ChatStream",
-    "CompletionStream",
-    "ResponseStream",
     "Stream",
     "StreamBlock",
     "complete",
     "open_stream",
 ]
 
-#: The result type of a stream: ChatResult or ResponseResult.
+#: The result type of a stream: the API's ``Result``.
 R = TypeVar("R")
 #: How one response's body ended (Stream._read): the final events (the terminal
 #: one last, when it came), why it stopped early, the transport's error, a
@@ -357,7 +351,7 @@ class Stream(Generic[R]):
                 await broadcaster.wait_for_listener()
                 headers = tuple(self._response.headers.items())
                 await broadcaster.publish(
-                    [ResponseStarted(status_code=self.status_code, headers=headers)]
+                    [HeadReceived(status_code=self.status_code, headers=headers)]
                 )
                 while True:
                     final, reason, problem, invalid, clean_end = await self._read(deadline)
@@ -458,41 +452,6 @@ class Stream(Generic[R]):
         if not self.finished:
             self.cancel()  # the caller is done with an unfinished stream
         self._check_readers()
-
-
-class ChatStream(Stream[ChatResult]):
-    """A chat completion being streamed; created by :func:`open_chat_stream`.
-
-    Subscribers receive :data:`~chunkwise.ChatEvent` events; the result is a
-    :class:`~chunkwise.ChatResult`.
-    """
-
-    __slots__ = ()
-
-
-class ResponseStream(Stream[ResponseResult]):
-    """A Responses API answer being streamed; created by :func:`open_response_stream`.
-
-    The same object as :class:`ChatStream` (subscribers, fan-out, consumer
-    tasks, cancellation and the five rules), for the Responses API:
-    subscribers receive :data:`~chunkwise.ResponseEvent` events (its text
-    events are the ``"choice"`` family, its function calls the
-    ``"tool_call"`` family); the result is a :class:`~chunkwise.ResponseResult`.
-    """
-
-    __slots__ = ()
-
-
-class CompletionStream(Stream[CompletionResult]):
-    """A legacy completion being streamed; created by :func:`open_completion_stream`.
-
-    The same object as :class:`ChatStream`, for ``POST /completions``:
-    subscribers receive :data:`~chunkwise.CompletionEvent` events (its
-    :class:`~chunkwise.TextDelta` events are the ``"choice"`` family); the
-    result is a :class:`~chunkwise.CompletionResult`.
-    """
-
-    __slots__ = ()
 
 
 S = TypeVar("S", bound=Stream[Any], covariant=True)

@@ -27,12 +27,11 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from ._errors import StructuredOutputError
 from ._payloads import parse_json
-from ._results import OutputItem
 from ._tools import jsonschema_module, make_validator, schema_problem
 
 __all__ = ["CUT_SHORT", "OutputSchema"]
@@ -108,39 +107,6 @@ class OutputSchema:
         if problem is not None:
             return None, self._error(f"the answer does not match the schema: {problem}", text)
         return value, None
-
-    def check_output(
-        self, output: Sequence[OutputItem], *, cut_short: str | None = None
-    ) -> tuple[Any, StructuredOutputError | None]:
-        """:meth:`check` of a finished Responses answer: the text of its messages.
-
-        ``(None, None)`` when no message has text (a refusal, only calls);
-        cut short when ``cut_short`` says why (the response ended
-        ``incomplete``) or a message's status is not ``completed`` (rule 2).
-        """
-        messages = [item for item in output if item.type == "message"]
-        if not any(part.type == "output_text" for item in messages for part in item.content):
-            return None, None
-        unfinished = [i.status for i in messages if i.status not in (None, "completed")]
-        if cut_short is None and unfinished:
-            cut_short = f"message status {unfinished[0]!r}"
-        return self.check("".join(item.text for item in messages), cut_short=cut_short)
-
-    def check_response(
-        self, output: Sequence[OutputItem], status: str, incomplete_reason: str | None
-    ) -> tuple[Any, StructuredOutputError | None]:
-        """The structured output of a Responses answer the server ended with ``status``.
-
-        ``completed``: :meth:`check_output`; ``incomplete``: cut short, with
-        the server's reason (rule 2); any other status: the answer did not
-        finish, ``(None, None)``.
-        """
-        if status == "completed":
-            return self.check_output(output)
-        if status != "incomplete":
-            return None, None
-        why = f"incomplete_details.reason {incomplete_reason!r}" if incomplete_reason else None
-        return self.check_output(output, cut_short=why or "status 'incomplete'")
 
     def _validate(self, value: Any) -> str | None:
         if self._validator is None:

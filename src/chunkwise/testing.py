@@ -25,6 +25,7 @@ Everything runs in the caller's task tree: leaving an ``async with`` cancels the
 server and closes every connection, and a handler that raises fails the test.
 """
 
+from ._names import fixup_module_metadata
 from ._server._chat_server import ChatServer, open_chat_server
 from ._server._http_server import (
     Handler,
@@ -40,7 +41,6 @@ from ._server._options import ServerOptions
 from ._server._response_scenarios import RESPONSE_SCENARIOS, ResponseScenario, ResponseStyle
 from ._server._responses import Framing, RecordedRequest, ResponseWriter, ScriptedResponse
 from ._server._scenarios import SCENARIOS, Scenario, ToolCallScript, WireStyle
-from ._util import fixup_module_metadata
 
 __all__ = [
     "RESPONSE_SCENARIOS",

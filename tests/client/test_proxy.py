@@ -49,7 +49,7 @@ from chunkwise import (
 )
 from chunkwise._connect import Origin, PrefixedStream, open_tunnel
 from chunkwise._proxy import parse_proxy_url
-from chunkwise._util import exceptions_unwrapped
+from chunkwise._tasks import exceptions_unwrapped
 from chunkwise.testing import (
     LoopbackServer,
     RecordedRequest,

@@ -20,7 +20,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from .._util import exceptions_unwrapped
+from .._tasks import exceptions_unwrapped
 from .._version import __version__
 from ._bench import add_bench_command
 from ._bench_report import write_report

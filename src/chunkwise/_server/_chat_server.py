@@ -78,7 +78,7 @@ from .._payloads import load_json, parse_json
 from .._responses import ResponseStreamParser
 from .._sse import SSEDecoder
 from .._structured import OutputSchema
-from .._util import exceptions_unwrapped
+from .._tasks import exceptions_unwrapped
 from ._background import ResponseStore, StreamCuts
 from ._completion_wire import completion_events, text_completion_document
 from ._http_server import LoopbackServer, open_test_server

@@ -65,7 +65,8 @@ from .._connect import socket_of
 from .._endpoint import Endpoint
 from .._headers import Headers
 from .._retries import Retries
-from .._util import close_now, exceptions_unwrapped, url_host
+from .._tasks import close_now, exceptions_unwrapped
+from .._util import url_host
 from ._responses import RecordedRequest, ResponseWriter, ScriptedResponse
 
 __all__ = [

@@ -8,13 +8,13 @@ from typing import Any
 from .._events import Event
 from .._parser import StreamParser
 from .._sse import DEFAULT_MAX_EVENT_SIZE
-from .accumulator import ResponseAccumulator
-from .results import ResponseResult
+from .accumulator import Accumulator
+from .results import Result
 
-__all__ = ["ResponseStreamParser"]
+__all__ = ["Parser"]
 
 
-class ResponseStreamParser(StreamParser[ResponseResult]):
+class Parser(StreamParser[Result]):
     """Sans-IO parser of a streamed Responses API body (``POST /responses``).
 
     An :class:`~chunkwise.SSEDecoder` and a :class:`~chunkwise.ResponseAccumulator`.
@@ -23,7 +23,7 @@ class ResponseStreamParser(StreamParser[ResponseResult]):
         tools: The request's ``tools``, to validate function-call arguments.
         text_format: The request's ``text.format``: when it asks for JSON, the
             message text of a completed response is parsed and validated
-            (:attr:`ResponseResult.parsed`).
+            (:attr:`Result.parsed`).
         max_output_tokens: The request's ``max_output_tokens`` (see
             :class:`~chunkwise.ResponseAccumulator`).
         max_event_size: Passed to the :class:`~chunkwise.SSEDecoder`.
@@ -37,7 +37,7 @@ class ResponseStreamParser(StreamParser[ResponseResult]):
         max_output_tokens: int | None = None,
         max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
     ) -> None:
-        self._responses = ResponseAccumulator(
+        self._responses = Accumulator(
             tools=tools, text_format=text_format, max_output_tokens=max_output_tokens
         )
         super().__init__(self._responses, max_event_size=max_event_size)

@@ -11,7 +11,7 @@ from .._errors import StructuredOutputError
 from .._payloads import copy_json
 from .._results import ChunkResult, ToolCall, choices_of
 
-__all__ = ["ChatResult", "ChoiceResult"]
+__all__ = ["ChoiceResult", "Result"]
 
 
 @attrs.frozen(kw_only=True)
@@ -63,7 +63,7 @@ class ChoiceResult:
 
 
 @attrs.frozen(kw_only=True, field_transformer=choices_of("ChoiceResult"))
-class ChatResult(ChunkResult[ChoiceResult]):
+class Result(ChunkResult[ChoiceResult]):
     """A snapshot of a chat-completion stream, readable at any time.
 
     A result, and everything in it, never changes after it was handed out:

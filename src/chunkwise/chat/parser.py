@@ -7,13 +7,13 @@ from typing import Any
 
 from .._parser import StreamParser
 from .._sse import DEFAULT_MAX_EVENT_SIZE
-from .accumulator import ChatAccumulator
-from .results import ChatResult
+from .accumulator import Accumulator
+from .results import Result
 
-__all__ = ["ChatStreamParser"]
+__all__ = ["Parser"]
 
 
-class ChatStreamParser(StreamParser[ChatResult]):
+class Parser(StreamParser[Result]):
     """Sans-IO parser of a streamed chat completion: ``feed()`` bytes, get events.
 
     An :class:`~chunkwise.SSEDecoder` (with llama.cpp's legacy ``error:``
@@ -35,6 +35,6 @@ class ChatStreamParser(StreamParser[ChatResult]):
         max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
     ) -> None:
         super().__init__(
-            ChatAccumulator(tools=tools, response_format=response_format),
+            Accumulator(tools=tools, response_format=response_format),
             max_event_size=max_event_size,
         )

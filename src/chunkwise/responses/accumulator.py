@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-:class:`ResponseAccumulator` takes the events of a streamed ``POST
+:class:`Accumulator` takes the events of a streamed ``POST
 /responses`` one at a time, either already decoded (:meth:`feed_event`, e.g.
 ``event.model_dump()`` from the official SDK) or as server-sent events
 (:meth:`feed_sse`).  It keeps one state per *output item* and, inside an item,
@@ -73,30 +73,39 @@ Rules
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from .._anomalies import AnomalyLog
-from .._errors import ChunkwiseError, InvalidChunk, InvalidJSON, StreamError
+from .._errors import (
+    ChunkwiseError,
+    InvalidChunk,
+    InvalidJSON,
+    StreamError,
+    StructuredOutputError,
+)
 from .._events import (
     Event,
-    FunctionCallCompleted,
-    FunctionCallStarted,
-    OutputItemAdded,
-    OutputItemDone,
-    ResponseStatusChanged,
     StreamCompleted,
     StreamErrorReceived,
     StreamFailed,
     StreamIncomplete,
     UsageReported,
 )
+from .._names import warn_renamed
 from .._payloads import copy_json, load_object, parse_error_event, parse_error_payload, preview
 from .._results import Anomaly, IncompleteReason, Status
 from .._sse import ServerSentEvent
 from .._structured import OutputSchema
 from .._timings import TimedAccumulator, take_event_timings, timing_fields
 from .._tools import ToolSchemas, complete_tool_call
+from .events import (
+    OutputItemAdded,
+    OutputItemDone,
+    StatusChanged,
+    ToolCallCompleted,
+    ToolCallStarted,
+)
 from .items import (
     PART_EVENTS,
     PART_LISTS,
@@ -110,9 +119,9 @@ from .items import (
     as_index,
     as_str,
 )
-from .results import ResponseResult
+from .results import OutputItem, Result
 
-__all__ = ["ResponseAccumulator"]
+__all__ = ["Accumulator"]
 
 _DONE = "[DONE]"
 _TERMINAL_TYPES = {
@@ -123,8 +132,8 @@ _TERMINAL_TYPES = {
 _LIFECYCLE_TYPES = frozenset({"response.created", "response.queued", "response.in_progress"})
 
 
-class ResponseAccumulator(TimedAccumulator):
-    """Accumulate Responses API stream events into typed events and a :class:`ResponseResult`.
+class Accumulator(TimedAccumulator):
+    """Accumulate Responses API stream events into typed events and a :class:`Result`.
 
     Args:
         tools: The request's ``tools``: each completed function call's
@@ -132,7 +141,7 @@ class ResponseAccumulator(TimedAccumulator):
             ``parameters`` (needs the ``jsonschema`` extra).
         text_format: The request's ``text.format``: when it asks for JSON, the
             message text of a completed response is parsed and validated into
-            :attr:`ResponseResult.parsed` (or :attr:`ResponseResult.parse_error`).
+            :attr:`Result.parsed` (or :attr:`Result.parse_error`).
         max_output_tokens: The request's ``max_output_tokens``, to notice a
             ``completed`` response that used them all (rule 7).
     """
@@ -162,15 +171,15 @@ class ResponseAccumulator(TimedAccumulator):
         self._parse_error: Any = None
         self._numbers = SequenceNumbers()
         self._ended = False
-        self._cache: ResponseResult | None = None
+        self._cache: Result | None = None
 
     # -- public API --------------------------------------------------------
 
     @property
-    def result(self) -> ResponseResult:
+    def result(self) -> Result:
         """A snapshot of everything received so far."""
         if self._cache is None:
-            self._cache = ResponseResult(
+            self._cache = Result(
                 id=self._id,
                 model=self._model,
                 created_at=self._created_at,
@@ -220,6 +229,11 @@ class ResponseAccumulator(TimedAccumulator):
         return events
 
     def feed_event(self, event: Mapping[str, Any]) -> list[Event]:
+        """Deprecated: :meth:`feed`."""
+        warn_renamed("chunkwise.responses.Accumulator.feed_event")
+        return self.feed(event)
+
+    def feed(self, event: Mapping[str, Any]) -> list[Event]:
         """Accumulate one decoded stream event (any mapping with a ``type``).
 
         What the result keeps from ``event`` is copied: changing it afterwards
@@ -366,7 +380,7 @@ class ResponseAccumulator(TimedAccumulator):
         arguments = as_str(raw.get("arguments"))
         if streaming:
             events.append(
-                FunctionCallStarted(
+                ToolCallStarted(
                     output_index=item.index, item_id=item.id, call_id=item.call_id, name=item.name
                 )
             )
@@ -537,7 +551,7 @@ class ResponseAccumulator(TimedAccumulator):
         if item.call is not None:
             return
         item.call = complete_tool_call(item.streaming_call(finished), schemas=self._schemas)
-        events.append(FunctionCallCompleted(output_index=item.index, call=item.call))
+        events.append(ToolCallCompleted(output_index=item.index, call=item.call))
 
     # -- the response ----------------------------------------------------------
 
@@ -549,7 +563,7 @@ class ResponseAccumulator(TimedAccumulator):
         status = as_str(response.get("status"))
         if status is not None and status != self._response_status:
             self._response_status = status
-            events.append(ResponseStatusChanged(status=status))
+            events.append(StatusChanged(status=status))
 
     def _metadata(self, response: dict[str, Any], events: list[Event]) -> None:
         response_id = as_str(response.get("id"))
@@ -655,8 +669,8 @@ class ResponseAccumulator(TimedAccumulator):
             return events
         if self._output_schema is not None and status is not None:  # rule 10
             output, why = self._items.snapshot(), self._incomplete_reason
-            self._parsed, self._parse_error = self._output_schema.check_response(
-                output, status, why
+            self._parsed, self._parse_error = check_structured(
+                self._output_schema, output, status, why
             )
         if status == "completed":
             self._check_length(events)  # rule 7
@@ -685,16 +699,43 @@ class ResponseAccumulator(TimedAccumulator):
 
 
 #: What each event type does (rule 1: any other type is ignored).
-_HANDLERS: dict[str, Callable[[ResponseAccumulator, str, dict[str, Any], list[Event]], None]] = {
-    **dict.fromkeys(TEXT_DELTAS, ResponseAccumulator._text_delta),
-    **dict.fromkeys(TEXT_DONES, ResponseAccumulator._text_done),
-    "response.function_call_arguments.delta": ResponseAccumulator._arguments_delta,
-    "response.function_call_arguments.done": ResponseAccumulator._arguments_done,
-    "response.output_item.added": ResponseAccumulator._item_added,
-    "response.output_item.done": ResponseAccumulator._item_done,
-    **dict.fromkeys(PART_EVENTS, ResponseAccumulator._part_event),
-    "response.output_text.annotation.added": ResponseAccumulator._annotation,
-    **dict.fromkeys(_LIFECYCLE_TYPES, ResponseAccumulator._lifecycle),
-    **dict.fromkeys(_TERMINAL_TYPES, ResponseAccumulator._terminal),
-    "error": ResponseAccumulator._error_frame,
+_HANDLERS: dict[str, Callable[[Accumulator, str, dict[str, Any], list[Event]], None]] = {
+    **dict.fromkeys(TEXT_DELTAS, Accumulator._text_delta),
+    **dict.fromkeys(TEXT_DONES, Accumulator._text_done),
+    "response.function_call_arguments.delta": Accumulator._arguments_delta,
+    "response.function_call_arguments.done": Accumulator._arguments_done,
+    "response.output_item.added": Accumulator._item_added,
+    "response.output_item.done": Accumulator._item_done,
+    **dict.fromkeys(PART_EVENTS, Accumulator._part_event),
+    "response.output_text.annotation.added": Accumulator._annotation,
+    **dict.fromkeys(_LIFECYCLE_TYPES, Accumulator._lifecycle),
+    **dict.fromkeys(_TERMINAL_TYPES, Accumulator._terminal),
+    "error": Accumulator._error_frame,
 }
+
+
+def check_structured(
+    schema: OutputSchema, output: Sequence[OutputItem], status: str, incomplete_reason: str | None
+) -> tuple[Any, StructuredOutputError | None]:
+    """The structured output of an answer the server ended with ``status`` (rule 10).
+
+    ``completed``: the text of its messages, checked against ``schema``;
+    ``incomplete``: the same, cut short with the server's reason; any other
+    status: the answer did not finish, ``(None, None)``.  ``(None, None)`` also
+    when no message has text (a refusal, only calls); cut short when a
+    message's status is not ``completed`` (:mod:`chunkwise._structured`, rule 2).
+    """
+    if status == "completed":
+        cut_short = None
+    elif status == "incomplete":
+        why = f"incomplete_details.reason {incomplete_reason!r}" if incomplete_reason else None
+        cut_short = why or "status 'incomplete'"
+    else:
+        return None, None
+    messages = [item for item in output if item.type == "message"]
+    if not any(part.type == "output_text" for item in messages for part in item.content):
+        return None, None
+    unfinished = [i.status for i in messages if i.status not in (None, "completed")]
+    if cut_short is None and unfinished:
+        cut_short = f"message status {unfinished[0]!r}"
+    return schema.check("".join(item.text for item in messages), cut_short=cut_short)

@@ -2,11 +2,11 @@
 
 Theory of operation
 -------------------
-:class:`ChatAccumulator` is the chat form of the chunk accumulator both chunk
+:class:`Accumulator` is the chat form of the chunk accumulator both chunk
 APIs share (:class:`~chunkwise._chunks.ChunkAccumulator`): it takes chunks one
 at a time, either as already-decoded mappings
-(:meth:`~ChatAccumulator.feed_chunk`, e.g. ``chunk.model_dump()`` from the
-official SDK) or as server-sent events (:meth:`~ChatAccumulator.feed_event`,
+(:meth:`~Accumulator.feed_chunk`, e.g. ``chunk.model_dump()`` from the
+official SDK) or as server-sent events (:meth:`~Accumulator.feed_event`,
 which checks ``[DONE]`` before JSON and recognises error payloads), and reads
 each choice's ``delta`` here.  State is kept per choice ``index`` and, inside a
 choice, per tool call.  Fields that
@@ -14,11 +14,11 @@ identify something (id, name, type, role, model, created, system_fingerprint)
 are assigned once, from the first chunk that carries a valid value; fields that
 stream (content, refusal, reasoning, arguments) are concatenated exactly.
 
-A :class:`ChatResult` never changes once handed out, nor does anything in it.
+A :class:`Result` never changes once handed out, nor does anything in it.
 Strings are immutable; the mutable values a result holds are never mutated
 afterwards: usage is replaced, not updated; a choice's ``logprobs`` are copied
 before the next merge when a snapshot holds them (copy on write); and what
-:meth:`~ChatAccumulator.feed_chunk` keeps from the caller's mapping is copied
+:meth:`~Accumulator.feed_chunk` keeps from the caller's mapping is copied
 (see :mod:`chunkwise._payloads`), so the caller cannot change it either.
 
 Rules
@@ -43,7 +43,7 @@ included (3), error payloads (4), usage (5), ``logprobs`` (6), chunk templates
 
 Nothing fed to the accumulator raises because of what the *server* sent:
 invalid input ends the stream as ``failed`` with a typed error, and everything
-received before it stays in :attr:`~ChatAccumulator.result`.
+received before it stays in :attr:`~Accumulator.result`.
 """
 
 from __future__ import annotations
@@ -53,28 +53,28 @@ from typing import Any
 
 from .._chunks import ChunkAccumulator, merge_logprobs
 from .._errors import InvalidChunk
-from .._events import (
-    ContentDelta,
-    Event,
-    ReasoningDelta,
-    RefusalDelta,
-    ToolCallArgumentsDelta,
-    ToolCallCompleted,
-    ToolCallStarted,
-)
+from .._events import Event
 from .._partial_json import LiveJSON
 from .._payloads import copy_json, dump_json, preview
 from .._structured import CUT_SHORT, OutputSchema
 from .._templates import Path
 from .._tools import ToolSchemas, complete_tool_call
 from .choices import ChoiceState, ToolCallState, read_parts
-from .results import ChatResult
+from .events import (
+    ReasoningDelta,
+    RefusalDelta,
+    TextDelta,
+    ToolCallArgumentsDelta,
+    ToolCallCompleted,
+    ToolCallStarted,
+)
+from .results import Result
 
-__all__ = ["ChatAccumulator"]
+__all__ = ["Accumulator"]
 
 
-class ChatAccumulator(ChunkAccumulator[ChoiceState, ChatResult]):
-    """Accumulate chat-completion chunks into events and a :class:`ChatResult`.
+class Accumulator(ChunkAccumulator[ChoiceState, Result]):
+    """Accumulate chat-completion chunks into events and a :class:`Result`.
 
     Args:
         tools: The request's ``tools`` list.  When given, each completed tool
@@ -96,8 +96,8 @@ class ChatAccumulator(ChunkAccumulator[ChoiceState, ChatResult]):
         self._schemas = ToolSchemas(tools) if tools is not None else None
         self._output_schema = OutputSchema.from_response_format(response_format)
 
-    def _new_result(self, **fields: Any) -> ChatResult:
-        return ChatResult(**fields)
+    def _new_result(self, **fields: Any) -> Result:
+        return Result(**fields)
 
     def _template_slot(
         self, index: int, choice: dict[str, Any]
@@ -173,7 +173,7 @@ class ChatAccumulator(ChunkAccumulator[ChoiceState, ChatResult]):
                 if text:
                     state.content.append(text)
                     if self._output_schema is None:
-                        events.append(ContentDelta(choice_index=index, text=text))
+                        events.append(TextDelta(choice_index=index, text=text))
                     else:
                         self._content_delta(state, text, events)
                 return
@@ -227,7 +227,7 @@ class ChatAccumulator(ChunkAccumulator[ChoiceState, ChatResult]):
         for field, text in pieces:
             if field == "content":
                 state.content.append(text)
-                events.append(ContentDelta(choice_index=state.index, text=text))
+                events.append(TextDelta(choice_index=state.index, text=text))
             else:
                 state.reasoning.append(text)
                 events.append(ReasoningDelta(choice_index=state.index, text=text))
@@ -298,13 +298,13 @@ class ChatAccumulator(ChunkAccumulator[ChoiceState, ChatResult]):
 
     def _content_delta(self, state: ChoiceState, text: str, events: list[Event]) -> None:
         if self._output_schema is None:
-            events.append(ContentDelta(choice_index=state.index, text=text))
+            events.append(TextDelta(choice_index=state.index, text=text))
             return
         live = state.live
         if live is None:  # JSON was asked for: previewed as it streams
             live = state.live = LiveJSON()
         patches, stop = live.feed(text)
-        events.append(ContentDelta(choice_index=state.index, text=text, patches=patches))
+        events.append(TextDelta(choice_index=state.index, text=text, patches=patches))
         if stop is not None:
             self._anomaly(events, "not JSON", f"content: {stop}", state.index)
 

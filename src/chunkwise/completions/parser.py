@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from .._parser import StreamParser
 from .._sse import DEFAULT_MAX_EVENT_SIZE
-from .accumulator import CompletionAccumulator
-from .results import CompletionResult
+from .accumulator import Accumulator
+from .results import Result
 
-__all__ = ["CompletionStreamParser"]
+__all__ = ["Parser"]
 
 
-class CompletionStreamParser(StreamParser[CompletionResult]):
+class Parser(StreamParser[Result]):
     """Sans-IO parser of a streamed legacy completion: ``feed()`` bytes, get events.
 
     An :class:`~chunkwise.SSEDecoder` (with llama.cpp's legacy ``error:``
@@ -23,4 +23,4 @@ class CompletionStreamParser(StreamParser[CompletionResult]):
     """
 
     def __init__(self, *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
-        super().__init__(CompletionAccumulator(), max_event_size=max_event_size)
+        super().__init__(Accumulator(), max_event_size=max_event_size)

@@ -41,17 +41,17 @@ from typing import Any, Literal
 
 from .._anomalies import AnomalyLog
 from .._errors import InvalidJSON
-from .._events import (
-    Event,
-    FunctionCallArgumentsDelta,
-    OutputRefusalDelta,
-    OutputTextDelta,
-    ReasoningSummaryDelta,
-    ReasoningTextDelta,
-)
+from .._events import Event
 from .._partial_json import LiveJSON
-from .._results import ContentPart, FunctionCall, OutputItem
 from .._text import Fragments
+from .events import (
+    ReasoningDelta,
+    ReasoningSummaryDelta,
+    RefusalDelta,
+    TextDelta,
+    ToolCallArgumentsDelta,
+)
+from .results import ContentPart, FunctionCall, OutputItem
 
 __all__ = [
     "PART_DELTAS",
@@ -87,10 +87,10 @@ TEXT_DELTAS: dict[str, tuple[Which, str, str]] = {
     "response.reasoning_summary_text.delta": ("summary", "summary_text", "summary_index"),
 }
 # The delta event of each kind of content part.
-PART_DELTAS: dict[str, type[OutputTextDelta | OutputRefusalDelta | ReasoningTextDelta]] = {
-    "output_text": OutputTextDelta,
-    "refusal": OutputRefusalDelta,
-    "reasoning_text": ReasoningTextDelta,
+PART_DELTAS: dict[str, type[TextDelta | RefusalDelta | ReasoningDelta]] = {
+    "output_text": TextDelta,
+    "refusal": RefusalDelta,
+    "reasoning_text": ReasoningDelta,
 }
 # The .done events that replace one part's text: (part list, part type, index key, text key).
 TEXT_DONES: dict[str, tuple[Which, str, str, str]] = {
@@ -192,7 +192,7 @@ class ItemState:
         if self.live is None:
             self.live = LiveJSON()
         patches, stop = self.live.feed(fragment)
-        event = FunctionCallArgumentsDelta(
+        event = ToolCallArgumentsDelta(
             output_index=self.index, item_id=self.id, fragment=fragment, patches=patches
         )
         return event, stop
@@ -354,14 +354,14 @@ class ItemTable:
                 output_index=item.index, summary_index=part.index, item_id=item.id, text=text
             )
             return event, None
-        cls = PART_DELTAS.get(part.type, OutputTextDelta)
-        if cls is not OutputTextDelta or self.preview is None or item.type not in (None, "message"):
+        cls = PART_DELTAS.get(part.type, TextDelta)
+        if cls is not TextDelta or self.preview is None or item.type not in (None, "message"):
             event = cls(
                 output_index=item.index, content_index=part.index, item_id=item.id, text=text
             )
             return event, None
         patches, stop = self.preview.feed(text)
-        return OutputTextDelta(
+        return TextDelta(
             output_index=item.index,
             content_index=part.index,
             item_id=item.id,

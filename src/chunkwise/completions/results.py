@@ -9,11 +9,11 @@ import attrs
 
 from .._results import ChunkResult, choices_of
 
-__all__ = ["CompletionChoice", "CompletionResult"]
+__all__ = ["ChoiceResult", "Result"]
 
 
 @attrs.frozen(kw_only=True)
-class CompletionChoice:
+class ChoiceResult:
     """What one choice of a legacy completion delivered.
 
     Attributes:
@@ -41,8 +41,8 @@ class CompletionChoice:
     logprobs: Mapping[str, Any] | None = None
 
 
-@attrs.frozen(kw_only=True, field_transformer=choices_of("CompletionChoice"))
-class CompletionResult(ChunkResult[CompletionChoice]):
+@attrs.frozen(kw_only=True, field_transformer=choices_of("ChoiceResult"))
+class Result(ChunkResult[ChoiceResult]):
     """A snapshot of a legacy completion stream (``POST /completions``).
 
     The same honest status as :class:`~chunkwise.ChatResult`: ``complete``

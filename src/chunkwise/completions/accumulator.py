@@ -2,11 +2,11 @@
 
 Theory of operation
 -------------------
-:class:`CompletionAccumulator` is :class:`~chunkwise.ChatAccumulator`'s twin
+:class:`Accumulator` is :class:`~chunkwise.ChatAccumulator`'s twin
 for ``POST /completions``, the same chunk accumulator
 (:class:`~chunkwise._chunks.ChunkAccumulator`): it takes chunks as decoded mappings
-(:meth:`~CompletionAccumulator.feed_chunk`) or as server-sent events
-(:meth:`~CompletionAccumulator.feed_event`, ``[DONE]`` checked before JSON,
+(:meth:`~Accumulator.feed_chunk`) or as server-sent events
+(:meth:`~Accumulator.feed_event`, ``[DONE]`` checked before JSON,
 error payloads recognised by :func:`~chunkwise._payloads.parse_error_payload`,
 the one reading of every error shape).  A chunk's choices carry ``text``
 directly (no ``delta``), kept per ``index``: several prompts, and ``n``, give
@@ -17,7 +17,7 @@ are assigned once, from the first chunk with a valid value: TGI's empty
 A :class:`~chunkwise.CompletionResult` never changes once handed out: usage is
 replaced, not updated; ``logprobs`` are merged copy-on-write
 (:func:`~chunkwise._chunks.merge_logprobs`, shared with chat); what
-:meth:`~CompletionAccumulator.feed_chunk` keeps from the caller's mapping is
+:meth:`~Accumulator.feed_chunk` keeps from the caller's mapping is
 copied.
 
 Rules
@@ -44,13 +44,14 @@ from typing import Any
 
 from .._chunks import ChunkAccumulator, merge_logprobs
 from .._errors import InvalidChunk
-from .._events import Event, TextDelta
+from .._events import Event
 from .._payloads import copy_json, preview
 from .._templates import Path
 from .._text import Fragments
-from .results import CompletionChoice, CompletionResult
+from .events import TextDelta
+from .results import ChoiceResult, Result
 
-__all__ = ["CompletionAccumulator"]
+__all__ = ["Accumulator"]
 
 
 class ChoiceText:
@@ -66,9 +67,9 @@ class ChoiceText:
         self.logprobs: dict[str, Any] | None = None
         self.logprobs_shared = False
 
-    def to_result(self) -> CompletionChoice:
+    def to_result(self) -> ChoiceResult:
         self.logprobs_shared = True
-        return CompletionChoice(
+        return ChoiceResult(
             index=self.index,
             text=self.text.text(),
             finish_reason=self.finish_reason,
@@ -77,11 +78,13 @@ class ChoiceText:
         )
 
 
-class CompletionAccumulator(ChunkAccumulator[ChoiceText, CompletionResult]):
-    """Accumulate legacy ``text_completion`` chunks into events and a :class:`CompletionResult`."""
+class Accumulator(ChunkAccumulator[ChoiceText, Result]):
+    """Accumulate legacy ``text_completion`` chunks into events and a :class:`Result`."""
 
-    def _new_result(self, **fields: Any) -> CompletionResult:
-        return CompletionResult(**fields)
+    _public_name = "chunkwise.completions.Accumulator"
+
+    def _new_result(self, **fields: Any) -> Result:
+        return Result(**fields)
 
     def _not_an_object(self, data: str, error: InvalidChunk) -> list[Event]:
         if data.strip() != "null":

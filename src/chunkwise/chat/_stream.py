@@ -1,0 +1,115 @@
+"""Chat completions over trio: :func:`open_stream`, :func:`complete`, and a client's ``chat``.
+
+Imported on first use by :mod:`chunkwise.chat` (its trio half), so that the
+sans-IO half never imports trio.  Everything but the path, the parser and the
+result type is the one stream implementation (:mod:`chunkwise._stream`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+import trio
+
+from .._endpoint import Endpoint
+from .._http11 import Connection
+from .._pool import ConnectionPool
+from .._sse import DEFAULT_MAX_EVENT_SIZE
+from .._stream import Api
+from .._stream import Stream as _Stream
+from .._stream import complete as _complete
+from .._stream import open_stream as _open_stream
+from .parser import Parser
+from .results import Result
+
+__all__ = ["API", "ClientChat", "Stream", "complete", "open_stream"]
+
+
+class Stream(_Stream[Result]):
+    """A chat completion being streamed; created by :func:`open_stream`.
+
+    Subscribers receive :data:`chunkwise.chat.Event` events; the result is a
+    :class:`chunkwise.chat.Result`.
+    """
+
+    __slots__ = ()
+
+
+def _parser(request: Mapping[str, Any], max_event_size: int) -> Parser:
+    return Parser(
+        tools=request.get("tools"),
+        response_format=request.get("response_format"),
+        max_event_size=max_event_size,
+    )
+
+
+API: Api[Stream] = Api("chat", "/chat/completions", _parser, Stream)
+
+
+def open_stream(
+    endpoint: Endpoint,
+    request: Mapping[str, Any],
+    *,
+    max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+    transport: trio.abc.Stream | None = None,
+) -> AbstractAsyncContextManager[Stream]:
+    """Send a streamed chat-completions request and read it in a nursery.
+
+    ``request`` is the JSON body you would send to ``/chat/completions``;
+    ``"stream": true`` is set for you.  The request's ``tools`` validate
+    tool-call arguments.  Timeouts come from ``endpoint.timeouts`` (connect
+    and idle); bound the whole stream with your own cancel scope.
+
+    Raises:
+        InvalidRequest: ``request`` is not a mapping or holds a value JSON
+            cannot encode (before anything is sent).
+        HTTPStatusError: a non-2xx response (before the block is entered).
+        UnexpectedContentType: a 2xx response that is not an event stream.
+        TransportError: connecting failed (:class:`~chunkwise.ConnectTimeout`...).
+        TypeError: the call was awaited, or used with ``with``: it is an
+            ``async with``.
+        RuntimeError: not called from a trio task (e.g. from asyncio).
+    """
+    return _open_stream(API, endpoint, request, max_event_size=max_event_size, transport=transport)
+
+
+async def complete(
+    endpoint: Endpoint,
+    request: Mapping[str, Any],
+    *,
+    max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+) -> Result:
+    """Stream one chat completion to its end and return its :class:`~chunkwise.chat.Result`.
+
+    Check ``result.status``: an incomplete or failed stream is returned, not
+    raised, so its partial output stays available.
+    """
+    return await _complete(API, endpoint, request, max_event_size=max_event_size)
+
+
+class ClientChat:
+    """``client.chat``: :func:`open_stream` and :func:`complete` on a client's connections."""
+
+    __slots__ = ("_endpoint", "_pool")
+
+    def __init__(self, endpoint: Endpoint, pool: ConnectionPool[Connection]) -> None:
+        self._endpoint = endpoint
+        self._pool = pool
+
+    def open_stream(
+        self, request: Mapping[str, Any], *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE
+    ) -> AbstractAsyncContextManager[Stream]:
+        """:func:`chunkwise.chat.open_stream` on the client's connections."""
+        return _open_stream(
+            API, self._endpoint, request, max_event_size=max_event_size, pool=self._pool
+        )
+
+    async def complete(
+        self, request: Mapping[str, Any], *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE
+    ) -> Result:
+        """:func:`chunkwise.chat.complete` on the client's connections."""
+        return await _complete(
+            API, self._endpoint, request, max_event_size=max_event_size, pool=self._pool
+        )

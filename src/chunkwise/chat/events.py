@@ -1,0 +1,125 @@
+"""The events of a chat completions stream (beside the shared lifecycle events).
+
+The choice family: :class:`TextDelta`, :class:`RefusalDelta`,
+:class:`ReasoningDelta`, then the shared :class:`~chunkwise.chat.ChoiceFinished`;
+the tool-call family: :class:`ToolCallStarted`, :class:`ToolCallArgumentsDelta`,
+:class:`ToolCallCompleted`.  :data:`Event` is every event a chat stream's
+subscriber may receive.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, TypeAlias
+
+import attrs
+
+from .._events import ChoiceFinished, Event, Family, LifecycleEvent
+from .._json_patches import Patch
+from .._results import ToolCall
+
+__all__ = [
+    "ChoiceEvent",
+    "Event",
+    "ReasoningDelta",
+    "RefusalDelta",
+    "TextDelta",
+    "ToolCallArgumentsDelta",
+    "ToolCallCompleted",
+    "ToolCallEvent",
+    "ToolCallStarted",
+]
+
+
+@attrs.frozen(kw_only=True)
+class TextDelta(Event):
+    """Text appended to a choice's ``content``, exactly as sent.
+
+    ``patches``: when the request's ``response_format`` asks for JSON, how
+    this text changed :attr:`ChoiceResult.partial_parsed
+    <chunkwise.ChoiceResult.partial_parsed>` (see :doc:`/live_values`); empty
+    otherwise, and once the content cannot become JSON.
+    """
+
+    family: ClassVar[Family] = "choice"
+    is_output: ClassVar[bool] = True
+    is_content: ClassVar[bool] = True
+
+    choice_index: int
+    text: str
+    patches: tuple[Patch, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class RefusalDelta(Event):
+    """Text appended to a choice's ``refusal``."""
+
+    family: ClassVar[Family] = "choice"
+    is_output: ClassVar[bool] = True
+
+    choice_index: int
+    text: str
+
+
+@attrs.frozen(kw_only=True)
+class ReasoningDelta(Event):
+    """Text appended to a choice's ``reasoning`` (``reasoning_content`` or ``reasoning``)."""
+
+    family: ClassVar[Family] = "choice"
+    is_output: ClassVar[bool] = True
+
+    choice_index: int
+    text: str
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallStarted(Event):
+    """A new tool call appeared in a choice.  ``id``/``name`` may still be ``None``."""
+
+    family: ClassVar[Family] = "tool_call"
+
+    choice_index: int
+    tool_index: int
+    id: str | None
+    name: str | None
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallArgumentsDelta(Event):
+    """A fragment of a tool call's arguments (unparsed JSON text).
+
+    ``patches``: how the fragment changed the call's
+    :attr:`~chunkwise.ToolCall.partial_arguments` (see :doc:`/live_values`);
+    empty once the arguments cannot become JSON.  A preview: never act on it.
+    """
+
+    family: ClassVar[Family] = "tool_call"
+    is_output: ClassVar[bool] = True
+
+    choice_index: int
+    tool_index: int
+    fragment: str
+    patches: tuple[Patch, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallCompleted(Event):
+    """A tool call is over: arguments assembled, parsed and (given tools) validated.
+
+    Sent once per call, when its choice finishes (its finish_reason, or
+    ``[DONE]`` ending the stream: ``call.finished`` true), or at the end of a
+    stream that stopped first, with ``call.finished`` false.  ``call.error``
+    says why the arguments cannot be used;
+    :meth:`chunkwise.ToolCall.parse_arguments` gives them.
+    """
+
+    family: ClassVar[Family] = "tool_call"
+
+    choice_index: int
+    tool_index: int
+    call: ToolCall
+
+
+ChoiceEvent: TypeAlias = TextDelta | RefusalDelta | ReasoningDelta | ChoiceFinished
+ToolCallEvent: TypeAlias = ToolCallStarted | ToolCallArgumentsDelta | ToolCallCompleted
+#: Every event a chat stream's subscriber may receive.
+ChatEvent: TypeAlias = ChoiceEvent | ToolCallEvent | LifecycleEvent
