@@ -184,7 +184,7 @@ async def _collect(
     channel: trio.MemoryReceiveChannel[chunkwise.Event], parts: list[str], stamps: list[int]
 ) -> None:
     """The plain consumer: ``async for`` over the channel."""
-    content_delta = chunkwise.ContentDelta
+    content_delta = chunkwise.chat.TextDelta
     timed = stamps is not _NO_STAMPS
     now = time.perf_counter_ns
     async with channel:
@@ -203,7 +203,7 @@ async def _drain(
     ``receive()`` is a checkpoint, so ``async for`` costs a trip through the
     scheduler per event; this costs one per batch.  Information only.
     """
-    content_delta = chunkwise.ContentDelta
+    content_delta = chunkwise.chat.TextDelta
     async with channel:
         while True:
             try:
@@ -220,10 +220,10 @@ async def _drain(
 
 
 async def _collect_batches(
-    channel: trio.MemoryReceiveChannel[chunkwise.Batch], parts: list[str], stamps: list[int]
+    channel: trio.MemoryReceiveChannel[chunkwise.types.Batch], parts: list[str], stamps: list[int]
 ) -> None:
     """The batched consumer: ``async for`` over tuples, one per network read."""
-    content_delta = chunkwise.ContentDelta
+    content_delta = chunkwise.chat.TextDelta
     timed = stamps is not _NO_STAMPS
     now = time.perf_counter_ns
     async with channel:
@@ -251,7 +251,7 @@ async def run_chunkwise(
         ([], [] if timed else _NO_STAMPS) for _ in range(subscribers)
     ]
     request = {"model": model, "messages": MESSAGES}
-    async with chunkwise.open_chat_stream(endpoint, request) as stream:
+    async with chunkwise.chat.open_stream(endpoint, request) as stream:
         for parts, stamps in out:
             if batched:
                 channel = stream.subscribe(batched=True)
@@ -358,11 +358,11 @@ async def measure_concurrency(
         nonlocal open_now, peak_open, completed, wrong
         parts: list[str] = []
         request = {"model": "small", "messages": MESSAGES}
-        async with chunkwise.open_chat_stream(endpoint, request) as stream:
+        async with chunkwise.chat.open_stream(endpoint, request) as stream:
             open_now += 1
             peak_open = max(peak_open, open_now)
             async for event in stream:
-                if type(event) is chunkwise.ContentDelta:
+                if type(event) is chunkwise.chat.TextDelta:
                     parts.append(event.text)
             result = stream.snapshot
             open_now -= 1

@@ -19,7 +19,7 @@ connects.
 
 Connections are made in batches: at most ``--connect-batch`` connects are in
 flight at once (the socket is opened under a :class:`trio.CapacityLimiter` and
-handed to :func:`chunkwise.open_chat_stream` as its ``transport``), because
+handed to :func:`chunkwise.chat.open_stream` as its ``transport``), because
 a listener's backlog is capped by the kernel at ``net.core.somaxconn`` (trio
 asks for the largest backlog already, so a ``backlog`` option on the test
 server would change nothing): 10,000 connects at once overflow it.
@@ -31,8 +31,8 @@ Verified, not assumed:
 
 * every stream ends ``complete`` with the full text and tool call;
 * every subscriber of every stream received exactly the events a
-  :class:`~chunkwise.ChatStreamParser` makes of the body -- each event once, in
-  order -- after :class:`~chunkwise.ResponseStarted`, then ``EndOfChannel``
+  :class:`~chunkwise.chat.Parser` makes of the body -- each event once, in
+  order -- after :class:`~chunkwise.HeadReceived`, then ``EndOfChannel``
   (checked as each event arrives, so the bench keeps no copy of the events);
 * the server accepted one connection per stream and saw every one closed;
 * how many streams were open at the same time (the peak).
@@ -218,7 +218,7 @@ class Run:
             async for item in channel:
                 for event in item if self.batched else (item,):
                     if count == 0:
-                        ok = type(event) is chunkwise.ResponseStarted
+                        ok = type(event) is chunkwise.HeadReceived
                     elif count > len(expected) or event != expected[count - 1]:
                         ok = False
                     count += 1
@@ -231,7 +231,7 @@ class Run:
         if self.connects is not None:
             async with self.connects:
                 transport = await trio.open_tcp_stream(HOST, port)
-        async with chunkwise.open_chat_stream(endpoint, REQUEST, transport=transport) as stream:
+        async with chunkwise.chat.open_stream(endpoint, REQUEST, transport=transport) as stream:
             self.open_now += 1
             self.open_peak = max(self.open_peak, self.open_now)
             if self.open_now == self.streams:
@@ -248,7 +248,7 @@ class Run:
 async def client(args: argparse.Namespace, port: int) -> tuple[Run, float, float, float]:
     """Every stream, verified: (the run, wall time, baseline and peak RSS in KiB)."""
     data, text = body(args.pieces)
-    parser = chunkwise.ChatStreamParser()
+    parser = chunkwise.chat.Parser()
     expected = parser.feed(data) + parser.end()
     endpoint = chunkwise.Endpoint(
         f"http://{HOST}:{port}/v1",
@@ -292,16 +292,16 @@ def main() -> int:
     parser.add_argument(
         "--buffer-size",
         type=int,
-        default=chunkwise.DEFAULT_BUFFER_SIZE,
+        default=chunkwise.types.DEFAULT_BUFFER_SIZE,
         help="each subscriber's buffer_size (default: chunkwise's, "
-        f"{chunkwise.DEFAULT_BUFFER_SIZE})",
+        f"{chunkwise.types.DEFAULT_BUFFER_SIZE})",
     )
     args = parser.parse_args()
     limits = raise_fd_limit(args.streams + 256, "client")
     print(f"python {platform.python_version()}, trio {trio.__version__}, {platform.machine()}")
     print(f"RLIMIT_NOFILE (client and server): {limits[0]} (soft), {limits[1]} (hard)")
     data, _ = body(args.pieces)
-    check = chunkwise.ChatStreamParser()
+    check = chunkwise.chat.Parser()
     events_per_stream = len(check.feed(data) + check.end()) + 1  # and ResponseStarted
     server = ServerProcess(args)
     listen_before = listen_counters()

@@ -13,7 +13,7 @@ collector left on during it).
 Contenders
 ----------
 chunkwise
-    :class:`chunkwise.ChatStreamParser`: ``feed()`` every read, ``end()``, and
+    :class:`chunkwise.chat.Parser`: ``feed()`` every read, ``end()``, and
     look at every event returned (a ``type(ev) is ContentDelta`` dispatch).
 sdk-accumulate
     What ``client.chat.completions.stream()`` does with a body: the SDK's
@@ -30,14 +30,14 @@ sdk responses.stream() (input 4)
     ``construct_type(type_=ResponseStreamEvent, ...)`` for each event, and
     ``ResponseStreamState.handle_event``, consuming its events; the final
     response from ``response.completed``.  chunkwise's contender there is
-    :class:`chunkwise.ResponseStreamParser`, looking at every event.
+    :class:`chunkwise.responses.Parser`, looking at every event.
 sdk completions (input 6)
     What ``client.completions.create(stream=True)`` does with a body (the
     SDK's decoder, the ``[DONE]`` and ``error`` checks,
     ``construct_type(type_=Completion, ...)`` for each chunk), and the
     caller's own accumulation, since the SDK has none for completions: each
     choice's ``text`` appended per ``index``, the finish reason and usage
-    kept.  chunkwise's contender is :class:`chunkwise.CompletionStreamParser`,
+    kept.  chunkwise's contender is :class:`chunkwise.completions.Parser`,
     looking at every event.
 sdk-decode (information only)
     The same without ``ChatCompletionStreamState``: just iterating the
@@ -90,7 +90,7 @@ understates its cost; the output says when it was used.
     a structured answer of about 100 KB (records) in 4-byte content deltas,
     one chunk an event, in 64 KiB reads, with a JSON-schema
     ``response_format``; and the same text as the arguments of one tool call.
-    Contenders: :class:`chunkwise.ChatStreamParser` given the request's
+    Contenders: :class:`chunkwise.chat.Parser` given the request's
     ``response_format`` (or ``tools``), looking at every event's patches; the
     same reading the newest result's preview (``partial_parsed`` /
     ``partial_arguments``) after every delta, also at half the size (is it
@@ -183,8 +183,8 @@ def split_reads(data: bytes, size: int) -> list[bytes]:
 
 
 def run_chunkwise(reads: Sequence[bytes]) -> str:
-    content_delta = chunkwise.ContentDelta
-    parser = chunkwise.ChatStreamParser()
+    content_delta = chunkwise.chat.TextDelta
+    parser = chunkwise.chat.Parser()
     feed = parser.feed
     deltas = 0
     for read in reads:
@@ -235,8 +235,8 @@ def run_sdk_decode(reads: Sequence[bytes]) -> str:
 
 
 def run_chunkwise_responses(reads: Sequence[bytes]) -> str:
-    text_delta = chunkwise.OutputTextDelta
-    parser = chunkwise.ResponseStreamParser()
+    text_delta = chunkwise.responses.TextDelta
+    parser = chunkwise.responses.Parser()
     feed = parser.feed
     deltas = 0
     for read in reads:
@@ -275,8 +275,8 @@ def run_sdk_responses(reads: Sequence[bytes]) -> str:
 
 
 def run_chunkwise_completions(reads: Sequence[bytes]) -> str:
-    text_delta = chunkwise.TextDelta
-    parser = chunkwise.CompletionStreamParser()
+    text_delta = chunkwise.completions.TextDelta
+    parser = chunkwise.completions.Parser()
     feed = parser.feed
     deltas = 0
     for read in reads:
@@ -461,8 +461,8 @@ def make_live_streams(size: int) -> tuple[str, list[bytes], list[bytes]]:
 
 
 def run_live_answer(reads: Sequence[bytes], *, read_preview: bool = False) -> Any:
-    parser = chunkwise.ChatStreamParser(response_format=RESPONSE_FORMAT)
-    content_delta = chunkwise.ContentDelta
+    parser = chunkwise.chat.Parser(response_format=RESPONSE_FORMAT)
+    content_delta = chunkwise.chat.TextDelta
     patches = 0
     for read in reads:
         for ev in parser.feed(read):
@@ -483,8 +483,8 @@ def run_plain_answer(reads: Sequence[bytes]) -> Any:
 
 
 def run_live_tool(reads: Sequence[bytes], *, read_preview: bool = False) -> Any:
-    parser = chunkwise.ChatStreamParser(tools=[TOOL])
-    arguments_delta = chunkwise.ToolCallArgumentsDelta
+    parser = chunkwise.chat.Parser(tools=[TOOL])
+    arguments_delta = chunkwise.chat.ToolCallArgumentsDelta
     patches = 0
     for read in reads:
         for ev in parser.feed(read):

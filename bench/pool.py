@@ -27,7 +27,7 @@ chunkwise Client (pooled)
     ``async with chunkwise.Client(endpoint) as client`` around all requests,
     each ``await client.complete_chat(request)``: one kept-alive connection.
 chunkwise complete_chat (new connection)
-    The module-level ``await chunkwise.complete_chat(endpoint, request)``: a new
+    The module-level ``await chunkwise.chat.complete(endpoint, request)``: a new
     connection (and, over TLS, a full handshake) for every request.
 sdk AsyncOpenAI (asyncio)
     ``openai.AsyncOpenAI(base_url=..., api_key="k", max_retries=0,
@@ -291,7 +291,7 @@ async def timed_loop(plan: Plan, one: Callable[[], Awaitable[None]]) -> Phase:
     )
 
 
-def check_result(name: str, plan: Plan, result: chunkwise.ChatResult) -> None:
+def check_result(name: str, plan: Plan, result: chunkwise.chat.Result) -> None:
     if result.status != "complete" or not result.done_received:
         raise AssertionError(f"{name}: stream ended {result.status}: {result.error}")
     if result.content != plan.expected:
@@ -307,7 +307,7 @@ async def run_pooled(plan: Plan) -> Phase:
     async with chunkwise.Client(plan.endpoint()) as client:
 
         async def one() -> None:
-            check_result(POOLED, plan, await client.complete_chat(REQUEST))
+            check_result(POOLED, plan, await client.chat.complete(REQUEST))
 
         phase = await timed_loop(plan, one)
         phase.idle_after = client.idle_connections
@@ -318,7 +318,7 @@ async def run_new_connection(plan: Plan) -> Phase:
     endpoint = plan.endpoint()
 
     async def one() -> None:
-        check_result(NEW, plan, await chunkwise.complete_chat(endpoint, REQUEST))
+        check_result(NEW, plan, await chunkwise.chat.complete(endpoint, REQUEST))
 
     return await timed_loop(plan, one)
 

@@ -37,7 +37,7 @@ from typing import Any
 
 import trio
 
-from chunkwise._chat import ChatStreamParser
+from chunkwise import chat
 from chunkwise._endpoint import Endpoint
 from chunkwise._http import send_http_request
 from chunkwise._pool import ConnectionPool, PoolSettings
@@ -132,7 +132,7 @@ def _bench_path(*, parse: bool) -> Client:
         reads = 0
         try:
             for _ in range(requests):
-                parser = ChatStreamParser()
+                parser = chat.Parser()
                 recorder = TimingRecorder(trio.current_time)
                 if parse:
                     parser.record_timings(recorder)

@@ -28,10 +28,10 @@ LOCAL_BASE_URL = "http://127.0.0.1:8000/v1"
 async def main(base_url: str, model: str, prompt: str) -> int:
     endpoint = chunkwise.Endpoint(base_url, api_key=os.environ.get("OPENAI_API_KEY", "").strip())
     request = {"model": model, "messages": [{"role": "user", "content": prompt}]}
-    async with chunkwise.open_chat_stream(endpoint, request) as stream:
+    async with chunkwise.chat.open_stream(endpoint, request) as stream:
         # One consumer: iterate the stream itself (a plain subscription).
         async for event in stream:
-            if type(event) is chunkwise.ContentDelta and event.choice_index == 0:
+            if type(event) is chunkwise.chat.TextDelta and event.choice_index == 0:
                 print(event.text, end="", flush=True)
         result = await stream.result()
     print()

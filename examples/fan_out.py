@@ -68,15 +68,15 @@ class Console:
 async def render_text(events: trio.MemoryReceiveChannel[chunkwise.Event], out: Console) -> None:
     async for event in events:
         match event:
-            case chunkwise.ContentDelta(text=text):
+            case chunkwise.chat.TextDelta(text=text):
                 out.text(text)
-            case chunkwise.ChoiceFinished(choice_index=index, finish_reason=reason):
+            case chunkwise.chat.ChoiceFinished(choice_index=index, finish_reason=reason):
                 out.line(f"[choice] choice {index} finished: {reason}")
 
 
 async def run_tool_calls(events: trio.MemoryReceiveChannel[chunkwise.Event], out: Console) -> None:
     async for event in events:
-        if type(event) is chunkwise.ToolCallCompleted:
+        if type(event) is chunkwise.chat.ToolCallCompleted:
             call = event.call
             if call.error is not None:
                 out.line(f"[tool_call] {call.name}: unusable: {call.error}")
@@ -88,7 +88,7 @@ async def run_tool_calls(events: trio.MemoryReceiveChannel[chunkwise.Event], out
 async def watch_lifecycle(events: trio.MemoryReceiveChannel[chunkwise.Event], out: Console) -> None:
     async for event in events:
         match event:
-            case chunkwise.ResponseStarted(status_code=status):
+            case chunkwise.HeadReceived(status_code=status):
                 out.line(f"[lifecycle] HTTP {status}")
             case chunkwise.UsageReported(usage=usage):
                 out.line(f"[lifecycle] usage: {json.dumps(usage)}")
@@ -109,7 +109,7 @@ async def main(base_url: str, model: str, prompt: str) -> int:
         "stream_options": {"include_usage": True},
     }
     out = Console()
-    async with chunkwise.open_chat_stream(endpoint, request) as stream:
+    async with chunkwise.chat.open_stream(endpoint, request) as stream:
         # Subscribe before the first checkpoint: every subscriber sees every event.
         stream.start_soon(render_text, stream.subscribe("choice"), out)
         stream.start_soon(run_tool_calls, stream.subscribe("tool_call"), out)

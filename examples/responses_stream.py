@@ -39,13 +39,13 @@ WEATHER = {
 
 async def show_text(channel: trio.MemoryReceiveChannel[chunkwise.Event]) -> None:
     async for event in channel:
-        if type(event) is chunkwise.OutputTextDelta:
+        if type(event) is chunkwise.responses.TextDelta:
             print(event.text, end="", flush=True)
 
 
 async def show_calls(channel: trio.MemoryReceiveChannel[chunkwise.Event]) -> None:
     async for event in channel:
-        if type(event) is chunkwise.FunctionCallCompleted:
+        if type(event) is chunkwise.responses.ToolCallCompleted:
             call = event.call
             if call.error is None:
                 print(f"\n[call {call.call_id}] {call.name}({call.parse_arguments()})")
@@ -56,7 +56,7 @@ async def show_calls(channel: trio.MemoryReceiveChannel[chunkwise.Event]) -> Non
 async def main(base_url: str, model: str, prompt: str) -> int:
     endpoint = chunkwise.Endpoint(base_url, api_key=os.environ.get("OPENAI_API_KEY", "").strip())
     request = {"model": model, "input": prompt, "tools": [WEATHER]}
-    async with chunkwise.open_response_stream(endpoint, request) as stream:
+    async with chunkwise.responses.open_stream(endpoint, request) as stream:
         stream.start_soon(show_text, stream.subscribe("choice"))
         stream.start_soon(show_calls, stream.subscribe("tool_call"))
         result = await stream.result()

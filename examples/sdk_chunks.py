@@ -2,7 +2,7 @@
 
 With the SDK, ``client.chat.completions.create(..., stream=True)`` yields
 ``ChatCompletionChunk`` objects; each one, as a mapping, goes to
-``chunkwise.ChatAccumulator().feed_chunk(...)``, which turns the deltas into
+``chunkwise.chat.Accumulator().feed_chunk(...)``, which turns the deltas into
 stream events and a ``ChatResult`` (text, tool calls with parsed arguments,
 usage and an honest status).
 
@@ -75,15 +75,15 @@ def live_chunks(
         yield from stream
 
 
-def accumulate(chunks: Iterable[ChatCompletionChunk]) -> chunkwise.ChatResult:
+def accumulate(chunks: Iterable[ChatCompletionChunk]) -> chunkwise.chat.Result:
     """Feed the SDK's chunks to chunkwise, showing text and tool calls as they complete."""
-    acc = chunkwise.ChatAccumulator()
+    acc = chunkwise.chat.Accumulator()
     display = Display()
     try:
         for chunk in chunks:
             # exclude_unset: pass the fields the server sent, not the None
             # defaults the SDK's types add (they would show up in usage).
-            display.show(acc.feed_chunk(chunk.model_dump(exclude_unset=True)))
+            display.show(acc.feed(chunk.model_dump(exclude_unset=True)))
     except openai.APITimeoutError as exc:  # before APIConnectionError: it is one
         # Nothing arrived for too long: end the stream, saying why it stopped.
         # What arrived is kept; the status is "incomplete" unless every choice
@@ -117,10 +117,10 @@ class Display:
 
     def show(self, events: Iterable[chunkwise.Event]) -> None:
         for event in events:
-            if type(event) is chunkwise.ContentDelta and event.choice_index == 0:
+            if type(event) is chunkwise.chat.TextDelta and event.choice_index == 0:
                 print(event.text, end="", flush=True)
                 self.mid_line = not event.text.endswith("\n")
-            elif type(event) is chunkwise.ToolCallCompleted:
+            elif type(event) is chunkwise.chat.ToolCallCompleted:
                 call = event.call
                 try:
                     arguments = json.dumps(call.parse_arguments(), ensure_ascii=False)
@@ -129,7 +129,7 @@ class Display:
                 self.line(
                     f"[choice {event.choice_index}] tool call {call.name} ({call.id}): {arguments}"
                 )
-            elif type(event) is chunkwise.ChoiceFinished:
+            elif type(event) is chunkwise.chat.ChoiceFinished:
                 self.line(f"[choice {event.choice_index}] finish_reason: {event.finish_reason}")
 
     def line(self, text: str) -> None:
@@ -146,7 +146,7 @@ class Display:
         print(f"the SDK raised {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
 
 
-def summarize(result: chunkwise.ChatResult) -> None:
+def summarize(result: chunkwise.chat.Result) -> None:
     for choice in result.choices:
         if choice.index != 0 and choice.content:
             print(f"[choice {choice.index}] content: {choice.content}")

@@ -4,7 +4,7 @@ The request carries the tools' JSON schemas.  chunkwise assembles each call's
 argument fragments and, when the call is over, parses them and validates them
 against the schema (this needs the ``jsonschema`` extra:
 ``pip install -e '.[jsonschema]'``).  Only a call whose
-:class:`~chunkwise.ToolCallCompleted` shows ``call.error is None`` and
+:class:`~chunkwise.chat.ToolCallCompleted` shows ``call.error is None`` and
 ``call.validated`` is run, as soon as that event arrives; its result goes back
 as a ``role: "tool"`` message in the next request, until the model answers
 with text.  A call is either valid, rejected (``call.error`` says why), or not
@@ -89,7 +89,7 @@ def tool_message(call: chunkwise.ToolCall) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": call.id, "content": content}
 
 
-def assistant_message(choice: chunkwise.ChoiceResult) -> dict[str, Any]:
+def assistant_message(choice: chunkwise.chat.ChoiceResult) -> dict[str, Any]:
     """The model's turn, as it must be sent back before the tool results."""
     calls = [
         {
@@ -112,11 +112,11 @@ async def main(base_url: str, model: str, followup_model: str, prompt: str) -> i
             "tools": TOOLS,
         }
         replies: list[dict[str, Any]] = []
-        async with chunkwise.open_chat_stream(endpoint, request) as stream:
+        async with chunkwise.chat.open_stream(endpoint, request) as stream:
             async for event in stream.subscribe("tool_call"):
                 # Fragments and starts are ignored: a call is usable only once
                 # it is complete, parsed and validated.
-                if type(event) is chunkwise.ToolCallCompleted and event.choice_index == 0:
+                if type(event) is chunkwise.chat.ToolCallCompleted and event.choice_index == 0:
                     call = event.call
                     print(f"[tool call] {call.name} {call.arguments} ({verdict(call)})")
                     replies.append(tool_message(call))

@@ -1,4 +1,4 @@
-"""Fuzz :class:`chunkwise.ChatStreamParser`: raw bytes, and JSON-shaped chunks as SSE.
+"""Fuzz :class:`chunkwise.chat.Parser`: raw bytes, and JSON-shaped chunks as SSE.
 
 Run for as long as you like (needs ``pip install atheris``)::
 
@@ -22,7 +22,7 @@ and byte by byte.  :func:`TestOneInput` raises when:
 * the streamed deltas do not add up to the result (content, tool arguments).
 
 Small ``max_event_size`` values are among the choices, so the
-:class:`~chunkwise.EventTooLarge` path (the bound on memory) is exercised too.
+:class:`~chunkwise.errors.EventTooLarge` path (the bound on memory) is exercised too.
 
 The test suite runs :func:`TestOneInput` on a few hundred inputs without
 atheris (tests/test_fuzz.py).
@@ -42,7 +42,7 @@ from _parsing import check_end, feed_all
 
 import chunkwise
 
-LIMITS = (64, 512, chunkwise.DEFAULT_MAX_EVENT_SIZE)
+LIMITS = (64, 512, chunkwise.types.DEFAULT_MAX_EVENT_SIZE)
 
 _KEYS: tuple[object, ...] = ("id", "model", "created", "choices", "usage", "error", "object")
 _CHOICE_KEYS: tuple[object, ...] = ("index", "delta", "finish_reason", "logprobs", "message")
@@ -144,25 +144,25 @@ def chunks_body(reader: ByteReader) -> bytes:
     return "".join(lines).encode()
 
 
-def parse(reads: list[bytes], limit: int) -> tuple[list[chunkwise.Event], chunkwise.ChatResult]:
-    return feed_all(chunkwise.ChatStreamParser(max_event_size=limit), reads)
+def parse(reads: list[bytes], limit: int) -> tuple[list[chunkwise.Event], chunkwise.chat.Result]:
+    return feed_all(chunkwise.chat.Parser(max_event_size=limit), reads)
 
 
-def check(events: list[chunkwise.Event], result: chunkwise.ChatResult, limit: int) -> None:
+def check(events: list[chunkwise.Event], result: chunkwise.chat.Result, limit: int) -> None:
     check_end(events, result)
     # The deltas add up to the result, for every choice.
     for choice in result.choices:
         text = "".join(
             e.text
             for e in events
-            if type(e) is chunkwise.ContentDelta and e.choice_index == choice.index
+            if type(e) is chunkwise.chat.TextDelta and e.choice_index == choice.index
         )
         assert text == choice.content, (text, choice.content)
         for call in choice.tool_calls:
             fragments = "".join(
                 e.fragment
                 for e in events
-                if type(e) is chunkwise.ToolCallArgumentsDelta
+                if type(e) is chunkwise.chat.ToolCallArgumentsDelta
                 and e.choice_index == choice.index
                 and e.tool_index == call.index
             )

@@ -39,7 +39,7 @@ import chunkwise
 #: Nesting limits the fuzzer picks from (small ones are reached often).
 DEPTHS = (1, 2, 5, 128)
 #: Size limits (characters) the fuzzer picks from.
-SIZES = (1, 16, 1000, chunkwise.DEFAULT_MAX_EVENT_SIZE)
+SIZES = (1, 16, 1000, chunkwise.types.DEFAULT_MAX_EVENT_SIZE)
 #: Pieces of JSON text glued together in raw mode.
 TOKENS = (
     "{", "}", "[", "]", ",", ":", " ", "\n", '"', '"a"', '"\\', "\\u", "\\ud83d", "\\ude00",
@@ -194,7 +194,7 @@ def seed(text: str, *, whole: bool = False) -> bytes:
     """The input that feeds ``text`` with the default limits, the fuzzer's reads after it."""
     body = text.encode("utf-8", "surrogateescape")
     assert len(body) < MAX_BODY
-    depth, size = DEPTHS.index(128), SIZES.index(chunkwise.DEFAULT_MAX_EVENT_SIZE)
+    depth, size = DEPTHS.index(128), SIZES.index(chunkwise.types.DEFAULT_MAX_EVENT_SIZE)
     prefix = bytes([whole]) + depth.to_bytes(2, "big") + size.to_bytes(2, "big") + b"\x00"
     return prefix + len(body).to_bytes(2, "big") + body + bytes(range(1, 33))
 

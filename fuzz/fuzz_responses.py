@@ -1,4 +1,4 @@
-"""Fuzz :class:`chunkwise.ResponseStreamParser`: raw bytes, and Responses-shaped events as SSE.
+"""Fuzz :class:`chunkwise.responses.Parser`: raw bytes, and Responses-shaped events as SSE.
 
 Run for as long as you like (needs ``pip install atheris``)::
 
@@ -36,7 +36,7 @@ and byte by byte.  :func:`TestOneInput` raises when:
   through ``preview``).
 
 Small ``max_event_size`` values are among the choices, so the
-:class:`~chunkwise.EventTooLarge` path (the bound on memory) is exercised too.
+:class:`~chunkwise.errors.EventTooLarge` path (the bound on memory) is exercised too.
 
 The test suite runs :func:`TestOneInput` on a few hundred inputs without
 atheris (tests/sansio/test_fuzz.py).
@@ -56,7 +56,7 @@ from _parsing import check_end, feed_all
 
 import chunkwise
 
-LIMITS = (64, 512, chunkwise.DEFAULT_MAX_EVENT_SIZE)
+LIMITS = (64, 512, chunkwise.types.DEFAULT_MAX_EVENT_SIZE)
 #: The terminal response events, with the status their name implies.
 TERMINAL_TYPES = {
     "response.completed": "completed",
@@ -306,8 +306,10 @@ def events_body(reader: ByteReader) -> bytes:
     return "".join(lines).encode()
 
 
-def parse(reads: list[bytes], limit: int) -> tuple[list[chunkwise.Event], chunkwise.ResponseResult]:
-    return feed_all(chunkwise.ResponseStreamParser(max_event_size=limit), reads)
+def parse(
+    reads: list[bytes], limit: int
+) -> tuple[list[chunkwise.Event], chunkwise.responses.Result]:
+    return feed_all(chunkwise.responses.Parser(max_event_size=limit), reads)
 
 
 def first_terminal_status(body: bytes, limit: int) -> str | None:
@@ -319,13 +321,13 @@ def first_terminal_status(body: bytes, limit: int) -> str | None:
     decoder = chunkwise.SSEDecoder(max_event_size=limit, legacy_error_field=True)
     try:
         sse_events = decoder.feed(body) + decoder.end()
-    except chunkwise.EventTooLarge:
+    except chunkwise.errors.EventTooLarge:
         sse_events = []  # conservative: what came before the error may count
         decoder = chunkwise.SSEDecoder(max_event_size=limit, legacy_error_field=True)
         for i in range(len(body)):
             try:
                 sse_events += decoder.feed(body[i : i + 1])
-            except chunkwise.EventTooLarge:
+            except chunkwise.errors.EventTooLarge:
                 break
     for sse in sse_events:
         if not sse.data or sse.data == "[DONE]":
@@ -347,7 +349,11 @@ def first_terminal_status(body: bytes, limit: int) -> str | None:
     return None
 
 
-_DELTAS = (chunkwise.OutputTextDelta, chunkwise.OutputRefusalDelta, chunkwise.ReasoningTextDelta)
+_DELTAS = (
+    chunkwise.responses.TextDelta,
+    chunkwise.responses.RefusalDelta,
+    chunkwise.responses.ReasoningDelta,
+)
 
 
 def delta_texts(events: list[chunkwise.Event]) -> dict[tuple[int, str, int], str]:
@@ -356,7 +362,7 @@ def delta_texts(events: list[chunkwise.Event]) -> dict[tuple[int, str, int], str
     for e in events:
         if isinstance(e, _DELTAS):
             key = (e.output_index, "content", e.content_index)
-        elif isinstance(e, chunkwise.ReasoningSummaryDelta):
+        elif isinstance(e, chunkwise.responses.ReasoningSummaryDelta):
             key = (e.output_index, "summary", e.summary_index)
         else:
             continue
@@ -365,7 +371,7 @@ def delta_texts(events: list[chunkwise.Event]) -> dict[tuple[int, str, int], str
 
 
 def check(
-    events: list[chunkwise.Event], result: chunkwise.ResponseResult, body: bytes, limit: int
+    events: list[chunkwise.Event], result: chunkwise.responses.Result, body: bytes, limit: int
 ) -> None:
     check_end(events, result)
     if result.status == "complete":

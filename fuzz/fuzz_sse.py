@@ -6,10 +6,10 @@ Run for as long as you like (needs ``pip install atheris``)::
 
 What a finding means -- :func:`TestOneInput` raises when:
 
-* the decoder raises anything but :class:`~chunkwise.EventTooLarge`;
+* the decoder raises anything but :class:`~chunkwise.errors.EventTooLarge`;
 * splitting the input into different reads changes any outcome: the events,
   the last event ID, the retry value, whether bytes were left unterminated, or
-  whether (and with what limit) :class:`~chunkwise.EventTooLarge` was raised;
+  whether (and with what limit) :class:`~chunkwise.errors.EventTooLarge` was raised;
 * a dispatched event is larger than ``max_event_size`` (memory is unbounded).
 
 The test suite runs :func:`TestOneInput` on a few hundred inputs without
@@ -29,18 +29,18 @@ from _bytes import MAX_BODY, ByteReader, fuzz_main, split_reads
 import chunkwise
 
 #: Limits the fuzzer picks from: tiny ones so EventTooLarge is reached often.
-LIMITS = (1, 2, 7, 16, 100, 4096, chunkwise.DEFAULT_MAX_EVENT_SIZE)
+LIMITS = (1, 2, 7, 16, 100, 4096, chunkwise.types.DEFAULT_MAX_EVENT_SIZE)
 
 
 def outcome(reads: list[bytes], limit: int, legacy: bool) -> tuple[Any, ...]:
     decoder = chunkwise.SSEDecoder(max_event_size=limit, legacy_error_field=legacy)
     events: list[chunkwise.ServerSentEvent] = []
-    error: chunkwise.EventTooLarge | None = None
+    error: chunkwise.errors.EventTooLarge | None = None
     try:
         for read in reads:
             events += decoder.feed(read)
         events += decoder.end()
-    except chunkwise.EventTooLarge as exc:
+    except chunkwise.errors.EventTooLarge as exc:
         error = exc
     if error is not None:
         assert error.limit == limit, (error.limit, limit)

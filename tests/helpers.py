@@ -485,9 +485,9 @@ def reference_decode_sse(data: bytes, *, legacy_error_field: bool = False) -> SS
 
 def parse_chat(
     reads: Iterable[bytes], **kwargs: Any
-) -> tuple[list[chunkwise.Event], chunkwise.ChatResult]:
-    """Feed every read to a fresh :class:`chunkwise.ChatStreamParser`; its events and result."""
-    parser = chunkwise.ChatStreamParser(**kwargs)
+) -> tuple[list[chunkwise.Event], chunkwise.chat.Result]:
+    """Feed every read to a fresh :class:`chunkwise.chat.Parser`; its events and result."""
+    parser = chunkwise.chat.Parser(**kwargs)
     events: list[chunkwise.Event] = []
     for read in reads:
         events += parser.feed(read)
@@ -497,12 +497,12 @@ def parse_chat(
 
 def accumulate(
     chunks: Sequence[Mapping[str, Any]], **kwargs: Any
-) -> tuple[list[chunkwise.Event], chunkwise.ChatResult]:
-    """Feed decoded chunks to a fresh :class:`chunkwise.ChatAccumulator`."""
-    accumulator = chunkwise.ChatAccumulator(**kwargs)
+) -> tuple[list[chunkwise.Event], chunkwise.chat.Result]:
+    """Feed decoded chunks to a fresh :class:`chunkwise.chat.Accumulator`."""
+    accumulator = chunkwise.chat.Accumulator(**kwargs)
     events: list[chunkwise.Event] = []
     for c in chunks:
-        events += accumulator.feed_chunk(c)
+        events += accumulator.feed(c)
     events += accumulator.end()
     return events, accumulator.result
 
@@ -530,9 +530,9 @@ def text_choice(
 
 def parse_completion(
     reads: Iterable[bytes],
-) -> tuple[list[chunkwise.Event], chunkwise.CompletionResult]:
-    """Feed every read to a fresh :class:`chunkwise.CompletionStreamParser`."""
-    parser = chunkwise.CompletionStreamParser()
+) -> tuple[list[chunkwise.Event], chunkwise.completions.Result]:
+    """Feed every read to a fresh :class:`chunkwise.completions.Parser`."""
+    parser = chunkwise.completions.Parser()
     events: list[chunkwise.Event] = []
     for read in reads:
         events += parser.feed(read)
@@ -542,12 +542,12 @@ def parse_completion(
 
 def accumulate_completion(
     chunks: Sequence[Mapping[str, Any]],
-) -> tuple[list[chunkwise.Event], chunkwise.CompletionResult]:
-    """Feed decoded chunks to a fresh :class:`chunkwise.CompletionAccumulator`."""
-    accumulator = chunkwise.CompletionAccumulator()
+) -> tuple[list[chunkwise.Event], chunkwise.completions.Result]:
+    """Feed decoded chunks to a fresh :class:`chunkwise.completions.Accumulator`."""
+    accumulator = chunkwise.completions.Accumulator()
     events: list[chunkwise.Event] = []
     for c in chunks:
-        events += accumulator.feed_chunk(c)
+        events += accumulator.feed(c)
     events += accumulator.end()
     return events, accumulator.result
 
@@ -966,9 +966,9 @@ def response_sse(
 
 def parse_response(
     reads: Iterable[bytes], **kwargs: Any
-) -> tuple[list[chunkwise.Event], chunkwise.ResponseResult]:
-    """Feed every read to a fresh :class:`chunkwise.ResponseStreamParser`; its events and result."""
-    parser = chunkwise.ResponseStreamParser(**kwargs)
+) -> tuple[list[chunkwise.Event], chunkwise.responses.Result]:
+    """Feed every read to a fresh :class:`chunkwise.responses.Parser`; its events and result."""
+    parser = chunkwise.responses.Parser(**kwargs)
     events: list[chunkwise.Event] = []
     for read in reads:
         events += parser.feed(read)
@@ -978,12 +978,12 @@ def parse_response(
 
 def accumulate_response(
     events: Iterable[Mapping[str, Any]], **kwargs: Any
-) -> tuple[list[chunkwise.Event], chunkwise.ResponseResult]:
-    """Feed decoded events to a fresh :class:`chunkwise.ResponseAccumulator`, then end it."""
-    accumulator = chunkwise.ResponseAccumulator(**kwargs)
+) -> tuple[list[chunkwise.Event], chunkwise.responses.Result]:
+    """Feed decoded events to a fresh :class:`chunkwise.responses.Accumulator`, then end it."""
+    accumulator = chunkwise.responses.Accumulator(**kwargs)
     out: list[chunkwise.Event] = []
     for event in events:
-        out += accumulator.feed_event(event)
+        out += accumulator.feed(event)
     out += accumulator.end()
     return out, accumulator.result
 

@@ -112,6 +112,14 @@ __all__ = [
     "partial_json",
 ]
 
-__getattr__ = lazy_getattr(__name__, globals(), {"Client": "chunkwise._client"})
+# Hidden from type checkers, which would take any attribute for a lazy one.
+if not TYPE_CHECKING:
+    __getattr__ = lazy_getattr(__name__, globals(), {"Client": "chunkwise._client"})
 fixup_module_metadata(__name__, globals())
+
+# After the fix-up above, so that the exceptions both modules offer report
+# ``chunkwise``; the narrower ones report ``chunkwise.errors``.
+from . import errors as errors  # noqa: E402
+from . import types as types  # noqa: E402
+
 del TYPE_CHECKING, fixup_module_metadata, lazy_getattr

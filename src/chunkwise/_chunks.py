@@ -12,8 +12,8 @@ one reading of every error shape), and keeps what every chunk may carry: the
 identifying fields (id, model, created, system_fingerprint: assigned once,
 from the first chunk with a valid value, an empty string being no value),
 usage, server timings, an error, the anomalies, and one state per choice
-``index``.  Each API package (:mod:`chunkwise._chat`,
-:mod:`chunkwise._completions`) subclasses it with what is its own: how a
+``index``.  Each API package (:mod:`chunkwise.chat`,
+:mod:`chunkwise.completions`) subclasses it with what is its own: how a
 choice of a chunk is read (``_choice``), what finishing and closing a choice
 do besides (``_choice_finished``, ``_choice_closed``), and its result
 (``_new_result``).  API packages never import each other; both results share

@@ -18,7 +18,7 @@ from typing import Any
 
 import attrs
 
-from ._chat import ChatResult, ChoiceResult
+from . import chat
 from ._errors import ChunkwiseError, ToolArgumentsError
 from ._events import Event
 from ._results import ToolCall
@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 
-def result_to_json(result: ChatResult) -> dict[str, Any]:
+def result_to_json(result: chat.Result) -> dict[str, Any]:
     """Convert a :class:`ChatResult` into JSON-compatible data.
 
     attrs classes become objects of their public fields; exceptions become
@@ -135,7 +135,7 @@ def _tool_call_document(call: ToolCall) -> dict[str, Any]:
     }
 
 
-def _message(choice: ChoiceResult) -> dict[str, Any]:
+def _message(choice: chat.ChoiceResult) -> dict[str, Any]:
     message: dict[str, Any] = {
         "role": choice.role or "assistant",
         # OpenAI sends null content beside tool calls, "" never.
@@ -149,7 +149,7 @@ def _message(choice: ChoiceResult) -> dict[str, Any]:
     return message
 
 
-def completion_document(result: ChatResult) -> dict[str, Any]:
+def completion_document(result: chat.Result) -> dict[str, Any]:
     """A ``chat.completion`` JSON document holding what ``result`` reconstructs."""
     return {
         "id": result.id,

@@ -1,7 +1,7 @@
 """The shared core of results: what every API's result is made of.
 
-Each API package (:mod:`chunkwise._chat`, :mod:`chunkwise._responses`,
-:mod:`chunkwise._completions`) holds its own result classes in its
+Each API package (:mod:`chunkwise.chat`, :mod:`chunkwise.responses`,
+:mod:`chunkwise.completions`) holds its own result classes in its
 ``results`` module; this module holds only what they share: the
 :data:`Status`, the :class:`IncompleteReason`, the :class:`Anomaly`, and the
 values the events of :mod:`chunkwise._events` carry: :class:`ToolCall` (a

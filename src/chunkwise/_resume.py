@@ -56,7 +56,6 @@ from ._http11 import Connection
 from ._pool import ConnectionPool
 from ._results import Anomaly
 from ._retries import backoff, retry_after, retryable_status
-from .responses.parser import Parser as ResponseParser
 
 __all__ = ["TERMINAL_STATUSES", "Attach", "Resumable", "Resumer", "cancel", "stored_path"]
 
@@ -107,6 +106,8 @@ class Resumable(Protocol):
 
     def note_anomaly(self, anomaly: Anomaly) -> list[Event]: ...
 
+    def start_after(self, sequence_number: int) -> None: ...
+
 
 class Resumer:
     """What one background stream does when its connection is lost (the module's rules)."""
@@ -129,17 +130,16 @@ class Resumer:
     def for_stream(
         cls,
         endpoint: Endpoint,
-        parser: object,
+        parser: Resumable,
         request: Mapping[str, Any],
         attach: Attach | None,
         pool: ConnectionPool[Connection] | None,
     ) -> Resumer | None:
         """The resumer of a stream the server keeps (rule 1), else None.
 
-        An attached stream's parser is told where it starts.
+        Only for an API whose streams the server may keep (``Api.resumable``:
+        the Responses API).  An attached stream's parser is told where it starts.
         """
-        if not isinstance(parser, ResponseParser):
-            return None
         if attach is None:
             if request.get("background") is not True:
                 return None

@@ -469,6 +469,10 @@ class Api(Generic[S]):
     make_parser: Callable[[Mapping[str, Any], int], StreamParser[Any]]
     #: The stream class handed to the caller.
     stream_class: type[S]
+    #: The server may keep the answer (a background Responses answer): a lost
+    #: connection is resumed (:mod:`chunkwise._resume`), and the parser is a
+    #: :class:`~chunkwise._resume.Resumable`.
+    resumable: bool = False
 
 
 def open_stream(
@@ -549,7 +553,11 @@ class StreamBlock(Generic[S]):
         del body
         stall = endpoint.timeouts.stall
         stalled = None if stall is None else StallTimeout(endpoint.host, endpoint.port, stall)
-        resumer = Resumer.for_stream(endpoint, parser, request, attach, pool)
+        resumer = (
+            Resumer.for_stream(endpoint, parser, request, attach, pool)
+            if api.resumable
+            else None
+        )
         stream: S = api.stream_class(response, parser, timings, stalled, resumer)
         manager = trio.open_nursery()
         try:

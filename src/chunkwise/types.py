@@ -39,9 +39,11 @@ __all__ = [
     "PoolStats",
 ]
 
-__getattr__ = lazy_getattr(
-    __name__,
-    globals(),
-    {"DEFAULT_BUFFER_SIZE": "chunkwise._fanout", "PoolStats": "chunkwise._pool"},
-)
+# Hidden from type checkers, which would take any attribute for a lazy one.
+if not TYPE_CHECKING:
+    __getattr__ = lazy_getattr(
+        __name__,
+        globals(),
+        {"DEFAULT_BUFFER_SIZE": "chunkwise._fanout", "PoolStats": "chunkwise._pool"},
+    )
 fixup_module_metadata(__name__, globals())

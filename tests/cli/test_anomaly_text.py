@@ -34,7 +34,7 @@ async def test_inspect_shows_a_counted_anomaly(
     body = sse(chunk(choice(content="x", finish_reason="stop"))) + sse(
         chunk(choice(content="a")), chunk(choice(content="b")), chunk(choice(content="c"))
     )
-    parser = chunkwise.ChatStreamParser()
+    parser = chunkwise.chat.Parser()
     parser.feed(body)
     parser.end()
     (counted,) = [a for a in parser.result.anomalies if a.count > 1]

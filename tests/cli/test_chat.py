@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import trio
 
+from chunkwise import chat
 from chunkwise._cli import main
 from chunkwise.testing import RecordedRequest, ResponseWriter, ScriptedResponse, open_test_server
 from helpers import (
@@ -202,9 +203,9 @@ async def test_json_lines(capsys: pytest.CaptureFixture[str]) -> None:
     assert err == ""
     documents = [json.loads(line) for line in out.splitlines()]
     types = [d["type"] for d in documents]
-    assert types[0] == "ResponseStarted"
+    assert types[0] == "HeadReceived"
     assert types[-1] == "StreamCompleted"
-    assert types.count("ContentDelta") == 2
+    assert types.count("TextDelta") == 2
     assert "ChoiceFinished" in types
     assert "UsageReported" in types
     assert documents[-1]["result"]["status"] == "complete"
@@ -418,7 +419,6 @@ class FakeTerminal(io.StringIO):
 
 
 def test_reasoning_is_dimmed_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    from chunkwise import ChatStreamParser
     from chunkwise._cli._chat import TextRenderer
 
     body = ScriptedResponse.sse(
@@ -430,7 +430,7 @@ def test_reasoning_is_dimmed_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> N
     ).body
     out, err = FakeTerminal(), io.StringIO()
     renderer = TextRenderer(out, err)
-    parser = ChatStreamParser()
+    parser = chat.Parser()
     for event in [*parser.feed(body), *parser.end()]:
         renderer.event(event)
     assert out.getvalue() == "\x1b[2mThink.\x1b[0m\nAnswer.\n"
@@ -439,7 +439,7 @@ def test_reasoning_is_dimmed_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("NO_COLOR", "1")
     out = FakeTerminal()
     renderer = TextRenderer(out, err)
-    parser = ChatStreamParser()
+    parser = chat.Parser()
     for event in [*parser.feed(body), *parser.end()]:
         renderer.event(event)
     assert out.getvalue() == "[reasoning] Think.\nAnswer.\n"

@@ -104,10 +104,10 @@ def request_for(files: Path, api: str, model: str) -> dict[str, Any]:
     return request
 
 
-def final_lines(result: chunkwise.ChatResult | chunkwise.ResponseResult) -> list[str]:
+def final_lines(result: chunkwise.chat.Result | chunkwise.responses.Result) -> list[str]:
     """What stays on the terminal: each call as on a pipe, the answer as indented JSON."""
     calls: tuple[chunkwise.ToolCall, ...]
-    if isinstance(result, chunkwise.ResponseResult):
+    if isinstance(result, chunkwise.responses.Result):
         calls, parsed = result.function_calls, result.parsed
     else:
         calls, parsed = result.choices[0].tool_calls, result.choices[0].parsed
@@ -142,7 +142,7 @@ async def test_every_frame_grows_and_the_final_form_stays(
     out, err = io.StringIO(), io.StringIO()
     live = LiveRegion(out, interval=0, size=lambda: WIDE)
     renderer = TextRenderer(out, err, live=live, json_content=model == "text")
-    opener = chunkwise.open_response_stream if api == "responses" else chunkwise.open_chat_stream
+    opener = chunkwise.responses.open_stream if api == "responses" else chunkwise.chat.open_stream
     async with open_chat_server(ServerOptions(write_size=3)) as server:
         async with opener(server.endpoint(), request_for(files, api, model)) as stream:
             async for event in stream:
@@ -173,7 +173,7 @@ def test_interrupted_the_live_values_give_way_to_what_arrived() -> None:
     out, err = io.StringIO(), io.StringIO()
     live = LiveRegion(out, interval=0, size=lambda: WIDE)
     renderer = TextRenderer(out, err, live=live, json_content=True)
-    parser = chunkwise.ChatStreamParser(response_format={"type": "json_object"}, tools=TOOLS)
+    parser = chunkwise.chat.Parser(response_format={"type": "json_object"}, tools=TOOLS)
     body = sse(
         chunk(choice(role="assistant", content='{"city": "Zü')),
         chunk(choice(content='rich", "days": [1, ')),
@@ -229,8 +229,8 @@ async def test_on_a_pipe_nothing_moves(
     assert "\x1b" not in out
     if model == "text":
         # The answer's text as it streamed: JSON a pipe can take (jq, a file).
-        parsed = result.parsed if isinstance(result, chunkwise.ResponseResult) else None
-        if isinstance(result, chunkwise.ChatResult):
+        parsed = result.parsed if isinstance(result, chunkwise.responses.Result) else None
+        if isinstance(result, chunkwise.chat.Result):
             parsed = result.choices[0].parsed
         assert same_json(json.loads(out), parsed)
     else:
@@ -239,11 +239,11 @@ async def test_on_a_pipe_nothing_moves(
 
 async def _result(
     endpoint: chunkwise.Endpoint, request: dict[str, Any], api: str
-) -> chunkwise.ChatResult | chunkwise.ResponseResult:
+) -> chunkwise.chat.Result | chunkwise.responses.Result:
     """The same answer read again: what the output must show."""
     if api == "responses":
-        return await chunkwise.complete_response(endpoint, request)
-    return await chunkwise.complete_chat(endpoint, request)
+        return await chunkwise.responses.complete(endpoint, request)
+    return await chunkwise.chat.complete(endpoint, request)
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="a POSIX pseudo-terminal")

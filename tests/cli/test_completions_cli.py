@@ -2,7 +2,7 @@
 
 Against ``chunkwise serve`` in process (every wire style: OpenAI's and the
 quirk models), the command's output is held to what the library itself
-reconstructs from the same server (:func:`chunkwise.complete_completion`), and
+reconstructs from the same server (:func:`chunkwise.completions.complete`), and
 against scripted servers where the exact bytes matter.
 """
 
@@ -39,11 +39,11 @@ def endpoint_args(base_url: str) -> list[str]:
     return ["--base-url", base_url, "--api-key-env", KEY_VAR]
 
 
-async def reference(base_url: str, model: str) -> chunkwise.CompletionResult:
+async def reference(base_url: str, model: str) -> chunkwise.completions.Result:
     """What the library reconstructs from the server for ``hello``."""
     endpoint = chunkwise.Endpoint(base_url=base_url, api_key=KEY)
     request = {"model": model, "prompt": "hello", "stream_options": {"include_usage": True}}
-    return await chunkwise.complete_completion(endpoint, request)
+    return await chunkwise.completions.complete(endpoint, request)
 
 
 # -- the API table ---------------------------------------------------------------------
@@ -113,16 +113,16 @@ def test_text_deltas_render_as_content_of_their_choice() -> None:
     out, err = io.StringIO(), io.StringIO()
     renderer = TextRenderer(out, err)
     for index, text in [(0, "a"), (1, "b"), (1, "c"), (0, "d")]:
-        renderer.event(chunkwise.TextDelta(choice_index=index, text=text))
+        renderer.event(chunkwise.completions.TextDelta(choice_index=index, text=text))
     assert out.getvalue() == "a\n[choice 1]\nbc\n[choice 0]\nd"
 
 
 def test_an_interrupted_completion_is_summarised_as_incomplete() -> None:
     out, err = io.StringIO(), io.StringIO()
     renderer = TextRenderer(out, err)
-    renderer.event(chunkwise.TextDelta(choice_index=0, text="Once"))
-    snapshot = chunkwise.CompletionResult(
-        choices=(chunkwise.CompletionChoice(index=0, text="Once"),), status="streaming"
+    renderer.event(chunkwise.completions.TextDelta(choice_index=0, text="Once"))
+    snapshot = chunkwise.completions.Result(
+        choices=(chunkwise.completions.ChoiceResult(index=0, text="Once"),), status="streaming"
     )
     renderer.interrupted(snapshot)
     assert out.getvalue() == "Once\n"

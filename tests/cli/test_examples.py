@@ -50,7 +50,7 @@ async def test_sdk_chunks_offline_text() -> None:
     recording = EXAMPLES / "recordings" / "text.sse"
     status, out, err = await run_python("examples/sdk_chunks.py", str(recording.relative_to(REPO)))
     assert (status, err) == (0, "")
-    parser = chunkwise.ChatStreamParser()
+    parser = chunkwise.chat.Parser()
     parser.feed(recording.read_bytes())
     parser.end()
     assert parser.result.content in out
@@ -64,7 +64,7 @@ def test_sdk_path_matches_raw_bytes(recording: Path, capsys: pytest.CaptureFixtu
     # raw body does; only [DONE], which the SDK swallows, is not seen.
     example = load_example("sdk_chunks")
     via_sdk = example.accumulate(example.recorded_chunks(recording))
-    parser = chunkwise.ChatStreamParser()
+    parser = chunkwise.chat.Parser()
     parser.feed(recording.read_bytes())
     parser.end()
     assert via_sdk.done_received is False

@@ -62,8 +62,8 @@ ERROR_STREAM = (
 )
 
 
-def parse(data: bytes) -> chunkwise.ChatResult:
-    parser = chunkwise.ChatStreamParser()
+def parse(data: bytes) -> chunkwise.chat.Result:
+    parser = chunkwise.chat.Parser()
     parser.feed(data)
     parser.end()
     return parser.result

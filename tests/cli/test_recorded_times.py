@@ -294,15 +294,15 @@ async def test_without_a_sidecar_there_is_no_timeline(
 
 async def _read_stamps(
     options: ServerOptions, request: dict[str, Any]
-) -> tuple[chunkwise.ChatResult, list[float]]:
+) -> tuple[chunkwise.chat.Result, list[float]]:
     """The result and when each read carried output, under the test's (mock) clock."""
     endpoint = chunkwise.Endpoint(base_url="http://test.invalid/v1")
     stamps: list[float] = []
     async with serving(ChatServer(options)) as (client, _):
         start = trio.current_time()
-        async with chunkwise.open_chat_stream(endpoint, request, transport=client) as stream:
+        async with chunkwise.chat.open_stream(endpoint, request, transport=client) as stream:
             async for event in stream:
-                if isinstance(event, chunkwise.ContentDelta):
+                if isinstance(event, chunkwise.chat.TextDelta):
                     stamps.append(trio.current_time() - start)
             result = await stream.result()
     return result, stamps
@@ -339,11 +339,11 @@ async def test_a_token_pacing_paces_responses_too(
     async with serving(ChatServer(ServerOptions(pacing=pacing))) as (client, _):
         start = trio.current_time()
         request = {"model": "text", "input": "hi", "stream": True}
-        async with chunkwise.open_response_stream(endpoint, request, transport=client) as stream:
+        async with chunkwise.responses.open_stream(endpoint, request, transport=client) as stream:
             stamps = [
                 trio.current_time() - start
                 async for event in stream
-                if isinstance(event, chunkwise.OutputTextDelta)
+                if isinstance(event, chunkwise.responses.TextDelta)
             ]
             result = await stream.result()
     assert result.status == "complete" and result.output_text == "The quick brown "
@@ -352,11 +352,11 @@ async def test_a_token_pacing_paces_responses_too(
 
 # The deltas of a reasoning answer a client meets, reasoning's and text's.
 _REASONING = (
-    chunkwise.ReasoningDelta,
-    chunkwise.ReasoningSummaryDelta,
-    chunkwise.ReasoningTextDelta,
+    chunkwise.chat.ReasoningDelta,
+    chunkwise.responses.ReasoningSummaryDelta,
+    chunkwise.responses.ReasoningDelta,
 )
-_TEXT = (chunkwise.ContentDelta, chunkwise.OutputTextDelta)
+_TEXT = (chunkwise.chat.TextDelta, chunkwise.responses.TextDelta)
 
 
 async def _delta_stamps(options: ServerOptions, api: str, model: str) -> list[tuple[str, float]]:
@@ -373,12 +373,12 @@ async def _delta_stamps(options: ServerOptions, api: str, model: str) -> list[tu
         start = trio.current_time()
         if api == "chat":
             request = {**REQUEST, "model": model}
-            async with chunkwise.open_chat_stream(endpoint, request, transport=client) as chat:
+            async with chunkwise.chat.open_stream(endpoint, request, transport=client) as chat:
                 async for event in chat:
                     note(event)
         else:
             request = {"model": model, "input": "hi", "stream": True}
-            async with chunkwise.open_response_stream(
+            async with chunkwise.responses.open_stream(
                 endpoint, request, transport=client
             ) as response:
                 async for item in response:

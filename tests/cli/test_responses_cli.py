@@ -387,7 +387,7 @@ async def test_chat_json_prints_events_and_the_result(capsys: pytest.CaptureFixt
     assert types[-1] == "StreamCompleted"
     added = lines[types.index("OutputItemAdded")]
     assert added["item_type"] == "function_call"
-    [completed] = [line for line in lines if line["type"] == "FunctionCallCompleted"]
+    [completed] = [line for line in lines if line["type"] == "ToolCallCompleted"]
     assert completed["call"]["call_id"] == "call_abc"
     result = lines[-1]["result"]
     assert result["status"] == "complete"

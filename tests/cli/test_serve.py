@@ -55,7 +55,7 @@ async def test_serve_into_a_reader_that_closes_early_exits_141_quietly() -> None
             request = {"model": "text", "messages": [{"role": "user", "content": "hi"}]}
             # The server may end while answering: whatever the client sees is fine.
             with contextlib.suppress(chunkwise.ChunkwiseError):
-                await chunkwise.complete_chat(chunkwise.Endpoint(base_url), request)
+                await chunkwise.chat.complete(chunkwise.Endpoint(base_url), request)
             status = await process.wait()
     assert status == 141
     assert bytes(err) == b""  # no "cannot listen", no traceback
@@ -103,7 +103,7 @@ async def test_serve_keeps_answering_when_nobody_reads_its_request_log() -> None
                 endpoint = chunkwise.Endpoint(base_url, timeouts=chunkwise.Timeouts(idle=10))
                 request = {"model": "text", "messages": [{"role": "user", "content": "hi"}]}
                 for _ in range(300):  # ~15 kB of request lines: far past the pipe's 4 kB
-                    result = await chunkwise.complete_chat(endpoint, request)
+                    result = await chunkwise.chat.complete(endpoint, request)
                     assert result.status == "complete" and result.content
         finally:
             process.kill()

@@ -90,9 +90,9 @@ def test_unusable_arguments_are_explained_by_the_error_not_a_skip() -> None:
 
 
 def test_a_call_still_streaming_has_no_verdict_yet() -> None:
-    acc = chunkwise.ChatAccumulator(tools=TOOLS)
+    acc = chunkwise.chat.Accumulator(tools=TOOLS)
     start = tool(0, id="c", name="get_weather", arguments="{")
-    acc.feed_chunk(chunk(choice(tool_calls=[start])))
+    acc.feed(chunk(choice(tool_calls=[start])))
     call = acc.result.choice(0).tool_calls[0]
     assert (call.completed, call.validated, call.validation_skipped) == (False, None, None)
 

@@ -84,9 +84,9 @@ async def test_a_late_reader_stamps_the_bytes_arrival_not_its_own_turn() -> None
     go, written = threading.Event(), threading.Event()
     with _two_token_server(go, written) as (base_url, failures):
         endpoint = chunkwise.Endpoint(base_url, retries=chunkwise.Retries(max_retries=0))
-        async with chunkwise.open_chat_stream(endpoint, REQUEST) as stream:
+        async with chunkwise.chat.open_stream(endpoint, REQUEST) as stream:
             async for event in stream:
-                if isinstance(event, chunkwise.ContentDelta) and event.text == "one ":
+                if isinstance(event, chunkwise.chat.TextDelta) and event.text == "one ":
                     go.set()
                     assert written.wait(10)
                     known_there = trio.current_time()  # token two is in the socket by now
@@ -214,7 +214,7 @@ async def test_no_figure_of_a_stream_lies_in_the_future_after_a_clock_step_back(
         ) as server,
     ):
         endpoint = chunkwise.Endpoint(server.base_url, retries=chunkwise.Retries(max_retries=0))
-        result = await chunkwise.complete_chat(endpoint, REQUEST)
+        result = await chunkwise.chat.complete(endpoint, REQUEST)
         now = trio.current_time()
     assert result.content == "one two"
     timings = result.timings

@@ -52,7 +52,7 @@ def client_for(server: LoopbackServer, **kwargs: Any) -> Client:
 async def test_five_sequential_requests_share_one_connection() -> None:
     async with open_test_server(STREAM) as server, client_for(server) as client:
         for _ in range(5):
-            result = await client.complete_chat(REQUEST)
+            result = await client.chat.complete(REQUEST)
             assert result.status == "complete" and result.content == "".join(WORDS)
         assert len(server.requests) == 5
         assert len(server.connections) == 1
@@ -62,8 +62,8 @@ async def test_five_sequential_requests_share_one_connection() -> None:
 async def test_streams_through_the_client_give_their_connection_back() -> None:
     async with open_test_server(STREAM) as server, client_for(server) as client:
         for _ in range(3):
-            async with client.open_chat_stream(REQUEST) as stream:
-                texts = [e.text async for e in stream if isinstance(e, chunkwise.ContentDelta)]
+            async with client.chat.open_stream(REQUEST) as stream:
+                texts = [e.text async for e in stream if isinstance(e, chunkwise.chat.TextDelta)]
             assert texts == WORDS
         assert len(server.connections) == 1
 
@@ -71,7 +71,7 @@ async def test_streams_through_the_client_give_their_connection_back() -> None:
 async def test_without_a_client_every_request_has_its_own_connection() -> None:
     async with open_test_server(STREAM) as server:
         for _ in range(3):
-            await chunkwise.complete_chat(server.endpoint(), REQUEST)
+            await chunkwise.chat.complete(server.endpoint(), REQUEST)
         assert len(server.connections) == 3
         await server.wait_client_closed()
 
@@ -79,14 +79,14 @@ async def test_without_a_client_every_request_has_its_own_connection() -> None:
 async def test_an_abandoned_stream_closes_its_connection() -> None:
     slow = ScriptedResponse(body=STREAM.body, write_sizes=40, delay=0.05)
     async with open_test_server([slow, STREAM]) as server, client_for(server) as client:
-        async with client.open_chat_stream(REQUEST) as stream:
+        async with client.chat.open_stream(REQUEST) as stream:
             async for event in stream:
-                if isinstance(event, chunkwise.ContentDelta):
+                if isinstance(event, chunkwise.chat.TextDelta):
                     break  # leave mid-body
         with trio.fail_after(5):
             await server.connections[0].client_closed.wait()
         assert client.idle_connections == 0
-        await client.complete_chat(REQUEST)
+        await client.chat.complete(REQUEST)
         assert connection_of(server, 1) == 1
 
 
@@ -97,8 +97,8 @@ async def test_an_abandoned_stream_closes_its_connection() -> None:
 async def test_a_response_saying_connection_close_is_not_kept(headers: dict[str, str]) -> None:
     closing = ScriptedResponse(body=STREAM.body, headers=headers)
     async with open_test_server(closing) as server, client_for(server) as client:
-        await client.complete_chat(REQUEST)
-        await client.complete_chat(REQUEST)
+        await client.chat.complete(REQUEST)
+        await client.chat.complete(REQUEST)
         assert len(server.connections) == 2
         assert client.idle_connections == 0
 
@@ -106,8 +106,8 @@ async def test_a_response_saying_connection_close_is_not_kept(headers: dict[str,
 async def test_a_close_delimited_body_is_not_kept() -> None:
     closing = ScriptedResponse(body=STREAM.body, framing="close")
     async with open_test_server(closing) as server, client_for(server) as client:
-        await client.complete_chat(REQUEST)
-        await client.complete_chat(REQUEST)
+        await client.chat.complete(REQUEST)
+        await client.chat.complete(REQUEST)
         assert len(server.connections) == 2
 
 
@@ -118,12 +118,12 @@ async def test_an_idle_connection_the_server_closed_is_not_used(reset: bool) -> 
         writer.close_after(reset=reset)  # keep-alive in the headers, closed all the same
 
     async with open_test_server(handler) as server, client_for(server) as client:
-        await client.complete_chat(REQUEST)
+        await client.chat.complete(REQUEST)
         assert client.idle_connections == 1
         # The server's FIN follows its response at once; on loopback it has
         # arrived well within this.  The pool must notice it before reuse.
         await trio.sleep(0.2)
-        result = await client.complete_chat(REQUEST)
+        result = await client.chat.complete(REQUEST)
         assert result.status == "complete"
         assert connection_of(server, 1) == 1
         assert len(server.requests) == 2  # never sent on the dead connection
@@ -138,8 +138,8 @@ async def test_a_reused_connection_that_fails_before_any_response_byte_is_resent
         await writer.play(STREAM)
 
     async with open_test_server(handler) as server, client_for(server) as client:
-        await client.complete_chat(REQUEST)
-        result = await client.complete_chat(REQUEST)  # retries are off: the re-send is free
+        await client.chat.complete(REQUEST)
+        result = await client.chat.complete(REQUEST)  # retries are off: the re-send is free
         assert result.status == "complete"
         assert [connection_of(server, n) for n in range(3)] == [0, 0, 1]
 
@@ -154,17 +154,17 @@ async def test_a_reused_connection_that_goes_quiet_is_not_sent_again() -> None:
     async with open_test_server(handler) as server:
         endpoint = server.endpoint(timeouts=chunkwise.Timeouts(idle=0.2))
         async with Client(endpoint) as client:
-            await client.complete_chat(REQUEST)
+            await client.chat.complete(REQUEST)
             with pytest.raises(chunkwise.IdleTimeout):
-                await client.complete_chat(REQUEST)
+                await client.chat.complete(REQUEST)
         assert len(server.requests) == 2
 
 
 async def test_idle_expiry_zero_never_reuses() -> None:
     async with open_test_server(STREAM) as server, client_for(server, idle_expiry=0.0) as client:
-        await client.complete_chat(REQUEST)
+        await client.chat.complete(REQUEST)
         await trio.sleep(0.01)
-        await client.complete_chat(REQUEST)
+        await client.chat.complete(REQUEST)
         assert len(server.connections) == 2
 
 
@@ -206,7 +206,7 @@ async def test_waiting_for_a_connection_is_cancellable() -> None:
             nursery.start_soon(client.complete_chat, REQUEST)
             await server.wait_requests(1)
             with trio.move_on_after(0.1) as scope:
-                await client.complete_chat(REQUEST)
+                await client.chat.complete(REQUEST)
             assert scope.cancelled_caught
             nursery.cancel_scope.cancel()
         assert len(server.requests) == 1
@@ -215,7 +215,7 @@ async def test_waiting_for_a_connection_is_cancellable() -> None:
 async def test_leaving_the_client_closes_its_idle_connections() -> None:
     async with open_test_server(STREAM) as server:
         async with client_for(server) as client:
-            await client.complete_chat(REQUEST)
+            await client.chat.complete(REQUEST)
             assert client.idle_connections == 1
         with trio.fail_after(5):
             await server.wait_client_closed()
@@ -243,7 +243,7 @@ def error(status: int, **headers: str) -> ScriptedResponse:
 @pytest.mark.parametrize("status", [408, 409, 429, 500, 502, 503, 504])
 async def test_retried_statuses_are_sent_again(status: int) -> None:
     async with open_test_server([error(status), STREAM]) as server:
-        result = await chunkwise.complete_chat(server.endpoint(retries=FAST), REQUEST)
+        result = await chunkwise.chat.complete(server.endpoint(retries=FAST), REQUEST)
         assert result.status == "complete"
         assert len(server.requests) == 2
 
@@ -252,7 +252,7 @@ async def test_retried_statuses_are_sent_again(status: int) -> None:
 async def test_other_statuses_are_raised_at_once(status: int) -> None:
     async with open_test_server([error(status), STREAM]) as server:
         with pytest.raises(HTTPStatusError) as info:
-            await chunkwise.complete_chat(server.endpoint(retries=FAST), REQUEST)
+            await chunkwise.chat.complete(server.endpoint(retries=FAST), REQUEST)
         assert info.value.status_code == status and info.value.attempts == 1
         assert len(server.requests) == 1
 
@@ -261,11 +261,11 @@ async def test_x_should_retry_overrides_the_status_both_ways() -> None:
     responses = [error(503, **{"x-should-retry": "false"}), STREAM]
     async with open_test_server(responses) as server:
         with pytest.raises(HTTPStatusError):
-            await chunkwise.complete_chat(server.endpoint(retries=FAST), REQUEST)
+            await chunkwise.chat.complete(server.endpoint(retries=FAST), REQUEST)
         assert len(server.requests) == 1
     responses = [error(400, **{"x-should-retry": "true"}), STREAM]
     async with open_test_server(responses) as server:
-        await chunkwise.complete_chat(server.endpoint(retries=FAST), REQUEST)
+        await chunkwise.chat.complete(server.endpoint(retries=FAST), REQUEST)
         assert len(server.requests) == 2
 
 
@@ -273,7 +273,7 @@ async def test_the_servers_retry_after_ms_is_waited_for() -> None:
     responses = [error(429, **{"retry-after-ms": "300"}), STREAM]
     async with open_test_server(responses) as server:
         start = trio.current_time()
-        await chunkwise.complete_chat(server.endpoint(retries=FAST), REQUEST)
+        await chunkwise.chat.complete(server.endpoint(retries=FAST), REQUEST)
         assert trio.current_time() - start >= 0.3
         assert len(server.requests) == 2
 
@@ -283,7 +283,7 @@ async def test_a_retry_after_beyond_the_cap_is_raised_at_once() -> None:
     async with open_test_server([error(429, **{"Retry-After": "120"}), STREAM]) as server:
         start = trio.current_time()
         with pytest.raises(HTTPStatusError) as info:
-            await chunkwise.complete_chat(server.endpoint(retries=retries), REQUEST)
+            await chunkwise.chat.complete(server.endpoint(retries=retries), REQUEST)
         assert trio.current_time() - start < 2
         assert info.value.retry_after == 120
         assert len(server.requests) == 1
@@ -292,7 +292,7 @@ async def test_a_retry_after_beyond_the_cap_is_raised_at_once() -> None:
 async def test_the_last_error_says_how_many_attempts_were_made() -> None:
     async with open_test_server(error(503)) as server:
         with pytest.raises(HTTPStatusError) as info:
-            await chunkwise.complete_chat(server.endpoint(retries=FAST), REQUEST)
+            await chunkwise.chat.complete(server.endpoint(retries=FAST), REQUEST)
         assert info.value.attempts == 3
         assert str(info.value) == "HTTP 503: error 503 (after 3 attempts)"
         assert len(server.requests) == 3
@@ -301,7 +301,7 @@ async def test_the_last_error_says_how_many_attempts_were_made() -> None:
 async def test_nothing_is_retried_after_the_first_byte_of_the_body() -> None:
     cut = ScriptedResponse(body=STREAM.body, disconnect_after=len(STREAM.body) // 2)
     async with open_test_server([cut, STREAM]) as server:
-        result = await chunkwise.complete_chat(server.endpoint(retries=FAST), REQUEST)
+        result = await chunkwise.chat.complete(server.endpoint(retries=FAST), REQUEST)
         assert result.status == "incomplete"
         assert len(server.requests) == 1
 
@@ -314,7 +314,7 @@ async def test_a_refused_port_is_tried_max_retries_plus_one_times_with_growing_d
         f"http://127.0.0.1:{refused_port}/v1", api_key=KEY, retries=retries
     )
     with caplog.at_level(logging.INFO, logger="chunkwise"), pytest.raises(TransportError) as info:
-        await chunkwise.complete_chat(endpoint, REQUEST)
+        await chunkwise.chat.complete(endpoint, REQUEST)
     assert info.value.attempts == 4
     assert "connection refused (after 4 attempts)" in str(info.value)
     messages = [r.getMessage() for r in caplog.records if r.name == "chunkwise"]
@@ -332,7 +332,7 @@ async def test_the_wait_between_retries_is_cut_by_the_callers_deadline(refused_p
     endpoint = chunkwise.Endpoint(f"http://127.0.0.1:{refused_port}/v1", retries=retries)
     start = trio.current_time()
     with trio.move_on_after(0.2) as scope:
-        await chunkwise.complete_chat(endpoint, REQUEST)
+        await chunkwise.chat.complete(endpoint, REQUEST)
     assert scope.cancelled_caught
     assert trio.current_time() - start < 2
 
@@ -340,8 +340,8 @@ async def test_the_wait_between_retries_is_cut_by_the_callers_deadline(refused_p
 async def test_a_client_retries_too_and_keeps_the_good_connection() -> None:
     async with open_test_server([error(503), STREAM, STREAM]) as server:
         async with client_for(server, retries=FAST) as client:
-            await client.complete_chat(REQUEST)
-            await client.complete_chat(REQUEST)
+            await client.chat.complete(REQUEST)
+            await client.chat.complete(REQUEST)
         assert len(server.requests) == 3
 
 
@@ -374,40 +374,40 @@ SLOW = ScriptedResponse(body=STREAM.body, write_sizes=40, delay=0.05)
 
 
 async def _complete(client: Client) -> None:
-    await client.complete_chat(REQUEST)
+    await client.chat.complete(REQUEST)
 
 
 async def _error_status(client: Client) -> None:
     with pytest.raises(HTTPStatusError):
-        await client.complete_chat(REQUEST)
+        await client.chat.complete(REQUEST)
 
 
 async def _not_an_event_stream(client: Client) -> None:
-    with pytest.raises(chunkwise.UnexpectedContentType):
-        await client.complete_chat(REQUEST)
+    with pytest.raises(chunkwise.errors.UnexpectedContentType):
+        await client.chat.complete(REQUEST)
 
 
 async def _hung_up_before_the_head(client: Client) -> None:
     with pytest.raises(chunkwise.ConnectionLost):
-        await client.complete_chat(REQUEST)
+        await client.chat.complete(REQUEST)
 
 
 async def _left_mid_body(client: Client) -> None:
-    async with client.open_chat_stream(REQUEST) as stream:
+    async with client.chat.open_stream(REQUEST) as stream:
         async for event in stream:
-            if isinstance(event, chunkwise.ContentDelta):
+            if isinstance(event, chunkwise.chat.TextDelta):
                 break
 
 
 async def _block_raises(client: Client) -> None:
     with pytest.raises(KeyError):
-        async with client.open_chat_stream(REQUEST) as stream:
+        async with client.chat.open_stream(REQUEST) as stream:
             await stream.subscribe().receive()
             raise KeyError("the caller's own")
 
 
 async def _cancelled_stream(client: Client) -> None:
-    async with client.open_chat_stream(REQUEST) as stream:
+    async with client.chat.open_stream(REQUEST) as stream:
         await stream.subscribe().receive()
         stream.cancel()
     assert stream.snapshot.status == "incomplete"
@@ -415,7 +415,7 @@ async def _cancelled_stream(client: Client) -> None:
 
 async def _deadline_before_the_head(client: Client) -> None:
     with trio.move_on_after(0.05) as scope:
-        await client.complete_chat(REQUEST)
+        await client.chat.complete(REQUEST)
     assert scope.cancelled_caught
 
 
@@ -476,6 +476,6 @@ async def test_every_way_a_request_ends_gives_its_slot_back(way: str) -> None:
         assert stats.in_use == 0 and stats.open == stats.idle
         assert stats.opened_total == len(server.connections)
         with trio.fail_after(5):
-            result = await client.complete_chat(REQUEST)
+            result = await client.chat.complete(REQUEST)
         assert result.content == "".join(WORDS)
         assert client.stats.in_use == 0

@@ -16,7 +16,7 @@ import pytest
 import trio
 
 import chunkwise
-from chunkwise import Client, HTTPStatusError, Retries, StreamCompleted, TextDelta
+from chunkwise import Client, HTTPStatusError, Retries, StreamCompleted, completions
 from chunkwise.testing import ScriptedResponse, open_test_server
 from helpers import KEY, completion_chunk, sse, text_choice
 
@@ -47,11 +47,11 @@ def client_for(server: Any, **kwargs: Any) -> Client:
 
 async def test_a_completion_stream_posts_to_completions_under_the_base_url() -> None:
     async with open_test_server(STREAM) as server:
-        result = await chunkwise.complete_completion(server.endpoint(api_key=KEY), REQUEST)
+        result = await chunkwise.completions.complete(server.endpoint(api_key=KEY), REQUEST)
         [request] = server.requests
     assert request.method == "POST" and request.target == "/v1/completions"
     assert json.loads(request.body) == {**REQUEST, "stream": True}
-    assert isinstance(result, chunkwise.CompletionResult)
+    assert isinstance(result, chunkwise.completions.Result)
     assert result.status == "complete"
     assert [(c.index, c.text, c.finish_reason) for c in result.choices] == [
         (0, "Hellowörld 🙂", "stop"),
@@ -63,7 +63,7 @@ async def test_a_completion_stream_posts_to_completions_under_the_base_url() -> 
 
 async def test_subscribers_of_a_completion_stream_get_its_families() -> None:
     async with open_test_server(STREAM) as server:
-        async with chunkwise.open_completion_stream(server.endpoint(), REQUEST) as stream:
+        async with chunkwise.completions.open_stream(server.endpoint(), REQUEST) as stream:
             text = stream.subscribe("choice")
             lifecycle = stream.subscribe("lifecycle")
             tools = stream.subscribe("tool_call")
@@ -71,8 +71,8 @@ async def test_subscribers_of_a_completion_stream_get_its_families() -> None:
         choice_events = [e async for e in text]
         lifecycle_events = [e async for e in lifecycle]
         tool_events = [e async for e in tools]
-    assert isinstance(stream, chunkwise.CompletionStream)
-    assert [e.text for e in choice_events if type(e) is TextDelta] == WORDS
+    assert isinstance(stream, chunkwise.completions.Stream)
+    assert [e.text for e in choice_events if type(e) is completions.TextDelta] == WORDS
     assert [type(e).__name__ for e in choice_events] == [
         "TextDelta",
         "TextDelta",
@@ -82,7 +82,7 @@ async def test_subscribers_of_a_completion_stream_get_its_families() -> None:
         "StreamCompleted",
     ]
     assert [type(e).__name__ for e in lifecycle_events] == [
-        "ResponseStarted",
+        "HeadReceived",
         "AnomalyDetected",
         "UsageReported",
         "StreamCompleted",
@@ -95,7 +95,7 @@ async def test_subscribers_of_a_completion_stream_get_its_families() -> None:
 async def test_timings_of_a_completion_stream() -> None:
     paced = ScriptedResponse(body=body(), write_sizes=60, delay=0.01)
     async with open_test_server(paced) as server:
-        result = await chunkwise.complete_completion(server.endpoint(), REQUEST)
+        result = await chunkwise.completions.complete(server.endpoint(), REQUEST)
     timings = result.timings
     assert timings is not None
     assert timings.first_output is not None and timings.first_content == timings.first_output
@@ -109,9 +109,9 @@ async def test_a_client_reuses_its_connection_across_the_three_apis() -> None:
         [{"choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": "stop"}]}]
     )
     async with open_test_server([STREAM, chat, STREAM]) as server, client_for(server) as client:
-        first = await client.complete_completion(REQUEST)
-        await client.complete_chat({"model": "m", "messages": []})
-        async with client.open_completion_stream(REQUEST) as stream:
+        first = await client.completions.complete(REQUEST)
+        await client.chat.complete({"model": "m", "messages": []})
+        async with client.completions.open_stream(REQUEST) as stream:
             third = await stream.result()
         assert first == third and first.status == "complete"
         assert [r.target for r in server.requests] == [
@@ -129,7 +129,7 @@ async def test_an_http_error_is_typed_with_its_openai_body() -> None:
     )
     async with open_test_server(refused) as server:
         with pytest.raises(HTTPStatusError) as info:
-            async with chunkwise.open_completion_stream(server.endpoint(), REQUEST):
+            async with chunkwise.completions.open_stream(server.endpoint(), REQUEST):
                 pass  # pragma: no cover - never entered
     assert info.value.status_code == 400
     assert "bad prompt" in str(info.value)
@@ -138,7 +138,7 @@ async def test_an_http_error_is_typed_with_its_openai_body() -> None:
 async def test_retried_before_the_body_then_streamed() -> None:
     busy = ScriptedResponse(status=503, headers=[("retry-after", "0")], body=b"busy")
     async with open_test_server([busy, STREAM]) as server:
-        result = await chunkwise.complete_completion(server.endpoint(retries=FAST), REQUEST)
+        result = await chunkwise.completions.complete(server.endpoint(retries=FAST), REQUEST)
         assert [r.target for r in server.requests] == ["/v1/completions"] * 2
     assert result.status == "complete"
 
@@ -148,7 +148,7 @@ async def test_an_error_in_the_stream_fails_it_and_keeps_the_text() -> None:
         body=sse(completion_chunk(text_choice("part")), {"error": {"message": "boom", "code": 500}})
     )
     async with open_test_server(broken) as server:
-        result = await chunkwise.complete_completion(server.endpoint(), REQUEST)
+        result = await chunkwise.completions.complete(server.endpoint(), REQUEST)
     assert result.status == "failed" and result.text == "part"
     assert result.server_error is not None and result.server_error.code == 500
 
@@ -156,9 +156,9 @@ async def test_an_error_in_the_stream_fails_it_and_keeps_the_text() -> None:
 async def test_cancelled_block_leaves_an_incomplete_result() -> None:
     slow = ScriptedResponse(body=body(["a"] * 50), write_sizes=20, delay=0.05)
     async with open_test_server(slow) as server:
-        async with chunkwise.open_completion_stream(server.endpoint(), REQUEST) as stream:
+        async with chunkwise.completions.open_stream(server.endpoint(), REQUEST) as stream:
             async for event in stream:
-                if type(event) is TextDelta:
+                if type(event) is completions.TextDelta:
                     stream.cancel()
             await trio.lowlevel.checkpoint()
         assert stream.snapshot.status == "incomplete"

@@ -23,17 +23,16 @@ import chunkwise
 from chunkwise import (
     Client,
     ConnectionLost,
-    ContentDelta,
     EventsDropped,
-    Headers,
     HTTPStatusError,
     IdleTimeout,
     ProxyError,
     Retries,
     TerminalEvent,
     Timeouts,
+    chat,
 )
-from chunkwise._fanout import Family, family_of
+from chunkwise._fanout import family_of
 from chunkwise._http import http_status_error
 from chunkwise._retries import retry_delay
 from chunkwise.testing import (
@@ -44,6 +43,7 @@ from chunkwise.testing import (
     ScriptedResponse,
     open_test_server,
 )
+from chunkwise.types import Family, Headers
 from helpers import (
     KEY,
     choice,
@@ -96,25 +96,25 @@ async def complete(
     request = request_of(api) if request is None else request
     if isinstance(target, Client):
         if api == "chat":
-            return (await target.complete_chat(request)).content
-        return (await target.complete_response(request)).output_text
+            return (await target.chat.complete(request)).content
+        return (await target.responses.complete(request)).output_text
     if api == "chat":
-        return (await chunkwise.complete_chat(target, request)).content
-    return (await chunkwise.complete_response(target, request)).output_text
+        return (await chunkwise.chat.complete(target, request)).content
+    return (await chunkwise.responses.complete(target, request)).output_text
 
 
 def open_stream(
     api: str, target: Client | chunkwise.Endpoint, request: dict[str, Any] | None = None
-) -> AbstractAsyncContextManager[chunkwise.ChatStream | chunkwise.ResponseStream]:
+) -> AbstractAsyncContextManager[chunkwise.chat.Stream | chunkwise.responses.Stream]:
     """A stream of ``api`` through a Client or straight to an endpoint."""
     request = request_of(api) if request is None else request
     if isinstance(target, Client):
         if api == "chat":
-            return target.open_chat_stream(request)
-        return target.open_response_stream(request)
+            return target.chat.open_stream(request)
+        return target.responses.open_stream(request)
     if api == "chat":
-        return chunkwise.open_chat_stream(target, request)
-    return chunkwise.open_response_stream(target, request)
+        return chunkwise.chat.open_stream(target, request)
+    return chunkwise.responses.open_stream(target, request)
 
 
 def connection_of(server: LoopbackServer, request: RecordedRequest) -> int:
@@ -358,7 +358,7 @@ async def run_lossy(
     published: list[chunkwise.Event] = []
     starved = 0
     async with serving(handler) as (transport, _):
-        async with chunkwise.open_chat_stream(ENDPOINT, CHAT_REQUEST, transport=transport) as s:
+        async with chunkwise.chat.open_stream(ENDPOINT, CHAT_REQUEST, transport=transport) as s:
             witness = s.subscribe(buffer_size=math.inf)  # lossless: sees all that is published
             lossy: trio.MemoryReceiveChannel[Any] = (
                 s.subscribe(family, buffer_size=size, lossy=True, batched=True)
@@ -373,7 +373,7 @@ async def run_lossy(
                     written += step
                     # Once the witness has the last delta, the lossy subscriber
                     # was offered it too (every subscriber in one go).
-                    while not published or published[-1] != ContentDelta(
+                    while not published or published[-1] != chat.TextDelta(
                         choice_index=0, text=f"w{written - 1}"
                     ):
                         published.append(await witness.receive())

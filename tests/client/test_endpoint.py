@@ -7,8 +7,9 @@ import ssl
 import attrs
 import pytest
 
-from chunkwise._endpoint import DEFAULT_BASE_URL, Endpoint, Timeouts
+from chunkwise._endpoint import Endpoint, Timeouts
 from chunkwise._errors import ChunkwiseError, InvalidEndpoint
+from chunkwise.types import DEFAULT_BASE_URL
 
 KEY = "sk-proj-SECRET0123456789abcdef"
 

@@ -19,19 +19,14 @@ from chunkwise._errors import (
     ChunkwiseError,
     ConnectionLost,
     ConnectTimeout,
-    EventTooLarge,
     HTTPStatusError,
     IdleTimeout,
-    IncompleteBody,
     RemoteProtocolError,
     StreamError,
     ToolArgumentsError,
     TransportError,
-    UnexpectedContentEncoding,
-    UnexpectedContentType,
     raise_itself,
 )
-from chunkwise._headers import Headers
 from chunkwise._http import (
     MAX_ERROR_BODY,
     HTTPResponse,
@@ -43,6 +38,12 @@ from chunkwise._retries import Retries
 from chunkwise._sse import SSEDecoder
 from chunkwise._tools import complete_tool_call
 from chunkwise._version import __version__
+from chunkwise.errors import (
+    EventTooLarge,
+    IncompleteBody,
+    UnexpectedContentEncoding,
+    UnexpectedContentType,
+)
 from chunkwise.testing import (
     Handler,
     RecordedRequest,
@@ -53,6 +54,7 @@ from chunkwise.testing import (
     serve_stream,
     tls_contexts,
 )
+from chunkwise.types import Headers
 from helpers import ResettingStream, TrackedStream, serving
 
 NO_RETRIES = Retries(max_retries=0)

@@ -109,18 +109,18 @@ def responses_request(model: str) -> dict[str, Any]:
     return request
 
 
-async def read_chat(model: str, write_size: int | None) -> tuple[chunkwise.ChatResult, Previews]:
+async def read_chat(model: str, write_size: int | None) -> tuple[chunkwise.chat.Result, Previews]:
     previews = Previews()
     async with open_chat_server(ServerOptions(write_size=write_size)) as server:
-        async with chunkwise.open_chat_stream(server.endpoint(), chat_request(model)) as stream:
+        async with chunkwise.chat.open_stream(server.endpoint(), chat_request(model)) as stream:
             async for event in stream:
                 snapshot = stream.snapshot
-                if type(event) is chunkwise.ContentDelta:
+                if type(event) is chunkwise.chat.TextDelta:
                     choice = snapshot.choices[event.choice_index]
                     previews.delta(
                         event.choice_index, event.text, event.patches, choice.partial_parsed
                     )
-                elif type(event) is chunkwise.ToolCallArgumentsDelta:
+                elif type(event) is chunkwise.chat.ToolCallArgumentsDelta:
                     choice = snapshot.choices[event.choice_index]
                     call = choice.tool_calls[event.tool_index]
                     key = (event.choice_index, event.tool_index)
@@ -131,16 +131,16 @@ async def read_chat(model: str, write_size: int | None) -> tuple[chunkwise.ChatR
 
 async def read_responses(
     model: str, write_size: int | None
-) -> tuple[chunkwise.ResponseResult, Previews]:
+) -> tuple[chunkwise.responses.Result, Previews]:
     previews = Previews()
     request = responses_request(model)
     async with open_chat_server(ServerOptions(write_size=write_size)) as server:
-        async with chunkwise.open_response_stream(server.endpoint(), request) as stream:
+        async with chunkwise.responses.open_stream(server.endpoint(), request) as stream:
             async for event in stream:
                 snapshot = stream.snapshot
-                if type(event) is chunkwise.OutputTextDelta:
+                if type(event) is chunkwise.responses.TextDelta:
                     previews.delta("text", event.text, event.patches, snapshot.partial_parsed)
-                elif type(event) is chunkwise.FunctionCallArgumentsDelta:
+                elif type(event) is chunkwise.responses.ToolCallArgumentsDelta:
                     (call,) = [i.call for i in snapshot.output if i.index == event.output_index]
                     assert call is not None  # a function_call item shows its call as it streams
                     previews.delta(

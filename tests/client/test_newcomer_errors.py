@@ -37,18 +37,18 @@ def client(endpoint: Endpoint) -> Client:
 
 # The four ways to open a stream, and the four to complete one.
 OPENERS: dict[str, Callable[[Endpoint, Any], Any]] = {
-    "open_chat_stream": chunkwise.open_chat_stream,
-    "open_response_stream": chunkwise.open_response_stream,
-    "Client.open_chat_stream": lambda e, r: client(e).open_chat_stream(r),
+    "open_chat_stream": chunkwise.chat.open_stream,
+    "open_response_stream": chunkwise.responses.open_stream,
+    "Client.open_chat_stream": lambda e, r: client(e).chat.open_stream(r),
     "Client.open_response_stream": lambda e, r: Client(
         e, max_idle_connections=0
-    ).open_response_stream(r),
+    ).responses.open_stream(r),
 }
 COMPLETERS: dict[str, Callable[[Endpoint, Any], Any]] = {
-    "complete_chat": chunkwise.complete_chat,
-    "complete_response": chunkwise.complete_response,
-    "Client.complete_chat": lambda e, r: client(e).complete_chat(r),
-    "Client.complete_response": lambda e, r: client(e).complete_response(r),
+    "complete_chat": chunkwise.chat.complete,
+    "complete_response": chunkwise.responses.complete,
+    "Client.complete_chat": lambda e, r: client(e).chat.complete(r),
+    "Client.complete_response": lambda e, r: client(e).responses.complete(r),
 }
 
 
@@ -159,7 +159,7 @@ async def test_a_404_asks_did_you_mean_v1_only_without_a_version_path_segment(
     async with open_chat_server() as server:
         base_url = server.base_url.removesuffix("/v1") + path
         with pytest.raises(HTTPStatusError) as info:
-            await chunkwise.complete_chat(Endpoint(base_url, trust_env=False), REQUEST)
+            await chunkwise.chat.complete(Endpoint(base_url, trust_env=False), REQUEST)
     error = info.value
     assert error.status_code == 404
     assert error.error is not None and error.error.code == "unknown_url"
@@ -178,7 +178,7 @@ async def test_a_401_says_whether_a_key_was_sent(
 ) -> None:
     async with open_test_server(ScriptedResponse.error(401, "Incorrect API key")) as server:
         with pytest.raises(HTTPStatusError) as info:
-            await chunkwise.complete_chat(server.endpoint(api_key=api_key), REQUEST)
+            await chunkwise.chat.complete(server.endpoint(api_key=api_key), REQUEST)
     assert str(info.value) == f"HTTP 401: Incorrect API key ({words})"
     assert info.value.api_key_sent is sent
     assert KEY not in str(info.value)
@@ -191,14 +191,14 @@ async def test_a_retried_404_keeps_its_hint_before_the_count_of_attempts() -> No
     async with open_test_server(retry) as server:
         endpoint = versionless(server, retries=retries)
         with pytest.raises(HTTPStatusError) as info:
-            await chunkwise.complete_chat(endpoint, REQUEST)
+            await chunkwise.chat.complete(endpoint, REQUEST)
     hint = did_you_mean(endpoint.base_url)
     assert str(info.value) == f"HTTP 404: Not Found ({hint}) (after 2 attempts)"
     assert info.value.hint == hint
     async with open_test_server(ScriptedResponse.error(500, "boom")) as server:
         endpoint = versionless(server, retries=retries)
         with pytest.raises(HTTPStatusError) as info:
-            await chunkwise.complete_chat(endpoint, REQUEST)
+            await chunkwise.chat.complete(endpoint, REQUEST)
     assert str(info.value) == "HTTP 500: boom (after 2 attempts)"
     assert info.value.hint is None
 
@@ -241,7 +241,7 @@ async def test_a_host_name_that_does_not_resolve_says_so_and_is_retried(
     endpoint = Endpoint("https://api.typo.example/v1", retries=retries)
     start = trio.current_time()
     with pytest.raises(TransportError) as info:
-        await chunkwise.complete_chat(endpoint, REQUEST)
+        await chunkwise.chat.complete(endpoint, REQUEST)
     assert str(info.value) == (
         "cannot connect to api.typo.example:443: the host name api.typo.example did not "
         "resolve (Name or service not known) (after 3 attempts)"
@@ -258,7 +258,7 @@ async def test_without_retries_a_name_that_does_not_resolve_is_looked_up_once(
 ) -> None:
     endpoint = Endpoint("http://api.typo.example/v1", retries=Retries(max_retries=0))
     with pytest.raises(TransportError, match=r"host name api\.typo\.example did not"):
-        await chunkwise.complete_chat(endpoint, REQUEST)
+        await chunkwise.chat.complete(endpoint, REQUEST)
     assert resolver.lookups == ["api.typo.example"]
 
 
@@ -375,7 +375,7 @@ async def test_too_deep_a_request_is_refused_too() -> None:
     for _ in range(10_000):
         deep = {"a": deep}
     with pytest.raises(InvalidRequest, match="cannot be encoded as JSON") as info:
-        await chunkwise.complete_chat(Endpoint("http://127.0.0.1:9/v1"), {"x": deep})
+        await chunkwise.chat.complete(Endpoint("http://127.0.0.1:9/v1"), {"x": deep})
     assert isinstance(info.value.__cause__, RecursionError)
 
 
@@ -384,7 +384,7 @@ async def test_any_mapping_is_a_json_object_at_every_level() -> None:
         {"model": "m", "messages": (types.MappingProxyType({"role": "user", "content": "é"}),)}
     )
     async with open_test_server(STREAM) as server:
-        result = await chunkwise.complete_chat(server.endpoint(), request)
+        result = await chunkwise.chat.complete(server.endpoint(), request)
     assert result.content == "hi"
     assert server.requests[0].json() == {
         "model": "m",
@@ -436,7 +436,7 @@ def test_calling_from_asyncio_says_chunkwise_runs_under_trio(completer: str) -> 
 
 
 def test_outside_any_event_loop_it_says_to_run_it_in_trio() -> None:
-    coroutine = chunkwise.complete_chat(Endpoint("http://127.0.0.1:9/v1"), REQUEST)
+    coroutine = chunkwise.chat.complete(Endpoint("http://127.0.0.1:9/v1"), REQUEST)
     with pytest.raises(RuntimeError) as info:
         coroutine.send(None)
     assert str(info.value) == (

@@ -11,8 +11,8 @@ import pytest
 import trio
 import trio.testing
 
-from chunkwise import PoolStats
 from chunkwise._pool import ConnectionPool, PoolSettings
+from chunkwise.types import PoolStats
 
 
 class StandIn:

@@ -16,7 +16,7 @@ import trio
 import trio.testing
 
 import chunkwise
-from chunkwise import Client, PoolStats, Retries
+from chunkwise import Client, Retries
 from chunkwise.testing import (
     LoopbackServer,
     RecordedRequest,
@@ -24,6 +24,7 @@ from chunkwise.testing import (
     ScriptedResponse,
     open_test_server,
 )
+from chunkwise.types import PoolStats
 from helpers import KEY, choice, chunk
 
 REQUEST: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
@@ -59,7 +60,7 @@ async def test_sequential_requests_open_one_connection_and_reuse_it() -> None:
     async with open_test_server(STREAM) as server, client_for(server) as client:
         assert client.stats == EMPTY
         for _ in range(5):
-            await client.complete_chat(REQUEST)
+            await client.chat.complete(REQUEST)
         assert client.stats == PoolStats(open=1, idle=1, in_use=0, opened_total=1, reused_total=4)
         assert len(server.connections) == 1  # the counters say what the server saw
     assert client.stats == attrs.evolve(client.stats, open=0, idle=0)  # closed with the client
@@ -67,11 +68,11 @@ async def test_sequential_requests_open_one_connection_and_reuse_it() -> None:
 
 async def test_a_stream_holds_its_connection_in_use_until_it_ends() -> None:
     async with open_test_server(STREAM) as server, client_for(server) as client:
-        async with client.open_chat_stream(REQUEST) as first:
+        async with client.chat.open_stream(REQUEST) as first:
             assert client.stats == PoolStats(
                 open=1, idle=0, in_use=1, opened_total=1, reused_total=0
             )
-            async with client.open_chat_stream(REQUEST) as second:
+            async with client.chat.open_stream(REQUEST) as second:
                 assert client.stats == PoolStats(
                     open=2, idle=0, in_use=2, opened_total=2, reused_total=0
                 )
@@ -88,10 +89,10 @@ async def test_the_log_tells_each_connections_life(caplog: pytest.LogCaptureFixt
         open_test_server([STREAM, STREAM, closing, STREAM]) as server,
         client_for(server) as client,
     ):
-        await client.complete_chat(REQUEST)  # opened, given back
-        await client.complete_chat(REQUEST)  # reused, given back
-        await client.complete_chat(REQUEST)  # reused, discarded: the server closes it
-        await client.complete_chat(REQUEST)  # a second connection, given back
+        await client.chat.complete(REQUEST)  # opened, given back
+        await client.chat.complete(REQUEST)  # reused, given back
+        await client.chat.complete(REQUEST)  # reused, discarded: the server closes it
+        await client.chat.complete(REQUEST)  # a second connection, given back
     lines = pool_log(caplog, server)
     assert lines[0] == "connection 1 to S opened"
     assert lines[1] == "connection 1 to S given back (1 idle)"
@@ -113,9 +114,9 @@ async def test_an_expired_idle_connection_is_discarded_and_says_why(
 ) -> None:
     caplog.set_level(logging.DEBUG, logger="chunkwise")
     async with open_test_server(STREAM) as server, client_for(server, idle_expiry=5) as client:
-        await client.complete_chat(REQUEST)
+        await client.chat.complete(REQUEST)
         await trio.sleep(6)
-        await client.complete_chat(REQUEST)
+        await client.chat.complete(REQUEST)
         assert client.stats == PoolStats(open=1, idle=1, in_use=0, opened_total=2, reused_total=0)
     lines = pool_log(caplog, server)
     assert lines[2] == "connection 1 to S discarded: idle for 6 s, longer than idle_expiry (5 s)"
@@ -132,11 +133,11 @@ async def test_a_connection_the_server_closed_while_idle_is_discarded_and_says_w
         writer.close_after()  # keep-alive in the headers, closed all the same
 
     async with open_test_server(then_close) as server, client_for(server) as client:
-        await client.complete_chat(REQUEST)
+        await client.chat.complete(REQUEST)
         # The server's FIN follows its response at once; on loopback it has
         # arrived well within this (as in test_client.py).
         await trio.sleep(0.2)
-        await client.complete_chat(REQUEST)
+        await client.chat.complete(REQUEST)
     assert (
         "connection 1 to S discarded: the server closed it (or sent something) while it was idle"
         in pool_log(caplog, server)
@@ -149,7 +150,7 @@ async def test_limits_discard_the_longest_idle_and_say_which_limit(
     caplog.set_level(logging.DEBUG, logger="chunkwise")
     async with open_test_server(STREAM) as server:
         async with client_for(server, max_idle_connections=1) as client:
-            async with client.open_chat_stream(REQUEST) as a, client.open_chat_stream(REQUEST) as b:
+            async with client.chat.open_stream(REQUEST) as a, client.chat.open_stream(REQUEST) as b:
                 await a.result()
                 await b.result()
         assert (
@@ -158,7 +159,7 @@ async def test_limits_discard_the_longest_idle_and_say_which_limit(
         )
         caplog.clear()
         async with client_for(server, max_idle_connections=0) as client:
-            await client.complete_chat(REQUEST)
+            await client.chat.complete(REQUEST)
             assert client.stats == PoolStats(
                 open=0, idle=0, in_use=0, opened_total=1, reused_total=0
             )
@@ -174,11 +175,11 @@ async def test_an_abandoned_stream_and_a_failed_attempt_are_discarded_and_say_wh
     slow = ScriptedResponse(body=STREAM.body, write_sizes=5, delay=0.05)
     script = [slow, ScriptedResponse.error(500, "boom"), STREAM]
     async with open_test_server(script) as server, client_for(server) as client:
-        async with client.open_chat_stream(REQUEST):
+        async with client.chat.open_stream(REQUEST):
             pass  # left before the end
         with pytest.raises(chunkwise.HTTPStatusError):
-            await client.complete_chat(REQUEST)
-        await client.complete_chat(REQUEST)
+            await client.chat.complete(REQUEST)
+        await client.chat.complete(REQUEST)
         assert client.stats == PoolStats(open=1, idle=1, in_use=0, opened_total=3, reused_total=0)
     lines = pool_log(caplog, server)
     assert "connection 1 to S discarded: the response was closed before its end" in lines
@@ -194,7 +195,7 @@ async def test_a_proxy_is_named_in_the_log_with_its_password_masked(
             "http://api.invalid:8080/v1", proxy=f"http://u:pw-SECRET@127.0.0.1:{proxy.port}"
         )
         async with Client(endpoint) as client:
-            await client.complete_chat(REQUEST)
+            await client.chat.complete(REQUEST)
     first = pool_log(caplog, proxy)[0]
     assert first == "connection 1 to api.invalid:8080 via http://u:***@S opened"
     assert "pw-SECRET" not in caplog.text

@@ -229,12 +229,12 @@ async def chat_server(scheme: str, script: Any = STREAM) -> AsyncIterator[Loopba
         yield server
 
 
-async def complete(endpoint: Endpoint) -> chunkwise.ChatResult:
+async def complete(endpoint: Endpoint) -> chunkwise.chat.Result:
     with trio.fail_after(BOUND):
-        return await chunkwise.complete_chat(endpoint, REQUEST)
+        return await chunkwise.chat.complete(endpoint, REQUEST)
 
 
-def assert_answered(result: chunkwise.ChatResult, server: LoopbackServer) -> RecordedRequest:
+def assert_answered(result: chunkwise.chat.Result, server: LoopbackServer) -> RecordedRequest:
     """The stream completed with the scripted text; the one request the server saw."""
     assert result.status == "complete", result
     assert result.content == TEXT
@@ -308,7 +308,7 @@ async def test_proxy_py_refuses_the_tunnel_with_407(
             api_key=KEY, proxy=auth_proxy_py.url(userinfo), retries=QUICK_RETRIES
         )
         with trio.fail_after(BOUND), pytest.raises(ProxyError) as info:
-            await chunkwise.complete_chat(endpoint, REQUEST)
+            await chunkwise.chat.complete(endpoint, REQUEST)
     exc = info.value
     assert exc.status_code == 407
     assert exc.attempts == 1  # a refusal is not retried
@@ -332,7 +332,7 @@ async def test_proxy_py_refuses_the_http_request_with_407(
             api_key=KEY, proxy=auth_proxy_py.url(userinfo), retries=QUICK_RETRIES
         )
         with trio.fail_after(BOUND), pytest.raises(HTTPStatusError) as info:
-            await chunkwise.complete_chat(endpoint, REQUEST)
+            await chunkwise.chat.complete(endpoint, REQUEST)
     exc = info.value
     assert exc.status_code == 407
     assert exc.attempts == 1  # asking again with the same credentials changes nothing
@@ -360,10 +360,10 @@ async def test_events_cross_proxy_py_as_they_are_written(proxy_py: ProxyPy, sche
     async with chat_server(scheme, handler) as server:
         endpoint = server.endpoint(api_key=KEY, proxy=proxy_py.url())
         with trio.fail_after(BOUND):
-            async with chunkwise.open_chat_stream(endpoint, REQUEST) as stream:
+            async with chunkwise.chat.open_stream(endpoint, REQUEST) as stream:
                 texts = []
                 async for event in stream:
-                    if isinstance(event, chunkwise.ContentDelta):
+                    if isinstance(event, chunkwise.chat.TextDelta):
                         texts.append(event.text)
                         first_received.set()
                 result = await stream.result()
@@ -462,7 +462,7 @@ async def test_tinyproxy_refuses_the_tunnel_with_401(
             api_key=KEY, proxy=tinyproxy.url(userinfo), retries=QUICK_RETRIES
         )
         with trio.fail_after(BOUND), pytest.raises(ProxyError) as info:
-            await chunkwise.complete_chat(endpoint, REQUEST)
+            await chunkwise.chat.complete(endpoint, REQUEST)
     assert info.value.status_code == (407 if userinfo is None else 401)
     assert info.value.attempts == 1
     assert server.connections == []
@@ -476,7 +476,7 @@ async def test_tinyproxy_refuses_the_http_request_with_401(tinyproxy: Tinyproxy)
             api_key=KEY, proxy=tinyproxy.url(f"{USER}:{WRONG_PASSWORD}"), retries=QUICK_RETRIES
         )
         with trio.fail_after(BOUND), pytest.raises(HTTPStatusError) as info:
-            await chunkwise.complete_chat(endpoint, REQUEST)
+            await chunkwise.chat.complete(endpoint, REQUEST)
     assert info.value.status_code == 401 and info.value.attempts == 1
     assert server.connections == []
 
@@ -502,10 +502,10 @@ async def test_events_cross_tinyproxy_as_they_are_written(
     async with chat_server(scheme, handler) as server:
         endpoint = server.endpoint(api_key=KEY, proxy=tinyproxy.url("user:pass"))
         with trio.fail_after(BOUND):
-            async with chunkwise.open_chat_stream(endpoint, REQUEST) as stream:
+            async with chunkwise.chat.open_stream(endpoint, REQUEST) as stream:
                 texts = []
                 async for event in stream:
-                    if isinstance(event, chunkwise.ContentDelta):
+                    if isinstance(event, chunkwise.chat.TextDelta):
                         texts.append(event.text)
                         received[min(len(texts), 2) - 1].set()
                 result = await stream.result()
@@ -768,7 +768,7 @@ async def test_bytes_after_the_answer_go_to_tls() -> None:
     async with chat_server("https") as server, open_fake_proxy(behaviour) as proxy:
         endpoint = server.endpoint(api_key=KEY, proxy=proxy.url())
         with trio.fail_after(BOUND), pytest.raises(TransportError) as info:
-            await chunkwise.complete_chat(endpoint, REQUEST)
+            await chunkwise.chat.complete(endpoint, REQUEST)
     # (Which OpenSSL reason it gives depends on its version.)
     assert type(info.value) is TransportError
     assert f"TLS handshake with 127.0.0.1:{server.port} failed" in str(info.value)
@@ -850,7 +850,7 @@ async def test_proxy_failures_raise_proxy_error(
             api_key=KEY, proxy=proxy.url(f"user:{WRONG_PASSWORD}"), retries=QUICK_RETRIES
         )
         with trio.fail_after(BOUND), pytest.raises(ProxyError) as info:
-            await chunkwise.complete_chat(endpoint, REQUEST)
+            await chunkwise.chat.complete(endpoint, REQUEST)
     exc = info.value
     assert exc.status_code == status_code
     assert str(exc) == (
@@ -873,7 +873,7 @@ async def test_http_target_407_from_a_proxy_is_not_retried() -> None:
             api_key=KEY, proxy=proxy.url(f"user:{WRONG_PASSWORD}"), retries=QUICK_RETRIES
         )
         with trio.fail_after(BOUND), pytest.raises(HTTPStatusError) as info:
-            await chunkwise.complete_chat(endpoint, REQUEST)
+            await chunkwise.chat.complete(endpoint, REQUEST)
     assert info.value.status_code == 407
     assert info.value.attempts == 1 and len(proxy.connections) == 1
     for text in (str(info.value), repr(info.value), repr(info.value.body)):
@@ -897,7 +897,7 @@ async def test_credentials_a_proxy_quotes_back_are_masked() -> None:
     async with chat_server("http") as server, open_fake_proxy(echo_credentials) as proxy:
         endpoint = server.endpoint(api_key=KEY, proxy=proxy.url(f"user:{WRONG_PASSWORD}"))
         with trio.fail_after(BOUND), pytest.raises(HTTPStatusError) as info:
-            await chunkwise.complete_chat(endpoint, REQUEST)
+            await chunkwise.chat.complete(endpoint, REQUEST)
     assert info.value.status_code == 407
     for text in (str(info.value), repr(info.value.body)):
         assert secrets_absent(text, WRONG_PASSWORD, f"user:{WRONG_PASSWORD}"), text
@@ -910,7 +910,7 @@ async def test_a_proxy_that_never_answers_hits_the_connect_timeout() -> None:
         )
         start = trio.current_time()
         with trio.fail_after(BOUND), pytest.raises(ConnectTimeout) as info:
-            await chunkwise.complete_chat(endpoint, REQUEST)
+            await chunkwise.chat.complete(endpoint, REQUEST)
     assert 0.5 <= trio.current_time() - start < 0.5 + 2.0
     assert info.value.timeout == 0.5
     [connection] = proxy.connections
@@ -955,7 +955,7 @@ async def test_an_unreachable_proxy_hits_the_connect_timeout(
             retries=NO_RETRIES,
         )
         with trio.fail_after(BOUND), pytest.raises(ConnectTimeout) as info:
-            await chunkwise.complete_chat(endpoint, REQUEST)
+            await chunkwise.chat.complete(endpoint, REQUEST)
     assert info.value.timeout == 0.3
     assert not info.value.tls_handshake
     assert server.connections == []
@@ -977,7 +977,7 @@ async def test_a_connect_timeout_through_a_proxy_names_the_proxy(
             retries=NO_RETRIES,
         )
         with trio.fail_after(BOUND), pytest.raises(ConnectTimeout) as info:
-            await chunkwise.complete_chat(endpoint, REQUEST)
+            await chunkwise.chat.complete(endpoint, REQUEST)
     message = str(info.value)
     # What timed out was the proxy: the message must say so, and not blame TLS.
     assert f"127.0.0.1:{port}" in message, message
@@ -995,7 +995,7 @@ async def test_a_client_reuses_its_connection_through_a_proxy(scheme: str) -> No
         endpoint = server.endpoint(api_key=KEY, proxy=proxy.url("user:pass"))
         async with chunkwise.Client(endpoint) as client:
             with trio.fail_after(BOUND):
-                results = [await client.complete_chat(REQUEST) for _ in range(3)]
+                results = [await client.chat.complete(REQUEST) for _ in range(3)]
     assert [result.content for result in results] == [TEXT] * 3
     # One connection to the proxy (one tunnel), three requests through it.
     assert len(proxy.connections) == 1
@@ -1062,7 +1062,7 @@ async def test_a_bad_proxy_in_the_environment_is_refused_without_its_password(
     async with chat_server("https") as server:
         endpoint = server.endpoint(api_key=KEY, trust_env=True)
         with trio.fail_after(BOUND), pytest.raises(chunkwise.InvalidEndpoint) as info:
-            await chunkwise.complete_chat(endpoint, REQUEST)
+            await chunkwise.chat.complete(endpoint, REQUEST)
     assert "only http:// proxies are supported" in str(info.value)
     assert secrets_absent(str(info.value), WRONG_PASSWORD, KEY)
     assert server.connections == []

@@ -38,7 +38,7 @@ import trio.lowlevel
 import trio.testing
 
 import chunkwise
-from chunkwise import ChatStream, Event, IncompleteReason, StreamIncomplete
+from chunkwise import Event, IncompleteReason, StreamIncomplete, chat
 from chunkwise.testing import ScriptedResponse, open_test_server
 from helpers import TrackedStream, choice, chunk, serving, sse
 
@@ -98,7 +98,7 @@ ONE_EVENT_PER_CHUNK = ScriptedResponse(
 class Outcome:
     cancelled: bool
     steps: int
-    stream: ChatStream | None
+    stream: chat.Stream | None
     received: list[list[Event]]
 
 
@@ -115,7 +115,7 @@ async def stream_with_three_subscribers(
 ) -> Outcome:
     """Run the whole stream in a scope cancelled after ``n`` steps; check what must hold."""
     received: list[list[Event]] = [[], [], []]
-    holder: list[ChatStream] = []
+    holder: list[chat.Stream] = []
     with trio.CancelScope() as scope:
         instrument = CancelAfterSteps(n, scope)
         trio.lowlevel.add_instrument(instrument)
@@ -182,7 +182,7 @@ async def memory_run(n: float) -> Outcome:
         with trio.fail_after(BOUND):
             outcome = await stream_with_three_subscribers(
                 n,
-                lambda: chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=tracked),
+                lambda: chunkwise.chat.open_stream(ENDPOINT, REQUEST, transport=tracked),
                 tracked,
             )
             # The server reads EOF.
@@ -217,7 +217,7 @@ async def test_cancel_at_every_checkpoint_loopback(framing: str) -> None:
         async def run(n: float) -> Outcome:
             with trio.fail_after(BOUND):
                 outcome = await stream_with_three_subscribers(
-                    n, lambda: chunkwise.open_chat_stream(endpoint, REQUEST), None
+                    n, lambda: chunkwise.chat.open_stream(endpoint, REQUEST), None
                 )
                 # Every connection accepted so far was closed by the client.
                 await server.wait_client_closed()
@@ -246,7 +246,7 @@ async def test_consumer_task_gets_the_terminal_event_when_the_block_is_left_earl
                 await trio.sleep(1)
 
     async with serving(ONE_EVENT_PER_CHUNK) as (client, server):
-        async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+        async with chunkwise.chat.open_stream(ENDPOINT, REQUEST, transport=client) as stream:
             stream.start_soon(slow, stream.subscribe(buffer_size=1))
             await trio.sleep(0.5)  # leave while the consumer is behind
         await server.client_closed.wait()

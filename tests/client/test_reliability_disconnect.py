@@ -3,13 +3,13 @@
 For each reference stream the loopback server sends the response head, then
 exactly ``k`` body bytes, then cuts the connection -- for every ``k`` from 0
 to the body's length, with chunked and with close-delimited framing.  Each run
-goes through :func:`chunkwise.open_chat_stream` (with a subscriber) or
-:func:`chunkwise.complete_chat`, and must:
+goes through :func:`chunkwise.chat.open_stream` (with a subscriber) or
+:func:`chunkwise.chat.complete`, and must:
 
 * finish within a bound (a generous :func:`trio.fail_after`);
 * raise nothing (a cut body is a result, not an exception);
 * deliver exactly what the first ``k`` bytes carried: the events and the result
-  equal those of a :class:`~chunkwise.ChatStreamParser` fed the same prefix and
+  equal those of a :class:`~chunkwise.chat.Parser` fed the same prefix and
   then ended (with reason ``connection lost`` when the framing shows the cut);
 * be ``complete`` only if every choice of the full stream finished before the cut;
 * close its socket: the server observes the client's EOF.
@@ -30,15 +30,7 @@ import pytest
 import trio
 
 import chunkwise
-from chunkwise import (
-    AnomalyDetected,
-    ChatResult,
-    ChatStreamParser,
-    Event,
-    IncompleteReason,
-    ResponseStarted,
-    Timeouts,
-)
+from chunkwise import AnomalyDetected, Event, HeadReceived, IncompleteReason, Timeouts, chat
 from chunkwise.testing import (
     LoopbackServer,
     RecordedRequest,
@@ -124,9 +116,9 @@ def offsets(name: str, usage: bool, body: bytes) -> list[int]:
     return sorted(set(range(0, len(body) + 1, STRIDE)) | set(tail))
 
 
-def expectation(body: bytes, k: int, framing: Framing) -> tuple[list[Event], ChatResult]:
+def expectation(body: bytes, k: int, framing: Framing) -> tuple[list[Event], chat.Result]:
     """What a parser makes of the first ``k`` bytes, ended as the client ends it."""
-    parser = ChatStreamParser()
+    parser = chat.Parser()
     events = parser.feed(body[:k])
     if not parser.finished:
         # Chunked framing shows the cut (no last chunk): the connection was lost.
@@ -136,7 +128,7 @@ def expectation(body: bytes, k: int, framing: Framing) -> tuple[list[Event], Cha
     return events, parser.result
 
 
-def without_transport(result: ChatResult) -> ChatResult:
+def without_transport(result: chat.Result) -> chat.Result:
     """The result minus what only the transport adds: its anomaly, and its error on a cut stream."""
     anomalies = tuple(a for a in result.anomalies if a.kind != "transport error")
     error = None if isinstance(result.error, chunkwise.TransportError) else result.error
@@ -147,7 +139,7 @@ def strip_transport(events: list[Event]) -> list[Event]:
     """The events minus what only the transport adds, for comparison with the parser's."""
     out: list[Event] = []
     for event in events:
-        if type(event) is ResponseStarted:
+        if type(event) is HeadReceived:
             continue
         if type(event) is AnomalyDetected and event.anomaly.kind == "transport error":
             continue
@@ -159,7 +151,7 @@ def strip_transport(events: list[Event]) -> list[Event]:
 
 async def run_one(
     server: LoopbackServer, name: str, body: bytes, k: int, framing: Framing, use_complete: bool
-) -> ChatResult:
+) -> chat.Result:
     """One request whose response is cut after ``k`` body bytes; checks every promise."""
     where = f"{name} {framing} k={k}/{len(body)}"
     want_events, want = expectation(body, k, framing)
@@ -168,9 +160,9 @@ async def run_one(
     events: list[Event] = []
     with trio.fail_after(BOUND):
         if use_complete:
-            result = await chunkwise.complete_chat(endpoint, request)
+            result = await chunkwise.chat.complete(endpoint, request)
         else:
-            async with chunkwise.open_chat_stream(endpoint, request) as stream:
+            async with chunkwise.chat.open_stream(endpoint, request) as stream:
                 channel = stream.subscribe()
                 async with channel:
                     events = [event async for event in channel]
@@ -184,7 +176,7 @@ async def run_one(
     # Exactly what the bytes before the cut carried, nothing more, nothing less.
     assert without_transport(result) == want, where
     if not use_complete:
-        assert type(events[0]) is ResponseStarted, where
+        assert type(events[0]) is HeadReceived, where
         assert strip_transport(events) == want_events, where
     # The transport error is recorded exactly when the framing reveals the cut.
     lost = framing == "chunked" and not want.done_received
@@ -192,7 +184,7 @@ async def run_one(
     assert kinds.count("transport error") == (1 if lost else 0), where
     # And what stopped an incomplete stream is its error; a finished one has none.
     if lost and result.status == "incomplete":
-        assert isinstance(result.error, chunkwise.IncompleteBody), where
+        assert isinstance(result.error, chunkwise.errors.IncompleteBody), where
     elif result.status != "failed":
         assert result.error is None, where
     # Complete exactly when every choice of the full stream finished before the cut.

@@ -29,14 +29,13 @@ import trustme
 
 import chunkwise
 from chunkwise import (
-    EventTooLarge,
     HTTPStatusError,
     IncompleteReason,
     RemoteProtocolError,
     Timeouts,
     TransportError,
-    UnexpectedContentEncoding,
 )
+from chunkwise.errors import EventTooLarge, UnexpectedContentEncoding
 from chunkwise.testing import (
     RecordedRequest,
     ResponseWriter,
@@ -90,9 +89,9 @@ async def run_paced(
 
 async def stream_all(
     endpoint: chunkwise.Endpoint, transport: trio.abc.Stream, **kwargs: Any
-) -> tuple[list[chunkwise.Event], chunkwise.ChatResult]:
+) -> tuple[list[chunkwise.Event], chunkwise.chat.Result]:
     """Open a stream over ``transport``; collect every event and the result."""
-    async with chunkwise.open_chat_stream(
+    async with chunkwise.chat.open_stream(
         endpoint, REQUEST, transport=transport, **kwargs
     ) as stream:
         channel = stream.subscribe()
@@ -137,11 +136,11 @@ async def test_one_byte_per_second_is_not_idle_and_completes(
 async def test_one_byte_per_second_caller_deadline_wins(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    streams: list[chunkwise.ChatStream] = []
+    streams: list[chunkwise.chat.Stream] = []
 
     async def client(endpoint: chunkwise.Endpoint, transport: trio.abc.Stream) -> bool:
         with trio.move_on_after(100) as scope:
-            async with chunkwise.open_chat_stream(endpoint, REQUEST, transport=transport) as s:
+            async with chunkwise.chat.open_stream(endpoint, REQUEST, transport=transport) as s:
                 streams.append(s)
                 await s.result()
         return scope.cancelled_caught
@@ -168,7 +167,7 @@ async def endless_headers(request: RecordedRequest, writer: ResponseWriter) -> N
 async def test_endless_headers_are_bounded_by_h11(autojump_clock: trio.testing.MockClock) -> None:
     async def client(endpoint: chunkwise.Endpoint, transport: trio.abc.Stream) -> Exception:
         with pytest.raises(RemoteProtocolError) as info:
-            async with chunkwise.open_chat_stream(endpoint, REQUEST, transport=transport):
+            async with chunkwise.chat.open_stream(endpoint, REQUEST, transport=transport):
                 pytest.fail("the block must not be entered")
         return info.value
 
@@ -220,11 +219,11 @@ async def test_body_that_never_ends_caller_deadline_wins() -> None:
     async with open_test_server(handler) as server:
         endpoint = server.endpoint(api_key=KEY, timeouts=Timeouts(idle=BOUND))
         with trio.fail_after(BOUND):
-            async with chunkwise.open_chat_stream(endpoint, REQUEST) as stream:
+            async with chunkwise.chat.open_stream(endpoint, REQUEST) as stream:
                 # Start the clock once the body flows, so a slow machine cannot
                 # make the deadline land before the first event.
                 async with stream.subscribe("choice") as channel:
-                    assert type(await channel.receive()) is chunkwise.ContentDelta
+                    assert type(await channel.receive()) is chunkwise.chat.TextDelta
                 with trio.move_on_after(0.3) as scope:
                     await stream.result()
             assert scope.cancelled_caught
@@ -248,7 +247,7 @@ def raw(data: bytes) -> Callable[[RecordedRequest, ResponseWriter], Awaitable[No
 async def collect(server: Any, **endpoint_kwargs: Any) -> tuple[list[Any], Any]:
     endpoint = server.endpoint(api_key=KEY, **endpoint_kwargs)
     with trio.fail_after(BOUND):
-        async with chunkwise.open_chat_stream(endpoint, REQUEST) as stream:
+        async with chunkwise.chat.open_stream(endpoint, REQUEST) as stream:
             channels = [stream.subscribe(), stream.subscribe("choice"), stream.subscribe()]
             received: list[list[chunkwise.Event]] = [[], [], []]
 
@@ -315,7 +314,7 @@ async def test_informational_responses_before_the_response_are_skipped() -> None
     async with open_test_server(script) as server:
         received, result = await collect(server)
     assert result.status == "complete" and result.content == TEXT
-    assert type(received[0][0]) is chunkwise.ResponseStarted
+    assert type(received[0][0]) is chunkwise.HeadReceived
     assert received[0][0].status_code == 200
 
 
@@ -336,7 +335,7 @@ async def test_redirect_is_not_followed_and_the_key_stays_home(status: int) -> N
         endpoint = server.endpoint(api_key=KEY)
         with trio.fail_after(BOUND):
             with pytest.raises(HTTPStatusError) as info:
-                await chunkwise.complete_chat(endpoint, REQUEST)
+                await chunkwise.chat.complete(endpoint, REQUEST)
             await server.wait_client_closed()
         assert info.value.status_code == status
         assert len(server.requests) == 1
@@ -349,7 +348,7 @@ async def test_unrequested_content_encoding_is_refused(encoding: str) -> None:
     async with open_test_server(script) as server:
         with trio.fail_after(BOUND):
             with pytest.raises(UnexpectedContentEncoding) as info:
-                async with chunkwise.open_chat_stream(server.endpoint(api_key=KEY), REQUEST):
+                async with chunkwise.chat.open_stream(server.endpoint(api_key=KEY), REQUEST):
                     pytest.fail("the block must not be entered")
             await server.wait_client_closed()
         assert server.requests[0].headers["accept-encoding"] == "identity"
@@ -405,7 +404,7 @@ async def test_bad_certificate_fails_verification_and_nothing_is_sent(
         endpoint = chunkwise.Endpoint(server.base_url, api_key=KEY, ssl_context=client_context)
         with trio.fail_after(BOUND):
             with pytest.raises(TransportError, match="certificate verify failed") as info:
-                await chunkwise.complete_chat(endpoint, REQUEST)
+                await chunkwise.chat.complete(endpoint, REQUEST)
             # The server saw a connection but no request: the key was never sent.
             await server.wait_client_closed()
         assert not server.requests

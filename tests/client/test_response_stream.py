@@ -16,14 +16,7 @@ from typing import Any
 import pytest
 
 import chunkwise
-from chunkwise import (
-    Client,
-    FunctionCallCompleted,
-    HTTPStatusError,
-    OutputTextDelta,
-    Retries,
-    StreamCompleted,
-)
+from chunkwise import Client, HTTPStatusError, Retries, StreamCompleted, responses
 from chunkwise.testing import ScriptedResponse, open_test_server
 from helpers import KEY, sse_typed
 
@@ -90,7 +83,7 @@ def client_for(server: Any, **kwargs: Any) -> Client:
 
 async def test_a_response_stream_posts_to_responses_under_the_base_url() -> None:
     async with open_test_server(STREAM) as server:
-        result = await chunkwise.complete_response(server.endpoint(api_key=KEY), REQUEST)
+        result = await chunkwise.responses.complete(server.endpoint(api_key=KEY), REQUEST)
         assert result.status == "complete" and result.output_text == "".join(WORDS)
         [request] = server.requests
         assert request.method == "POST" and request.target == "/v1/responses"
@@ -103,13 +96,13 @@ async def test_a_chat_stream_still_posts_to_chat_completions() -> None:
         [{"choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": "stop"}]}]
     )
     async with open_test_server(chat) as server:
-        await chunkwise.complete_chat(server.endpoint(), {"model": "m", "messages": []})
+        await chunkwise.chat.complete(server.endpoint(), {"model": "m", "messages": []})
         assert server.requests[0].target == "/v1/chat/completions"
 
 
 async def test_subscribers_of_a_response_stream_get_its_families() -> None:
     async with open_test_server(STREAM) as server:
-        async with chunkwise.open_response_stream(server.endpoint(), REQUEST) as stream:
+        async with chunkwise.responses.open_stream(server.endpoint(), REQUEST) as stream:
             everything = stream.subscribe()
             text = stream.subscribe("choice")
             lifecycle = stream.subscribe("lifecycle")
@@ -117,17 +110,17 @@ async def test_subscribers_of_a_response_stream_get_its_families() -> None:
         got: dict[str, list[chunkwise.Event]] = {}
         for name, channel in [("all", everything), ("choice", text), ("lifecycle", lifecycle)]:
             got[name] = [e async for e in channel]
-    assert [e.text for e in got["choice"] if isinstance(e, OutputTextDelta)] == WORDS
-    assert {type(e).__name__ for e in got["choice"][:-1]} == {"OutputItemAdded", "OutputTextDelta"}
+    assert [e.text for e in got["choice"] if isinstance(e, responses.TextDelta)] == WORDS
+    assert {type(e).__name__ for e in got["choice"][:-1]} == {"OutputItemAdded", "TextDelta"}
     assert [type(e).__name__ for e in got["lifecycle"]] == [
-        "ResponseStarted",
-        "ResponseStatusChanged",
+        "HeadReceived",
+        "StatusChanged",
         "StreamCompleted",
     ]
     for events in got.values():
         assert isinstance(events[-1], StreamCompleted) and events[-1].result == result
-    assert isinstance(stream, chunkwise.ResponseStream)
-    assert isinstance(result, chunkwise.ResponseResult)
+    assert isinstance(stream, chunkwise.responses.Stream)
+    assert isinstance(result, chunkwise.responses.Result)
 
 
 async def test_the_requests_tools_validate_function_call_arguments() -> None:
@@ -138,10 +131,10 @@ async def test_the_requests_tools_validate_function_call_arguments() -> None:
     async with open_test_server(answers) as server:
         request = {**REQUEST, "tools": [WEATHER]}
         for expected_valid in (True, False):
-            async with chunkwise.open_response_stream(server.endpoint(), request) as stream:
+            async with chunkwise.responses.open_stream(server.endpoint(), request) as stream:
                 calls = stream.subscribe("tool_call")
                 result = await stream.result()
-            completed = [e async for e in calls if isinstance(e, FunctionCallCompleted)]
+            completed = [e async for e in calls if isinstance(e, responses.ToolCallCompleted)]
             [call] = result.function_calls
             assert completed[0].call == call and call.call_id == "call_1"
             assert call.validated is expected_valid
@@ -162,8 +155,8 @@ async def test_the_requests_text_format_asks_for_structured_output() -> None:
         responses_stream(text_events(['{"n": "3"}'])),
     ]
     async with open_test_server(answers) as server:
-        good = await chunkwise.complete_response(server.endpoint(), request)
-        bad = await chunkwise.complete_response(server.endpoint(), request)
+        good = await chunkwise.responses.complete(server.endpoint(), request)
+        bad = await chunkwise.responses.complete(server.endpoint(), request)
     assert good.parsed == {"n": 3} and good.parse_error is None
     assert bad.parsed is None and bad.parse_error is not None
     assert bad.parse_error.raw == '{"n": "3"}' and bad.parse_error.schema_name == "N"
@@ -174,7 +167,7 @@ async def test_the_requests_max_output_tokens_is_checked_against_the_usage() -> 
     events[-1]["response"]["usage"] = {"input_tokens": 3, "output_tokens": 5, "total_tokens": 8}
     async with open_test_server(responses_stream(events)) as server:
         request = {**REQUEST, "max_output_tokens": 5}
-        result = await chunkwise.complete_response(server.endpoint(), request)
+        result = await chunkwise.responses.complete(server.endpoint(), request)
     assert result.status == "complete"
     assert [a.kind for a in result.anomalies] == ["max_output_tokens reached"]
 
@@ -184,9 +177,9 @@ async def test_a_client_reuses_its_connection_across_both_apis() -> None:
         [{"choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": "stop"}]}]
     )
     async with open_test_server([STREAM, chat, STREAM]) as server, client_for(server) as client:
-        first = await client.complete_response(REQUEST)
-        await client.complete_chat({"model": "m", "messages": []})
-        async with client.open_response_stream(REQUEST) as stream:
+        first = await client.responses.complete(REQUEST)
+        await client.chat.complete({"model": "m", "messages": []})
+        async with client.responses.open_stream(REQUEST) as stream:
             third = await stream.result()
         assert first == third and first.status == "complete"
         assert [r.target for r in server.requests] == [
@@ -201,7 +194,7 @@ async def test_a_client_reuses_its_connection_across_both_apis() -> None:
 async def test_a_response_request_is_retried_before_its_body(status: int) -> None:
     error = ScriptedResponse.error(status, "try again")
     async with open_test_server([error, STREAM]) as server:
-        result = await chunkwise.complete_response(server.endpoint(retries=FAST), REQUEST)
+        result = await chunkwise.responses.complete(server.endpoint(retries=FAST), REQUEST)
         assert result.status == "complete"
         assert [r.target for r in server.requests] == ["/v1/responses"] * 2
 
@@ -209,7 +202,7 @@ async def test_a_response_request_is_retried_before_its_body(status: int) -> Non
 async def test_a_response_stream_cut_mid_body_is_incomplete_and_never_retried() -> None:
     cut = ScriptedResponse(body=STREAM.body, disconnect_after=len(STREAM.body) // 2)
     async with open_test_server([cut, STREAM]) as server:
-        result = await chunkwise.complete_response(server.endpoint(retries=FAST), REQUEST)
+        result = await chunkwise.responses.complete(server.endpoint(retries=FAST), REQUEST)
         assert result.status == "incomplete"
         assert result.reason is chunkwise.IncompleteReason.CONNECTION_LOST
         assert result.output_text and "".join(WORDS).startswith(result.output_text)
@@ -220,7 +213,7 @@ async def test_an_http_error_from_responses_is_typed_with_its_body() -> None:
     error = ScriptedResponse.error(400, "Unsupported parameter: 'foo'", code="unsupported")
     async with open_test_server(error) as server:
         with pytest.raises(HTTPStatusError) as info:
-            async with chunkwise.open_response_stream(server.endpoint(), REQUEST):
+            async with chunkwise.responses.open_stream(server.endpoint(), REQUEST):
                 pass  # pragma: no cover - the error comes before the block
     assert info.value.status_code == 400
     assert info.value.error is not None and info.value.error.code == "unsupported"
@@ -229,10 +222,10 @@ async def test_an_http_error_from_responses_is_typed_with_its_body() -> None:
 async def test_cancelling_a_response_stream_keeps_what_arrived() -> None:
     slow = ScriptedResponse(body=STREAM.body, write_sizes=60, delay=0.2)
     async with open_test_server(slow) as server:
-        async with chunkwise.open_response_stream(server.endpoint(), REQUEST) as stream:
+        async with chunkwise.responses.open_stream(server.endpoint(), REQUEST) as stream:
             events = stream.subscribe()
             async for event in events:
-                if isinstance(event, OutputTextDelta):
+                if isinstance(event, responses.TextDelta):
                     stream.cancel()
             result = await stream.result()
     assert result.status == "incomplete"

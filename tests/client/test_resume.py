@@ -21,7 +21,7 @@ import trio
 import trio.testing
 
 import chunkwise
-from chunkwise import IncompleteReason, OutputTextDelta
+from chunkwise import IncompleteReason, responses
 from chunkwise.testing import RecordedRequest, ResponseWriter, ScriptedResponse
 from helpers import (
     memory_network,
@@ -35,7 +35,7 @@ from helpers import (
 
 ENDPOINT = chunkwise.Endpoint("http://127.0.0.1:8000/v1")
 TERMINAL = (chunkwise.StreamCompleted, chunkwise.StreamIncomplete, chunkwise.StreamFailed)
-Read = tuple[chunkwise.ResponseResult, list[chunkwise.Event]]
+Read = tuple[chunkwise.responses.Result, list[chunkwise.Event]]
 
 
 def background(model: str = "tools", **extra: Any) -> dict[str, Any]:
@@ -47,8 +47,17 @@ async def read_all(
     endpoint: chunkwise.Endpoint = ENDPOINT,
     **attach: Any,
 ) -> Read:
-    """Stream to the end; the result and what a subscriber from the start received."""
-    async with chunkwise.open_response_stream(endpoint, request, **attach) as stream:
+    """Stream to the end; the result and what a subscriber from the start received.
+
+    ``request``: a new background answer; else ``attach`` (``response_id`` and
+    ``starting_after``) names an existing one.
+    """
+    opened = (
+        chunkwise.responses.open_stream(endpoint, request)
+        if request is not None
+        else chunkwise.responses.attach(endpoint, **attach)
+    )
+    async with opened as stream:
         events = [event async for event in stream]
         result = await stream.result()
     return result, events
@@ -62,18 +71,18 @@ async def uncut(monkeypatch: pytest.MonkeyPatch, model: str) -> tuple[Read, byte
     return read, bytes(network.streams[0].body)
 
 
-def kinds(result: chunkwise.ResponseResult) -> list[str]:
+def kinds(result: chunkwise.responses.Result) -> list[str]:
     return [anomaly.kind for anomaly in result.anomalies]
 
 
 def check_whole(
-    events: list[chunkwise.Event], result: chunkwise.ResponseResult, *, polled: bool = False
+    events: list[chunkwise.Event], result: chunkwise.responses.Result, *, polled: bool = False
 ) -> None:
     """One sequence: one start, exactly one terminal event, last; deltas add up to the text.
 
     A stream ended from a poll did not see the deltas in between: its anomaly says so.
     """
-    assert sum(isinstance(e, chunkwise.ResponseStarted) for e in events) == 1
+    assert sum(isinstance(e, chunkwise.HeadReceived) for e in events) == 1
     terminals = [e for e in events if isinstance(e, TERMINAL)]
     assert len(terminals) == 1 and events[-1] is terminals[0]
     assert terminals[0].result == result
@@ -82,7 +91,7 @@ def check_whole(
         return
     text: dict[int, str] = {}
     for event in events:
-        if type(event) is OutputTextDelta:
+        if type(event) is responses.TextDelta:
             text[event.output_index] = text.get(event.output_index, "") + event.text
     assert text == {i.index: i.text for i in result.output if i.type == "message" and i.text}
 
@@ -118,14 +127,14 @@ async def test_a_cut_anywhere_after_the_first_event_loses_nothing(
 #: Who subscribes to each stream of the sweep: every family, each lossless (one
 #: with no buffer at all, one with a single slot, so the reader waits on them
 #: across the resumption), and a batched subscriber to everything.
-SUBSCRIBERS: dict[str, tuple[chunkwise.Family | None, dict[str, Any]]] = {
+SUBSCRIBERS: dict[str, tuple[chunkwise.types.Family | None, dict[str, Any]]] = {
     "all": (None, {}),
     "choice": ("choice", {"buffer_size": 0}),
     "tool_call": ("tool_call", {"buffer_size": 1}),
     "lifecycle": ("lifecycle", {}),
     "batched": (None, {"batched": True}),
 }
-Subscribed = tuple[chunkwise.ResponseResult, dict[str, list[chunkwise.Event]]]
+Subscribed = tuple[chunkwise.responses.Result, dict[str, list[chunkwise.Event]]]
 
 
 async def read_subscribed(request: dict[str, Any]) -> Subscribed:
@@ -141,7 +150,7 @@ async def read_subscribed(request: dict[str, Any]) -> Subscribed:
             async for item in channel:
                 got[name].extend(item if batched else (item,))
 
-    async with chunkwise.open_response_stream(ENDPOINT, request) as stream:
+    async with chunkwise.responses.open_stream(ENDPOINT, request) as stream:
         async with trio.open_nursery() as nursery:
             for name, (family, options) in SUBSCRIBERS.items():
                 nursery.start_soon(drain, name, stream.subscribe(family, **options))
@@ -166,9 +175,9 @@ def check_subscribers(whole: Subscribed, cut: Subscribed, what: object) -> None:
     check_whole(got["batched"], result)
     text = {i.index: i.text for i in result.output if i.type == "message"}
     arguments = {c.index: c.arguments for c in result.function_calls}
-    assert added_up(got["choice"], OutputTextDelta) == text and text
-    assert added_up(got["tool_call"], chunkwise.FunctionCallArgumentsDelta) == arguments
-    reasoning = added_up(got["all"], chunkwise.ReasoningSummaryDelta)
+    assert added_up(got["choice"], responses.TextDelta) == text and text
+    assert added_up(got["tool_call"], chunkwise.responses.ToolCallArgumentsDelta) == arguments
+    reasoning = added_up(got["all"], chunkwise.responses.ReasoningSummaryDelta)
     assert "".join(reasoning.values()) == result.reasoning and reasoning
 
 
@@ -178,9 +187,9 @@ def added_up(events: list[chunkwise.Event], kind: type[Any]) -> dict[int, str]:
     for event in events:
         if type(event) is not kind:
             continue
-        if isinstance(event, chunkwise.FunctionCallArgumentsDelta):
+        if isinstance(event, chunkwise.responses.ToolCallArgumentsDelta):
             piece = event.fragment
-        elif isinstance(event, (OutputTextDelta, chunkwise.ReasoningSummaryDelta)):
+        elif isinstance(event, (responses.TextDelta, chunkwise.responses.ReasoningSummaryDelta)):
             piece = event.text
         else:
             raise TypeError(f"not a delta of a Responses stream: {kind!r}")
@@ -240,14 +249,14 @@ async def test_mixed_answer_parsed_sans_io_from_the_uncut_body_gives_the_same_re
     """
     (whole, whole_events), body = await uncut(monkeypatch, "mixed")
     sse = dechunked(body)
-    parser = chunkwise.ResponseStreamParser()
+    parser = chunkwise.responses.Parser()
     events: list[chunkwise.Event] = []
     for piece in [sse] if read_size is None else pieces_of(sse, read_size):
         events += parser.feed(piece)
     events += parser.end()
     assert whole.timings is not None
     assert parser.result == attrs.evolve(whole, timings=None)
-    assert isinstance(whole_events[0], chunkwise.ResponseStarted)
+    assert isinstance(whole_events[0], chunkwise.HeadReceived)
     assert events[:-1] == whole_events[1:-1]
     assert type(events[-1]) is chunkwise.StreamCompleted is type(whole_events[-1])
     assert events[-1].result == parser.result
@@ -493,7 +502,7 @@ async def test_polling_is_paced_and_bounded_by_the_callers_cancel_scope(
     events: list[chunkwise.Event] = []
     async with memory_network(monkeypatch, cuts=[3000], delay=100.0, resume_window=0.0) as net:
         with trio.move_on_after(1000):
-            async with chunkwise.open_response_stream(ENDPOINT, background("text")) as stream:
+            async with chunkwise.responses.open_stream(ENDPOINT, background("text")) as stream:
                 async for event in stream:
                     events.append(event)
         assert trio.current_time() == pytest.approx(1000, abs=10)
@@ -501,7 +510,7 @@ async def test_polling_is_paced_and_bounded_by_the_callers_cancel_scope(
     assert 3 < net.opened < 1000 / 8
     result = stream.snapshot
     assert (result.status, result.reason) == ("incomplete", IncompleteReason.CANCELLED)
-    assert sum(isinstance(e, chunkwise.ResponseStarted) for e in events) == 1
+    assert sum(isinstance(e, chunkwise.HeadReceived) for e in events) == 1
 
 
 # -- attach and cancel (part 3) -------------------------------------------------------
@@ -513,7 +522,7 @@ async def test_attach_to_a_response_all_of_it_or_after_a_sequence_number(
     (whole, whole_events), _ = await uncut(monkeypatch, "tools")
     async with memory_network(monkeypatch, delay=1.0):
         # Leaving the block early detaches; the run goes on on the server.
-        async with chunkwise.open_response_stream(ENDPOINT, background("tools")) as stream:
+        async with chunkwise.responses.open_stream(ENDPOINT, background("tools")) as stream:
             seen = []
             async for event in stream:
                 seen.append(event)
@@ -537,17 +546,17 @@ async def test_a_client_attaches_resumes_and_cancels_on_its_connections(
 ) -> None:
     async with memory_network(monkeypatch, delay=1.0) as network:
         async with chunkwise.Client(ENDPOINT) as client:
-            async with client.open_response_stream(background("text")) as stream:
+            async with client.responses.open_stream(background("text")) as stream:
                 async for event in stream:
-                    if isinstance(event, OutputTextDelta):
+                    if isinstance(event, responses.TextDelta):
                         break
             response_id = stream.snapshot.id
             assert response_id is not None
-            cancelled = await client.cancel_response(response_id)
+            cancelled = await client.responses.cancel(response_id)
             assert cancelled["status"] == "cancelled" and cancelled["id"] == response_id
             result, events = await read_all(response_id=response_id)
             with pytest.raises(chunkwise.HTTPStatusError) as refused:
-                await chunkwise.cancel_response(ENDPOINT, "resp_unknown")
+                await chunkwise.responses.cancel(ENDPOINT, "resp_unknown")
     assert refused.value.status_code == 404
     # A cancelled run's stream ends without a terminal event: polled, it ends cancelled.
     assert (result.status, result.response_status) == ("incomplete", "cancelled")
@@ -557,23 +566,20 @@ async def test_a_client_attaches_resumes_and_cancels_on_its_connections(
 
 
 @pytest.mark.parametrize(
-    ("request_", "attach", "error"),
+    ("attach", "error"),
     [
-        (None, {}, TypeError),
-        (background(), {"response_id": "resp_1"}, TypeError),
-        (background(), {"starting_after": 3}, TypeError),
-        (None, {"response_id": ""}, TypeError),
-        (None, {"response_id": 7}, TypeError),
-        (None, {"response_id": "resp_1", "starting_after": -1}, ValueError),
-        (None, {"response_id": "resp_1", "starting_after": 1.5}, ValueError),
-        (None, {"response_id": "resp_1", "starting_after": True}, ValueError),
+        ({"response_id": ""}, TypeError),
+        ({"response_id": 7}, TypeError),
+        ({"response_id": "resp_1", "starting_after": -1}, ValueError),
+        ({"response_id": "resp_1", "starting_after": 1.5}, ValueError),
+        ({"response_id": "resp_1", "starting_after": True}, ValueError),
     ],
 )
-def test_what_to_stream_is_checked_before_anything_is_sent(
-    request_: Any, attach: dict[str, Any], error: type[Exception]
+def test_what_to_attach_to_is_checked_before_anything_is_sent(
+    attach: dict[str, Any], error: type[Exception]
 ) -> None:
     with pytest.raises(error):
-        chunkwise.open_response_stream(ENDPOINT, request_, **attach)
+        chunkwise.responses.attach(ENDPOINT, **attach)
 
 
 # -- rules defended before the move (issue 30) ------------------------------------------
@@ -821,9 +827,9 @@ async def test_attach_asks_for_the_events_after_starting_after_zero_included(
     # The text deltas are the uncut stream's after ``starting_after``, each once.
     numbers = [n for n, event in enumerate(body.split(b"\n\n")) if b"output_text.delta" in event]
     after = -1 if starting_after is None else starting_after
-    whole_deltas = [e for e in whole_events if type(e) is OutputTextDelta]
+    whole_deltas = [e for e in whole_events if type(e) is responses.TextDelta]
     expected = [e for n, e in zip(numbers, whole_deltas, strict=True) if n > after]
-    assert [e for e in events if type(e) is OutputTextDelta] == expected
+    assert [e for e in events if type(e) is responses.TextDelta] == expected
     terminals = [e for e in events if isinstance(e, TERMINAL)]
     assert len(terminals) == 1 and events[-1] is terminals[0]
     if expected == whole_deltas:
@@ -937,18 +943,18 @@ async def test_a_response_id_reaches_its_own_route_in_every_url_built_from_it(
     async with memory_network(monkeypatch) as network:
         handler = network.handler = StoredById(response_id)
         async with chunkwise.Client(ENDPOINT) as client:
-            async with client.open_response_stream(response_id=response_id) as stream:
+            async with client.responses.attach(response_id) as stream:
                 events = [event async for event in stream]
             result = await stream.result()
-            cancelled = await client.cancel_response(response_id)
-        cancelled_again = await chunkwise.cancel_response(ENDPOINT, response_id)
+            cancelled = await client.responses.cancel(response_id)
+        cancelled_again = await chunkwise.responses.cancel(ENDPOINT, response_id)
     after = handler.last_sequence_number
     assert handler.routes == [
         ("GET", response_id, "", "stream=true", True),  # attach
         ("GET", response_id, "", f"stream=true&starting_after={after}", True),  # resume
         ("GET", response_id, "", "", True),  # poll
         ("POST", response_id, "cancel", "", True),  # the client's cancel
-        ("POST", response_id, "cancel", "", True),  # chunkwise.cancel_response
+        ("POST", response_id, "cancel", "", True),  # chunkwise.responses.cancel
     ]
     assert result.id == response_id and cancelled["id"] == cancelled_again["id"] == response_id
     assert (result.status, result.output[0].text) == ("complete", "Hello")

@@ -103,7 +103,7 @@ async def test_http_401_error_does_not_carry_the_key() -> None:
     )
     async with open_test_server(script) as server:
         with trio.fail_after(BOUND), pytest.raises(HTTPStatusError) as info:
-            await chunkwise.complete_chat(server.endpoint(api_key=KEY), REQUEST)
+            await chunkwise.chat.complete(server.endpoint(api_key=KEY), REQUEST)
         # The key did go to the server, in the one header meant for it.
         assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
     assert info.value.status_code == 401
@@ -114,7 +114,7 @@ async def test_http_401_error_that_echoes_the_key_is_redacted() -> None:
     script = ScriptedResponse.error(401, f"Incorrect API key provided: {KEY}.")
     async with open_test_server(script) as server:
         with trio.fail_after(BOUND), pytest.raises(HTTPStatusError) as info:
-            await chunkwise.complete_chat(server.endpoint(api_key=KEY), REQUEST)
+            await chunkwise.chat.complete(server.endpoint(api_key=KEY), REQUEST)
     assert_no_key(*exception_texts(info.value))
     assert info.value.error is not None
     assert info.value.error.message == "Incorrect API key provided: ***."
@@ -126,7 +126,7 @@ async def test_a_short_key_is_no_secret_and_error_messages_stay_whole(short_key:
     script = ScriptedResponse.error(400, message)
     async with open_test_server(script) as server:
         with trio.fail_after(BOUND), pytest.raises(HTTPStatusError) as info:
-            await chunkwise.complete_chat(server.endpoint(api_key=short_key), REQUEST)
+            await chunkwise.chat.complete(server.endpoint(api_key=short_key), REQUEST)
     assert info.value.error is not None
     assert info.value.error.message == message
     assert message.encode() in info.value.body
@@ -168,14 +168,14 @@ async def test_transport_errors_do_not_carry_the_key(
     await listener.aclose()
     endpoint = Endpoint(f"http://127.0.0.1:{port}/v1", api_key=KEY)
     with pytest.raises(TransportError) as refused:
-        await chunkwise.complete_chat(endpoint, REQUEST)
+        await chunkwise.chat.complete(endpoint, REQUEST)
     assert_no_key(*exception_texts(refused.value))
 
     # An idle timeout while waiting for the head, over a silent memory peer.
     client, server = trio.testing.memory_stream_pair()
     silent = Endpoint("http://silent.invalid/v1", api_key=KEY, timeouts=Timeouts(idle=1))
     with pytest.raises(chunkwise.IdleTimeout) as idle:
-        async with chunkwise.open_chat_stream(silent, REQUEST, transport=client):
+        async with chunkwise.chat.open_stream(silent, REQUEST, transport=client):
             pass
     await server.aclose()
     assert_no_key(*exception_texts(idle.value))
@@ -185,7 +185,7 @@ async def test_tls_failure_does_not_carry_the_key() -> None:
     async with open_test_server(ScriptedResponse(body=BODY), tls=True) as server:
         endpoint = Endpoint(server.base_url, api_key=KEY)  # the CA is not trusted
         with trio.fail_after(BOUND), pytest.raises(TransportError) as info:
-            await chunkwise.complete_chat(endpoint, REQUEST)
+            await chunkwise.chat.complete(endpoint, REQUEST)
         assert not server.requests
     assert_no_key(*exception_texts(info.value))
 
@@ -204,7 +204,7 @@ async def test_log_records_events_and_result_never_contain_the_key(
     async with open_test_server(handler) as server:
         endpoint = server.endpoint(api_key=KEY)
         with trio.fail_after(BOUND):
-            async with chunkwise.open_chat_stream(endpoint, REQUEST) as stream:
+            async with chunkwise.chat.open_stream(endpoint, REQUEST) as stream:
                 channel = stream.subscribe()
                 async with channel:
                     events = [event async for event in channel]
@@ -212,7 +212,7 @@ async def test_log_records_events_and_result_never_contain_the_key(
             # And an error path, which is where logging usually happens.
             with pytest.raises(TransportError):
                 bad = Endpoint(server.base_url.replace("http:", "https:"), api_key=KEY)
-                await chunkwise.complete_chat(bad, REQUEST)
+                await chunkwise.chat.complete(bad, REQUEST)
     assert result.status == "complete"
     for record in caplog.records:
         assert_no_key(record.getMessage(), repr(record.args), str(record.exc_text))
@@ -246,11 +246,11 @@ async def test_the_pools_debug_log_never_holds_the_key_or_the_proxys_password(
         with trio.fail_after(BOUND):
             async with chunkwise.Client(endpoint, max_idle_connections=1) as client:
                 for _ in range(3):
-                    await client.complete_chat(REQUEST)
-                async with client.open_chat_stream(REQUEST):
+                    await client.chat.complete(REQUEST)
+                async with client.chat.open_stream(REQUEST):
                     pass  # abandoned
                 with pytest.raises(HTTPStatusError):
-                    await client.complete_chat(REQUEST)
+                    await client.chat.complete(REQUEST)
     pool_lines = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
     for step in (" opened", " reused after ", " given back ", " discarded: "):
         assert any(step in line for line in pool_lines), (step, pool_lines)

@@ -14,7 +14,9 @@ import trio
 import trio.testing
 
 import chunkwise
-from chunkwise import _apis, _fanout, _http, _http11, _stream, _text, _util
+from chunkwise import _fanout, _http, _http11, _stream, _tasks, _text
+from chunkwise.chat import _stream as chat_stream
+from chunkwise.responses import _stream as responses_stream
 from chunkwise._pool import ConnectionPool
 from chunkwise._request import Request
 from chunkwise.testing import RecordedRequest, ResponseWriter
@@ -33,7 +35,7 @@ FIRST = sse(chunk(choice(role="assistant", content="Hello")), done=False)
         _fanout.Broadcaster,
         _fanout._Subscriber,
         _text.Fragments,
-        _util.exceptions_unwrapped,
+        _tasks.exceptions_unwrapped,
     ],
 )
 def test_per_stream_objects_have_no_instance_dict(cls: type) -> None:
@@ -57,9 +59,9 @@ async def test_an_open_stream_keeps_no_prepared_request(
 
     assert live_requests() == []
     async with serving(handler) as (client, _):
-        async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+        async with chunkwise.chat.open_stream(ENDPOINT, REQUEST, transport=client) as stream:
             async for event in stream:
-                if isinstance(event, chunkwise.ContentDelta):
+                if isinstance(event, chunkwise.chat.TextDelta):
                     break
             assert live_requests() == []
             stream.cancel()
@@ -108,10 +110,10 @@ async def test_a_stream_being_read_holds_one_trio_event(
 
     async with serving(handler) as (client, _), trio.open_nursery() as nursery:
         before = live_events()
-        async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+        async with chunkwise.chat.open_stream(ENDPOINT, REQUEST, transport=client) as stream:
             if listener == "subscriber":
                 channel = stream.subscribe()
-                while not isinstance(await channel.receive(), chunkwise.ContentDelta):
+                while not isinstance(await channel.receive(), chunkwise.chat.TextDelta):
                     pass
             else:
                 nursery.start_soon(stream.result)
@@ -131,11 +133,11 @@ async def test_the_reader_waits_for_a_late_first_listener(
         await writer.write(FIRST + sse(chunk(choice(finish_reason="stop")), done=True))
 
     async with serving(handler) as (client, _):
-        async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+        async with chunkwise.chat.open_stream(ENDPOINT, REQUEST, transport=client) as stream:
             await trio.sleep(5)
             assert stream.snapshot.choices == ()
             events = [event async for event in stream.subscribe()]
-    assert isinstance(events[0], chunkwise.ResponseStarted)
+    assert isinstance(events[0], chunkwise.HeadReceived)
     assert isinstance(events[-1], chunkwise.StreamCompleted)
     assert stream.snapshot.content == "Hello"
 
@@ -150,7 +152,7 @@ def live_generators() -> int:
     )
 
 
-@pytest.mark.parametrize("api", [_apis.CHAT, _apis.RESPONSES], ids=["chat", "responses"])
+@pytest.mark.parametrize("api", [chat_stream.API, responses_stream.API], ids=["chat", "responses"])
 @pytest.mark.parametrize("pooled", [False, True], ids=["alone", "pooled"])
 async def test_an_open_stream_holds_no_generator_or_context_manager_but_its_own(
     api: _stream.Api[Any], pooled: bool, autojump_clock: trio.testing.MockClock

@@ -44,7 +44,7 @@ async def assert_closed(server: LoopbackServer, transport: TrackedStream) -> Non
 async def test_normal_end_closes_socket() -> None:
     async with open_test_server(ScriptedResponse(body=BODY, write_sizes=64)) as server:
         async with recorded(server) as (endpoint, transport):
-            async with chunkwise.open_chat_stream(endpoint, REQUEST, transport=transport) as s:
+            async with chunkwise.chat.open_stream(endpoint, REQUEST, transport=transport) as s:
                 result = await s.result()
             await assert_closed(server, transport)
     assert result.status == "complete"
@@ -62,7 +62,7 @@ async def test_http_error_closes_socket_and_raises_typed_error() -> None:
     async with open_test_server(script) as server:
         async with recorded(server) as (endpoint, transport):
             with pytest.raises(chunkwise.HTTPStatusError) as info:
-                async with chunkwise.open_chat_stream(endpoint, REQUEST, transport=transport):
+                async with chunkwise.chat.open_stream(endpoint, REQUEST, transport=transport):
                     pytest.fail("not reached")  # pragma: no cover
             await assert_closed(server, transport)
     assert info.value.status_code == 429
@@ -74,8 +74,8 @@ async def test_protocol_error_closes_socket() -> None:
     script = ScriptedResponse(content_type="application/json", body=b'{"choices": []}')
     async with open_test_server(script) as server:
         async with recorded(server) as (endpoint, transport):
-            with pytest.raises(chunkwise.UnexpectedContentType) as info:
-                async with chunkwise.open_chat_stream(endpoint, REQUEST, transport=transport):
+            with pytest.raises(chunkwise.errors.UnexpectedContentType) as info:
+                async with chunkwise.chat.open_stream(endpoint, REQUEST, transport=transport):
                     pytest.fail("not reached")  # pragma: no cover
             await assert_closed(server, transport)
     assert info.value.body_start.startswith(b'{"choices"')
@@ -86,13 +86,13 @@ async def test_consumer_exception_closes_socket_and_propagates_alone() -> None:
 
     async def consumer(channel: trio.MemoryReceiveChannel[chunkwise.Event]) -> None:
         async for event in channel:
-            if isinstance(event, chunkwise.ContentDelta):
+            if isinstance(event, chunkwise.chat.TextDelta):
                 raise RuntimeError("consumer failed")
 
     async with open_test_server(script) as server:
         async with recorded(server) as (endpoint, transport):
             with pytest.raises(RuntimeError, match="consumer failed"):
-                async with chunkwise.open_chat_stream(endpoint, REQUEST, transport=transport) as s:
+                async with chunkwise.chat.open_stream(endpoint, REQUEST, transport=transport) as s:
                     s.start_soon(consumer, s.subscribe())
                     s.start_soon(consumer, s.subscribe("lifecycle"))  # never raises
                     await s.result()
@@ -110,7 +110,7 @@ async def test_outer_cancellation_closes_socket(where: str, script: ScriptedResp
     async with open_test_server(script) as server:
         async with recorded(server) as (endpoint, transport):
             with trio.move_on_after(0.2) as scope:
-                async with chunkwise.open_chat_stream(endpoint, REQUEST, transport=transport) as s:
+                async with chunkwise.chat.open_stream(endpoint, REQUEST, transport=transport) as s:
                     await s.result()
             assert scope.cancelled_caught, where
             await assert_closed(server, transport)
@@ -122,7 +122,7 @@ async def test_deadline_mid_body_raises_too_slow_and_closes_socket() -> None:
         async with recorded(server) as (endpoint, transport):
             with pytest.raises(trio.TooSlowError):
                 with trio.fail_after(0.2):
-                    async with chunkwise.open_chat_stream(
+                    async with chunkwise.chat.open_stream(
                         endpoint, REQUEST, transport=transport
                     ) as s:
                         async for _ in s:
@@ -135,7 +135,7 @@ async def test_deadline_mid_body_raises_too_slow_and_closes_socket() -> None:
 async def test_disconnect_mid_body_is_incomplete_and_keeps_partial_text() -> None:
     script = ScriptedResponse(body=BODY, write_sizes=50, disconnect_after=len(BODY) // 2)
     async with open_test_server(script) as server:
-        result = await chunkwise.complete_chat(server.endpoint(), REQUEST)
+        result = await chunkwise.chat.complete(server.endpoint(), REQUEST)
         with trio.fail_after(5):
             await server.wait_client_closed()
     assert result.status == "incomplete"
@@ -147,14 +147,14 @@ async def test_disconnect_mid_body_is_incomplete_and_keeps_partial_text() -> Non
 async def test_every_framing_streams_the_same_result(framing: Any) -> None:
     script = ScriptedResponse(body=BODY, write_sizes=7, framing=framing)
     async with open_test_server(script) as server:
-        result = await chunkwise.complete_chat(server.endpoint(), REQUEST)
+        result = await chunkwise.chat.complete(server.endpoint(), REQUEST)
     assert result == parse_chat([BODY])[1]
 
 
 async def test_tls_stream_with_trusted_certificate() -> None:
     async with open_test_server(ScriptedResponse(body=BODY), tls=True) as server:
         assert server.base_url.startswith("https://")
-        result = await chunkwise.complete_chat(server.endpoint(), REQUEST)
+        result = await chunkwise.chat.complete(server.endpoint(), REQUEST)
     assert result.status == "complete"
 
 
@@ -188,7 +188,7 @@ async def test_tools_in_request_validate_streamed_arguments() -> None:
         chunk(choice(finish_reason="tool_calls")),
     )
     async with open_test_server(ScriptedResponse(body=body)) as server:
-        result = await chunkwise.complete_chat(server.endpoint(), {**REQUEST, "tools": tools})
+        result = await chunkwise.chat.complete(server.endpoint(), {**REQUEST, "tools": tools})
     (call,) = result.choice(0).tool_calls
     assert call.validated is False
     assert isinstance(call.error, chunkwise.ToolArgumentsError)
@@ -201,7 +201,7 @@ async def test_a_stream_block_is_entered_once() -> None:
     # request is sent.
     async with open_test_server(ScriptedResponse(body=BODY)) as server:
         async with recorded(server) as (endpoint, transport):
-            block = chunkwise.open_chat_stream(endpoint, REQUEST, transport=transport)
+            block = chunkwise.chat.open_stream(endpoint, REQUEST, transport=transport)
             async with block as stream:
                 await stream.result()
             with pytest.raises(RuntimeError, match="entered only once"):
@@ -211,7 +211,7 @@ async def test_a_stream_block_is_entered_once() -> None:
 
 
 async def test_a_stream_block_cannot_be_left_without_being_entered() -> None:
-    block = chunkwise.open_chat_stream(chunkwise.Endpoint("http://127.0.0.1:9/v1"), REQUEST)
+    block = chunkwise.chat.open_stream(chunkwise.Endpoint("http://127.0.0.1:9/v1"), REQUEST)
     with pytest.raises(RuntimeError, match="without being entered"):
         await block.__aexit__(None, None, None)
 
@@ -219,7 +219,7 @@ async def test_a_stream_block_cannot_be_left_without_being_entered() -> None:
 async def test_start_soon_after_the_block_is_refused() -> None:
     async with open_test_server(ScriptedResponse(body=BODY)) as server:
         async with recorded(server) as (endpoint, transport):
-            async with chunkwise.open_chat_stream(endpoint, REQUEST, transport=transport) as s:
+            async with chunkwise.chat.open_stream(endpoint, REQUEST, transport=transport) as s:
                 await s.result()
 
             async def consumer() -> None:  # pragma: no cover - never started

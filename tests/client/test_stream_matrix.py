@@ -41,14 +41,14 @@ import trio.testing
 
 import chunkwise
 from chunkwise import (
-    ContentDelta,
     Event,
     EventsDropped,
-    OutputTextDelta,
     StreamCompleted,
     StreamFailed,
     StreamIncomplete,
-    TextDelta,
+    chat,
+    completions,
+    responses,
 )
 from chunkwise.testing import ScriptedResponse, serve_stream
 from helpers import (
@@ -195,12 +195,12 @@ SERVERS = {
     "responses": servers(responses_body, KEEPALIVES["responses"]),
     "completions": servers(completions_body, KEEPALIVES["completions"]),
 }
-AnyStream = chunkwise.ChatStream | chunkwise.ResponseStream | chunkwise.CompletionStream
-AnyResult = chunkwise.ChatResult | chunkwise.ResponseResult | chunkwise.CompletionResult
+AnyStream = chunkwise.chat.Stream | chunkwise.responses.Stream | chunkwise.completions.Stream
+AnyResult = chunkwise.chat.Result | chunkwise.responses.Result | chunkwise.completions.Result
 OPEN: dict[str, Callable[..., AbstractAsyncContextManager[AnyStream]]] = {
-    "chat": chunkwise.open_chat_stream,
-    "responses": chunkwise.open_response_stream,
-    "completions": chunkwise.open_completion_stream,
+    "chat": chunkwise.chat.open_stream,
+    "responses": chunkwise.responses.open_stream,
+    "completions": chunkwise.completions.open_stream,
 }
 REQUESTS: dict[str, dict[str, Any]] = {
     "chat": REQUEST,
@@ -312,17 +312,17 @@ def deltas_text(events: list[Event]) -> dict[int, str]:
     """Per choice (chat, completions) or output item (Responses): what its deltas add up to."""
     text: dict[int, str] = {}
     for event in events:
-        if type(event) is ContentDelta or type(event) is TextDelta:
+        if type(event) is chat.TextDelta or type(event) is completions.TextDelta:
             text[event.choice_index] = text.get(event.choice_index, "") + event.text
-        elif type(event) is OutputTextDelta:
+        elif type(event) is responses.TextDelta:
             text[event.output_index] = text.get(event.output_index, "") + event.text
     return text
 
 
 def result_text(result: AnyResult) -> dict[int, str]:
-    if isinstance(result, chunkwise.ResponseResult):
+    if isinstance(result, chunkwise.responses.Result):
         return {item.index: item.text for item in result.output if item.text}
-    if isinstance(result, chunkwise.CompletionResult):
+    if isinstance(result, chunkwise.completions.Result):
         return {c.index: c.text for c in result.choices if c.text}
     return {c.index: c.content for c in result.choices if c.content}
 
@@ -453,7 +453,7 @@ def _check_order(sub: Sub, final: AnyResult) -> None:
     got = [
         e.text
         for e in sub.events
-        if isinstance(e, ContentDelta | OutputTextDelta | TextDelta) and e.text
+        if isinstance(e, chat.TextDelta | responses.TextDelta | completions.TextDelta) and e.text
     ]
     if sub.kind == "lossy":
         assert all(text in expected for text in got)

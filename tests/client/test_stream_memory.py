@@ -9,13 +9,12 @@ import trio.testing
 
 import chunkwise
 from chunkwise import (
-    ContentDelta,
     EventsDropped,
+    HeadReceived,
     IncompleteReason,
-    ResponseStarted,
     StreamCompleted,
     StreamIncomplete,
-    ToolCallCompleted,
+    chat,
 )
 from chunkwise.testing import ScriptedResponse
 from helpers import choice, chunk, close_delimited, serving, sse, then_hang, tool
@@ -58,7 +57,7 @@ async def test_subscribers_each_receive_every_event_and_then_end_of_channel(
                 received[name].append(event)
 
     async with serving(script) as (client, server):
-        async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+        async with chunkwise.chat.open_stream(ENDPOINT, REQUEST, transport=client) as stream:
             stream.start_soon(consume, "all", stream.subscribe())
             stream.start_soon(consume, "choice", stream.subscribe("choice"))
             stream.start_soon(consume, "tool", stream.subscribe("tool_call"))
@@ -69,21 +68,21 @@ async def test_subscribers_each_receive_every_event_and_then_end_of_channel(
     assert result.content == "Hello, wörld"
     assert [request.json()["stream"] for request in server.requests] == [True]
     everything = received["all"]
-    assert isinstance(everything[0], ResponseStarted)
+    assert isinstance(everything[0], HeadReceived)
     assert isinstance(everything[-1], StreamCompleted)
     assert len(everything) == 1 + N_EVENTS_BODY
     for name in ("choice", "tool", "life"):
         assert received[name][-1] == everything[-1]
-    assert [e for e in received["choice"] if isinstance(e, ContentDelta)] == [
-        e for e in everything if isinstance(e, ContentDelta)
+    assert [e for e in received["choice"] if isinstance(e, chat.TextDelta)] == [
+        e for e in everything if isinstance(e, chat.TextDelta)
     ]
-    assert [type(e) for e in received["tool"]][-2:] == [ToolCallCompleted, StreamCompleted]
+    assert [type(e) for e in received["tool"]][-2:] == [chat.ToolCallCompleted, StreamCompleted]
 
 
 async def test_async_for_single_consumer_and_result(autojump_clock: trio.testing.MockClock) -> None:
     script = close_delimited(BODY)
     async with serving(script) as (client, _):
-        async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+        async with chunkwise.chat.open_stream(ENDPOINT, REQUEST, transport=client) as stream:
             events = [event async for event in stream]
             result = await stream.result()
     assert isinstance(events[-1], StreamCompleted)
@@ -96,7 +95,7 @@ async def test_server_close_before_finish_is_incomplete_with_partial_text(
     cut = BODY.index("wörld".encode())
     script = close_delimited(BODY[:cut])
     async with serving(script) as (client, _):
-        async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+        async with chunkwise.chat.open_stream(ENDPOINT, REQUEST, transport=client) as stream:
             events = [event async for event in stream]
     result = stream.snapshot
     assert result.status == "incomplete"
@@ -110,7 +109,7 @@ async def test_truncated_chunked_body_is_connection_lost_and_keeps_output(
     # One chunk that promises the whole body and is cut off before the tool call.
     script = ScriptedResponse(body=BODY, disconnect_after=BODY.index(b"tool_calls"))
     async with serving(script) as (client, _):
-        async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+        async with chunkwise.chat.open_stream(ENDPOINT, REQUEST, transport=client) as stream:
             result = await stream.result()
     assert result.status == "incomplete"
     assert result.reason is IncompleteReason.CONNECTION_LOST
@@ -127,7 +126,7 @@ async def test_idle_timeout_ends_stream_incomplete_with_partial_output(
     script = then_hang(close_delimited(BODY[: BODY.index(b"tool_calls")]))
     async with serving(script) as (client, _):
         start = trio.current_time()
-        async with chunkwise.open_chat_stream(endpoint, REQUEST, transport=client) as stream:
+        async with chunkwise.chat.open_stream(endpoint, REQUEST, transport=client) as stream:
             result = await stream.result()
         assert trio.current_time() - start == pytest.approx(5.0, abs=0.5)
     assert result.status == "incomplete"
@@ -142,12 +141,12 @@ async def test_consumer_exception_cancels_stream_and_propagates_alone(
 
     async def bad_consumer(channel: trio.MemoryReceiveChannel[chunkwise.Event]) -> None:
         async for event in channel:
-            if isinstance(event, ContentDelta):
+            if isinstance(event, chat.TextDelta):
                 raise KeyError("consumer bug")
 
     async with serving(script) as (client, server):
         with pytest.raises(KeyError, match="consumer bug"):
-            async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+            async with chunkwise.chat.open_stream(ENDPOINT, REQUEST, transport=client) as stream:
                 stream.start_soon(bad_consumer, stream.subscribe())
                 await trio.sleep_forever()
         with trio.fail_after(1):
@@ -160,9 +159,9 @@ async def test_exception_in_block_propagates_alone_and_closes_socket(
     script = TRICKLE_THEN_HANG
     async with serving(script) as (client, server):
         with pytest.raises(ValueError, match="user error"):
-            async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+            async with chunkwise.chat.open_stream(ENDPOINT, REQUEST, transport=client) as stream:
                 async for event in stream:
-                    if isinstance(event, ContentDelta):
+                    if isinstance(event, chat.TextDelta):
                         raise ValueError("user error")
         with trio.fail_after(1):
             await server.client_closed.wait()
@@ -173,10 +172,10 @@ async def test_leaving_the_block_early_cancels_and_result_says_cancelled(
 ) -> None:
     script = TRICKLE_THEN_HANG
     async with serving(script) as (client, server):
-        async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+        async with chunkwise.chat.open_stream(ENDPOINT, REQUEST, transport=client) as stream:
             channel = stream.subscribe()
             async for event in channel:
-                if isinstance(event, ContentDelta):
+                if isinstance(event, chat.TextDelta):
                     break
         assert stream.snapshot.status == "incomplete"
         assert stream.snapshot.reason is IncompleteReason.CANCELLED
@@ -189,11 +188,11 @@ async def test_stream_cancel_delivers_terminal_event_to_subscribers(
 ) -> None:
     script = TRICKLE_THEN_HANG
     async with serving(script) as (client, _):
-        async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+        async with chunkwise.chat.open_stream(ENDPOINT, REQUEST, transport=client) as stream:
             events = []
             async for event in stream:
                 events.append(event)
-                if isinstance(event, ContentDelta):
+                if isinstance(event, chat.TextDelta):
                     stream.cancel()
         assert isinstance(events[-1], StreamIncomplete)
         assert events[-1].reason is IncompleteReason.CANCELLED
@@ -205,7 +204,7 @@ async def test_outer_deadline_mid_body_closes_socket_before_exit(
     script = then_hang(close_delimited(BODY[:50]))
     async with serving(script) as (client, server):
         with trio.move_on_after(3) as scope:
-            async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+            async with chunkwise.chat.open_stream(ENDPOINT, REQUEST, transport=client) as stream:
                 await stream.result()
         assert scope.cancelled_caught
         with trio.fail_after(1):
@@ -227,11 +226,11 @@ async def test_slow_lossless_subscriber_applies_backpressure_without_loss(
             await trio.sleep(0.01)
 
     async with serving(script) as (client, _):
-        async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+        async with chunkwise.chat.open_stream(ENDPOINT, REQUEST, transport=client) as stream:
             stream.start_soon(slow_consumer, stream.subscribe(buffer_size=2))
             fast = [event async for event in stream]
     assert slow == fast
-    assert len([e for e in slow if isinstance(e, ContentDelta)]) == 50
+    assert len([e for e in slow if isinstance(e, chat.TextDelta)]) == 50
 
 
 async def test_lossy_subscriber_reports_drops_and_still_gets_terminal(
@@ -242,7 +241,7 @@ async def test_lossy_subscriber_reports_drops_and_still_gets_terminal(
     )
     script = close_delimited(many)
     async with serving(script) as (client, _):
-        async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+        async with chunkwise.chat.open_stream(ENDPOINT, REQUEST, transport=client) as stream:
             lossy = stream.subscribe(buffer_size=3, lossy=True)
             fast = [event async for event in stream]
         got = [event async for event in lossy]
@@ -257,7 +256,7 @@ async def test_subscriber_closing_its_channel_does_not_disturb_others(
 ) -> None:
     script = close_delimited(BODY, write_sizes=5)
     async with serving(script) as (client, _):
-        async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+        async with chunkwise.chat.open_stream(ENDPOINT, REQUEST, transport=client) as stream:
             quitter = stream.subscribe(buffer_size=0)
             stays = stream.subscribe()
 
@@ -275,7 +274,7 @@ async def test_late_subscriber_after_end_gets_terminal_then_end_of_channel(
 ) -> None:
     script = close_delimited(BODY)
     async with serving(script) as (client, _):
-        async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+        async with chunkwise.chat.open_stream(ENDPOINT, REQUEST, transport=client) as stream:
             await stream.result()
             late = stream.subscribe()
             assert [type(e) async for e in late] == [StreamCompleted]
@@ -289,7 +288,7 @@ async def test_complete_chat_and_http_error_before_block(
     )
     async with serving(script) as (client, _):
         with pytest.raises(chunkwise.HTTPStatusError) as info:
-            async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client):
+            async with chunkwise.chat.open_stream(ENDPOINT, REQUEST, transport=client):
                 pytest.fail("the block must not run")  # pragma: no cover
     assert info.value.status_code == 404
     assert info.value.error is not None and info.value.error.message == "no such model"
@@ -309,7 +308,7 @@ async def test_leaving_early_with_an_unread_subscriber_does_not_hang(
 
     async with serving(script) as (client, _):
         with trio.fail_after(10):
-            async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+            async with chunkwise.chat.open_stream(ENDPOINT, REQUEST, transport=client) as stream:
                 unread = stream.subscribe(buffer_size=1)  # nobody ever reads this one
                 stream.start_soon(consumer, stream.subscribe(buffer_size=1))
                 await trio.sleep(0.3)  # leave while the stream runs
@@ -325,7 +324,7 @@ async def test_leaving_early_with_no_consumer_task_returns_at_once(
 ) -> None:
     script = TRICKLE_THEN_HANG
     async with serving(script) as (client, _):
-        async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+        async with chunkwise.chat.open_stream(ENDPOINT, REQUEST, transport=client) as stream:
             stream.subscribe(buffer_size=1)
             await trio.sleep(0.3)
             left = trio.current_time()

@@ -12,14 +12,7 @@ import trio
 import trio.testing
 
 import chunkwise
-from chunkwise import (
-    ContentDelta,
-    Event,
-    ResponseStarted,
-    StreamCompleted,
-    StreamFailed,
-    StreamIncomplete,
-)
+from chunkwise import Event, HeadReceived, StreamCompleted, StreamFailed, StreamIncomplete, chat
 from chunkwise.testing import Script
 from helpers import TrackedStream, choice, chunk, close_delimited, serving, sse, then_hang
 
@@ -44,12 +37,12 @@ async def test_reader_waits_for_the_first_subscriber(
 ) -> None:
     script = close_delimited(text_body(5))
     async with serving(script) as (client, _):
-        async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+        async with chunkwise.chat.open_stream(ENDPOINT, REQUEST, transport=client) as stream:
             await trio.sleep(10)  # the whole body has long arrived
             assert not stream.finished  # nobody listened, so nothing was read
             events = [event async for event in stream.subscribe()]
-    assert type(events[0]) is ResponseStarted
-    assert "".join(e.text for e in events if type(e) is ContentDelta) == "0 1 2 3 4 "
+    assert type(events[0]) is HeadReceived
+    assert "".join(e.text for e in events if type(e) is chat.TextDelta) == "0 1 2 3 4 "
     assert type(events[-1]) is StreamCompleted
 
 
@@ -58,13 +51,13 @@ async def test_subscribers_created_before_the_first_checkpoint_see_the_same_even
 ) -> None:
     script = close_delimited(text_body(5), write_sizes=7)
     async with serving(script) as (client, _):
-        async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+        async with chunkwise.chat.open_stream(ENDPOINT, REQUEST, transport=client) as stream:
             first = stream.subscribe()
             second = stream.subscribe()
             one = [event async for event in first]
             two = [event async for event in second]
     assert one == two
-    assert type(one[0]) is ResponseStarted
+    assert type(one[0]) is HeadReceived
 
 
 # -- the socket is closed before the terminal event is published --------------
@@ -104,11 +97,11 @@ async def _socket_closed_before_terminal_event(
         )
     async with serving(script) as (client, _):
         transport = CloseWatcher(client)
-        async with chunkwise.open_chat_stream(endpoint, REQUEST, transport=transport) as stream:
+        async with chunkwise.chat.open_stream(endpoint, REQUEST, transport=transport) as stream:
             transport.channel = watched = stream.subscribe(buffer_size=math.inf)
             deltas = 0
             async for event in stream:
-                if type(event) is ContentDelta:
+                if type(event) is chat.TextDelta:
                     deltas += 1
                     if deltas == cancel_at:
                         stream.cancel()
@@ -173,7 +166,7 @@ async def test_waiting_on_a_slow_consumer_is_not_idle_time(
 
     async with serving(script) as (client, _):
         start = trio.current_time()
-        async with chunkwise.open_chat_stream(endpoint, REQUEST, transport=client) as stream:
+        async with chunkwise.chat.open_stream(endpoint, REQUEST, transport=client) as stream:
             stream.start_soon(slow, stream.subscribe(buffer_size=1))
             result = await stream.result()
         assert trio.current_time() - start >= 20
@@ -188,7 +181,7 @@ async def test_backpressure_bounds_bytes_read_while_a_subscriber_is_stalled(
     script = close_delimited(big)
     async with serving(script) as (client, _):
         transport = TrackedStream(client)
-        async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=transport) as stream:
+        async with chunkwise.chat.open_stream(ENDPOINT, REQUEST, transport=transport) as stream:
             stalled = stream.subscribe(buffer_size=1)
             await trio.sleep(10)
             # One read of at most 64 KiB is parsed while the subscriber stalls.
@@ -196,7 +189,7 @@ async def test_backpressure_bounds_bytes_read_while_a_subscriber_is_stalled(
             first = await stalled.receive()
             await trio.sleep(10)
             assert transport.received <= 2 * 64 * 1024
-            assert type(first) is ResponseStarted
+            assert type(first) is HeadReceived
     assert stream.snapshot.status == "incomplete"
 
 
@@ -216,7 +209,7 @@ async def test_two_simultaneous_failures_come_out_as_an_exception_group(
 
     async with serving(script) as (client, _):
         with pytest.raises(ExceptionGroup) as info:
-            async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+            async with chunkwise.chat.open_stream(ENDPOINT, REQUEST, transport=client) as stream:
                 stream.start_soon(fail, ValueError("one"))
                 stream.start_soon(fail, KeyError("two"))
                 await trio.sleep(1)
@@ -232,7 +225,7 @@ async def test_block_exception_keeps_its_context(
     script = close_delimited(text_body(3))
     async with serving(script) as (client, _):
         with pytest.raises(ValueError, match="while handling") as info:
-            async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client):
+            async with chunkwise.chat.open_stream(ENDPOINT, REQUEST, transport=client):
                 try:
                     raise KeyError("first")
                 except KeyError:
@@ -247,7 +240,7 @@ async def test_block_exception_keeps_its_context(
 async def test_cancel_after_the_end_does_nothing(autojump_clock: trio.testing.MockClock) -> None:
     script = close_delimited(text_body(3))
     async with serving(script) as (client, _):
-        async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+        async with chunkwise.chat.open_stream(ENDPOINT, REQUEST, transport=client) as stream:
             channel = stream.subscribe()
             result = await stream.result()
             stream.cancel()
@@ -260,7 +253,7 @@ async def test_cancel_after_the_end_does_nothing(autojump_clock: trio.testing.Mo
 async def test_status_code_headers_and_finished(autojump_clock: trio.testing.MockClock) -> None:
     script = close_delimited(text_body(3), headers={"X-Request-Id": "req_42"})
     async with serving(script) as (client, _):
-        async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+        async with chunkwise.chat.open_stream(ENDPOINT, REQUEST, transport=client) as stream:
             assert stream.status_code == 200
             assert stream.headers["x-request-id"] == "req_42"
             assert stream.headers["content-type"] == "text/event-stream"
@@ -287,7 +280,7 @@ async def test_subscribe_rejects_invalid_arguments(
 ) -> None:
     script = close_delimited(text_body(1))
     async with serving(script) as (client, _):
-        async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+        async with chunkwise.chat.open_stream(ENDPOINT, REQUEST, transport=client) as stream:
             with pytest.raises(error):
                 stream.subscribe(**kwargs)
 
@@ -308,7 +301,7 @@ async def test_subscribe_accepts_valid_arguments(
 ) -> None:
     script = close_delimited(text_body(3))
     async with serving(script) as (client, _):
-        async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+        async with chunkwise.chat.open_stream(ENDPOINT, REQUEST, transport=client) as stream:
             channel: trio.MemoryReceiveChannel[Any] = stream.subscribe(**kwargs)
             items = [item async for item in channel]
     last = items[-1][-1] if kwargs.get("batched") else items[-1]
@@ -324,7 +317,7 @@ async def test_batched_subscriber_gets_one_tuple_per_read_with_the_same_events(
     body = text_body(30)
     script = close_delimited(body, write_sizes=200, delay=0.1)
     async with serving(script) as (client, _):
-        async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+        async with chunkwise.chat.open_stream(ENDPOINT, REQUEST, transport=client) as stream:
             batched = stream.subscribe(batched=True)
             plain = stream.subscribe()
             choices = stream.subscribe("choice", batched=True)
@@ -335,7 +328,7 @@ async def test_batched_subscriber_gets_one_tuple_per_read_with_the_same_events(
     assert [event for batch in batches for event in batch] == events
     assert 1 < len(batches) < len(events)  # several events a read, several reads
     assert [event for batch in choice_batches for event in batch] == [
-        event for event in events if type(event) in (ContentDelta, chunkwise.ChoiceFinished)
+        event for event in events if type(event) in (chat.TextDelta, chunkwise.chat.ChoiceFinished)
     ] + [events[-1]]
 
 
@@ -344,7 +337,7 @@ async def test_lossy_batched_subscriber_reports_dropped_events(
 ) -> None:
     script = close_delimited(text_body(30), write_sizes=100, delay=0.1)
     async with serving(script) as (client, _):
-        async with chunkwise.open_chat_stream(ENDPOINT, REQUEST, transport=client) as stream:
+        async with chunkwise.chat.open_stream(ENDPOINT, REQUEST, transport=client) as stream:
             lossy = stream.subscribe(batched=True, lossy=True, buffer_size=1)
             events = [event async for event in stream]
         batches = [batch async for batch in lossy]

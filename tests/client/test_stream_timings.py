@@ -27,7 +27,7 @@ import trio.testing
 
 import chunkwise
 import chunkwise._http
-from chunkwise import IncompleteReason, OutputTextDelta, StallTimeout, Timeouts
+from chunkwise import IncompleteReason, StallTimeout, Timeouts, responses
 from chunkwise.testing import (
     LoopbackServer,
     RecordedRequest,
@@ -92,9 +92,9 @@ RESPONSES_END = typed(
 )
 #: API: how to open a stream, the request, the start, a token, the end of the body.
 SHAPES: dict[str, tuple[Any, dict[str, Any], bytes, Callable[[int], bytes], bytes]] = {
-    "chat": (chunkwise.open_chat_stream, REQUEST, CHAT_START, chat_token, CHAT_END),
+    "chat": (chunkwise.chat.open_stream, REQUEST, CHAT_START, chat_token, CHAT_END),
     "responses": (
-        chunkwise.open_response_stream,
+        chunkwise.responses.open_stream,
         RESPONSES_REQUEST,
         RESPONSES_START,
         response_token,
@@ -167,8 +167,8 @@ async def test_the_head_delay_is_in_the_head_and_first_byte(
     assert result.timings.first_output == pytest.approx(0.7)
 
 
-async def _complete(client: trio.abc.Stream, **timeouts: Any) -> chunkwise.ChatResult:
-    async with chunkwise.open_chat_stream(endpoint(**timeouts), REQUEST, transport=client) as s:
+async def _complete(client: trio.abc.Stream, **timeouts: Any) -> chunkwise.chat.Result:
+    async with chunkwise.chat.open_stream(endpoint(**timeouts), REQUEST, transport=client) as s:
         return await s.result()
 
 
@@ -270,10 +270,10 @@ async def test_the_live_figures_grow_and_snapshots_carry_none(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     async with serving(paced("chat", first=1.0, between=1.0)) as (client, _):
-        async with chunkwise.open_chat_stream(endpoint(), REQUEST, transport=client) as stream:
+        async with chunkwise.chat.open_stream(endpoint(), REQUEST, transport=client) as stream:
             seen = []
             async for event in stream:
-                if type(event) is chunkwise.ContentDelta:
+                if type(event) is chunkwise.chat.TextDelta:
                     live = stream.timings
                     assert live is not None and live.ended is None
                     seen.append(live.last_output)
@@ -317,8 +317,8 @@ async def test_a_reused_connection_has_no_connect_time(
 ) -> None:
     memory_network.append(paced("chat"))
     async with chunkwise.Client(endpoint()) as client:
-        first = await client.complete_chat(REQUEST)
-        second = await client.complete_chat(REQUEST)
+        first = await client.chat.complete(REQUEST)
+        second = await client.chat.complete(REQUEST)
     assert first.timings is not None and second.timings is not None
     assert (first.timings.connection_reused, first.timings.connected) == (False, 0.0)
     assert (second.timings.connection_reused, second.timings.connected) == (True, None)
@@ -343,7 +343,7 @@ async def test_retries_are_counted_and_their_waits_are_outside_first_byte(
     memory_network.append(flaky)
     before = trio.current_time()
     async with chunkwise.Client(endpoint()) as client:
-        result = await client.complete_chat(REQUEST)
+        result = await client.chat.complete(REQUEST)
     timings = result.timings
     assert timings is not None
     assert timings.attempts == 2
@@ -388,8 +388,8 @@ async def test_a_retry_on_a_new_connection_is_reported_new_not_reused(failure: s
         await writer.play(ScriptedResponse(body=CHAT_START + chat_token(0) + CHAT_END))
 
     async with open_test_server(handler) as server, chunkwise.Client(loopback(server)) as client:
-        first = await client.complete_chat(REQUEST)
-        retried = await client.complete_chat(REQUEST)
+        first = await client.chat.complete(REQUEST)
+        retried = await client.chat.complete(REQUEST)
         connections = len(server.connections)
     assert first.timings is not None and retried.timings is not None
     assert first.timings.connection_reused is False
@@ -429,12 +429,12 @@ async def test_a_retry_on_a_pooled_connection_has_no_connect_time_of_the_failed_
         await writer.play(ScriptedResponse(body=CHAT_START + chat_token(0) + CHAT_END))
 
     async with open_test_server(handler) as server, chunkwise.Client(loopback(server)) as client:
-        retried: list[chunkwise.ChatResult] = []
+        retried: list[chunkwise.chat.Result] = []
 
         async def second() -> None:
-            retried.append(await client.complete_chat({**REQUEST, "model": "second"}))
+            retried.append(await client.chat.complete({**REQUEST, "model": "second"}))
 
-        async with client.open_chat_stream({**REQUEST, "model": "first"}) as stream:
+        async with client.chat.open_stream({**REQUEST, "model": "first"}) as stream:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(second)
                 await second_arrived.wait()
@@ -568,7 +568,7 @@ async def test_a_stall_ends_the_stream_incomplete_keeping_the_output(
     assert result.status == "incomplete"
     assert result.reason is IncompleteReason.STALLED
     assert str(result.reason) == "stalled"
-    text = result.content if isinstance(result, chunkwise.ChatResult) else result.output_text
+    text = result.content if isinstance(result, chunkwise.chat.Result) else result.output_text
     assert text == "t0 t1 "
     (anomaly,) = [a for a in result.anomalies if a.kind == "transport error"]
     assert anomaly.detail == "no output from 127.0.0.1:9 for 5.5 s"
@@ -583,16 +583,16 @@ async def test_a_stall_ends_the_stream_incomplete_keeping_the_output(
 #: Reads whose events are not output, and how to tell from the result that they came.
 NOT_OUTPUT: dict[str, tuple[str, Callable[[int], bytes], type[chunkwise.Event]]] = {
     "chat usage-only chunks": ("chat", usage_chunk, chunkwise.UsageReported),
-    "chat tool calls started": ("chat", tool_call_started, chunkwise.ToolCallStarted),
+    "chat tool calls started": ("chat", tool_call_started, chunkwise.chat.ToolCallStarted),
     "responses reasoning items added": (
         "responses",
         reasoning_item_added,
-        chunkwise.OutputItemAdded,
+        chunkwise.responses.OutputItemAdded,
     ),
     "responses function calls added": (
         "responses",
         function_call_added,
-        chunkwise.FunctionCallStarted,
+        chunkwise.responses.ToolCallStarted,
     ),
 }
 
@@ -627,7 +627,9 @@ async def test_events_that_are_not_output_do_not_hold_off_the_stall_timeout(
     assert (result.timings.last_output, result.timings.ended) == (0.0, 5.0)
     # Published as they came (at 1, 2, 3 and 4 s): events, and not output.
     (token_at,) = [
-        i for i, e in enumerate(received) if type(e) in (chunkwise.ContentDelta, OutputTextDelta)
+        i
+        for i, e in enumerate(received)
+        if type(e) in (chunkwise.chat.TextDelta, responses.TextDelta)
     ]
     assert sum(type(event) is kind for event in received[token_at:]) == 4
 
@@ -691,7 +693,7 @@ async def test_waiting_for_a_slow_subscriber_is_not_a_stall(
         await writer.end()
 
     async with serving(handler) as (client, _):
-        async with chunkwise.open_chat_stream(
+        async with chunkwise.chat.open_stream(
             endpoint(stall=5), REQUEST, transport=client
         ) as stream:
             slow = stream.subscribe(buffer_size=0)
@@ -730,7 +732,7 @@ async def test_a_stream_stopped_early_ends_when_the_reading_stopped(
 
     async with serving(handler) as (client, _):
         timeouts = {"idle": 3.0} if way == "idle timeout" else {}
-        async with chunkwise.open_chat_stream(
+        async with chunkwise.chat.open_stream(
             endpoint(**timeouts), REQUEST, transport=client
         ) as stream:
             stream.subscribe(buffer_size=math.inf)  # the reader reads once somebody listens

@@ -207,7 +207,7 @@ async def test_a_response_of_many_records_is_taken_in_one_read(waits: list[int])
         nursery.start_soon(serve_stream, server_tls, record_per_event(written))
         await tls.do_handshake()
         gated.gate, gated.reads = written, 0  # read only once the whole response was sent
-        async with chunkwise.open_chat_stream(endpoint, REQUEST, transport=tls) as stream:
+        async with chunkwise.chat.open_stream(endpoint, REQUEST, transport=tls) as stream:
             result = await stream.result()
         nursery.cancel_scope.cancel()
     assert result.status == "complete"
@@ -230,7 +230,7 @@ async def test_over_loopback_no_wait_is_for_a_record_already_received(
         tls = trio.SSLStream(gated, endpoint.ssl_context, server_hostname=server.host)
         await tls.do_handshake()
         gated.gate, gated.reads = written, 0
-        async with chunkwise.open_chat_stream(endpoint, REQUEST, transport=tls) as stream:
+        async with chunkwise.chat.open_stream(endpoint, REQUEST, transport=tls) as stream:
             result = await stream.result()
     assert result.status == "complete"
     assert result.content == "".join(WORDS)
@@ -244,6 +244,6 @@ async def test_without_taking_every_record_is_a_wait(
     monkeypatch.setattr(_http11, "take_buffered", lambda stream, max_bytes: b"")
     script = ScriptedResponse(body=BODY, write_sizes=tuple(len(e) for e in EVENTS))
     async with open_test_server(script, tls=True) as server:
-        result = await chunkwise.complete_chat(server.endpoint(), REQUEST)
+        result = await chunkwise.chat.complete(server.endpoint(), REQUEST)
     assert result.status == "complete"
     assert waits[0] >= len(EVENTS)

@@ -48,7 +48,7 @@ def request(name: str) -> dict[str, Any]:
     return loaded
 
 
-def captured(name: str) -> tuple[list[chunkwise.Event], chunkwise.CompletionResult]:
+def captured(name: str) -> tuple[list[chunkwise.Event], chunkwise.completions.Result]:
     return parse_completion([(LLAMA / f"completions_{name}.sse").read_bytes()])
 
 
@@ -62,7 +62,7 @@ def logprob_tokens(logprobs: Any) -> list[tuple[str, list[str]]] | None:
     ]
 
 
-def view(result: chunkwise.CompletionResult) -> dict[str, Any]:
+def view(result: chunkwise.completions.Result) -> dict[str, Any]:
     """Everything a result says that does not change from run to run."""
     assert result.id is not None and result.id.startswith("chatcmpl-")
     assert result.created is not None and result.system_fingerprint is not None
@@ -88,7 +88,7 @@ def view(result: chunkwise.CompletionResult) -> dict[str, Any]:
 async def test_complete_completion_gives_the_captured_result(
     endpoint: chunkwise.Endpoint, name: str
 ) -> None:
-    result = await chunkwise.complete_completion(endpoint, request(name))
+    result = await chunkwise.completions.complete(endpoint, request(name))
     _, expected = captured(name)
     assert view(result) == view(expected)
 
@@ -103,7 +103,7 @@ async def test_subscribers_get_the_captured_events(endpoint: chunkwise.Endpoint)
     everything: list[chunkwise.Event] = []
     text: list[chunkwise.Event] = []
     lifecycle: list[chunkwise.Event] = []
-    async with chunkwise.open_completion_stream(endpoint, request("text")) as stream:
+    async with chunkwise.completions.open_stream(endpoint, request("text")) as stream:
         assert stream.status_code == 200
         assert stream.headers["content-type"] == "text/event-stream"
         stream.start_soon(drain, stream.subscribe(), everything)
@@ -115,20 +115,25 @@ async def test_subscribers_get_the_captured_events(endpoint: chunkwise.Endpoint)
     assert result.text == SENTENCE
     assert view(result) == view(expected)
     started, *rest = everything
-    assert isinstance(started, chunkwise.ResponseStarted) and started.status_code == 200
+    assert isinstance(started, chunkwise.HeadReceived) and started.status_code == 200
     # The parser's events, as the sans-IO parse of the capture gives them, but
     # for the results they carry (ids and timestamps differ).
     assert [type(e) for e in rest] == [type(e) for e in expected_events]
-    deltas = [e for e in rest if isinstance(e, chunkwise.TextDelta)]
-    assert deltas == [e for e in expected_events if isinstance(e, chunkwise.TextDelta)]
+    deltas = [e for e in rest if isinstance(e, chunkwise.completions.TextDelta)]
+    assert deltas == [e for e in expected_events if isinstance(e, chunkwise.completions.TextDelta)]
     assert text == [
         e
         for e in rest
-        if isinstance(e, chunkwise.TextDelta | chunkwise.ChoiceFinished | chunkwise.StreamCompleted)
+        if isinstance(
+            e,
+            chunkwise.completions.TextDelta
+            | chunkwise.chat.ChoiceFinished
+            | chunkwise.StreamCompleted,
+        )
     ]
     assert "".join(e.text for e in deltas) == SENTENCE
     assert [type(e) for e in lifecycle] == [
-        chunkwise.ResponseStarted,
+        chunkwise.HeadReceived,
         chunkwise.UsageReported,
         chunkwise.StreamCompleted,
     ]
@@ -136,15 +141,15 @@ async def test_subscribers_get_the_captured_events(endpoint: chunkwise.Endpoint)
 
 
 async def test_several_prompts_stream_in_parallel(endpoint: chunkwise.Endpoint) -> None:
-    async with chunkwise.open_completion_stream(endpoint, request("prompts")) as stream:
+    async with chunkwise.completions.open_stream(endpoint, request("prompts")) as stream:
         events = [event async for event in stream]
     result = stream.snapshot
     assert result.status == "complete"
     assert [c.index for c in result.choices] == [0, 1]
     for index in (0, 1):
-        deltas = [e for e in events if isinstance(e, chunkwise.TextDelta)]
+        deltas = [e for e in events if isinstance(e, chunkwise.completions.TextDelta)]
         assert "".join(e.text for e in deltas if e.choice_index == index) == "Hello world!\nThe"
-    finished = [e for e in events if isinstance(e, chunkwise.ChoiceFinished)]
+    finished = [e for e in events if isinstance(e, chunkwise.chat.ChoiceFinished)]
     assert sorted((e.choice_index, e.finish_reason) for e in finished) == [
         (0, "length"),
         (1, "length"),
@@ -157,7 +162,7 @@ async def test_several_prompts_stream_in_parallel(endpoint: chunkwise.Endpoint) 
 
 
 async def test_mid_stream_error(endpoint: chunkwise.Endpoint) -> None:
-    async with chunkwise.open_completion_stream(endpoint, request("error_mid_stream")) as stream:
+    async with chunkwise.completions.open_stream(endpoint, request("error_mid_stream")) as stream:
         assert stream.status_code == 200
         events = [event async for event in stream]
     result = stream.snapshot
@@ -165,7 +170,7 @@ async def test_mid_stream_error(endpoint: chunkwise.Endpoint) -> None:
     error = result.server_error
     assert error is not None
     assert (error.message, error.code) == ("context shift cannot be used for shared prompt", 500)
-    assert [e for e in events if isinstance(e, chunkwise.TextDelta)]
+    assert [e for e in events if isinstance(e, chunkwise.completions.TextDelta)]
     failed = events[-1]
     assert isinstance(failed, chunkwise.StreamFailed) and failed.error is error
 
@@ -175,7 +180,7 @@ async def test_a_prompt_longer_than_the_slot_is_an_http_error(
 ) -> None:
     expected = json.loads((LLAMA / "completions_context_exceeded.json").read_bytes())["error"]
     with pytest.raises(chunkwise.HTTPStatusError) as raised:
-        async with chunkwise.open_completion_stream(endpoint, request("context_exceeded")):
+        async with chunkwise.completions.open_stream(endpoint, request("context_exceeded")):
             pytest.fail("no stream expected")  # pragma: no cover
     assert raised.value.status_code == expected["code"]
     error = raised.value.error

@@ -44,9 +44,9 @@ SENTENCE = (
 )
 #: The "choice" family's events in a text stream (the terminal event reaches everyone).
 TEXT_FAMILY = (
-    chunkwise.OutputItemAdded,
-    chunkwise.OutputTextDelta,
-    chunkwise.OutputItemDone,
+    chunkwise.responses.OutputItemAdded,
+    chunkwise.responses.TextDelta,
+    chunkwise.responses.OutputItemDone,
     chunkwise.StreamCompleted,
 )
 _IDS = re.compile(r"\b(resp|msg|fc|call)_[A-Za-z0-9]+")
@@ -60,10 +60,10 @@ def request(name: str) -> dict[str, Any]:
     return loaded
 
 
-def captured(name: str) -> tuple[list[chunkwise.Event], chunkwise.ResponseResult]:
+def captured(name: str) -> tuple[list[chunkwise.Event], chunkwise.responses.Result]:
     """The captured stream's events and result, parsed as the live request's stream is."""
     sent = request(name)
-    parser = chunkwise.ResponseStreamParser(
+    parser = chunkwise.responses.Parser(
         tools=sent.get("tools"), max_output_tokens=sent.get("max_output_tokens")
     )
     events = parser.feed((LLAMA / f"responses_{name}.sse").read_bytes())
@@ -76,7 +76,7 @@ def without_ids(value: object) -> str:
     return _CREATED.sub("created_at=T", _IDS.sub(r"\1_X", repr(value)))
 
 
-def view(result: chunkwise.ResponseResult) -> dict[str, Any]:
+def view(result: chunkwise.responses.Result) -> dict[str, Any]:
     """Everything a result says that does not change from run to run."""
     for item in result.output:
         assert item.id is not None
@@ -99,7 +99,7 @@ def view(result: chunkwise.ResponseResult) -> dict[str, Any]:
     }
 
 
-def attrs_without_data(item: chunkwise.OutputItem) -> tuple[Any, ...]:
+def attrs_without_data(item: chunkwise.responses.OutputItem) -> tuple[Any, ...]:
     call = item.call
     return (
         item.index,
@@ -118,7 +118,7 @@ def attrs_without_data(item: chunkwise.OutputItem) -> tuple[Any, ...]:
 async def test_complete_response_gives_the_captured_result(
     endpoint: chunkwise.Endpoint, name: str
 ) -> None:
-    result = await chunkwise.complete_response(endpoint, request(name))
+    result = await chunkwise.responses.complete(endpoint, request(name))
     _, expected = captured(name)
     assert view(result) == view(expected)
 
@@ -133,7 +133,7 @@ async def test_subscribers_get_the_captured_events(endpoint: chunkwise.Endpoint)
     everything: list[chunkwise.Event] = []
     text: list[chunkwise.Event] = []
     lifecycle: list[chunkwise.Event] = []
-    async with chunkwise.open_response_stream(endpoint, request("text")) as stream:
+    async with chunkwise.responses.open_stream(endpoint, request("text")) as stream:
         assert stream.status_code == 200
         assert stream.headers["content-type"] == "text/event-stream"
         stream.start_soon(drain, stream.subscribe(), everything)
@@ -147,16 +147,16 @@ async def test_subscribers_get_the_captured_events(endpoint: chunkwise.Endpoint)
     # The parser's events, as the sans-IO parse of the capture gives them
     # (after the transport's ResponseStarted).
     started, *rest = everything
-    assert isinstance(started, chunkwise.ResponseStarted) and started.status_code == 200
+    assert isinstance(started, chunkwise.HeadReceived) and started.status_code == 200
     # The terminal events' results differ in their timings (measured live,
     # None in a sans-IO parse): their contents are compared by view() above.
     assert [without_ids(e) for e in rest[:-1]] == [without_ids(e) for e in expected_events[:-1]]
     assert type(rest[-1]) is type(expected_events[-1])
     assert text == [e for e in rest if isinstance(e, TEXT_FAMILY)]
-    assert "".join(e.text for e in text if isinstance(e, chunkwise.OutputTextDelta)) == SENTENCE
+    assert "".join(e.text for e in text if isinstance(e, chunkwise.responses.TextDelta)) == SENTENCE
     assert [type(e) for e in lifecycle] == [
-        chunkwise.ResponseStarted,
-        chunkwise.ResponseStatusChanged,
+        chunkwise.HeadReceived,
+        chunkwise.responses.StatusChanged,
         chunkwise.UsageReported,
         chunkwise.StreamCompleted,
     ]
@@ -165,7 +165,7 @@ async def test_subscribers_get_the_captured_events(endpoint: chunkwise.Endpoint)
 
 async def test_tool_call_subscriber(endpoint: chunkwise.Endpoint) -> None:
     calls: list[chunkwise.Event] = []
-    async with chunkwise.open_response_stream(endpoint, request("tool")) as stream:
+    async with chunkwise.responses.open_stream(endpoint, request("tool")) as stream:
         stream.start_soon(drain, stream.subscribe("tool_call"), calls)
         result = await stream.result()
 
@@ -174,17 +174,17 @@ async def test_tool_call_subscriber(endpoint: chunkwise.Endpoint) -> None:
     assert call.parse_arguments() == {"city": "Zürich"}
     assert call.call_id is not None and call.call_id.startswith("call_")
     started, *fragments, completed, terminal = calls
-    assert isinstance(started, chunkwise.FunctionCallStarted)
+    assert isinstance(started, chunkwise.responses.ToolCallStarted)
     assert (started.call_id, started.name) == (call.call_id, "get_weather")
     assert [
-        e.fragment for e in fragments if isinstance(e, chunkwise.FunctionCallArgumentsDelta)
+        e.fragment for e in fragments if isinstance(e, chunkwise.responses.ToolCallArgumentsDelta)
     ] == ['{"', "city", '": "', "Zürich", '"}']
-    assert isinstance(completed, chunkwise.FunctionCallCompleted) and completed.call is call
+    assert isinstance(completed, chunkwise.responses.ToolCallCompleted) and completed.call is call
     assert isinstance(terminal, chunkwise.StreamCompleted) and terminal.result is result
 
 
 async def test_max_output_tokens_reached(endpoint: chunkwise.Endpoint) -> None:
-    async with chunkwise.open_response_stream(endpoint, request("max_output_tokens")) as stream:
+    async with chunkwise.responses.open_stream(endpoint, request("max_output_tokens")) as stream:
         events = [event async for event in stream]
     result = stream.snapshot
     assert result.status == "complete" and result.response_status == "completed"
@@ -195,7 +195,7 @@ async def test_max_output_tokens_reached(endpoint: chunkwise.Endpoint) -> None:
 
 
 async def test_mid_stream_error(endpoint: chunkwise.Endpoint) -> None:
-    async with chunkwise.open_response_stream(endpoint, request("error_mid_stream")) as stream:
+    async with chunkwise.responses.open_stream(endpoint, request("error_mid_stream")) as stream:
         assert stream.status_code == 200
         events = [event async for event in stream]
     result = stream.snapshot
@@ -219,7 +219,7 @@ async def test_errors_before_streaming_are_http_errors(
     endpoint: chunkwise.Endpoint, extra: dict[str, Any], status: int, message: str
 ) -> None:
     with pytest.raises(chunkwise.HTTPStatusError) as raised:
-        async with chunkwise.open_response_stream(endpoint, {**request("text"), **extra}):
+        async with chunkwise.responses.open_stream(endpoint, {**request("text"), **extra}):
             pytest.fail("no stream expected")  # pragma: no cover
     assert raised.value.status_code == status
     assert raised.value.error is not None and message in raised.value.error.message

@@ -93,7 +93,7 @@ def test_generated_stream_reconstructs_exactly(
         deltas = [
             e.text
             for e in events
-            if isinstance(e, chunkwise.ContentDelta) and e.choice_index == index
+            if isinstance(e, chunkwise.chat.TextDelta) and e.choice_index == index
         ]
         assert "".join(deltas) == want["content"]
 
@@ -110,10 +110,10 @@ def test_fixed_size_reads_match_one_read(
 @settings(max_examples=300, deadline=None)
 @given(chunks=st.lists(chunk_values, max_size=6))
 def test_arbitrary_json_shaped_chunks_never_raise(chunks: list[dict[str, Any]]) -> None:
-    acc = chunkwise.ChatAccumulator()
+    acc = chunkwise.chat.Accumulator()
     events: list[chunkwise.Event] = []
     for c in chunks:
-        events += acc.feed_chunk(c)
+        events += acc.feed(c)
         snapshot = acc.result  # readable at any time
         assert snapshot.status in ("streaming", "failed", "complete", "incomplete")
     events += acc.end()
@@ -170,14 +170,14 @@ def rich_chunks(draw: st.DrawFn) -> list[dict[str, Any]]:
 def _feed_and_snapshot(chunks: list[dict[str, Any]], as_bytes: bool) -> list[tuple[Any, Any]]:
     """Feed the chunks one by one; after each, the snapshot and the events, with deep copies."""
     handed_out: list[tuple[Any, Any]] = []
-    parser = chunkwise.ChatStreamParser()
-    accumulator = chunkwise.ChatAccumulator()
+    parser = chunkwise.chat.Parser()
+    accumulator = chunkwise.chat.Accumulator()
     for c in chunks:
         if as_bytes:
             events = parser.feed(f"data: {json.dumps(c)}\n\n".encode())
             snapshot = parser.result
         else:
-            events = accumulator.feed_chunk(c)
+            events = accumulator.feed(c)
             snapshot = accumulator.result
         handed_out.append(((snapshot, events), copy.deepcopy((snapshot, events))))
     events = parser.end() if as_bytes else accumulator.end()
@@ -264,7 +264,7 @@ def test_a_later_null_logprobs_list_never_wipes_the_lists_merged_so_far(
         lines.append(f"data: {json.dumps({'id': 'x', 'choices': [choice]})}\n\n")
     lines.append('data: {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}\n\n')
     body = "".join(lines).encode()
-    parser = chunkwise.ChatStreamParser()
+    parser = chunkwise.chat.Parser()
     for read in split_at(body, cuts):
         parser.feed(read)
         if read_midway:  # a snapshot holds the lists: the next merge copies them first

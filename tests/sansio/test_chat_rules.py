@@ -10,19 +10,13 @@ import pytest
 import chunkwise
 from chunkwise import (
     AnomalyDetected,
-    ChoiceFinished,
-    ContentDelta,
     IncompleteReason,
-    ReasoningDelta,
-    RefusalDelta,
     StreamCompleted,
     StreamErrorReceived,
     StreamFailed,
     StreamIncomplete,
-    ToolCallArgumentsDelta,
-    ToolCallCompleted,
-    ToolCallStarted,
     UsageReported,
+    chat,
 )
 from helpers import accumulate, byte_reads, choice, chunk, parse_chat, split_at, sse, terminal, tool
 
@@ -35,7 +29,7 @@ def test_content_is_appended_exactly_without_trimming_or_separators() -> None:
     chunks.append(chunk(choice(finish_reason="stop")))
     events, result = accumulate(chunks)
     assert result.choice(0).content == " Hello,  world \n!\t"
-    assert [e.text for e in events if isinstance(e, ContentDelta)] == [p for p in pieces if p]
+    assert [e.text for e in events if isinstance(e, chat.TextDelta)] == [p for p in pieces if p]
 
 
 def test_role_only_null_and_empty_deltas_emit_nothing() -> None:
@@ -106,7 +100,12 @@ def test_refusal_and_reasoning_fields_stream_separately() -> None:
     c = result.choice(0)
     assert (c.reasoning, c.refusal, c.content) == ("think more", "I can't", "ok")
     kinds = [type(e) for e in events]
-    assert kinds[:4] == [ReasoningDelta, ReasoningDelta, RefusalDelta, ContentDelta]
+    assert kinds[:4] == [
+        chat.ReasoningDelta,
+        chat.ReasoningDelta,
+        chat.RefusalDelta,
+        chat.TextDelta,
+    ]
 
 
 def test_reasoning_content_and_reasoning_in_one_delta_are_not_doubled() -> None:
@@ -150,7 +149,7 @@ def test_empty_choices_chunk_carries_usage_not_a_completion() -> None:
 def test_finish_reason_is_kept_as_sent(reason: str) -> None:
     events, result = accumulate([chunk(choice(content="x", finish_reason=reason))])
     assert result.choice(0).finish_reason == reason
-    assert ChoiceFinished(choice_index=0, finish_reason=reason) in events
+    assert chat.ChoiceFinished(choice_index=0, finish_reason=reason) in events
     assert result.status == "complete"
 
 
@@ -234,7 +233,7 @@ def test_done_without_finish_reason_is_complete_with_one_anomaly_per_choice() ->
         ("missing finish_reason", 0),
         ("missing finish_reason", 1),
     ]
-    assert not any(isinstance(e, ChoiceFinished) for e in events)
+    assert not any(isinstance(e, chat.ChoiceFinished) for e in events)
     assert isinstance(terminal(events), StreamCompleted)
 
 
@@ -285,11 +284,11 @@ def test_done_is_an_exact_match(data: bytes) -> None:
     _, result = parse_chat([data])
     assert not result.done_received
     assert result.status == "failed"
-    assert isinstance(result.error, chunkwise.InvalidChunk)
+    assert isinstance(result.error, chunkwise.errors.InvalidChunk)
 
 
 def test_exactly_one_terminal_event_even_when_end_is_called_twice() -> None:
-    parser = chunkwise.ChatStreamParser()
+    parser = chunkwise.chat.Parser()
     events = parser.feed(sse(chunk(choice(content="x", finish_reason="stop"))))
     events += parser.end()
     events += parser.end()
@@ -299,7 +298,7 @@ def test_exactly_one_terminal_event_even_when_end_is_called_twice() -> None:
 
 
 def test_result_is_readable_mid_stream_and_says_streaming() -> None:
-    parser = chunkwise.ChatStreamParser()
+    parser = chunkwise.chat.Parser()
     parser.feed(sse(chunk(choice(content="hel")), done=False))
     assert parser.result.status == "streaming"
     assert parser.result.content == "hel"
@@ -431,8 +430,8 @@ def test_finish_reason_error_next_to_an_error_object_keeps_both() -> None:
     assert error is not None
     assert (error.message, error.code) == ("Provider returned error", 502)
     kinds = [type(e) for e in events]
-    assert kinds[-3:] == [ChoiceFinished, StreamErrorReceived, StreamFailed]
-    assert events[-3] == ChoiceFinished(choice_index=0, finish_reason="error")
+    assert kinds[-3:] == [chat.ChoiceFinished, StreamErrorReceived, StreamFailed]
+    assert events[-3] == chat.ChoiceFinished(choice_index=0, finish_reason="error")
     assert terminal(events) == StreamFailed(result=result, error=error)
 
 
@@ -472,11 +471,11 @@ def test_tool_call_fragments_are_concatenated_and_parsed_when_the_choice_finishe
     )
     assert call.parse_arguments() == {"city": "Paris"}
     assert [type(e) for e in events] == [
-        ToolCallStarted,
-        ToolCallArgumentsDelta,
-        ToolCallArgumentsDelta,
-        ToolCallCompleted,
-        ChoiceFinished,
+        chat.ToolCallStarted,
+        chat.ToolCallArgumentsDelta,
+        chat.ToolCallArgumentsDelta,
+        chat.ToolCallCompleted,
+        chat.ChoiceFinished,
         StreamCompleted,
     ]
 
@@ -615,7 +614,7 @@ def test_tool_call_completed_once_even_if_finish_arrives_twice() -> None:
             chunk(choice(finish_reason="tool_calls")),
         ]
     )
-    assert sum(isinstance(e, ToolCallCompleted) for e in events) == 1
+    assert sum(isinstance(e, chat.ToolCallCompleted) for e in events) == 1
 
 
 def test_unfinished_tool_call_is_completed_at_end_of_stream_and_marked() -> None:
@@ -633,7 +632,7 @@ def test_unfinished_tool_call_is_completed_at_end_of_stream_and_marked() -> None
     assert isinstance(call.error, chunkwise.ToolArgumentsError)
     assert "ended before the call finished" in str(call.error)
     assert result.status == "incomplete"
-    completed = [e for e in events if isinstance(e, ToolCallCompleted)]
+    completed = [e for e in events if isinstance(e, chat.ToolCallCompleted)]
     assert len(completed) == 1
     assert events.index(completed[0]) < len(events) - 1
 
@@ -654,8 +653,8 @@ def test_invalid_tool_arguments_give_a_typed_error_keeping_raw_text() -> None:
 
 
 def test_tool_call_snapshot_mid_stream_parses_on_demand() -> None:
-    acc = chunkwise.ChatAccumulator()
-    acc.feed_chunk(chunk(choice(tool_calls=[tool(0, id="a", name="f", arguments="[1]")])))
+    acc = chunkwise.chat.Accumulator()
+    acc.feed(chunk(choice(tool_calls=[tool(0, id="a", name="f", arguments="[1]")])))
     (call,) = acc.result.choice(0).tool_calls
     assert not call.completed
     assert call.parse_arguments() == [1]
@@ -689,7 +688,7 @@ def test_tool_arguments_sent_as_a_json_value_are_kept_as_compact_json_text(
     assert got.parse_arguments() == arguments
     patches = chunkwise.PartialJSON().feed(text)  # the arguments' live value, whole at once
     assert (
-        ToolCallArgumentsDelta(choice_index=0, tool_index=0, fragment=text, patches=patches)
+        chat.ToolCallArgumentsDelta(choice_index=0, tool_index=0, fragment=text, patches=patches)
         in events
     )
     assert [a.kind for a in result.anomalies] == ["non-string arguments"]
@@ -706,7 +705,7 @@ def test_null_tool_arguments_are_nothing_and_no_anomaly() -> None:
         ]
     )
     assert result.choice(0).tool_calls[0].arguments == "{}"
-    assert [e.fragment for e in events if isinstance(e, ToolCallArgumentsDelta)] == ["{}"]
+    assert [e.fragment for e in events if isinstance(e, chat.ToolCallArgumentsDelta)] == ["{}"]
     assert not result.anomalies
 
 
@@ -717,7 +716,7 @@ def test_invalid_json_fails_with_typed_error_and_keeps_what_came_before() -> Non
     body = sse(chunk(choice(content="kept")), done=False) + b"data: {not json\n\n"
     events, result = parse_chat([body])
     assert result.status == "failed"
-    assert isinstance(result.error, chunkwise.InvalidChunk)
+    assert isinstance(result.error, chunkwise.errors.InvalidChunk)
     assert result.error.data == "{not json"
     assert result.choice(0).content == "kept"
     assert isinstance(terminal(events), StreamFailed)
@@ -738,7 +737,7 @@ def test_invalid_json_fails_with_typed_error_and_keeps_what_came_before() -> Non
 def test_ill_shaped_chunks_fail_with_invalid_chunk(data: bytes, message: str) -> None:
     prefix = sse(chunk(choice(content="kept")), done=False)
     events, result = parse_chat([prefix + data])
-    assert isinstance(result.error, chunkwise.InvalidChunk)
+    assert isinstance(result.error, chunkwise.errors.InvalidChunk)
     assert isinstance(result.error, chunkwise.RemoteProtocolError)
     assert message in str(result.error)
     assert result.choice(0).content == "kept"
@@ -766,7 +765,7 @@ def test_json_the_parser_cannot_take_fails_with_invalid_chunk_keeping_earlier_ou
     body = prefix + b"data: " + data + b"\n\n"
     for reads in ([body], [body[:100], body[100:]]):
         events, result = parse_chat(reads)
-        assert isinstance(result.error, chunkwise.InvalidChunk)
+        assert isinstance(result.error, chunkwise.errors.InvalidChunk)
         assert message in str(result.error)
         assert result.error.data == data[:2000].decode()
         assert result.content == "kept"
@@ -813,20 +812,20 @@ def test_invalid_utf8_is_replaced_never_raised() -> None:
 def test_oversized_event_fails_with_event_too_large_keeping_earlier_output() -> None:
     head = sse(chunk(choice(content="kept")), done=False)
     huge = b"data: " + b"x" * 5000
-    parser = chunkwise.ChatStreamParser(max_event_size=1000)
+    parser = chunkwise.chat.Parser(max_event_size=1000)
     events = parser.feed(head)
     for i in range(0, len(huge), 100):
         events += parser.feed(huge[i : i + 100])
     events += parser.end()
-    assert isinstance(parser.result.error, chunkwise.EventTooLarge)
+    assert isinstance(parser.result.error, chunkwise.errors.EventTooLarge)
     assert parser.result.content == "kept"
     assert isinstance(terminal(events), StreamFailed)
 
 
 def test_feed_chunk_rejects_a_non_mapping_as_failure() -> None:
-    acc = chunkwise.ChatAccumulator()
-    events = acc.feed_chunk([1, 2])  # type: ignore[arg-type]
-    assert isinstance(acc.result.error, chunkwise.InvalidChunk)
+    acc = chunkwise.chat.Accumulator()
+    events = acc.feed([1, 2])  # type: ignore[arg-type]
+    assert isinstance(acc.result.error, chunkwise.errors.InvalidChunk)
     assert isinstance(events[-1], StreamFailed)
 
 
@@ -979,7 +978,7 @@ def bare(**delta: Any) -> dict[str, Any]:
     return {"index": 0, "delta": delta}
 
 
-def view(events: list[chunkwise.Event], result: chunkwise.ChatResult) -> dict[str, Any]:
+def view(events: list[chunkwise.Event], result: chunkwise.chat.Result) -> dict[str, Any]:
     """What a row of :data:`WILD_SHAPES` checks: the result and the events that matter."""
     error = result.error
     return {
@@ -997,12 +996,12 @@ def view(events: list[chunkwise.Event], result: chunkwise.ChatResult) -> dict[st
         "events": [
             type(e).__name__
             for e in events
-            if not isinstance(e, (ContentDelta, ReasoningDelta, ToolCallArgumentsDelta))
+            if not isinstance(e, (chat.TextDelta, chat.ReasoningDelta, chat.ToolCallArgumentsDelta))
         ],
         "text": [
             (type(e).__name__, e.text)
             for e in events
-            if isinstance(e, (ContentDelta, ReasoningDelta))
+            if isinstance(e, (chat.TextDelta, chat.ReasoningDelta))
         ],
         "usage": result.usage,
     }
@@ -1030,8 +1029,8 @@ WILD_SHAPES: dict[str, tuple[bytes, dict[str, Any]]] = {
             "text": [
                 ("ReasoningDelta", "Count the r"),
                 ("ReasoningDelta", "s: three."),
-                ("ContentDelta", "There are "),
-                ("ContentDelta", "3."),
+                ("TextDelta", "There are "),
+                ("TextDelta", "3."),
             ],
             "usage": USAGE,
         },
@@ -1058,10 +1057,10 @@ WILD_SHAPES: dict[str, tuple[bytes, dict[str, Any]]] = {
             "events": ["ChoiceFinished", "StreamCompleted"],
             "text": [
                 ("ReasoningDelta", "Hm"),
-                ("ContentDelta", "A"),
-                ("ContentDelta", "B"),
+                ("TextDelta", "A"),
+                ("TextDelta", "B"),
                 ("ReasoningDelta", "ok"),
-                ("ContentDelta", "C"),
+                ("TextDelta", "C"),
             ],
             "usage": None,
         },
@@ -1081,7 +1080,7 @@ WILD_SHAPES: dict[str, tuple[bytes, dict[str, Any]]] = {
             "anomalies": [("unknown content part", 0, 3)],
             "error": None,
             "events": ["AnomalyDetected", "ChoiceFinished", "StreamCompleted"],
-            "text": [("ContentDelta", "See "), ("ContentDelta", "[1]")],
+            "text": [("TextDelta", "See "), ("TextDelta", "[1]")],
             "usage": None,
         },
     ),
@@ -1100,7 +1099,7 @@ WILD_SHAPES: dict[str, tuple[bytes, dict[str, Any]]] = {
             "anomalies": [("missing finish_reason", 0, 1)],
             "error": None,
             "events": ["UsageReported", "AnomalyDetected", "StreamCompleted"],
-            "text": [("ContentDelta", "Hel"), ("ContentDelta", "lo")],
+            "text": [("TextDelta", "Hel"), ("TextDelta", "lo")],
             "usage": USAGE,
         },
     ),
@@ -1141,7 +1140,7 @@ WILD_SHAPES: dict[str, tuple[bytes, dict[str, Any]]] = {
             "anomalies": [("missing finish_reason", 0, 1)],
             "error": None,
             "events": ["AnomalyDetected", "StreamCompleted"],
-            "text": [("ContentDelta", "Hi")],
+            "text": [("TextDelta", "Hi")],
             "usage": None,
         },
     ),
@@ -1161,7 +1160,7 @@ WILD_SHAPES: dict[str, tuple[bytes, dict[str, Any]]] = {
             "anomalies": [],
             "error": None,
             "events": ["ToolCallStarted", "UsageReported", "ToolCallCompleted", "StreamIncomplete"],
-            "text": [("ContentDelta", "Hel")],
+            "text": [("TextDelta", "Hel")],
             "usage": USAGE,
         },
     ),
@@ -1179,7 +1178,7 @@ WILD_SHAPES: dict[str, tuple[bytes, dict[str, Any]]] = {
             "anomalies": [],
             "error": ("StreamError", "upstream failed"),
             "events": ["StreamErrorReceived", "StreamFailed"],
-            "text": [("ContentDelta", "Hel")],
+            "text": [("TextDelta", "Hel")],
             "usage": None,
         },
     ),
@@ -1195,7 +1194,7 @@ WILD_SHAPES: dict[str, tuple[bytes, dict[str, Any]]] = {
             "anomalies": [],
             "error": ("StreamError", "overloaded"),
             "events": ["StreamErrorReceived", "StreamFailed"],
-            "text": [("ContentDelta", "Hel")],
+            "text": [("TextDelta", "Hel")],
             "usage": None,
         },
     ),
@@ -1211,7 +1210,7 @@ WILD_SHAPES: dict[str, tuple[bytes, dict[str, Any]]] = {
             "anomalies": [("data after [DONE]", None, 3)],
             "error": None,
             "events": ["ChoiceFinished", "StreamCompleted"],
-            "text": [("ContentDelta", "x")],
+            "text": [("TextDelta", "x")],
             "usage": None,
         },
     ),
@@ -1269,11 +1268,11 @@ def test_wild_shape_through_feed_chunk_gives_the_same_result(name: str) -> None:
     # feed_chunk cannot carry: [DONE] and the error event, through feed_data.
     body, _ = WILD_SHAPES[name]
     decoder = chunkwise.SSEDecoder(legacy_error_field=True)
-    accumulator = chunkwise.ChatAccumulator()
+    accumulator = chunkwise.chat.Accumulator()
     events: list[chunkwise.Event] = []
     for event in [*decoder.feed(body), *decoder.end()]:
         if event.event == "message" and event.data.startswith("{"):
-            events += accumulator.feed_chunk(json.loads(event.data))
+            events += accumulator.feed(json.loads(event.data))
         else:
             events += accumulator.feed_data(event.event, event.data)
     events += accumulator.end()

@@ -13,7 +13,7 @@ from helpers import RECORDINGS, load_vectors, parse_chat, pieces_of, split_at, t
 VECTORS = load_vectors()
 
 
-def reconstruction(result: chunkwise.ChatResult) -> dict[str, Any]:
+def reconstruction(result: chunkwise.chat.Result) -> dict[str, Any]:
     """The shape of a vector's ``expected`` section."""
     out: dict[str, Any] = {
         "choices": {
@@ -130,9 +130,9 @@ def test_recording_parallel_tool_calls_parse_into_two_calls() -> None:
     for call in calls:
         assert call.finished and call.completed and call.error is None
         assert isinstance(call.parse_arguments(), dict)
-    completed = [e for e in events if isinstance(e, chunkwise.ToolCallCompleted)]
+    completed = [e for e in events if isinstance(e, chunkwise.chat.ToolCallCompleted)]
     assert [e.tool_index for e in completed] == [0, 1]
-    finished = [e for e in events if isinstance(e, chunkwise.ChoiceFinished)]
+    finished = [e for e in events if isinstance(e, chunkwise.chat.ChoiceFinished)]
     assert events.index(completed[-1]) < events.index(finished[0])
 
 

@@ -11,7 +11,7 @@ non-empty ``finish_reason``, the last usage, logprob lists extended.
 * agreement: on every clean row of the rule table (and every two-way split
   of it), both give the same text, finish reasons, usage and logprobs;
 * layer 3 with SDK objects: the SDK's ``Completion`` chunks, passed through
-  ``model_dump(...)`` to :class:`chunkwise.CompletionAccumulator`, give the
+  ``model_dump(...)`` to :class:`chunkwise.completions.Accumulator`, give the
   same result as chunkwise's own parse of the bytes;
 * documented differences (``docs/differences.rst``): an error object mid
   stream (the SDK raises, the text only in the chunks a caller kept),
@@ -108,7 +108,7 @@ def sdk_view(chunks: Sequence[Any]) -> dict[str, Any]:
     return {"choices": choices, "usage": usage}
 
 
-def cw_view(result: chunkwise.CompletionResult) -> dict[str, Any]:
+def cw_view(result: chunkwise.completions.Result) -> dict[str, Any]:
     return {
         "choices": {
             choice.index: {
@@ -165,9 +165,9 @@ def test_sdk_and_chunkwise_agree(client: Any, name: str) -> None:
 def test_sdk_chunks_through_accumulator_match_byte_parse(client: Any, name: str, dump: str) -> None:
     body = AGREEING[name]
     chunks, _ = run_sdk(client, [body])
-    accumulator = chunkwise.CompletionAccumulator()
+    accumulator = chunkwise.completions.Accumulator()
     for chunk in chunks:
-        accumulator.feed_chunk(
+        accumulator.feed(
             chunk.model_dump(exclude_unset=True) if dump == "exclude_unset" else chunk.model_dump()
         )
     accumulator.end()

@@ -22,12 +22,12 @@ from hypothesis import strategies as st
 
 import chunkwise
 from chunkwise import (
-    ChoiceFinished,
     StreamCompleted,
     StreamFailed,
     StreamIncomplete,
-    TextDelta,
     UsageReported,
+    chat,
+    completions,
 )
 from chunkwise._fanout import family_of
 from helpers import (
@@ -278,11 +278,11 @@ ROWS = [
 BY_NAME = {row.name: row for row in ROWS}
 
 
-def texts(result: chunkwise.CompletionResult) -> dict[int, str]:
+def texts(result: chunkwise.completions.Result) -> dict[int, str]:
     return {choice.index: choice.text for choice in result.choices}
 
 
-def check(row: Row, events: list[chunkwise.Event], result: chunkwise.CompletionResult) -> None:
+def check(row: Row, events: list[chunkwise.Event], result: chunkwise.completions.Result) -> None:
     last = terminal(events)
     assert isinstance(last, StreamCompleted | StreamIncomplete | StreamFailed)
     assert result.status == row.status, result
@@ -304,7 +304,7 @@ def check(row: Row, events: list[chunkwise.Event], result: chunkwise.CompletionR
     # Deltas add up to the result's text, choice by choice.
     streamed: dict[int, str] = {}
     for event in events:
-        if type(event) is TextDelta:
+        if type(event) is completions.TextDelta:
             assert event.text
             streamed[event.choice_index] = streamed.get(event.choice_index, "") + event.text
     assert streamed == {i: t for i, t in row.text.items() if t}
@@ -355,9 +355,9 @@ def test_logprobs_kept_as_sent_and_merged_by_extending(
         c(text_choice("Hel", logprobs=first)),
         c(text_choice("lo", logprobs=second, finish_reason="stop")),
     )
-    parser = chunkwise.CompletionStreamParser()
+    parser = chunkwise.completions.Parser()
     middle = parser.feed(body[: body.index(b"\n\n") + 2])
-    assert [type(e) for e in middle] == [TextDelta]
+    assert [type(e) for e in middle] == [completions.TextDelta]
     snapshot = parser.result
     held = copy.deepcopy(snapshot)
     parser.feed(body[body.index(b"\n\n") + 2 :])
@@ -454,9 +454,9 @@ def test_accumulator_fed_decoded_chunks_agrees_with_the_parser(row: Row) -> None
 
 
 def test_feed_chunk_copies_what_it_keeps() -> None:
-    accumulator = chunkwise.CompletionAccumulator()
+    accumulator = chunkwise.completions.Accumulator()
     chunk = c(text_choice("a", logprobs={"tokens": ["a"]}), usage=dict(USAGE))
-    accumulator.feed_chunk(chunk)
+    accumulator.feed(chunk)
     chunk["usage"]["total_tokens"] = 99
     chunk["choices"][0]["logprobs"]["tokens"].append("b")
     assert accumulator.result.usage == USAGE
@@ -464,17 +464,17 @@ def test_feed_chunk_copies_what_it_keeps() -> None:
 
 
 def test_feed_chunk_rejects_a_non_mapping_with_a_typed_error() -> None:
-    accumulator = chunkwise.CompletionAccumulator()
-    accumulator.feed_chunk(c(text_choice("a")))
-    events = accumulator.feed_chunk([1])  # type: ignore[arg-type]
+    accumulator = chunkwise.completions.Accumulator()
+    accumulator.feed(c(text_choice("a")))
+    events = accumulator.feed([1])  # type: ignore[arg-type]
     assert type(events[-1]) is StreamFailed
-    assert isinstance(accumulator.result.error, chunkwise.InvalidChunk)
+    assert isinstance(accumulator.result.error, chunkwise.errors.InvalidChunk)
     assert accumulator.result.text == "a"
 
 
 def test_choice_finished_event_carries_the_raw_reason() -> None:
     events, _ = parse_completion([BY_NAME["several_prompts_and_n_interleaved"].body])
-    finished = [(e.choice_index, e.finish_reason) for e in events if type(e) is ChoiceFinished]
+    finished = [(e.choice_index, e.finish_reason) for e in events if type(e) is chat.ChoiceFinished]
     assert finished == [(0, "stop"), (3, "length"), (1, "eos")]
 
 
@@ -486,17 +486,17 @@ SSE_ROWS = [row for row in ROWS if b"\nerror:" not in b"\n" + row.body]
 def test_feed_event_with_decoded_sse_events_gives_the_parsers_result(row: Row) -> None:
     """The accumulator fed the SSE decoder's events agrees with the bytes parser."""
     decoder = chunkwise.SSEDecoder()
-    accumulator = chunkwise.CompletionAccumulator()
+    accumulator = chunkwise.completions.Accumulator()
     events: list[chunkwise.Event] = []
     for sse_event in [*decoder.feed(row.body), *decoder.end()]:
-        events += accumulator.feed_event(sse_event)
+        events += accumulator.feed_sse(sse_event)
     events += accumulator.end()
     _, parsed = parse_completion([row.body])
     assert accumulator.result == parsed
 
 
 def test_text_deltas_are_the_choice_family_and_not_chat_events() -> None:
-    delta = TextDelta(choice_index=0, text="x")
+    delta = completions.TextDelta(choice_index=0, text="x")
     assert family_of(delta) == "choice"
-    assert TextDelta not in typing.get_args(chunkwise.ChatEvent)
-    assert TextDelta in typing.get_args(chunkwise.CompletionEvent)
+    assert completions.TextDelta not in typing.get_args(chunkwise.chat.Event)
+    assert completions.TextDelta in typing.get_args(chunkwise.completions.Event)

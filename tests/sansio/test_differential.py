@@ -14,8 +14,8 @@ Three groups of tests:
   the SDK handles correctly, both give the same content, refusal, reasoning,
   tool calls, finish reasons and usage, choice by choice;
 * layer 3 with SDK objects: the SDK's decoded chunks, passed through
-  ``chunk.model_dump(...)`` to :class:`chunkwise.ChatAccumulator`, give the same
-  :class:`chunkwise.ChatResult` as chunkwise's own parse of the bytes;
+  ``chunk.model_dump(...)`` to :class:`chunkwise.chat.Accumulator`, give the same
+  :class:`chunkwise.chat.Result` as chunkwise's own parse of the bytes;
 * documented differences (``docs/differences.rst``): each test feeds one
   stream to both and asserts what each does.  The SDK side records behaviour
   observed with openai 3.57.0; if a later SDK changes, the test says which
@@ -149,7 +149,7 @@ def sdk_view(snapshot: Any) -> dict[str, Any]:
     }
 
 
-def cw_view(result: chunkwise.ChatResult) -> dict[str, Any]:
+def cw_view(result: chunkwise.chat.Result) -> dict[str, Any]:
     return {
         "choices": {
             choice.index: {
@@ -286,12 +286,12 @@ def test_sdk_chunks_through_accumulator_match_byte_parse(client: Any, name: str,
     data = BODIES[name]
     _, want = parse_chat([data])
     sdk = run_sdk(client, [data])
-    acc = chunkwise.ChatAccumulator()
+    acc = chunkwise.chat.Accumulator()
     for sdk_chunk in sdk.chunks:
         if dump == "exclude_unset":
-            acc.feed_chunk(sdk_chunk.model_dump(exclude_unset=True))
+            acc.feed(sdk_chunk.model_dump(exclude_unset=True))
         else:
-            acc.feed_chunk(sdk_chunk.model_dump())
+            acc.feed(sdk_chunk.model_dump())
     if isinstance(sdk.error, openai.APIError):
         # The recipe of docs/sdk.rst: the SDK raises on an error payload.
         acc.fail(chunkwise.StreamError(sdk.error.message))
@@ -646,9 +646,9 @@ def test_event_larger_than_limit_sdk_buffers_it(client: Any) -> None:
     # SDK: no limit on an event's size.
     assert sdk.error is None
     assert sdk.final.choices[0].message.content == big
-    # chunkwise: a configurable bound (chunkwise.DEFAULT_MAX_EVENT_SIZE by default).
+    # chunkwise: a configurable bound (chunkwise.types.DEFAULT_MAX_EVENT_SIZE by default).
     assert result.status == "failed"
-    assert isinstance(result.error, chunkwise.EventTooLarge)
+    assert isinstance(result.error, chunkwise.errors.EventTooLarge)
     assert parse_chat([data])[1].content == big
 
 
@@ -663,7 +663,7 @@ def test_nan_in_a_chunk_sdk_accepts_it_chunkwise_fails_invalid_chunk(client: Any
     assert sdk.error is None
     # chunkwise: strict JSON only; a NaN would make the result unequal to itself.
     assert result.status == "failed"
-    assert isinstance(result.error, chunkwise.InvalidChunk)
+    assert isinstance(result.error, chunkwise.errors.InvalidChunk)
     assert result.content == "Hel"
 
 
@@ -710,9 +710,9 @@ def test_done_without_finish_reason_agrees_with_sdk(client: Any) -> None:
     # The SDK consumes [DONE]: from its chunks alone the accumulator cannot
     # tell the server's end from a cut body, unless told (docs/sdk.rst).
     for last in ("end", "[DONE]"):
-        acc = chunkwise.ChatAccumulator()
+        acc = chunkwise.chat.Accumulator()
         for sdk_chunk in sdk.chunks:
-            acc.feed_chunk(sdk_chunk.model_dump(exclude_unset=True))
+            acc.feed(sdk_chunk.model_dump(exclude_unset=True))
         if last == "end":
             acc.end()
             assert (acc.result.status, acc.result.reason) == ("incomplete", "unfinished")

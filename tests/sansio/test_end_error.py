@@ -47,39 +47,39 @@ def _response(*events: dict[str, Any], status: str | None = None) -> bytes:
 #: (parser, body, the status it ends with, whether the given error is then the result's error)
 CASES: dict[str, tuple[Parser, bytes, str, bool]] = {
     "chat cut": (
-        chunkwise.ChatStreamParser,
+        chunkwise.chat.Parser,
         sse(chunk(choice(content="Hi")), done=False),
         "incomplete",
         True,
     ),
     "completions cut": (
-        chunkwise.CompletionStreamParser,
+        chunkwise.completions.Parser,
         sse(completion_chunk(text_choice("Hi")), done=False),
         "incomplete",
         True,
     ),
     "responses completed": (
-        chunkwise.ResponseStreamParser,
+        chunkwise.responses.Parser,
         _response(*text_events(0, "msg_1", ["Hi"]), status="completed"),
         "complete",
         False,
     ),
     "responses cut": (
-        chunkwise.ResponseStreamParser,
+        chunkwise.responses.Parser,
         _response(*text_events(0, "msg_1", ["Hi"])[:3]),
         "incomplete",
         True,
     ),
-    "responses empty": (chunkwise.ResponseStreamParser, b"", "incomplete", True),
+    "responses empty": (chunkwise.responses.Parser, b"", "incomplete", True),
     # The server's own "incomplete" is its outcome, not something that stopped the stream.
     "responses server incomplete": (
-        chunkwise.ResponseStreamParser,
+        chunkwise.responses.Parser,
         _response(*text_events(0, "msg_1", ["Hi"]), status="incomplete"),
         "incomplete",
         False,
     ),
     "responses failed": (
-        chunkwise.ResponseStreamParser,
+        chunkwise.responses.Parser,
         _response(*text_events(0, "msg_1", ["Hi"])[:3], status="failed"),
         "failed",
         False,
@@ -115,7 +115,7 @@ def test_what_stopped_an_incomplete_stream_is_its_error(case: str, stopper: str 
 
 
 def test_an_error_given_to_an_ended_stream_changes_nothing() -> None:
-    parser = chunkwise.ChatStreamParser()
+    parser = chunkwise.chat.Parser()
     parser.feed(sse(chunk(choice(content="Hi")), done=False))
     parser.end()
     before = parser.result

@@ -19,7 +19,7 @@ import chunkwise
 from chunkwise import IncompleteReason, StreamCompleted, StreamFailed, StreamIncomplete
 from helpers import choice, chunk, completion_chunk, terminal, text_choice
 
-Accumulator = chunkwise.ChatAccumulator | chunkwise.CompletionAccumulator
+Accumulator = chunkwise.chat.Accumulator | chunkwise.completions.Accumulator
 
 
 @attrs.frozen
@@ -31,10 +31,10 @@ class Api:
 
 
 APIS = [
-    Api("chat", chunkwise.ChatAccumulator, lambda t, r: chunk(choice(0, r, content=t))),
+    Api("chat", chunkwise.chat.Accumulator, lambda t, r: chunk(choice(0, r, content=t))),
     Api(
         "completions",
-        chunkwise.CompletionAccumulator,
+        chunkwise.completions.Accumulator,
         lambda t, r: completion_chunk(text_choice(t, 0, r)),
     ),
 ]
@@ -76,7 +76,7 @@ ROWS = [
         "failed_by_invalid_chunk",
         lambda api: [api.piece("a", None), "{not json"],
         "failed",
-        own_error=chunkwise.InvalidChunk,
+        own_error=chunkwise.errors.InvalidChunk,
     ),
 ]
 
@@ -100,7 +100,7 @@ def run(
         if isinstance(item, str):
             events += accumulator.feed_data("", item)
         else:
-            events += accumulator.feed_chunk(item)
+            events += accumulator.feed(item)
     events += accumulator.end(reason, error=error)
     return events, accumulator.result
 
@@ -139,7 +139,7 @@ def test_end_keeps_an_outside_error_only_when_the_stream_is_incomplete(
 @pytest.mark.parametrize("api", APIS, ids=lambda api: api.name)
 def test_end_with_an_error_after_the_terminal_event_changes_nothing(api: Api) -> None:
     accumulator = api.new()
-    accumulator.feed_chunk(api.piece("a", None))
+    accumulator.feed(api.piece("a", None))
     accumulator.end()
     before = accumulator.result
     assert accumulator.end(IncompleteReason.IDLE_TIMEOUT, error=chunkwise.ConnectionLost("x")) == []

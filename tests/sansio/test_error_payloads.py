@@ -72,7 +72,7 @@ def _fields(error: object) -> Fields:
 
 
 def _stream_error(data: bytes) -> object:
-    parser = chunkwise.ChatStreamParser()
+    parser = chunkwise.chat.Parser()
     parser.feed(data)
     parser.end()
     return parser.result.error
@@ -193,9 +193,9 @@ def test_every_error_in_a_result_has_message_type_and_code(name: str) -> None:
     body = (CHAT_HEAD if api == "chat" else RESPONSE_HEAD) + tail
 
     def parse(reads: list[bytes]) -> tuple[list[chunkwise.Event], Any]:
-        parser: Any = (
-            chunkwise.ChatStreamParser if api == "chat" else chunkwise.ResponseStreamParser
-        )(max_event_size=1000)
+        parser: Any = (chunkwise.chat.Parser if api == "chat" else chunkwise.responses.Parser)(
+            max_event_size=1000
+        )
         events = [e for read in reads for e in parser.feed(read)]
         return events + parser.end(), parser.result
 
@@ -214,7 +214,7 @@ def test_every_error_in_a_result_has_message_type_and_code(name: str) -> None:
 
 
 def test_message_type_and_code_survive_a_copy_and_compare_by_value() -> None:
-    error = chunkwise.InvalidChunk("event data is not valid JSON", "{not")
+    error = chunkwise.errors.InvalidChunk("event data is not valid JSON", "{not")
     for twin in (copy.deepcopy(error), pickle.loads(pickle.dumps(error))):
         assert twin == error
         assert (twin.message, twin.type, twin.code, twin.data) == (

@@ -3,15 +3,7 @@
 from __future__ import annotations
 
 import chunkwise
-from chunkwise import (
-    ChoiceFinished,
-    ContentDelta,
-    StreamCompleted,
-    StreamIncomplete,
-    ToolCallArgumentsDelta,
-    ToolCallCompleted,
-    UsageReported,
-)
+from chunkwise import StreamCompleted, StreamIncomplete, UsageReported, chat
 from helpers import choice, chunk, parse_chat, split_at, sse, terminal, tool
 
 USAGE = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
@@ -32,7 +24,7 @@ def test_multibyte_character_and_event_delimiter_split_across_reads() -> None:
     assert any(r.endswith(b"\n") and not r.endswith(b"\n\n") for r in reads)
     events, result = parse_chat(reads)
     assert result.content == "Grüße 🌍 ok"
-    assert [e.text for e in events if isinstance(e, ContentDelta)] == ["Grüße 🌍", " ok"]
+    assert [e.text for e in events if isinstance(e, chat.TextDelta)] == ["Grüße 🌍", " ok"]
     assert "\ufffd" not in result.content
     assert (events, result) == parse_chat([body])
 
@@ -48,12 +40,12 @@ def test_several_events_in_one_read_with_comments_and_role_only_updates() -> Non
             chunk(choice(content=" two", finish_reason="stop")),
         )
     )
-    parser = chunkwise.ChatStreamParser()
+    parser = chunkwise.chat.Parser()
     events = parser.feed(body)  # everything in one read
     assert [type(e) for e in events] == [
-        ContentDelta,
-        ContentDelta,
-        ChoiceFinished,
+        chat.TextDelta,
+        chat.TextDelta,
+        chat.ChoiceFinished,
         StreamCompleted,
     ]
     assert parser.end() == []
@@ -82,14 +74,14 @@ def test_interleaved_arguments_of_two_parallel_tool_calls_then_usage_chunk() -> 
         ("call_b", "time", {"tz": "CET"}),
     ]
     fragments = [
-        (e.tool_index, e.fragment) for e in events if isinstance(e, ToolCallArgumentsDelta)
+        (e.tool_index, e.fragment) for e in events if isinstance(e, chat.ToolCallArgumentsDelta)
     ]
     assert fragments == [(0, '{"city"'), (1, '{"tz": '), (0, ': "Oslo"}'), (1, '"CET"}')]
     kinds = [type(e) for e in events]
     assert kinds[-5:] == [
-        ToolCallCompleted,
-        ToolCallCompleted,
-        ChoiceFinished,
+        chat.ToolCallCompleted,
+        chat.ToolCallCompleted,
+        chat.ChoiceFinished,
         UsageReported,
         StreamCompleted,
     ]
@@ -105,7 +97,7 @@ def test_disconnect_before_completion_leaves_partial_output_visibly_incomplete()
         chunk(choice(content="two", finish_reason="stop")),
     )
     cut = body.index(b"forty-") + 3  # the connection drops mid-event
-    parser = chunkwise.ChatStreamParser()
+    parser = chunkwise.chat.Parser()
     events = parser.feed(body[:cut])
     events += parser.end(chunkwise.IncompleteReason.CONNECTION_LOST)
     result = parser.result

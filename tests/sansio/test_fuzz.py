@@ -1,13 +1,13 @@
 """Fuzzing the sans-IO layers: what tests/test_sse_properties.py and
 tests/test_chat_properties.py do not already cover.
 
-* :class:`~chunkwise.ChatStreamParser` over arbitrary bytes (biased towards the
+* :class:`~chunkwise.chat.Parser` over arbitrary bytes (biased towards the
   tokens of a chat stream), cut into arbitrary reads: it never raises, every
   split gives the same events and result, one terminal event ends the events,
   and the deltas add up to the result.
 * JSON-shaped chunks (valid or not) written as an SSE body, cut into arbitrary
   reads: the same, and the bytes path agrees with feeding the same chunks to a
-  :class:`~chunkwise.ChatAccumulator` directly.
+  :class:`~chunkwise.chat.Accumulator` directly.
 * Memory is bounded: an endless event stops the parser after ``max_event_size``
   plus one read, and the peak allocation stays near that (tracemalloc).
 * A smoke run of the atheris harnesses in fuzz/ (their ``TestOneInput`` on a few
@@ -115,7 +115,7 @@ def test_parser_over_arbitrary_bytes_and_any_split(
     fuzz_parser.check(*whole, limit)
     assert parse_chat(split_at(body, cuts), max_event_size=limit) == whole
     assert parse_chat(byte_reads(body), max_event_size=limit) == whole
-    if whole[1].status == "failed" and isinstance(whole[1].error, chunkwise.EventTooLarge):
+    if whole[1].status == "failed" and isinstance(whole[1].error, chunkwise.errors.EventTooLarge):
         assert whole[1].error.limit == limit
 
 
@@ -139,17 +139,17 @@ def test_json_shaped_chunks_as_sse_any_split(
 ) -> None:
     body = sse_body(chunks, eol, done, ensure_ascii)
     events, result = parse_chat([body])
-    fuzz_parser.check(events, result, chunkwise.DEFAULT_MAX_EVENT_SIZE)
+    fuzz_parser.check(events, result, chunkwise.types.DEFAULT_MAX_EVENT_SIZE)
     assert parse_chat(cut(data, body)) == (events, result)
     # Bytes in or chunks in: the same stream events and result.
-    accumulator = chunkwise.ChatAccumulator()
+    accumulator = chunkwise.chat.Accumulator()
     direct: list[chunkwise.Event] = []
     for c in chunks:
-        direct += accumulator.feed_chunk(c)
+        direct += accumulator.feed(c)
         if accumulator.finished:
             break
     if done:
-        direct += accumulator.feed_event(chunkwise.ServerSentEvent(data="[DONE]"))
+        direct += accumulator.feed_sse(chunkwise.ServerSentEvent(data="[DONE]"))
     direct += accumulator.end()
     assert comparable(direct) == comparable(events)
 
@@ -191,7 +191,7 @@ READ = 4 * 1024
     ids=["one-endless-line", "endless-data-lines"],
 )
 def test_endless_event_stops_the_parser_with_bounded_memory(opening: bytes, filler: bytes) -> None:
-    parser = chunkwise.ChatStreamParser(max_event_size=LIMIT)
+    parser = chunkwise.chat.Parser(max_event_size=LIMIT)
     first = b'data: {"choices":[{"index":0,"delta":{"content":"hi"}}]}\n\n'
     events = parser.feed(first + opening)
     fed = len(first + opening)
@@ -212,7 +212,7 @@ def test_endless_event_stops_the_parser_with_bounded_memory(opening: bytes, fill
     # not the 8 MiB offered.
     assert peak < 8 * LIMIT, peak
     result = parser.result
-    assert result.status == "failed" and isinstance(result.error, chunkwise.EventTooLarge)
+    assert result.status == "failed" and isinstance(result.error, chunkwise.errors.EventTooLarge)
     assert result.content == "hi"
     assert isinstance(events[-1], chunkwise.StreamFailed)
 
@@ -223,7 +223,7 @@ def test_sse_decoder_endless_event_has_bounded_memory() -> None:
     fed = 0
     tracemalloc.start()
     try:
-        with pytest.raises(chunkwise.EventTooLarge):
+        with pytest.raises(chunkwise.errors.EventTooLarge):
             while fed < 8 * 1024 * 1024:
                 decoder.feed(b"\xe4\xb8\xad" * (READ // 3))  # 3-byte characters
                 fed += READ
@@ -270,14 +270,18 @@ def test_seeds_select_the_body_and_limit_they_are_meant_for() -> None:
         limit = fuzz_parser.LIMITS[reader.int_below(len(fuzz_parser.LIMITS))]
         body = reader.take(reader.int_below(_bytes.MAX_BODY))
         assert body == _seeds.BODIES.get(name, _seeds.cut_off_line(64)), name
-        assert limit == (64 if name.startswith("cut-off") else chunkwise.DEFAULT_MAX_EVENT_SIZE)
+        assert limit == (
+            64 if name.startswith("cut-off") else chunkwise.types.DEFAULT_MAX_EVENT_SIZE
+        )
     for name, data in _seeds.sse_seeds().items():
         reader = _bytes.ByteReader(data)
         limit = fuzz_sse.LIMITS[reader.int_below(len(fuzz_sse.LIMITS))]
         assert reader.byte() & 1, name  # legacy error field
         body = reader.take(reader.int_below(_bytes.MAX_BODY))
         assert body == _seeds.BODIES.get(name, _seeds.cut_off_line(100)), name
-        assert limit == (100 if name.startswith("cut-off") else chunkwise.DEFAULT_MAX_EVENT_SIZE)
+        assert limit == (
+            100 if name.startswith("cut-off") else chunkwise.types.DEFAULT_MAX_EVENT_SIZE
+        )
 
 
 def test_fuzz_harnesses_on_the_recorded_streams() -> None:
@@ -309,7 +313,9 @@ def test_responses_seeds_select_the_body_and_limit_they_are_meant_for() -> None:
         limit = fuzz_responses.LIMITS[reader.int_below(len(fuzz_responses.LIMITS))]
         body = reader.take(reader.int_below(_bytes.MAX_BODY))
         assert body == bodies.get(name, _seeds.cut_off_line(64)), name
-        assert limit == (64 if name.startswith("cut-off") else chunkwise.DEFAULT_MAX_EVENT_SIZE)
+        assert limit == (
+            64 if name.startswith("cut-off") else chunkwise.types.DEFAULT_MAX_EVENT_SIZE
+        )
 
 
 RESPONSE_RECORDINGS = sorted((Path(__file__).parents[1] / "data").glob("*/*.sse"))
@@ -328,8 +334,8 @@ def test_fuzz_responses_harness_on_the_recorded_streams() -> None:
             fuzz_responses.TestOneInput(prefix + raw)
     # In raw mode with the default limit, a recording is parsed whole: it completes.
     text = (Path(__file__).parents[1] / "data" / "responses" / "llama_cpp_text.sse").read_bytes()
-    events, result = fuzz_responses.parse([text], chunkwise.DEFAULT_MAX_EVENT_SIZE)
-    fuzz_responses.check(events, result, text, chunkwise.DEFAULT_MAX_EVENT_SIZE)
+    events, result = fuzz_responses.parse([text], chunkwise.types.DEFAULT_MAX_EVENT_SIZE)
+    fuzz_responses.check(events, result, text, chunkwise.types.DEFAULT_MAX_EVENT_SIZE)
     assert result.status == "complete"
 
 

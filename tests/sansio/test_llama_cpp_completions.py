@@ -118,13 +118,13 @@ def reads(request: pytest.FixtureRequest) -> Callable[[bytes], list[bytes]]:
 
 def parse(
     name: str, split: Callable[[bytes], list[bytes]] = whole
-) -> tuple[list[chunkwise.Event], chunkwise.CompletionResult]:
+) -> tuple[list[chunkwise.Event], chunkwise.completions.Result]:
     return parse_completion(split(body(name)))
 
 
-def text_events(deltas: Sequence[str], index: int = 0) -> Iterator[chunkwise.TextDelta]:
+def text_events(deltas: Sequence[str], index: int = 0) -> Iterator[chunkwise.completions.TextDelta]:
     for delta in deltas:
-        yield chunkwise.TextDelta(choice_index=index, text=delta)
+        yield chunkwise.completions.TextDelta(choice_index=index, text=delta)
 
 
 # -- the wire ------------------------------------------------------------------------
@@ -203,7 +203,7 @@ def test_text(reads: Callable[[bytes], list[bytes]]) -> None:
     assert result.system_fingerprint == chunks("text")[0]["system_fingerprint"]
     assert result.text == SENTENCE
     [choice] = result.choices
-    assert choice == chunkwise.CompletionChoice(
+    assert choice == chunkwise.completions.ChoiceResult(
         index=0, text=SENTENCE, finish_reason="stop", finished=True
     )
     assert result.usage == usage(4, 27)
@@ -212,7 +212,7 @@ def test_text(reads: Callable[[bytes], list[bytes]]) -> None:
     assert result.anomalies == ()
     assert events == [
         *text_events(DELTAS),
-        chunkwise.ChoiceFinished(choice_index=0, finish_reason="stop"),
+        chunkwise.chat.ChoiceFinished(choice_index=0, finish_reason="stop"),
         chunkwise.UsageReported(usage=usage(4, 27)),
         chunkwise.StreamCompleted(result=result),
     ]
@@ -227,14 +227,14 @@ def test_max_tokens_cut_inside_a_character_finishes_with_length(
     # The 18th token is ñ's first byte: llama.cpp holds it back and never sends it.
     assert "".join(DELTAS[:17]) == cut
     assert result.status == "complete"
-    assert result.choice(0) == chunkwise.CompletionChoice(
+    assert result.choice(0) == chunkwise.completions.ChoiceResult(
         index=0, text=cut, finish_reason="length", finished=True
     )
     assert result.usage == usage(4, 18)
     assert result.anomalies == ()
     assert events == [
         *text_events(DELTAS[:17]),
-        chunkwise.ChoiceFinished(choice_index=0, finish_reason="length"),
+        chunkwise.chat.ChoiceFinished(choice_index=0, finish_reason="length"),
         chunkwise.UsageReported(usage=usage(4, 18)),
         chunkwise.StreamCompleted(result=result),
     ]
@@ -257,8 +257,8 @@ def test_the_non_streamed_answer_is_the_streams_result() -> None:
     answer = json_body("text_nonstream")
     assert answer["id"].startswith("chatcmpl-")
     assert answer["object"] == "text_completion"
-    accumulator = chunkwise.CompletionAccumulator()
-    accumulator.feed_chunk(answer)
+    accumulator = chunkwise.completions.Accumulator()
+    accumulator.feed(answer)
     accumulator.end()
     result = accumulator.result
     _, streamed = parse("text")
@@ -281,7 +281,9 @@ def test_several_prompts_start_with_data_null(reads: Callable[[bytes], list[byte
     assert result.status == "complete"
     assert result.id == captured_id("prompts")
     assert result.choices == tuple(
-        chunkwise.CompletionChoice(index=i, text=start, finish_reason="length", finished=True)
+        chunkwise.completions.ChoiceResult(
+            index=i, text=start, finish_reason="length", finished=True
+        )
         for i in (0, 1)
     )
     # Each choice's last chunk carries that prompt's usage ("Say hi again" has
@@ -300,9 +302,11 @@ def test_several_prompts_start_with_data_null(reads: Callable[[bytes], list[byte
     expected: list[chunkwise.Event] = []
     for index, text, finish_reason in arrived:
         if text:
-            expected.append(chunkwise.TextDelta(choice_index=index, text=text))
+            expected.append(chunkwise.completions.TextDelta(choice_index=index, text=text))
         if finish_reason:
-            expected.append(chunkwise.ChoiceFinished(choice_index=index, finish_reason="length"))
+            expected.append(
+                chunkwise.chat.ChoiceFinished(choice_index=index, finish_reason="length")
+            )
             expected.append(chunkwise.UsageReported(usage=per_choice[index]))
     assert [type(e) for e in events[:1]] == [chunkwise.AnomalyDetected]
     assert events[1:-1] == expected
@@ -321,7 +325,11 @@ def test_n_gives_two_choices_without_data_null(reads: Callable[[bytes], list[byt
     assert result.usage == usage(4, 4)
     assert result.anomalies == ()
     for index in (0, 1):
-        mine = [e for e in events if isinstance(e, chunkwise.TextDelta) and e.choice_index == index]
+        mine = [
+            e
+            for e in events
+            if isinstance(e, chunkwise.completions.TextDelta) and e.choice_index == index
+        ]
         assert mine == list(text_events(DELTAS[:4], index))
 
 
@@ -350,13 +358,13 @@ def test_logprobs_arrive_chat_style_one_entry_per_chunk(
     # Merged into one chat-style content list, exactly as sent.
     assert choice.logprobs == {"content": entries}
     assert result.anomalies == ()
-    assert [e for e in events if isinstance(e, chunkwise.TextDelta)] == list(
+    assert [e for e in events if isinstance(e, chunkwise.completions.TextDelta)] == list(
         text_events(DELTAS[:18])
     )
 
 
 def test_a_logprobs_snapshot_never_changes() -> None:
-    parser = chunkwise.CompletionStreamParser()
+    parser = chunkwise.completions.Parser()
     data = body("logprobs")
     middle = data.index(b"\n\n", len(data) // 2) + 2
     parser.feed(data[:middle])
@@ -409,8 +417,8 @@ def test_a_prompt_longer_than_the_slot_is_a_400() -> None:
         }
     }
     # The error body read as every error body is (HTTPStatusError.error too).
-    accumulator = chunkwise.CompletionAccumulator()
-    accumulator.feed_chunk(answer)
+    accumulator = chunkwise.completions.Accumulator()
+    accumulator.feed(answer)
     error = accumulator.result.server_error
     assert error is not None
     assert (error.message, error.code, error.type) == (message, 400, "exceed_context_size_error")

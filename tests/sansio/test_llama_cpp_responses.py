@@ -99,17 +99,17 @@ def ids(name: str, key: str, event_type: str) -> list[str]:
     return found
 
 
-def parser_for(name: str) -> chunkwise.ResponseStreamParser:
+def parser_for(name: str) -> chunkwise.responses.Parser:
     """A parser told what the captured request asked (tools, max_output_tokens)."""
     sent = request(name)
-    return chunkwise.ResponseStreamParser(
+    return chunkwise.responses.Parser(
         tools=sent.get("tools"), max_output_tokens=sent.get("max_output_tokens")
     )
 
 
 def parse(
-    name: str, reads: Sequence[bytes], parser: chunkwise.ResponseStreamParser | None = None
-) -> tuple[list[chunkwise.Event], chunkwise.ResponseResult]:
+    name: str, reads: Sequence[bytes], parser: chunkwise.responses.Parser | None = None
+) -> tuple[list[chunkwise.Event], chunkwise.responses.Result]:
     parser = parser or parser_for(name)
     events: list[chunkwise.Event] = []
     for read in reads:
@@ -133,9 +133,9 @@ def reads(request: pytest.FixtureRequest) -> Callable[[bytes], list[bytes]]:
 
 def text_events(
     item_id: str, deltas: Sequence[str], output_index: int = 0
-) -> Iterator[chunkwise.OutputTextDelta]:
+) -> Iterator[chunkwise.responses.TextDelta]:
     for delta in deltas:
-        yield chunkwise.OutputTextDelta(
+        yield chunkwise.responses.TextDelta(
             output_index=output_index, content_index=0, item_id=item_id, text=delta
         )
 
@@ -203,10 +203,12 @@ def test_text(reads: Callable[[bytes], list[bytes]]) -> None:
     assert (part.index, part.type, part.text, part.done) == (0, "output_text", SENTENCE, True)
 
     assert events == [
-        chunkwise.ResponseStatusChanged(status="in_progress"),
-        chunkwise.OutputItemAdded(output_index=0, item_id=message_id, item_type="message"),
+        chunkwise.responses.StatusChanged(status="in_progress"),
+        chunkwise.responses.OutputItemAdded(
+            output_index=0, item_id=message_id, item_type="message"
+        ),
         *text_events(message_id, DELTAS),
-        chunkwise.OutputItemDone(output_index=0, item=item),
+        chunkwise.responses.OutputItemDone(output_index=0, item=item),
         chunkwise.UsageReported(usage=TEXT_USAGE),
         chunkwise.StreamCompleted(result=result),
     ]
@@ -235,12 +237,14 @@ def test_max_output_tokens_cut_inside_a_character_and_llama_cpp_says_completed(
     assert (item.id, item.status, item.done, item.text) == (message_id, "completed", True, cut)
 
     assert events[:-4] == [
-        chunkwise.ResponseStatusChanged(status="in_progress"),
-        chunkwise.OutputItemAdded(output_index=0, item_id=message_id, item_type="message"),
+        chunkwise.responses.StatusChanged(status="in_progress"),
+        chunkwise.responses.OutputItemAdded(
+            output_index=0, item_id=message_id, item_type="message"
+        ),
         *text_events(message_id, CUT_DELTAS),
     ]
     assert events[-4:] == [
-        chunkwise.OutputItemDone(output_index=0, item=item),
+        chunkwise.responses.OutputItemDone(output_index=0, item=item),
         chunkwise.UsageReported(usage=usage(15, 18)),
         chunkwise.AnomalyDetected(anomaly=anomaly),
         chunkwise.StreamCompleted(result=result),
@@ -249,7 +253,7 @@ def test_max_output_tokens_cut_inside_a_character_and_llama_cpp_says_completed(
 
 def test_without_max_output_tokens_nothing_says_the_answer_was_cut() -> None:
     _, result = parse(
-        "max_output_tokens", [body("max_output_tokens")], chunkwise.ResponseStreamParser()
+        "max_output_tokens", [body("max_output_tokens")], chunkwise.responses.Parser()
     )
     assert result.status == "complete"
     assert result.anomalies == ()
@@ -289,19 +293,21 @@ def test_tool_call(reads: Callable[[bytes], list[bytes]]) -> None:
     # No function_call_arguments.done: the finished item completes the call.
     live = chunkwise.PartialJSON()  # each delta carries its patches to the arguments' preview
     assert events == [
-        chunkwise.ResponseStatusChanged(status="in_progress"),
-        chunkwise.OutputItemAdded(output_index=0, item_id=item_id, item_type="function_call"),
-        chunkwise.FunctionCallStarted(
+        chunkwise.responses.StatusChanged(status="in_progress"),
+        chunkwise.responses.OutputItemAdded(
+            output_index=0, item_id=item_id, item_type="function_call"
+        ),
+        chunkwise.responses.ToolCallStarted(
             output_index=0, item_id=item_id, call_id=call_id, name="get_weather"
         ),
         *(
-            chunkwise.FunctionCallArgumentsDelta(
+            chunkwise.responses.ToolCallArgumentsDelta(
                 output_index=0, item_id=item_id, fragment=f, patches=live.feed(f)
             )
             for f in ARGUMENT_FRAGMENTS
         ),
-        chunkwise.FunctionCallCompleted(output_index=0, call=call),
-        chunkwise.OutputItemDone(output_index=0, item=item),
+        chunkwise.responses.ToolCallCompleted(output_index=0, call=call),
+        chunkwise.responses.OutputItemDone(output_index=0, item=item),
         chunkwise.UsageReported(usage=TOOL_USAGE),
         chunkwise.StreamCompleted(result=result),
     ]
@@ -331,11 +337,13 @@ def test_tool_call_cut_by_max_output_tokens(reads: Callable[[bytes], list[bytes]
     with pytest.raises(chunkwise.ToolArgumentsError, match="not valid JSON"):
         call.parse_arguments()
 
-    fragments = [e.fragment for e in events if isinstance(e, chunkwise.FunctionCallArgumentsDelta)]
+    fragments = [
+        e.fragment for e in events if isinstance(e, chunkwise.responses.ToolCallArgumentsDelta)
+    ]
     assert fragments == CUT_ARGUMENT_FRAGMENTS
     assert [type(e) for e in events[-5:]] == [
-        chunkwise.FunctionCallCompleted,
-        chunkwise.OutputItemDone,
+        chunkwise.responses.ToolCallCompleted,
+        chunkwise.responses.OutputItemDone,
         chunkwise.UsageReported,
         chunkwise.AnomalyDetected,
         chunkwise.StreamCompleted,
@@ -370,7 +378,7 @@ def test_error_mid_stream(reads: Callable[[bytes], list[bytes]]) -> None:
     assert [i.text for i in result.output] == ["".join(ERROR_DELTAS)] * 2
     assert result.output_text == "".join(ERROR_DELTAS) * 2
 
-    deltas = [e for e in events if isinstance(e, chunkwise.OutputTextDelta)]
+    deltas = [e for e in events if isinstance(e, chunkwise.responses.TextDelta)]
     assert deltas == [
         delta
         for pair in zip(
@@ -398,8 +406,8 @@ def test_the_non_streamed_answer_says_what_the_stream_said(name: str) -> None:
     assert "completed_at" in document
 
     # The document read as the terminal event of a stream that sent nothing else.
-    accumulator = chunkwise.ResponseAccumulator(tools=sent.get("tools"))
-    accumulator.feed_event({"type": "response.completed", "response": document})
+    accumulator = chunkwise.responses.Accumulator(tools=sent.get("tools"))
+    accumulator.feed({"type": "response.completed", "response": document})
     accumulator.end()
     alone = accumulator.result
     _, streamed = parse(name, [body(name)])

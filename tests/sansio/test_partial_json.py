@@ -493,7 +493,7 @@ def test_the_size_limit_stops_at_the_same_character_for_any_split() -> None:
     exact = chunkwise.PartialJSON(max_size=len(text))
     exact.feed(text)
     assert exact.end() == ["ab", "cd", "ef"]
-    assert chunkwise.PartialJSON().max_size == chunkwise.DEFAULT_MAX_EVENT_SIZE
+    assert chunkwise.PartialJSON().max_size == chunkwise.types.DEFAULT_MAX_EVENT_SIZE
 
 
 def test_integers_as_long_as_json_loads_takes() -> None:

@@ -49,7 +49,7 @@ def test_seeds_feed_the_text_they_are_meant_for() -> None:
         assert reader.byte() & 1
         assert fuzz_partial_json.DEPTHS[reader.int_below(len(fuzz_partial_json.DEPTHS))] == 128
         size = fuzz_partial_json.SIZES[reader.int_below(len(fuzz_partial_json.SIZES))]
-        assert size == chunkwise.DEFAULT_MAX_EVENT_SIZE
+        assert size == chunkwise.types.DEFAULT_MAX_EVENT_SIZE
         assert fuzz_partial_json.text_of(reader) == text, name
 
 

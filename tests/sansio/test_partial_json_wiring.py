@@ -46,12 +46,12 @@ TOOLS = [{"type": "function", "function": {"name": "weather", "parameters": {"ty
 
 def feed_chat(
     chunks: Sequence[dict[str, Any]], **kwargs: Any
-) -> list[tuple[Any, chunkwise.ChatResult]]:
+) -> list[tuple[Any, chunkwise.chat.Result]]:
     """Every event with the result right after it (a consumer reading at every delta)."""
-    accumulator = chunkwise.ChatAccumulator(**kwargs)
-    seen: list[tuple[Any, chunkwise.ChatResult]] = []
+    accumulator = chunkwise.chat.Accumulator(**kwargs)
+    seen: list[tuple[Any, chunkwise.chat.Result]] = []
     for c in chunks:
-        seen += [(e, accumulator.result) for e in accumulator.feed_chunk(c)]
+        seen += [(e, accumulator.result) for e in accumulator.feed(c)]
     seen += [(e, accumulator.result) for e in accumulator.end()]
     return seen
 
@@ -92,7 +92,7 @@ def test_chat_tool_arguments_are_previewed_delta_by_delta() -> None:
     seen = feed_chat(tool_chunks(ARGUMENTS), tools=TOOLS)
     mirror = check_mirror(
         seen,
-        chunkwise.ToolCallArgumentsDelta,
+        chunkwise.chat.ToolCallArgumentsDelta,
         lambda r: r.choice(0).tool_calls[0].partial_arguments,
         lambda r: r.choice(0).tool_calls[0].arguments,
     )
@@ -121,21 +121,21 @@ def test_chat_previews_of_any_document_at_any_split(
     kind: Any
     if structured:
         seen = feed_chat(content_chunks(pieces), response_format={"type": "json_object"})
-        kind = chunkwise.ContentDelta
+        kind = chunkwise.chat.TextDelta
 
-        def preview(r: chunkwise.ChatResult) -> Any:
+        def preview(r: chunkwise.chat.Result) -> Any:
             return r.choice(0).partial_parsed
 
-        def raw(r: chunkwise.ChatResult) -> str:
+        def raw(r: chunkwise.chat.Result) -> str:
             return r.choice(0).content
     else:
         seen = feed_chat(tool_chunks(pieces))
-        kind = chunkwise.ToolCallArgumentsDelta
+        kind = chunkwise.chat.ToolCallArgumentsDelta
 
-        def preview(r: chunkwise.ChatResult) -> Any:
+        def preview(r: chunkwise.chat.Result) -> Any:
             return r.choice(0).tool_calls[0].partial_arguments
 
-        def raw(r: chunkwise.ChatResult) -> str:
+        def raw(r: chunkwise.chat.Result) -> str:
             return r.choice(0).tool_calls[0].arguments
 
     mirror = check_mirror(seen, kind, preview, raw)
@@ -151,7 +151,7 @@ def test_chat_previews_of_any_document_at_any_split(
 def test_chat_prose_first_stops_the_patches_with_one_anomaly() -> None:
     pieces = ["Sure! ", '{"city": ', '"Paris"}']
     seen = feed_chat(tool_chunks(pieces))
-    deltas = [e for e, _ in seen if type(e) is chunkwise.ToolCallArgumentsDelta]
+    deltas = [e for e, _ in seen if type(e) is chunkwise.chat.ToolCallArgumentsDelta]
     assert [d.patches for d in deltas] == [(), (), ()]
     result = seen[-1][1]
     [anomaly] = result.anomalies
@@ -164,7 +164,7 @@ def test_chat_prose_first_stops_the_patches_with_one_anomaly() -> None:
 
 def test_chat_invalid_after_a_valid_start_keeps_the_preview_so_far() -> None:
     seen = feed_chat(tool_chunks(['{"a": [1, 2', "] x"]))
-    deltas = [e for e, _ in seen if type(e) is chunkwise.ToolCallArgumentsDelta]
+    deltas = [e for e, _ in seen if type(e) is chunkwise.chat.ToolCallArgumentsDelta]
     mirror = chunkwise.apply_patches(None, deltas[0].patches)
     mirror = chunkwise.apply_patches(mirror, deltas[1].patches)  # the valid start: "]"
     call = seen[-1][1].choice(0).tool_calls[0]
@@ -185,7 +185,7 @@ def test_chat_structured_output_is_previewed_and_parsed_once_at_the_end() -> Non
     seen = feed_chat(content_chunks(ANSWER), response_format=RESPONSE_FORMAT)
     mirror = check_mirror(
         seen,
-        chunkwise.ContentDelta,
+        chunkwise.chat.TextDelta,
         lambda r: r.choice(0).partial_parsed,
         lambda r: r.choice(0).content,
     )
@@ -198,7 +198,7 @@ def test_chat_structured_output_is_previewed_and_parsed_once_at_the_end() -> Non
 def test_chat_without_a_json_format_has_no_preview() -> None:
     for kwargs in ({}, {"response_format": {"type": "text"}}):
         seen = feed_chat(content_chunks(ANSWER), **kwargs)
-        assert all(e.patches == () for e, _ in seen if type(e) is chunkwise.ContentDelta)
+        assert all(e.patches == () for e, _ in seen if type(e) is chunkwise.chat.TextDelta)
         assert seen[-1][1].choice(0).partial_parsed is None
 
 
@@ -223,13 +223,11 @@ def test_chat_results_with_previews_copy_and_pickle_unchanged() -> None:
 
 def test_chat_preview_is_the_same_for_any_split_of_the_bytes() -> None:
     body = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in content_chunks(ANSWER))
-    parsed = [
-        chunkwise.ChatStreamParser(response_format=RESPONSE_FORMAT) for _ in range(len(body) + 1)
-    ]
+    parsed = [chunkwise.chat.Parser(response_format=RESPONSE_FORMAT) for _ in range(len(body) + 1)]
     outcomes = []
     for cut, parser in enumerate(parsed):
         events = parser.feed(body[:cut]) + parser.feed(body[cut:]) + parser.end()
-        patches = [e.patches for e in events if isinstance(e, chunkwise.ContentDelta)]
+        patches = [e.patches for e in events if isinstance(e, chunkwise.chat.TextDelta)]
         outcomes.append((patches, json.dumps(parser.result.choice(0).partial_parsed)))
     assert all(outcome == outcomes[0] for outcome in outcomes)
     assert outcomes[0][1] == json.dumps(json.loads("".join(ANSWER)))
@@ -247,10 +245,10 @@ def response_stream(events: list[dict[str, Any]], output: list[dict[str, Any]]) 
 
 
 def feed_response(events: list[Any], **kwargs: Any) -> list[tuple[Any, Any]]:
-    accumulator = chunkwise.ResponseAccumulator(**kwargs)
+    accumulator = chunkwise.responses.Accumulator(**kwargs)
     seen: list[tuple[Any, Any]] = []
     for event in events:
-        seen += [(e, accumulator.result) for e in accumulator.feed_event(event)]
+        seen += [(e, accumulator.result) for e in accumulator.feed(event)]
     seen += [(e, accumulator.result) for e in accumulator.end()]
     return seen
 
@@ -264,7 +262,7 @@ def test_responses_function_arguments_are_previewed_delta_by_delta() -> None:
     seen = feed_response(events, tools=TOOLS)
     mirror = check_mirror(
         seen,
-        chunkwise.FunctionCallArgumentsDelta,
+        chunkwise.responses.ToolCallArgumentsDelta,
         lambda r: r.output[0].call.partial_arguments,
         lambda r: r.output[0].call.arguments,
     )
@@ -294,14 +292,14 @@ def test_responses_structured_output_is_previewed_and_parsed_once_at_the_end() -
     events = response_stream(text_events(0, "msg_1", ANSWER), [message_item("msg_1", text)])
     seen = feed_response(events, text_format=TEXT_FORMAT)
     mirror = check_mirror(
-        seen, chunkwise.OutputTextDelta, lambda r: r.partial_parsed, lambda r: r.output_text
+        seen, chunkwise.responses.TextDelta, lambda r: r.partial_parsed, lambda r: r.output_text
     )
     final = seen[-1][1]
     assert mirror == final.parsed == json.loads(text)
     assert all(r.parsed is None for _, r in seen[:-1])
     assert not final.anomalies
     plain = feed_response(events)
-    assert all(e.patches == () for e, _ in plain if type(e) is chunkwise.OutputTextDelta)
+    assert all(e.patches == () for e, _ in plain if type(e) is chunkwise.responses.TextDelta)
     assert plain[-1][1].partial_parsed is None
 
 

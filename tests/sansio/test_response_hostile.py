@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 import pytest
 
 import chunkwise
-from chunkwise._responses import items as response_items
+from chunkwise.responses import items as response_items
 from helpers import accumulate_response, byte_reads, parse_response, response_sse
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "fuzz"))
@@ -57,7 +57,7 @@ def completed(*output: Any, **response: Any) -> dict[str, Any]:
     }
 
 
-def kinds(result: chunkwise.ResponseResult) -> list[str]:
+def kinds(result: chunkwise.responses.Result) -> list[str]:
     return [anomaly.kind for anomaly in result.anomalies]
 
 
@@ -112,7 +112,7 @@ def test_a_terminal_item_of_the_same_type_at_a_position_is_that_item_with_a_new_
     assert [(item.id, item.text) for item in result.output] == [("msg_9", "final")]
     assert kinds(result) == ["item id changed", "final text differs from deltas"]
     assert result.anomalies[0].detail == "output 0: 'msg_9' after 'msg_1'"
-    assert sum(isinstance(e, chunkwise.OutputItemDone) for e in events) == 1
+    assert sum(isinstance(e, chunkwise.responses.OutputItemDone) for e in events) == 1
 
 
 def test_an_item_the_terminal_output_moves_behind_a_new_one_is_not_lost() -> None:
@@ -125,7 +125,11 @@ def test_an_item_the_terminal_output_moves_behind_a_new_one_is_not_lost() -> Non
         (0, "msg_9", "new"),
         (1, "msg_1", "moved"),
     ]
-    done = [(e.output_index, e.item) for e in events if isinstance(e, chunkwise.OutputItemDone)]
+    done = [
+        (e.output_index, e.item)
+        for e in events
+        if isinstance(e, chunkwise.responses.OutputItemDone)
+    ]
     assert done == [(item.index, item) for item in result.output]
 
 
@@ -159,7 +163,7 @@ def test_a_delta_for_a_new_part_of_a_finished_item_is_an_anomaly_not_appended() 
     events, result = accumulate_response([*_finished_hi(), late])
     assert [(part.text, part.done) for part in result.output[0].content] == [("Hi", True)]
     assert kinds(result) == ["delta after done"]
-    (done,) = [e for e in events if isinstance(e, chunkwise.OutputItemDone)]
+    (done,) = [e for e in events if isinstance(e, chunkwise.responses.OutputItemDone)]
     assert result.output[0] == done.item  # the finished item did not change
 
 
@@ -172,13 +176,13 @@ def test_a_part_added_with_text_to_a_finished_item_adds_no_text() -> None:
     }
     events, result = accumulate_response([*_finished_hi(), late])
     assert result.output[0].text == "Hi"
-    assert not [e for e in events[3:] if isinstance(e, chunkwise.OutputTextDelta)]
+    assert not [e for e in events[3:] if isinstance(e, chunkwise.responses.TextDelta)]
 
 
 def test_an_item_added_again_after_it_is_done_is_an_anomaly_and_changes_nothing() -> None:
     again = added(0, "fc_1", "function_call", status="in_progress", call_id="c", arguments="{")
     events, result = accumulate_response([*_finished_hi(), again])
-    (done,) = [e for e in events if isinstance(e, chunkwise.OutputItemDone)]
+    (done,) = [e for e in events if isinstance(e, chunkwise.responses.OutputItemDone)]
     assert result.output == (done.item,)
     assert (result.output[0].type, result.output[0].status) == ("message", "completed")
     assert kinds(result) == ["item added after done"]
@@ -189,7 +193,9 @@ def test_a_function_call_item_added_twice_does_not_double_its_arguments() -> Non
     events, result = accumulate_response([call, call])
     (completed_call,) = result.function_calls
     assert completed_call.arguments == '{"a":1}'
-    fragments = [e.fragment for e in events if isinstance(e, chunkwise.FunctionCallArgumentsDelta)]
+    fragments = [
+        e.fragment for e in events if isinstance(e, chunkwise.responses.ToolCallArgumentsDelta)
+    ]
     assert fragments == ['{"a":1}']
 
 
@@ -291,13 +297,13 @@ def test_items_without_index_are_placed_without_scanning_the_items(
 ) -> None:
     # Each new item took max() of the positions so far: quadratic for llama.cpp
     # streams (no output_index) of many items.
-    accumulator = chunkwise.ResponseAccumulator()
+    accumulator = chunkwise.responses.Accumulator()
     table = accumulator._items
     monkeypatch.setattr(table, "_items", CountingDict())
     monkeypatch.setattr(CountingDict, "visits", 0)
     n = 2000
     for i in range(n):
-        accumulator.feed_event(added(None, f"msg_{i}"))
+        accumulator.feed(added(None, f"msg_{i}"))
     assert CountingDict.visits <= n  # 2 million with a scan per item
     accumulator.end()
     assert [item.index for item in accumulator.result.output] == list(range(n))
@@ -331,9 +337,9 @@ def test_parts_without_index_are_found_without_scanning_the_parts(
         {"type": "response.content_part.added", "output_index": 0, "part": {"type": f"t{i}"}}
         for i in range(n)
     ]
-    accumulator = chunkwise.ResponseAccumulator()
+    accumulator = chunkwise.responses.Accumulator()
     for event in stream:
-        accumulator.feed_event(event)
+        accumulator.feed(event)
     assert CountingPart.reads <= 5 * n  # 2 million with a scan per event
     assert [part.type for part in accumulator.result.output[0].content] == [
         f"t{i}" for i in range(n)
@@ -434,7 +440,7 @@ ADVERSARIAL: dict[str, bytes] = {
 @pytest.mark.parametrize("name", sorted(ADVERSARIAL))
 def test_adversarial_streams_pass_the_harness_checks(name: str) -> None:
     body = ADVERSARIAL[name]
-    limit = chunkwise.DEFAULT_MAX_EVENT_SIZE
+    limit = chunkwise.types.DEFAULT_MAX_EVENT_SIZE
     whole = fuzz_responses.parse([body], limit)
     fuzz_responses.check(*whole, body, limit)
     assert fuzz_responses.parse(byte_reads(body), limit) == whole

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from chunkwise import OutputItemDone
+from chunkwise import responses
 from helpers import accumulate_response, numbered, response_object
 
 #: For each part list: the item type, the index key, the part and text event names,
@@ -93,7 +93,7 @@ def test_parts_arriving_out_of_index_order_keep_index_order(
     assert [(part.index, part.text) for part in parts] == list(enumerate(TEXTS))
     if which == "content":
         assert result.output_text == "".join(TEXTS)
-    done = [e for e in events if type(e) is OutputItemDone]
+    done = [e for e in events if type(e) is responses.OutputItemDone]
     if ending == "item done":
         [finished] = done
         assert finished.item == item

@@ -29,7 +29,7 @@ from helpers import (
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def part_texts(result: chunkwise.ResponseResult) -> dict[tuple[int, str, int], tuple[str, str]]:
+def part_texts(result: chunkwise.responses.Result) -> dict[tuple[int, str, int], tuple[str, str]]:
     return {
         (item.index, which, part.index): (part.type, part.text)
         for item in result.output
@@ -77,13 +77,13 @@ def test_deltas_add_up_to_the_result_texts(stream: GeneratedResponse) -> None:
     texts: dict[tuple[int, str, int], str] = {}
     arguments: dict[int, str] = {}
     for e in events:
-        if isinstance(e, (chunkwise.OutputTextDelta, chunkwise.OutputRefusalDelta)):
+        if isinstance(e, (chunkwise.responses.TextDelta, chunkwise.responses.RefusalDelta)):
             key = (e.output_index, "content", e.content_index)
             texts[key] = texts.get(key, "") + e.text
-        elif isinstance(e, chunkwise.ReasoningSummaryDelta):
+        elif isinstance(e, chunkwise.responses.ReasoningSummaryDelta):
             key = (e.output_index, "summary", e.summary_index)
             texts[key] = texts.get(key, "") + e.text
-        elif isinstance(e, chunkwise.FunctionCallArgumentsDelta):
+        elif isinstance(e, chunkwise.responses.ToolCallArgumentsDelta):
             arguments[e.output_index] = arguments.get(e.output_index, "") + e.fragment
     assert texts == {key: text for key, (_, text) in part_texts(result).items() if text}
     assert arguments == {c.index: c.arguments for c in result.function_calls if c.arguments}
@@ -175,10 +175,10 @@ def test_feed_event_gives_the_result_of_the_bytes(stream: GeneratedResponse) -> 
     )
 )
 def test_arbitrary_events_never_raise_and_end_once(events: list[dict[str, Any]]) -> None:
-    accumulator = chunkwise.ResponseAccumulator(tools=[], max_output_tokens=2)
+    accumulator = chunkwise.responses.Accumulator(tools=[], max_output_tokens=2)
     out: list[chunkwise.Event] = []
     for event in events:
-        out += accumulator.feed_event(event)
+        out += accumulator.feed(event)
         assert accumulator.result.status in ("streaming", "complete", "incomplete", "failed")
     out += accumulator.end()
     terminal(out)

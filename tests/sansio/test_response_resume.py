@@ -48,15 +48,15 @@ def stream_events() -> list[dict[str, Any]]:
 EVENTS = stream_events()
 
 
-def whole() -> chunkwise.ResponseResult:
-    parser = chunkwise.ResponseStreamParser()
+def whole() -> chunkwise.responses.Result:
+    parser = chunkwise.responses.Parser()
     parser.feed(sse_typed(*EVENTS))
     parser.end()
     assert parser.result.status == "complete" and parser.result.anomalies == ()
     return parser.result
 
 
-def kinds(result: chunkwise.ResponseResult) -> list[tuple[str, int]]:
+def kinds(result: chunkwise.responses.Result) -> list[tuple[str, int]]:
     return [(a.kind, a.count) for a in result.anomalies]
 
 
@@ -69,7 +69,7 @@ def test_a_resumed_stream_drops_what_it_has_and_counts_it(
     cut: int, byte: int, overlap: int
 ) -> None:
     """The first body cut anywhere inside event ``cut``; the second starts ``overlap`` early."""
-    parser = chunkwise.ResponseStreamParser()
+    parser = chunkwise.responses.Parser()
     first = sse_typed(*EVENTS[:cut])
     cut_event = sse_typed(EVENTS[cut])
     events = parser.feed(first + cut_event[: min(byte, len(cut_event) - 1)])
@@ -83,12 +83,12 @@ def test_a_resumed_stream_drops_what_it_has_and_counts_it(
     assert result.resumes == 1 and result.status == "complete"
     assert kinds(result) == ([("duplicate event", cut - again)] if again < cut else [])
     assert sum(isinstance(e, chunkwise.StreamCompleted) for e in events) == 1
-    deltas = "".join(e.text for e in events if isinstance(e, chunkwise.OutputTextDelta))
+    deltas = "".join(e.text for e in events if isinstance(e, chunkwise.responses.TextDelta))
     assert deltas == "Hello, wörld!"
 
 
 def test_a_jump_in_sequence_numbers_after_a_resumption_is_a_gap() -> None:
-    parser = chunkwise.ResponseStreamParser()
+    parser = chunkwise.responses.Parser()
     parser.feed(sse_typed(*EVENTS[:5]))
     parser.resume()
     parser.feed(sse_typed(*EVENTS[7:]))
@@ -98,7 +98,7 @@ def test_a_jump_in_sequence_numbers_after_a_resumption_is_a_gap() -> None:
 
 
 def test_before_any_resumption_an_old_number_is_out_of_order_and_kept() -> None:
-    parser = chunkwise.ResponseStreamParser()
+    parser = chunkwise.responses.Parser()
     parser.feed(sse_typed(*EVENTS[:5], EVENTS[3]))
     assert kinds(parser.result) == [("sequence number out of order", 1)]
 
@@ -106,7 +106,7 @@ def test_before_any_resumption_an_old_number_is_out_of_order_and_kept() -> None:
 @given(start=st.integers(0, len(EVENTS) - 2))
 def test_a_stream_attached_mid_way_is_accepted_without_anomalies(start: int) -> None:
     """From response.queued, response.in_progress, or inside an item: the end is whole."""
-    parser = chunkwise.ResponseStreamParser()
+    parser = chunkwise.responses.Parser()
     parser.start_after(start)
     parser.feed(sse_typed(*EVENTS[start + 1 :]))
     parser.end()
@@ -116,7 +116,7 @@ def test_a_stream_attached_mid_way_is_accepted_without_anomalies(start: int) -> 
 
 
 def test_a_stream_without_a_number_or_an_id_has_no_resume_point() -> None:
-    parser = chunkwise.ResponseStreamParser()
+    parser = chunkwise.responses.Parser()
     assert parser.resume_point() is None
     parser.feed(sse_typed({**EVENTS[0], "sequence_number": None}))
     assert parser.resume_point() is None  # an id, no number
@@ -125,7 +125,7 @@ def test_a_stream_without_a_number_or_an_id_has_no_resume_point() -> None:
 
 
 def test_a_stream_ended_from_a_polled_response_is_as_complete_as_the_server() -> None:
-    parser = chunkwise.ResponseStreamParser()
+    parser = chunkwise.responses.Parser()
     parser.feed(sse_typed(*EVENTS[:6]))
     events = parser.end_from_response(FINAL)
     result = parser.result
@@ -136,7 +136,7 @@ def test_a_stream_ended_from_a_polled_response_is_as_complete_as_the_server() ->
 
 
 def test_a_polled_cancelled_response_ends_incomplete_as_the_server_says() -> None:
-    parser = chunkwise.ResponseStreamParser()
+    parser = chunkwise.responses.Parser()
     parser.feed(sse_typed(*EVENTS[:6]))
     parser.end_from_response(response_object("cancelled", []))
     result = parser.result

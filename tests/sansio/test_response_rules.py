@@ -1,11 +1,11 @@
 """The rules of the Responses layer, one test (or one table) each.
 
-The rules are the ten of :mod:`chunkwise._responses.accumulator` and the
+The rules are the ten of :mod:`chunkwise.responses.accumulator` and the
 facts about real streams in RESPONSES.md (OpenAI, vLLM, llama.cpp quirks);
 each test is named for the behaviour it checks.  Streams are built from
 OpenAI's documented shapes (``helpers.text_events``, ``helpers.call_events``)
-and fed either as bytes (:class:`chunkwise.ResponseStreamParser`) or as
-decoded events (:meth:`chunkwise.ResponseAccumulator.feed_event`).
+and fed either as bytes (:class:`chunkwise.responses.Parser`) or as
+decoded events (:meth:`chunkwise.responses.Accumulator.feed_event`).
 """
 
 from __future__ import annotations
@@ -21,18 +21,13 @@ import pytest
 import chunkwise
 from chunkwise import (
     AnomalyDetected,
-    FunctionCallArgumentsDelta,
-    FunctionCallCompleted,
-    FunctionCallStarted,
     IncompleteReason,
-    OutputItemDone,
-    OutputTextDelta,
-    ResponseStatusChanged,
     StreamCompleted,
     StreamErrorReceived,
     StreamFailed,
     StreamIncomplete,
     UsageReported,
+    responses,
 )
 from helpers import (
     accumulate_response,
@@ -92,7 +87,7 @@ HELLO_DONE = [
 HELLO = HELLO_DONE[:5]
 
 
-def kinds(result: chunkwise.ResponseResult) -> list[str]:
+def kinds(result: chunkwise.responses.Result) -> list[str]:
     return [a.kind for a in result.anomalies]
 
 
@@ -117,7 +112,7 @@ def test_dispatch_is_on_the_data_type_not_the_event_field() -> None:
     events, result = parse_response([body])
     assert result.status == "complete"
     assert result.output_text == "hi"
-    assert [type(e) for e in events if isinstance(e, OutputTextDelta)] == [OutputTextDelta]
+    assert [type(e) for e in events if isinstance(e, responses.TextDelta)] == [responses.TextDelta]
 
 
 @pytest.mark.parametrize(
@@ -278,7 +273,7 @@ def test_parts_are_keyed_by_content_index_and_may_interleave() -> None:
     ]
     events, result = accumulate_response(stream)
     assert [(p.index, p.text) for p in result.output[0].content] == [(0, "ab"), (1, "AB")]
-    assert [(e.content_index, e.text) for e in events if isinstance(e, OutputTextDelta)] == [
+    assert [(e.content_index, e.text) for e in events if isinstance(e, responses.TextDelta)] == [
         (1, "A"),
         (0, "a"),
         (1, "B"),
@@ -296,14 +291,18 @@ def test_parallel_function_calls_interleave_by_output_index() -> None:
         ("call_b", "g", '{"y": 2}'),
     ]
     started = [
-        (e.output_index, e.call_id, e.name) for e in events if isinstance(e, FunctionCallStarted)
+        (e.output_index, e.call_id, e.name)
+        for e in events
+        if isinstance(e, responses.ToolCallStarted)
     ]
     assert started == [(0, "call_a", "f"), (1, "call_b", "g")]
     fragments = [
-        (e.output_index, e.fragment) for e in events if isinstance(e, FunctionCallArgumentsDelta)
+        (e.output_index, e.fragment)
+        for e in events
+        if isinstance(e, responses.ToolCallArgumentsDelta)
     ]
     assert fragments == [(1, '{"y"'), (0, '{"x"'), (0, ": 1}"), (1, ": 2}")]
-    done = [e.call.call_id for e in events if isinstance(e, FunctionCallCompleted)]
+    done = [e.call.call_id for e in events if isinstance(e, responses.ToolCallCompleted)]
     assert done == ["call_b", "call_a"]  # each at its own arguments.done
 
 
@@ -429,8 +428,8 @@ def weather_call(arguments: Sequence[str], *, done: bool = True) -> list[dict[st
 
 def test_call_is_completed_at_arguments_done_before_the_item_is_done() -> None:
     events, result = accumulate_response(weather_call(['{"city"', ': "Oslo"}']))
-    completed = [i for i, e in enumerate(events) if isinstance(e, FunctionCallCompleted)]
-    item_done = [i for i, e in enumerate(events) if isinstance(e, OutputItemDone)]
+    completed = [i for i, e in enumerate(events) if isinstance(e, responses.ToolCallCompleted)]
+    item_done = [i for i, e in enumerate(events) if isinstance(e, responses.OutputItemDone)]
     assert len(completed) == 1 and completed[0] < item_done[0]
     (call,) = result.function_calls
     assert (call.call_id, call.id, call.name, call.finished) == (
@@ -448,8 +447,8 @@ def test_call_without_arguments_done_is_completed_at_output_item_done() -> None:
         event.pop("output_index", None)
     events, result = accumulate_response(stream)
     assert [type(e) for e in events][-3:] == [
-        FunctionCallCompleted,
-        OutputItemDone,
+        responses.ToolCallCompleted,
+        responses.OutputItemDone,
         StreamIncomplete,
     ]
     assert result.function_calls[0].finished
@@ -491,7 +490,7 @@ def test_an_unfinished_call_is_completed_at_the_end_with_finished_false() -> Non
     (call,) = result.function_calls
     assert (call.finished, call.completed) == (False, True)
     assert call.error is not None and "ended before the call finished" in str(call.error)
-    assert [type(e) for e in events][-2:] == [FunctionCallCompleted, StreamIncomplete]
+    assert [type(e) for e in events][-2:] == [responses.ToolCallCompleted, StreamIncomplete]
 
 
 def test_a_later_authoritative_version_replaces_a_completed_call() -> None:
@@ -501,7 +500,7 @@ def test_a_later_authoritative_version_replaces_a_completed_call() -> None:
     assert result.function_calls[0].parse_arguments() == {"city": "Bergen"}
     assert result.function_calls[0].finished
     assert kinds(result) == ["final arguments differ from deltas"]
-    assert sum(isinstance(e, FunctionCallCompleted) for e in events) == 1
+    assert sum(isinstance(e, responses.ToolCallCompleted) for e in events) == 1
 
 
 def test_arguments_after_done_are_an_anomaly_not_appended() -> None:
@@ -567,7 +566,7 @@ def test_the_stream_goes_on_after_an_error_event_until_its_terminal_event() -> N
     events, result = accumulate_response(stream)
     assert result.status == "failed"  # an error arrived, whatever the terminal status
     assert result.output_text == "Hello"
-    assert [type(e) for e in events].count(OutputTextDelta) == 2
+    assert [type(e) for e in events].count(responses.TextDelta) == 2
     assert isinstance(terminal(events), StreamFailed)
 
 
@@ -631,15 +630,15 @@ def test_cancelled_is_incomplete_with_reason_cancelled() -> None:
 
 
 def test_lifecycle_events_report_the_server_status_while_streaming() -> None:
-    accumulator = chunkwise.ResponseAccumulator()
-    events = accumulator.feed_event(created(status="queued"))
-    events += accumulator.feed_event(
+    accumulator = chunkwise.responses.Accumulator()
+    events = accumulator.feed(created(status="queued"))
+    events += accumulator.feed(
         {"type": "response.in_progress", "response": response_object()}
     )
-    events += accumulator.feed_event(
+    events += accumulator.feed(
         {"type": "response.in_progress", "response": response_object()}
     )
-    assert [e.status for e in events if isinstance(e, ResponseStatusChanged)] == [
+    assert [e.status for e in events if isinstance(e, responses.StatusChanged)] == [
         "queued",
         "in_progress",
     ]
@@ -672,9 +671,9 @@ def test_eof_before_a_terminal_event_is_incomplete_keeping_the_output(
 
 
 def test_end_passes_its_reason_when_the_stream_stopped_early() -> None:
-    accumulator = chunkwise.ResponseAccumulator()
+    accumulator = chunkwise.responses.Accumulator()
     for event in HELLO:
-        accumulator.feed_event(event)
+        accumulator.feed(event)
     events = accumulator.end(IncompleteReason.CONNECTION_LOST)
     assert isinstance(events[-1], StreamIncomplete)
     assert accumulator.result.reason is IncompleteReason.CONNECTION_LOST
@@ -735,19 +734,19 @@ def test_a_completed_response_that_used_max_output_tokens_gets_an_anomaly(
 def test_data_that_is_not_a_json_object_fails_keeping_the_output(bad: str) -> None:
     events, result = parse_response([response_sse(*HELLO) + frames("data: " + bad)])
     assert result.status == "failed"
-    assert isinstance(result.error, chunkwise.InvalidChunk)
+    assert isinstance(result.error, chunkwise.errors.InvalidChunk)
     assert result.output_text == "Hello"
     assert isinstance(terminal(events), StreamFailed)
 
 
 @pytest.mark.parametrize("bad", [[1, 2], "text", None, 42])
 def test_feed_event_with_something_not_a_mapping_fails(bad: Any) -> None:
-    accumulator = chunkwise.ResponseAccumulator()
+    accumulator = chunkwise.responses.Accumulator()
     for event in HELLO:
-        accumulator.feed_event(event)
-    events = accumulator.feed_event(bad)
+        accumulator.feed(event)
+    events = accumulator.feed(bad)
     assert isinstance(events[-1], StreamFailed)
-    assert isinstance(accumulator.result.error, chunkwise.InvalidChunk)
+    assert isinstance(accumulator.result.error, chunkwise.errors.InvalidChunk)
     assert accumulator.result.output_text == "Hello"
 
 
@@ -811,9 +810,9 @@ def _scramble(value: Any) -> None:
 def test_feed_event_copies_the_callers_mappings() -> None:
     stream = copy.deepcopy([*HELLO_DONE[:-1], ended(HELLO_ITEM, usage=response_usage())])
     stream[2]["part"]["annotations"] = [{"type": "url_citation", "url": "https://a"}]
-    accumulator = chunkwise.ResponseAccumulator()
+    accumulator = chunkwise.responses.Accumulator()
     for event in stream:
-        accumulator.feed_event(event)
+        accumulator.feed(event)
     accumulator.end()
     before = copy.deepcopy(accumulator.result)
     for event in stream:  # the caller empties every dict and list it handed over
@@ -823,10 +822,10 @@ def test_feed_event_copies_the_callers_mappings() -> None:
 
 
 def test_a_snapshot_handed_out_never_changes() -> None:
-    accumulator = chunkwise.ResponseAccumulator()
+    accumulator = chunkwise.responses.Accumulator()
     handed_out = []
     for event in [*HELLO_DONE, delta("after")]:
-        accumulator.feed_event(event)
+        accumulator.feed(event)
         snapshot = accumulator.result
         handed_out.append((snapshot, copy.deepcopy(snapshot)))
     accumulator.end()
@@ -1012,7 +1011,7 @@ COPILOT = rotated(
 CUT_FORMAT = {"type": "json_schema", "name": "count", "schema": {"type": "object"}}
 
 
-def wild_view(events: list[chunkwise.Event], result: chunkwise.ResponseResult) -> dict[str, Any]:
+def wild_view(events: list[chunkwise.Event], result: chunkwise.responses.Result) -> dict[str, Any]:
     """What a row of :data:`WILD_RESPONSES` checks."""
     return {
         "status": (result.status, result.response_status, result.incomplete_reason),
@@ -1023,7 +1022,7 @@ def wild_view(events: list[chunkwise.Event], result: chunkwise.ResponseResult) -
         ],
         "anomalies": [(a.kind, a.count) for a in result.anomalies],
         "announced": [e.anomaly.kind for e in events if isinstance(e, AnomalyDetected)],
-        "items_done": [e.output_index for e in events if isinstance(e, OutputItemDone)],
+        "items_done": [e.output_index for e in events if isinstance(e, responses.OutputItemDone)],
         "parse_error": None if result.parse_error is None else str(result.parse_error),
     }
 
@@ -1105,9 +1104,9 @@ def test_wild_response_shape_gives_its_result_under_every_split(name: str) -> No
 @pytest.mark.parametrize("name", WILD_RESPONSES)
 def test_wild_response_shape_through_feed_event_gives_the_same_result(name: str) -> None:
     body, kwargs, _ = WILD_RESPONSES[name]
-    accumulator = chunkwise.ResponseAccumulator(**kwargs)
+    accumulator = chunkwise.responses.Accumulator(**kwargs)
     events: list[chunkwise.Event] = []
     for event in chunkwise.SSEDecoder().feed(body):
-        events += accumulator.feed_event(json.loads(event.data))
+        events += accumulator.feed(json.loads(event.data))
     events += accumulator.end()
     assert (events, accumulator.result) == parse_response([body], **kwargs)

@@ -16,7 +16,7 @@ Three groups of tests:
   summaries, function calls (call_id, name, arguments) and usage;
 * layer 3 with SDK objects: the events the SDK decodes (plain iteration of
   ``create(stream=True)``), passed through ``event.model_dump(exclude_unset=True)``
-  to :meth:`chunkwise.ResponseAccumulator.feed_event`, give the result of
+  to :meth:`chunkwise.responses.Accumulator.feed_event`, give the result of
   chunkwise's own parse of the bytes;
 * documented differences (``docs/differences.rst``, "Responses API"): each
   test feeds one stream to both and asserts what each does, as observed with
@@ -188,7 +188,7 @@ def sdk_view(final: Any) -> dict[str, Any]:
     }
 
 
-def cw_view(result: chunkwise.ResponseResult) -> dict[str, Any]:
+def cw_view(result: chunkwise.responses.Result) -> dict[str, Any]:
     return {
         "status": result.response_status,
         "output_text": result.output_text,
@@ -306,9 +306,9 @@ def test_sdk_events_through_feed_event_match_byte_parse(client: Any, name: str) 
         assert isinstance(error, openai.APIError)
     else:
         assert error is None
-    accumulator = chunkwise.ResponseAccumulator()
+    accumulator = chunkwise.responses.Accumulator()
     for event in events:
-        accumulator.feed_event(event.model_dump(exclude_unset=True))
+        accumulator.feed(event.model_dump(exclude_unset=True))
     if error is not None:
         accumulator.fail(chunkwise.StreamError(error.message, code=500))
     accumulator.end()
@@ -589,9 +589,9 @@ def test_ids_rotating_on_every_event_sdk_raises(client: Any, rotate: str, messag
     # they give the byte parse's result.
     events, error = sdk_decode(client, [body])
     assert error is None
-    accumulator = chunkwise.ResponseAccumulator()
+    accumulator = chunkwise.responses.Accumulator()
     for event in events:
-        accumulator.feed_event(event.model_dump(exclude_unset=True))
+        accumulator.feed(event.model_dump(exclude_unset=True))
     accumulator.end()
     assert accumulator.result == result
 

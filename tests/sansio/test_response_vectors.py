@@ -28,7 +28,7 @@ SPLITS: dict[str, Callable[[bytes], list[bytes]]] = {
 }
 
 
-def view(result: chunkwise.ResponseResult) -> dict[str, Any]:
+def view(result: chunkwise.responses.Result) -> dict[str, Any]:
     """The fields ``expected.json`` gives, read from a result."""
     error = result.error
     return {
@@ -85,7 +85,7 @@ def test_deltas_add_up_to_the_final_texts(path: Path) -> None:
     events, result = parse_response([path.read_bytes()])
     texts: dict[tuple[int, int], str] = {}
     for e in events:
-        if isinstance(e, (chunkwise.OutputTextDelta, chunkwise.OutputRefusalDelta)):
+        if isinstance(e, (chunkwise.responses.TextDelta, chunkwise.responses.RefusalDelta)):
             key = (e.output_index, e.content_index)
             texts[key] = texts.get(key, "") + e.text
     assert texts == {
@@ -96,7 +96,7 @@ def test_deltas_add_up_to_the_final_texts(path: Path) -> None:
     }
     arguments: dict[int, str] = {}
     for e in events:
-        if isinstance(e, chunkwise.FunctionCallArgumentsDelta):
+        if isinstance(e, chunkwise.responses.ToolCallArgumentsDelta):
             arguments[e.output_index] = arguments.get(e.output_index, "") + e.fragment
     assert arguments == {c.index: c.arguments for c in result.function_calls}
     assert not [a for a in result.anomalies if "differ" in a.kind]
@@ -104,7 +104,7 @@ def test_deltas_add_up_to_the_final_texts(path: Path) -> None:
 
 def test_parallel_calls_complete_in_the_order_their_arguments_finished() -> None:
     events, result = parse_response([(FOLDER / "openai_function_calls.sse").read_bytes()])
-    completed = [e for e in events if isinstance(e, chunkwise.FunctionCallCompleted)]
+    completed = [e for e in events if isinstance(e, chunkwise.responses.ToolCallCompleted)]
     assert [e.call.call_id for e in completed] == ["call_weather_paris", "call_weather_tokyo"]
     assert [c.parse_arguments() for c in result.function_calls] == [
         {"city": "Paris"},
@@ -115,6 +115,6 @@ def test_parallel_calls_complete_in_the_order_their_arguments_finished() -> None
 
 def test_reasoning_summary_deltas_keep_their_summary_index() -> None:
     events, result = parse_response([(FOLDER / "openai_reasoning.sse").read_bytes()])
-    deltas = [e for e in events if isinstance(e, chunkwise.ReasoningSummaryDelta)]
+    deltas = [e for e in events if isinstance(e, chunkwise.responses.ReasoningSummaryDelta)]
     assert sorted({e.summary_index for e in deltas}) == [0, 1]
     assert [p.text for p in result.output[0].summary] == ["**Planning**\n\nI will", " add 2 and 2."]

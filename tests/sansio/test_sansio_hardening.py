@@ -1,6 +1,6 @@
 """Hardening of the sans-IO layers against what a server (or a caller) can hand them.
 
-* Nothing the server sends makes :class:`chunkwise.ChatStreamParser` raise, from
+* Nothing the server sends makes :class:`chunkwise.chat.Parser` raise, from
   ``feed()`` or from ``end()``: JSON nested past the recursion limit, integers
   past the digit limit, a line cut off over ``max_event_size`` at end of stream.
   Each becomes a failed result with a typed error, keeping what came before.
@@ -32,12 +32,12 @@ from helpers import accumulate, byte_reads, choice, chunk, parse_chat, sse, term
 
 def test_parser_end_turns_a_cut_off_line_over_the_limit_into_a_failed_result() -> None:
     # The flushed U+FFFD makes the cut-off line 17 characters: too large for 16.
-    parser = chunkwise.ChatStreamParser(max_event_size=16)
+    parser = chunkwise.chat.Parser(max_event_size=16)
     events = parser.feed(b"data: data:data:" + b"\x00" * 6 + b"\xc2")
     assert events == []
     events = parser.end()
     assert parser.result.status == "failed"
-    assert parser.result.error == chunkwise.EventTooLarge(16)
+    assert parser.result.error == chunkwise.errors.EventTooLarge(16)
     assert isinstance(terminal(events), chunkwise.StreamFailed)
     assert parser.end() == []
 
@@ -47,7 +47,7 @@ def test_parser_end_keeps_what_came_before_a_cut_off_line_over_the_limit() -> No
     limit = len(sse(chunk(choice(content="kept")), done=False))  # room for the first event
     for reads in ([body], byte_reads(body)):
         events, result = parse_chat(reads, max_event_size=limit)
-        assert isinstance(result.error, chunkwise.EventTooLarge)
+        assert isinstance(result.error, chunkwise.errors.EventTooLarge)
         assert result.content == "kept"
         assert isinstance(terminal(events), chunkwise.StreamFailed)
 
@@ -95,7 +95,7 @@ def test_json_nested_at_every_depth_around_the_recursion_limit_never_raises(plac
     for depth in range(limit - 80, limit + 5):
         data = PLACES[place].format(_nested(depth))
         for kind in ("message", "error"):
-            parser = chunkwise.ChatStreamParser()
+            parser = chunkwise.chat.Parser()
             events = parser.feed(head)
             events += parser.feed(f"event: {kind}\ndata: {data}\n\n".encode())
             events += parser.end()
@@ -138,7 +138,7 @@ def test_tool_arguments_nested_past_the_recursion_limit_give_a_tool_arguments_er
     ],
 )
 def test_load_json_turns_every_failure_into_invalid_chunk(data: str, message: str) -> None:
-    with pytest.raises(chunkwise.InvalidChunk) as info:
+    with pytest.raises(chunkwise.errors.InvalidChunk) as info:
         load_json(data)
     assert message in str(info.value)
     assert info.value.data == data[:DATA_LIMIT]
@@ -269,12 +269,12 @@ def test_snapshot_logprobs_do_not_grow_when_later_chunks_arrive() -> None:
         entry = {"token": token, "logprob": -0.1, "top_logprobs": []}
         return chunk({"index": 0, "delta": {"content": token}, "logprobs": {"content": [entry]}})
 
-    acc = chunkwise.ChatAccumulator()
-    acc.feed_chunk(logprobs_chunk("a"))
+    acc = chunkwise.chat.Accumulator()
+    acc.feed(logprobs_chunk("a"))
     first = acc.result
-    acc.feed_chunk(logprobs_chunk("b"))
+    acc.feed(logprobs_chunk("b"))
     second = acc.result
-    acc.feed_chunk(logprobs_chunk("c"))
+    acc.feed(logprobs_chunk("c"))
     acc.end()
     first_logprobs, second_logprobs = first.choice(0).logprobs, second.choice(0).logprobs
     assert first_logprobs is not None and second_logprobs is not None
@@ -293,9 +293,9 @@ def test_feed_chunk_copies_what_it_keeps_from_the_callers_mapping() -> None:
     logprobs: dict[str, Any] = {"content": [{"token": "a", "logprob": -0.1}]}
     error: dict[str, Any] = {"message": "boom", "metadata": {"raw": ["upstream"]}}
     first = chunk({"index": 0, "delta": {"content": "a"}, "logprobs": logprobs}, usage=usage)
-    acc = chunkwise.ChatAccumulator()
-    events = acc.feed_chunk(first)
-    acc.feed_chunk({"error": error})
+    acc = chunkwise.chat.Accumulator()
+    events = acc.feed(first)
+    acc.feed({"error": error})
     result = acc.result
     expected = copy.deepcopy((result, events))
     usage["completion_tokens_details"]["reasoning_tokens"] = 99
@@ -339,9 +339,9 @@ def test_copied_tool_calls_still_parse_their_arguments(clone: Any) -> None:
     "error",
     [
         chunkwise.ToolArgumentsError("bad arguments", raw="{", tool_name="f"),
-        chunkwise.EventTooLarge(16),
+        chunkwise.errors.EventTooLarge(16),
         chunkwise.StreamError("overloaded", code=529, type="overloaded_error"),
-        chunkwise.InvalidChunk("not JSON", "{"),
+        chunkwise.errors.InvalidChunk("not JSON", "{"),
         chunkwise.HTTPStatusError(429, reason="Too Many Requests", body=b"{}", retry_after=2.0),
     ],
 )

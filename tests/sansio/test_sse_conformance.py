@@ -810,7 +810,7 @@ def test_python_work_per_byte_does_not_grow_with_the_event(kind: str) -> None:
 
 
 def test_event_too_large_is_a_remote_protocol_error() -> None:
-    assert issubclass(chunkwise.EventTooLarge, chunkwise.RemoteProtocolError)
+    assert issubclass(chunkwise.errors.EventTooLarge, chunkwise.RemoteProtocolError)
     assert issubclass(chunkwise.RemoteProtocolError, chunkwise.ProtocolError)
     assert issubclass(chunkwise.ProtocolError, chunkwise.ChunkwiseError)
     assert issubclass(chunkwise.LocalProtocolError, chunkwise.ProtocolError)
@@ -818,7 +818,7 @@ def test_event_too_large_is_a_remote_protocol_error() -> None:
 
 def test_event_too_large_in_one_read() -> None:
     dec = SSEDecoder(max_event_size=1000)
-    with pytest.raises(chunkwise.EventTooLarge) as excinfo:
+    with pytest.raises(chunkwise.errors.EventTooLarge) as excinfo:
         dec.feed(b"data: " + b"x" * 5000 + b"\n\n")
     assert excinfo.value.limit == 1000
 
@@ -835,7 +835,7 @@ def test_event_too_large_is_raised_early_when_it_arrives_in_small_reads() -> Non
     limit = 1000
     dec = SSEDecoder(max_event_size=limit)
     fed = 0
-    with pytest.raises(chunkwise.EventTooLarge):
+    with pytest.raises(chunkwise.errors.EventTooLarge):
         dec.feed(b"data: ")
         for _ in range(1_000_000):
             dec.feed(b"xxxx")
@@ -848,7 +848,7 @@ def test_event_too_large_across_many_data_lines() -> None:
     limit = 1000
     dec = SSEDecoder(max_event_size=limit)
     fed = 0
-    with pytest.raises(chunkwise.EventTooLarge):
+    with pytest.raises(chunkwise.errors.EventTooLarge):
         for _ in range(100_000):
             dec.feed(b"data: 0123456789\n")
             fed += 17
@@ -857,7 +857,7 @@ def test_event_too_large_across_many_data_lines() -> None:
 
 def test_partial_line_too_large_raises_before_the_line_ends() -> None:
     dec = SSEDecoder(max_event_size=1000)
-    with pytest.raises(chunkwise.EventTooLarge):
+    with pytest.raises(chunkwise.errors.EventTooLarge):
         dec.feed(b"data: " + b"x" * 100_000)
 
 
@@ -866,7 +866,7 @@ def test_default_max_event_size_is_16_mib() -> None:
     big = b"x" * (1024 * 1024)
     (event,) = dec.feed(b"data: " + big + b"\n\n")
     assert len(event.data) == len(big)
-    with pytest.raises(chunkwise.EventTooLarge) as excinfo:
+    with pytest.raises(chunkwise.errors.EventTooLarge) as excinfo:
         dec.feed(b"data: " + big * 16 + b"x" * 4096 + b"\n\n")
     assert excinfo.value.limit == 16 * 1024 * 1024
 
@@ -876,8 +876,8 @@ def _too_large_or_events(
 ) -> tuple[ServerSentEvent, ...] | type[Exception]:
     try:
         return decode_sse(reads, max_event_size=limit).events
-    except chunkwise.EventTooLarge:
-        return chunkwise.EventTooLarge
+    except chunkwise.errors.EventTooLarge:
+        return chunkwise.errors.EventTooLarge
 
 
 @pytest.mark.parametrize(
@@ -926,7 +926,7 @@ def test_event_of_exactly_max_event_size_is_accepted_and_one_more_character_rais
     assert sum(len(e.data) for e in expected) <= size
     for reads in _every_split(data):
         assert _too_large_or_events(reads, size) == expected
-        assert _too_large_or_events(reads, size - 1) is chunkwise.EventTooLarge
+        assert _too_large_or_events(reads, size - 1) is chunkwise.errors.EventTooLarge
 
 
 @pytest.mark.parametrize(
@@ -940,16 +940,16 @@ def test_line_cut_off_by_the_end_of_stream_counts_toward_max_event_size(value: b
     data = b"data: a\n\ndata: " + value
     for reads in _every_split(data):
         assert _too_large_or_events(reads, 100) == (ev("a"),)
-        assert _too_large_or_events(reads, 99) is chunkwise.EventTooLarge
+        assert _too_large_or_events(reads, 99) is chunkwise.errors.EventTooLarge
 
 
 def test_end_raises_event_too_large_for_a_cut_off_line_and_keeps_raising() -> None:
     dec = SSEDecoder(max_event_size=16)
     assert dec.feed(b"data: data:data:" + b"\x00" * 6 + b"\xc2") == []
-    with pytest.raises(chunkwise.EventTooLarge):
+    with pytest.raises(chunkwise.errors.EventTooLarge):
         dec.end()
-    assert isinstance(dec.error, chunkwise.EventTooLarge)
-    with pytest.raises(chunkwise.EventTooLarge):
+    assert isinstance(dec.error, chunkwise.errors.EventTooLarge)
+    with pytest.raises(chunkwise.errors.EventTooLarge):
         dec.end()
 
 

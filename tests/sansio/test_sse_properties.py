@@ -201,9 +201,9 @@ def test_random_bytes_with_a_small_limit_raise_only_event_too_large(
         dec.end()
     except Exception as exc:
         error = exc
-    if error is not None and not isinstance(error, chunkwise.EventTooLarge):
+    if error is not None and not isinstance(error, chunkwise.errors.EventTooLarge):
         pytest.fail(f"unexpected {type(error).__name__}: {error!r}")
-    if isinstance(error, chunkwise.EventTooLarge):
+    if isinstance(error, chunkwise.errors.EventTooLarge):
         assert error.limit == limit
     # Anything that was dispatched respects the limit.
     assert all(len(event.data) <= limit for event in dispatched)
@@ -214,7 +214,7 @@ def _outcome_or_too_large(
 ) -> SSEOutcome | str:
     try:
         return decode_sse(reads, max_event_size=limit, legacy_error_field=legacy)
-    except chunkwise.EventTooLarge:
+    except chunkwise.errors.EventTooLarge:
         return "EventTooLarge"
 
 

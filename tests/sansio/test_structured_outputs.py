@@ -42,7 +42,7 @@ def answer(text: str, finish_reason: str | None = "stop", index: int = 0) -> lis
 
 def parsed(
     chunks: list[dict[str, Any]], response_format: Any = SCHEMA_FORMAT, index: int = 0
-) -> chunkwise.ChoiceResult:
+) -> chunkwise.chat.ChoiceResult:
     _, result = parse_chat([sse(*chunks)], response_format=response_format)
     return result.choice(index)
 

@@ -45,7 +45,7 @@ TEXTS = st.text(
 USAGE = {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
 
 Event = tuple[str, str]  # (SSE event type, data)
-Accumulator = chunkwise.ChatAccumulator | chunkwise.CompletionAccumulator
+Accumulator = chunkwise.chat.Accumulator | chunkwise.completions.Accumulator
 
 
 @contextmanager
@@ -183,10 +183,10 @@ def one_chunk(
 
 def new_accumulator(api: str, structured: bool = False) -> Accumulator:
     if api == "completions":
-        return chunkwise.CompletionAccumulator()
+        return chunkwise.completions.Accumulator()
     if structured:
-        return chunkwise.ChatAccumulator(response_format={"type": "json_object"})
-    return chunkwise.ChatAccumulator()
+        return chunkwise.chat.Accumulator(response_format={"type": "json_object"})
+    return chunkwise.chat.Accumulator()
 
 
 def fed(api: str, events: Sequence[Event], structured: bool = False) -> tuple[Any, Any]:
@@ -196,7 +196,7 @@ def fed(api: str, events: Sequence[Event], structured: bool = False) -> tuple[An
     kept: list[bool] = []
     snapshot = accumulator.result
     for kind, data in events:
-        out += accumulator.feed_event(chunkwise.ServerSentEvent(event=kind, data=data))
+        out += accumulator.feed_sse(chunkwise.ServerSentEvent(event=kind, data=data))
         kept.append(accumulator.result is snapshot)
         snapshot = accumulator.result
     out += accumulator.end()
@@ -339,10 +339,10 @@ def test_a_tool_calls_arguments_are_read_by_template() -> None:
     tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
 
     def run() -> tuple[Any, Any]:
-        accumulator = chunkwise.ChatAccumulator(tools=tools)
+        accumulator = chunkwise.chat.Accumulator(tools=tools)
         out: list[chunkwise.Event] = []
         for kind, data in events:
-            out += accumulator.feed_event(chunkwise.ServerSentEvent(event=kind, data=data))
+            out += accumulator.feed_sse(chunkwise.ServerSentEvent(event=kind, data=data))
         return out, accumulator.result
 
     with counting_matches() as answers:
@@ -388,11 +388,11 @@ def test_reasoning_beside_an_empty_content_is_never_read_by_a_content_template(
     chunks.append(json.dumps({"id": "chatcmpl-r", "model": "m", "choices": [stop]}))
     body = "".join(f"data: {text}\n\n" for text in [*chunks, "[DONE]"]).encode()
     # The general path: decoded chunks (feed_chunk never reads by template).
-    accumulator = chunkwise.ChatAccumulator()
+    accumulator = chunkwise.chat.Accumulator()
     general_events: list[chunkwise.Event] = []
     for text in chunks:
-        general_events += accumulator.feed_chunk(json.loads(text))
-    general_events += accumulator.feed_event(chunkwise.ServerSentEvent(data="[DONE]"))
+        general_events += accumulator.feed(json.loads(text))
+    general_events += accumulator.feed_sse(chunkwise.ServerSentEvent(data="[DONE]"))
     general = (general_events, accumulator.result)
     events, result = parse_chat([body])
     assert (events, result) == general
@@ -400,8 +400,8 @@ def test_reasoning_beside_an_empty_content_is_never_read_by_a_content_template(
     # As the openai SDK's delta merge has it: every string concatenated.
     assert result.choices[0].reasoning == "".join(THINKING)
     assert result.content == "".join(ANSWER)
-    assert [e.text for e in events if type(e) is chunkwise.ReasoningDelta] == THINKING
-    assert [e.text for e in events if type(e) is chunkwise.ContentDelta] == ANSWER
+    assert [e.text for e in events if type(e) is chunkwise.chat.ReasoningDelta] == THINKING
+    assert [e.text for e in events if type(e) is chunkwise.chat.TextDelta] == ANSWER
     for cut in range(0, len(body) + 1, 37):  # and read in pieces
         assert parse_chat(split_at(body, [cut, cut + 11])) == general, cut
 

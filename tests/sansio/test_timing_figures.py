@@ -18,7 +18,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import chunkwise
-from chunkwise._parser import CONTENT_EVENTS, OUTPUT_EVENTS
 from chunkwise._timings import GapHistogram, TimingRecorder, Timings
 from helpers import (
     DATA,
@@ -230,7 +229,7 @@ def test_one_read_counts_once_and_the_final_figures_are_frozen() -> None:
     assert final.first_content == 0.5
     assert final.last_output == 1.0
     assert final.ended == 1.0  # the stream ended at the read that ended it
-    assert final.gaps == chunkwise.GapStatistics(
+    assert final.gaps == chunkwise.types.GapStatistics(
         count=2, mean=0.25, p50=0.25, p90=0.25, p99=0.25, max=0.25
     )
     clock.now += 1
@@ -258,7 +257,7 @@ def test_every_output_read_after_the_first_is_a_gap_even_at_the_same_stamp(
     segment for both) are two reads and a gap of 0 s between them.
     """
     clock = Clock()
-    parser = chunkwise.ChatStreamParser()
+    parser = chunkwise.chat.Parser()
     recorder = TimingRecorder(clock)
     recorder.start_attempt()
     parser.record_timings(recorder)
@@ -279,10 +278,10 @@ def test_every_output_read_after_the_first_is_a_gap_even_at_the_same_stamp(
 # -- what the parsers tell the recorder ----------------------------------------------
 
 
-def timed_chat(reads: list[bytes], gap: float = 0.5) -> chunkwise.ChatResult:
+def timed_chat(reads: list[bytes], gap: float = 0.5) -> chunkwise.chat.Result:
     """Feed each read ``gap`` seconds after the previous one, as the trio layer does."""
     clock = Clock()
-    parser = chunkwise.ChatStreamParser()
+    parser = chunkwise.chat.Parser()
     recorder = TimingRecorder(clock)
     recorder.start_attempt()
     parser.record_timings(recorder)
@@ -338,12 +337,12 @@ def _timed_parsers() -> dict[str, tuple[Any, bytes]]:
     """Each API's parser with a whole stream for it."""
     return {
         "chat": (
-            chunkwise.ChatStreamParser(),
+            chunkwise.chat.Parser(),
             sse(chunk(choice(content="x", finish_reason="stop"))),
         ),
-        "responses": (chunkwise.ResponseStreamParser(), response_sse(*hello())),
+        "responses": (chunkwise.responses.Parser(), response_sse(*hello())),
         "completions": (
-            chunkwise.CompletionStreamParser(),
+            chunkwise.completions.Parser(),
             sse(completion_chunk(text_choice("x", finish_reason="stop"))),
         ),
     }
@@ -384,14 +383,19 @@ def test_results_of_the_sans_io_parsers_alone_have_no_timings() -> None:
 
 
 def test_every_output_delta_counts_and_only_text_is_content() -> None:
-    # The two tables name every delta class of both APIs, by name.
-    deltas = {cls for name, cls in vars(chunkwise).items() if name.endswith("Delta")}
-    assert deltas == OUTPUT_EVENTS
-    assert {cls.__name__ for cls in CONTENT_EVENTS} == {
-        "ContentDelta",
-        "OutputTextDelta",
-        "TextDelta",
+    # Every event class of every namespace says what it is: each delta is
+    # output, the three TextDelta classes (answer text) alone are content.
+    classes = {
+        value
+        for module in (chunkwise, chunkwise.chat, chunkwise.responses, chunkwise.completions)
+        for value in vars(module).values()
+        if isinstance(value, type) and issubclass(value, chunkwise.Event)
     }
+    assert len(classes) >= 20
+    for cls in classes:
+        assert cls.is_output == cls.__name__.endswith("Delta"), cls
+        assert cls.is_content == (cls.__name__ == "TextDelta"), cls
+    assert sum(cls.__name__ == "TextDelta" for cls in classes) == 3
 
 
 # -- server timings ---------------------------------------------------------------------
@@ -436,8 +440,8 @@ def test_the_last_server_timings_win_and_non_objects_are_ignored() -> None:
 
 def test_server_timings_of_a_callers_mapping_are_copied() -> None:
     figures = {"predicted_n": 1}
-    accumulator = chunkwise.ChatAccumulator()
-    accumulator.feed_chunk(chunk(choice(content="a"), timings=figures))
+    accumulator = chunkwise.chat.Accumulator()
+    accumulator.feed(chunk(choice(content="a"), timings=figures))
     before = accumulator.result
     figures["predicted_n"] = 99
     assert before.server_timings == {"timings": {"predicted_n": 1}}

@@ -117,7 +117,7 @@ async def test_a_streamed_background_response_is_the_scenario_in_background_mode
         ]
 
     assert bare(events) == bare(plain)
-    parser = chunkwise.ResponseStreamParser()
+    parser = chunkwise.responses.Parser()
     parser.feed(got.body)
     parser.end()
     assert parser.result.output_text == RESPONSE_SCENARIOS[name].text

@@ -21,7 +21,6 @@ import chunkwise
 from chunkwise._cli import build_parser, main
 from chunkwise._cli._serve import options_from_args, serve
 from chunkwise._convert import completion_document
-from chunkwise._headers import Headers
 from chunkwise._http import open_http_response
 from chunkwise._server._chat_server import describe_request
 from chunkwise._server._options import DEFAULT_PORT
@@ -39,6 +38,7 @@ from chunkwise.testing import (
     ServerOptions,
     open_chat_server,
 )
+from chunkwise.types import Headers
 from helpers import http_exchange
 
 HERE = Path(__file__).parents[1]
@@ -71,7 +71,7 @@ def _expected_usage(scenario: Scenario, n: int = 1) -> dict[str, Any]:
     return usage
 
 
-def _check_reconstruction(result: chunkwise.ChatResult, scenario: Scenario, n: int = 1) -> None:
+def _check_reconstruction(result: chunkwise.chat.Result, scenario: Scenario, n: int = 1) -> None:
     assert [choice.index for choice in result.choices] == list(range(n))
     for choice in result.choices:
         assert choice.role == "assistant"
@@ -105,7 +105,7 @@ def _check_reconstruction(result: chunkwise.ChatResult, scenario: Scenario, n: i
 async def test_each_scenario_streams_its_reconstruction(name: str, write_size: int | None) -> None:
     scenario = SCENARIOS[name]
     async with open_chat_server(ServerOptions(write_size=write_size)) as server:
-        result = await chunkwise.complete_chat(server.endpoint(), _usage_request(name))
+        result = await chunkwise.chat.complete(server.endpoint(), _usage_request(name))
     _check_reconstruction(result, scenario)
     assert result.model == name
     assert result.usage == (None if scenario.error is not None else _expected_usage(scenario))
@@ -125,7 +125,7 @@ def test_scenario_contents() -> None:
 
 async def test_unknown_model_gets_the_default_scenario() -> None:
     async with open_chat_server(ServerOptions(scenario="length")) as server:
-        result = await chunkwise.complete_chat(server.endpoint(), _request("gpt-4o"))
+        result = await chunkwise.chat.complete(server.endpoint(), _request("gpt-4o"))
     assert result.model == "gpt-4o"  # echoed, as a server does
     assert result.choice(0).finish_reason == "length"
 
@@ -278,7 +278,7 @@ async def test_include_usage(include_usage: bool) -> None:
     scenario = SCENARIOS["text"]
     request = _request("text", stream_options={"include_usage": include_usage})
     async with open_chat_server() as server:
-        result = await chunkwise.complete_chat(server.endpoint(), request)
+        result = await chunkwise.chat.complete(server.endpoint(), request)
     assert result.status == "complete"
     assert result.usage == (_expected_usage(scenario) if include_usage else None)
 
@@ -287,7 +287,7 @@ async def test_include_usage(include_usage: bool) -> None:
 async def test_n_2(name: str) -> None:
     scenario = SCENARIOS[name]
     async with open_chat_server() as server:
-        result = await chunkwise.complete_chat(server.endpoint(), _usage_request(name, n=2))
+        result = await chunkwise.chat.complete(server.endpoint(), _usage_request(name, n=2))
     _check_reconstruction(result, scenario, n=2)
     assert result.usage == _expected_usage(scenario, n=2)
 
@@ -347,7 +347,7 @@ def test_request_log_lines() -> None:
 
 
 def test_completion_document_of_an_empty_result() -> None:
-    document = completion_document(chunkwise.ChatResult())
+    document = completion_document(chunkwise.chat.Result())
     assert document["choices"] == [] and document["usage"] is None
 
 
@@ -400,7 +400,7 @@ async def test_api_key() -> None:
     async with open_chat_server(options) as server:
         for key in (None, "sk-wrong"):
             with pytest.raises(chunkwise.HTTPStatusError) as info:
-                await chunkwise.complete_chat(server.endpoint(api_key=key), _request("text"))
+                await chunkwise.chat.complete(server.endpoint(api_key=key), _request("text"))
             error = info.value
             assert error.status_code == 401
             assert error.error is not None
@@ -409,7 +409,7 @@ async def test_api_key() -> None:
             assert error.error.code == "invalid_api_key"
         status, _, _ = await http_exchange(server, "GET", "/v1/models")
         assert status == 401
-        result = await chunkwise.complete_chat(
+        result = await chunkwise.chat.complete(
             server.endpoint(api_key="sk-right"), _request("text")
         )
     assert result.status == "complete"
@@ -420,7 +420,7 @@ async def test_api_key() -> None:
 async def test_status_option(status: int, retry_after: float | None) -> None:
     async with open_chat_server(ServerOptions(status=status)) as server:
         with pytest.raises(chunkwise.HTTPStatusError) as info:
-            await chunkwise.complete_chat(server.endpoint(), _request("text"))
+            await chunkwise.chat.complete(server.endpoint(), _request("text"))
         models, _, _ = await http_exchange(server, "GET", "/v1/models")
     error = info.value
     assert error.status_code == status
@@ -436,7 +436,7 @@ async def test_status_option(status: int, retry_after: float | None) -> None:
 async def test_disconnect_after_is_incomplete(cut: int) -> None:
     options = ServerOptions(disconnect_after=cut, write_size=64)
     async with open_chat_server(options) as server:
-        result = await chunkwise.complete_chat(server.endpoint(), _request("text"))
+        result = await chunkwise.chat.complete(server.endpoint(), _request("text"))
         assert server.connections[0].requests  # the request did arrive
     assert result.status == "incomplete"
     assert result.reason in (
@@ -452,7 +452,7 @@ async def test_disconnect_after_is_incomplete(cut: int) -> None:
 async def test_disconnect_after_the_whole_body_still_hangs_up() -> None:
     size = len(scenario_body(SCENARIOS["length"], model="length"))
     async with open_chat_server(ServerOptions(disconnect_after=size + 10)) as server:
-        result = await chunkwise.complete_chat(server.endpoint(), _request("length"))
+        result = await chunkwise.chat.complete(server.endpoint(), _request("length"))
     # Every event arrived, so the stream is complete although the body never ended.
     assert result.status == "complete" and result.done_received
 
@@ -461,7 +461,7 @@ async def test_delay_between_events(autojump_clock: trio.testing.MockClock) -> N
     events = scenario_events(SCENARIOS["text"])
     async with open_chat_server(ServerOptions(delay=0.5)) as server:
         start = trio.current_time()
-        result = await chunkwise.complete_chat(server.endpoint(), _request("text"))
+        result = await chunkwise.chat.complete(server.endpoint(), _request("text"))
         elapsed = trio.current_time() - start
     assert result.status == "complete"
     assert elapsed == pytest.approx(0.5 * (len(events) - 1))
@@ -470,14 +470,14 @@ async def test_delay_between_events(autojump_clock: trio.testing.MockClock) -> N
 # -- replay -----------------------------------------------------------------------
 
 
-def _parse(body: bytes) -> chunkwise.ChatResult:
-    parser = chunkwise.ChatStreamParser()
+def _parse(body: bytes) -> chunkwise.chat.Result:
+    parser = chunkwise.chat.Parser()
     parser.feed(body)
     parser.end()
     return parser.result
 
 
-def _comparable(result: chunkwise.ChatResult) -> chunkwise.ChatResult:
+def _comparable(result: chunkwise.chat.Result) -> chunkwise.chat.Result:
     return attrs.evolve(result, anomalies=())
 
 
@@ -485,7 +485,7 @@ def _comparable(result: chunkwise.ChatResult) -> chunkwise.ChatResult:
 async def test_replay_gives_the_same_result_as_parsing_the_file(name: str) -> None:
     body = RECORDINGS[name]
     async with open_chat_server(ServerOptions(replay=body, write_size=97)) as server:
-        result = await chunkwise.complete_chat(server.endpoint(), _request("text", n=5))
+        result = await chunkwise.chat.complete(server.endpoint(), _request("text", n=5))
     assert result == _parse(body)
 
 
@@ -582,7 +582,7 @@ async def test_serve_announces_its_base_url_and_logs_each_request(
 ) -> None:
     async with trio.open_nursery() as nursery:
         server = await _start_serve(nursery)
-        result = await chunkwise.complete_chat(server.endpoint(), _request("reasoning"))
+        result = await chunkwise.chat.complete(server.endpoint(), _request("reasoning"))
         nursery.cancel_scope.cancel()
     out = capsys.readouterr().out
     assert out.startswith(f"serving on http://127.0.0.1:{server.port}/v1\n")
@@ -597,7 +597,7 @@ async def test_serve_keeps_no_history_of_the_requests_it_answers(
     async with trio.open_nursery() as nursery:
         server = await _start_serve(nursery)
         for _ in range(3):
-            await chunkwise.complete_chat(server.endpoint(), _request("text"))
+            await chunkwise.chat.complete(server.endpoint(), _request("text"))
         nursery.cancel_scope.cancel()
     assert not server.record
     assert server.requests == [] and server.connections == []
@@ -726,14 +726,14 @@ async def test_openai_sdk_non_streaming_and_errors() -> None:
 async def test_tool_results_are_answered_with_text_not_the_same_tools() -> None:
     messages: list[dict[str, Any]] = [{"role": "user", "content": "weather?"}]
     async with open_chat_server() as server:
-        first = await chunkwise.complete_chat(
+        first = await chunkwise.chat.complete(
             server.endpoint(), {"model": "tools", "messages": messages}
         )
         calls = first.choice(0).tool_calls
         assert calls
         messages.append(completion_document(first)["choices"][0]["message"])
         messages += [{"role": "tool", "tool_call_id": c.id, "content": "sunny"} for c in calls]
-        second = await chunkwise.complete_chat(
+        second = await chunkwise.chat.complete(
             server.endpoint(), {"model": "tools", "messages": messages}
         )
     assert second.status == "complete"

@@ -39,7 +39,7 @@ async def test_each_style_streams_the_scenario_text(model: str, write_size: int 
     async with open_chat_server(ServerOptions(write_size=write_size)) as server:
         endpoint = server.endpoint()
         request = _body(model, prompt=["a", "b"], n=2, stream_options={"include_usage": True})
-        async with chunkwise.open_completion_stream(endpoint, request) as stream:
+        async with chunkwise.completions.open_stream(endpoint, request) as stream:
             result = await stream.result()
     assert result.status == "complete"
     assert [c.index for c in result.choices] == [0, 1, 2, 3]
@@ -76,7 +76,7 @@ async def test_a_non_streamed_request_gets_the_document_the_stream_makes(model: 
 
 async def test_the_error_scenario_streams_its_error_and_a_document_is_a_500() -> None:
     async with open_chat_server() as server:
-        result = await chunkwise.complete_completion(server.endpoint(), _body("error"))
+        result = await chunkwise.completions.complete(server.endpoint(), _body("error"))
         status, _, data = await _post(server, _body("error"))
     assert result.status == "failed" and result.server_error is not None
     assert result.text == SCENARIOS["error"].text
@@ -85,7 +85,7 @@ async def test_the_error_scenario_streams_its_error_and_a_document_is_a_500() ->
 
 async def test_the_length_scenario_finishes_with_length() -> None:
     async with open_chat_server() as server:
-        result = await chunkwise.complete_completion(server.endpoint(), _body("length"))
+        result = await chunkwise.completions.complete(server.endpoint(), _body("length"))
     assert result.status == "complete" and result.choice(0).finish_reason == "length"
 
 
@@ -122,7 +122,7 @@ async def test_a_replayed_body_answers_completions_too() -> None:
         b'data: {"choices":[{"index":0,"text":"hey","finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
     )
     async with open_chat_server(ServerOptions(replay=replay)) as server:
-        result = await chunkwise.complete_completion(server.endpoint(), _body())
+        result = await chunkwise.completions.complete(server.endpoint(), _body())
     assert result.text == "hey" and result.status == "complete"
 
 
@@ -211,6 +211,6 @@ def test_completions_accepts_what_openai_accepts(body: dict[str, Any]) -> None:
 async def test_the_client_sees_a_refusal_as_an_http_status_error() -> None:
     async with open_chat_server() as server:
         with pytest.raises(chunkwise.HTTPStatusError) as info:
-            await chunkwise.complete_completion(server.endpoint(), _body(n=0))
+            await chunkwise.completions.complete(server.endpoint(), _body(n=0))
     assert info.value.status_code == 400
     assert "integer below minimum value" in str(info.value)

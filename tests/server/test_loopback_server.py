@@ -13,7 +13,6 @@ import trio.testing
 
 from chunkwise._endpoint import Endpoint
 from chunkwise._errors import HTTPStatusError
-from chunkwise._headers import Headers
 from chunkwise._http import open_http_response
 from chunkwise.testing import (
     LoopbackServer,
@@ -26,6 +25,7 @@ from chunkwise.testing import (
     serve_test_server,
     tls_contexts,
 )
+from chunkwise.types import Headers
 
 REQUEST = b'{"model": "m", "messages": []}'
 

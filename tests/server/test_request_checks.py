@@ -303,7 +303,7 @@ def test_responses_accepts_what_openai_accepts(body: dict[str, Any]) -> None:
 async def test_the_client_sees_a_refusal_as_an_http_status_error() -> None:
     async with open_chat_server() as server:
         with pytest.raises(chunkwise.HTTPStatusError) as caught:
-            await chunkwise.complete_chat(server.endpoint(), _chat(n=0))
+            await chunkwise.chat.complete(server.endpoint(), _chat(n=0))
     error = caught.value
     assert error.status_code == 400
     assert error.error is not None and error.error.param == "n"

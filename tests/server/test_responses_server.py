@@ -37,8 +37,8 @@ def _request(model: str, **extra: Any) -> dict[str, Any]:
     return {"model": model, "input": "hi", **extra}
 
 
-def _parse(reads: list[bytes], max_output_tokens: int | None = None) -> chunkwise.ResponseResult:
-    parser = chunkwise.ResponseStreamParser(max_output_tokens=max_output_tokens)
+def _parse(reads: list[bytes], max_output_tokens: int | None = None) -> chunkwise.responses.Result:
+    parser = chunkwise.responses.Parser(max_output_tokens=max_output_tokens)
     for read in reads:
         parser.feed(read)
     parser.end()
@@ -58,7 +58,7 @@ def _expected_usage(scenario: ResponseScenario, output_tokens: int) -> dict[str,
 
 
 def _check(
-    result: chunkwise.ResponseResult,
+    result: chunkwise.responses.Result,
     scenario: ResponseScenario,
     *,
     max_output_tokens: int | None = None,
@@ -332,7 +332,7 @@ def test_calls_without_an_id_are_found_by_their_call_id() -> None:
 async def test_each_scenario_through_the_client(name: str, write_size: int | None) -> None:
     scenario = RESPONSE_SCENARIOS[name]
     async with open_chat_server(ServerOptions(write_size=write_size)) as server:
-        result = await chunkwise.complete_response(server.endpoint(), _request(name))
+        result = await chunkwise.responses.complete(server.endpoint(), _request(name))
         [request] = server.requests
     assert request.target == "/v1/responses"
     assert request.json()["stream"] is True
@@ -342,7 +342,7 @@ async def test_each_scenario_through_the_client(name: str, write_size: int | Non
 async def test_open_response_stream_and_max_output_tokens() -> None:
     async with open_chat_server() as server:
         request = _request("quirks-llamacpp-length", max_output_tokens=16)
-        async with chunkwise.open_response_stream(server.endpoint(), request) as stream:
+        async with chunkwise.responses.open_stream(server.endpoint(), request) as stream:
             result = await stream.result()
     _check(result, RESPONSE_SCENARIOS["quirks-llamacpp-length"], max_output_tokens=16)
     assert [a.kind for a in result.anomalies] == ["max_output_tokens reached"]
@@ -350,12 +350,12 @@ async def test_open_response_stream_and_max_output_tokens() -> None:
 
 async def test_unknown_model_gets_the_default_scenario() -> None:
     async with open_chat_server(ServerOptions(scenario="length")) as server:
-        cut = await chunkwise.complete_response(server.endpoint(), _request("gpt-4.1"))
+        cut = await chunkwise.responses.complete(server.endpoint(), _request("gpt-4.1"))
     async with open_chat_server(ServerOptions(scenario="quirks-crlf")) as server:
-        text = await chunkwise.complete_response(server.endpoint(), _request("gpt-4.1"))
+        text = await chunkwise.responses.complete(server.endpoint(), _request("gpt-4.1"))
     options = ServerOptions(scenario="tools", response_scenario="quirks-llamacpp")
     async with open_chat_server(options) as server:
-        llama = await chunkwise.complete_response(server.endpoint(), _request("gpt-4.1"))
+        llama = await chunkwise.responses.complete(server.endpoint(), _request("gpt-4.1"))
     assert cut.model == "gpt-4.1" and cut.incomplete_reason == "max_output_tokens"
     assert text.status == "complete" and text.output_text == RESPONSE_SCENARIOS["text"].text
     assert llama.id == "resp_chunkwise_quirks-llamacpp"
@@ -363,7 +363,7 @@ async def test_unknown_model_gets_the_default_scenario() -> None:
 
 async def test_function_call_output_is_answered_with_text() -> None:
     async with open_chat_server() as server:
-        first = await chunkwise.complete_response(server.endpoint(), _request("tools"))
+        first = await chunkwise.responses.complete(server.endpoint(), _request("tools"))
         calls = [
             {"type": "function_call", "call_id": c.call_id, "name": c.name, "arguments": "{}"}
             for c in first.function_calls
@@ -373,7 +373,7 @@ async def test_function_call_output_is_answered_with_text() -> None:
             for c in first.function_calls
         ]
         question = {"role": "user", "content": "weather?"}
-        second = await chunkwise.complete_response(
+        second = await chunkwise.responses.complete(
             server.endpoint(), {"model": "tools", "input": [question, *calls, *outputs]}
         )
     assert len(first.function_calls) == 2
@@ -385,7 +385,7 @@ async def test_function_call_output_is_answered_with_text() -> None:
 async def test_disconnect_after_is_incomplete(cut: int) -> None:
     options = ServerOptions(disconnect_after=cut, write_size=64)
     async with open_chat_server(options) as server:
-        result = await chunkwise.complete_response(server.endpoint(), _request("text"))
+        result = await chunkwise.responses.complete(server.endpoint(), _request("text"))
     assert result.status == "incomplete"
     assert result.reason in (
         chunkwise.IncompleteReason.CONNECTION_LOST,
@@ -400,7 +400,7 @@ async def test_delay_paces_events(autojump_clock: trio.testing.MockClock) -> Non
     events = response_scenario_events(RESPONSE_SCENARIOS["text"])
     async with open_chat_server(ServerOptions(delay=0.5)) as server:
         start = trio.current_time()
-        result = await chunkwise.complete_response(server.endpoint(), _request("text"))
+        result = await chunkwise.responses.complete(server.endpoint(), _request("text"))
         elapsed = trio.current_time() - start
     assert result.status == "complete"
     assert elapsed == pytest.approx(0.5 * (len(events) - 1))
@@ -409,12 +409,12 @@ async def test_delay_paces_events(autojump_clock: trio.testing.MockClock) -> Non
 async def test_status_option_and_api_key() -> None:
     async with open_chat_server(ServerOptions(status=429)) as server:
         with pytest.raises(chunkwise.HTTPStatusError) as info:
-            await chunkwise.complete_response(server.endpoint(), _request("text"))
+            await chunkwise.responses.complete(server.endpoint(), _request("text"))
     assert info.value.status_code == 429 and info.value.retry_after == 1.0
     async with open_chat_server(ServerOptions(api_key="sk-right")) as server:
         with pytest.raises(chunkwise.HTTPStatusError) as info:
-            await chunkwise.complete_response(server.endpoint(api_key="no"), _request("text"))
-        result = await chunkwise.complete_response(
+            await chunkwise.responses.complete(server.endpoint(api_key="no"), _request("text"))
+        result = await chunkwise.responses.complete(
             server.endpoint(api_key="sk-right"), _request("text")
         )
     assert info.value.status_code == 401
@@ -425,7 +425,7 @@ async def test_status_option_and_api_key() -> None:
 async def test_replay_of_a_responses_body() -> None:
     body = response_scenario_body(RESPONSE_SCENARIOS["reasoning"])
     async with open_chat_server(ServerOptions(replay=body, write_size=97)) as server:
-        result = await chunkwise.complete_response(server.endpoint(), _request("text"))
+        result = await chunkwise.responses.complete(server.endpoint(), _request("text"))
         status, document = await _responses_json(server, _request("text"))
     assert result == _parse([body])
     assert status == 200 and document == response_scenario_document(RESPONSE_SCENARIOS["reasoning"])
@@ -508,12 +508,12 @@ def _sdk(server: LoopbackServer) -> Any:
     return openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0, timeout=10)
 
 
-def _sdk_events(name: str, events: list[Any]) -> chunkwise.ResponseResult:
+def _sdk_events(name: str, events: list[Any]) -> chunkwise.responses.Result:
     """Feed the SDK's parsed events to chunkwise's accumulator (``model_dump``)."""
-    accumulator = chunkwise.ResponseAccumulator()
+    accumulator = chunkwise.responses.Accumulator()
     for event in events:
         # exclude_unset: the fields the server sent, not the model's None defaults.
-        accumulator.feed_event(event.model_dump(exclude_unset=True))
+        accumulator.feed(event.model_dump(exclude_unset=True))
     accumulator.end()
     return accumulator.result
 

@@ -2,7 +2,7 @@
 
 A request's ``response_format`` (chat) or ``text.format`` (Responses) makes the
 server answer with a JSON document for the schema (``_chat_server`` rule 5);
-``chunkwise.complete_chat`` / ``complete_response`` parse and validate it.
+``chunkwise.chat.complete`` / ``complete_response`` parse and validate it.
 The matrix: both APIs x streamed or not x write sizes that split multibyte
 characters x the valid, cut (``length``, ``error``) and invalid
 (``structured-invalid``) answers.
@@ -80,7 +80,7 @@ async def test_chat_parsed_end_to_end(
     model: str, write_size: int | None, schema: dict[str, Any] | None
 ) -> None:
     async with open_chat_server(ServerOptions(write_size=write_size)) as server:
-        result = await chunkwise.complete_chat(server.endpoint(), _chat(model, schema))
+        result = await chunkwise.chat.complete(server.endpoint(), _chat(model, schema))
     assert result.status == "complete"
     choice = result.choices[0]
     assert choice.parse_error is None
@@ -94,7 +94,7 @@ async def test_chat_parsed_end_to_end(
 
 async def test_chat_n_choices_are_each_parsed() -> None:
     async with open_chat_server() as server:
-        result = await chunkwise.complete_chat(server.endpoint(), _chat("text", n=3))
+        result = await chunkwise.chat.complete(server.endpoint(), _chat("text", n=3))
     assert [choice.parsed for choice in result.choices] == [_expected(WEATHER)] * 3
 
 
@@ -108,7 +108,7 @@ async def test_chat_n_choices_are_each_parsed() -> None:
 )
 async def test_chat_answers_that_do_not_parse(model: str, status: str, words: str) -> None:
     async with open_chat_server() as server:
-        result = await chunkwise.complete_chat(server.endpoint(), _chat(model))
+        result = await chunkwise.chat.complete(server.endpoint(), _chat(model))
     choice = result.choices[0]
     assert result.status == status
     assert choice.parsed is None
@@ -124,14 +124,14 @@ async def test_chat_answers_that_do_not_parse(model: str, status: str, words: st
 
 async def test_chat_invalid_json_object_is_not_an_object() -> None:
     async with open_chat_server() as server:
-        result = await chunkwise.complete_chat(server.endpoint(), _chat("structured-invalid", None))
+        result = await chunkwise.chat.complete(server.endpoint(), _chat("structured-invalid", None))
     error = result.choices[0].parse_error
     assert error is not None and "not an object" in str(error)
 
 
 async def test_chat_tool_calls_stay_tool_calls() -> None:
     async with open_chat_server() as server:
-        result = await chunkwise.complete_chat(server.endpoint(), _chat("tools"))
+        result = await chunkwise.chat.complete(server.endpoint(), _chat("tools"))
     choice = result.choices[0]
     assert len(choice.tool_calls) == 2 and not choice.content and choice.parsed is None
 
@@ -150,7 +150,7 @@ async def test_chat_stream_false_is_one_document_with_the_json() -> None:
 
 async def test_chat_without_response_format_says_its_text() -> None:
     async with open_chat_server() as server:
-        result = await chunkwise.complete_chat(
+        result = await chunkwise.chat.complete(
             server.endpoint(), {"model": "text", "messages": MESSAGES}
         )
     assert result.choices[0].parsed is None and "Hello" in (result.content or "")
@@ -166,7 +166,7 @@ async def test_responses_parsed_end_to_end(
     model: str, write_size: int | None, schema: dict[str, Any] | None
 ) -> None:
     async with open_chat_server(ServerOptions(write_size=write_size)) as server:
-        result = await chunkwise.complete_response(server.endpoint(), _responses(model, schema))
+        result = await chunkwise.responses.complete(server.endpoint(), _responses(model, schema))
     assert result.status == "complete"
     assert result.parse_error is None
     assert result.parsed == _expected(schema)
@@ -185,7 +185,7 @@ async def test_responses_parsed_end_to_end(
 )
 async def test_responses_answers_that_do_not_parse(model: str, status: str, words: str) -> None:
     async with open_chat_server() as server:
-        result = await chunkwise.complete_response(server.endpoint(), _responses(model))
+        result = await chunkwise.responses.complete(server.endpoint(), _responses(model))
     assert result.status == status
     assert result.parsed is None
     assert result.parse_error is not None and words in str(result.parse_error)
@@ -198,7 +198,7 @@ async def test_responses_answers_that_do_not_parse(model: str, status: str, word
 
 async def test_responses_error_keeps_the_partial_json_unparsed() -> None:
     async with open_chat_server() as server:
-        result = await chunkwise.complete_response(server.endpoint(), _responses("error"))
+        result = await chunkwise.responses.complete(server.endpoint(), _responses("error"))
     assert result.status == "failed" and result.parsed is None
     with pytest.raises(json.JSONDecodeError):
         json.loads(result.output_text)
@@ -260,7 +260,7 @@ async def test_responses_objects_echo_the_request() -> None:
     )
     async with open_chat_server() as server:
         _, _, data = await http_exchange(server, "POST", "/v1/responses", json.dumps(body).encode())
-        result = await chunkwise.complete_response(server.endpoint(), {**body, "stream": True})
+        result = await chunkwise.responses.complete(server.endpoint(), {**body, "stream": True})
     document = json.loads(data)
     for name in ("instructions", "temperature", "tools", "tool_choice", "metadata", "text"):
         assert document[name] == body[name], name

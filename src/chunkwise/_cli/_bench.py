@@ -58,17 +58,15 @@ from typing import Any, TextIO
 import attrs
 import trio
 
-from .._chat import ChatResult
-from .._completions import CompletionResult
+from .. import chat, completions, responses
 from .._endpoint import Endpoint
 from .._errors import ChunkwiseError, HTTPStatusError
 from .._http import send_http_request
-from .._parser import OUTPUT_EVENTS, StreamParser
+from .._parser import StreamParser
 from .._pool import ConnectionPool, PoolSettings
-from .._responses import ResponseResult
 from .._retries import Retries
-from .._sse import DEFAULT_MAX_EVENT_SIZE
 from .._timings import TimingRecorder, output_tokens_of
+from ..types import DEFAULT_MAX_EVENT_SIZE
 from ._common import (
     EXIT_OK,
     EXIT_STREAM,
@@ -452,7 +450,7 @@ async def _measure(
     record: RequestRecord,
 ) -> str | None:
     """Send request ``number``; fill in ``record``; return the failure's kind or ``None``."""
-    parser: StreamParser[ChatResult | ResponseResult | CompletionResult]
+    parser: StreamParser[chat.Result | responses.Result | completions.Result]
     parser = COMMAND_APIS[plan.api].api.make_parser({}, DEFAULT_MAX_EVENT_SIZE)
     recorder = TimingRecorder(trio.current_time)
     parser.record_timings(recorder)
@@ -472,7 +470,7 @@ async def _measure(
                 events = parser.feed(data)
                 if recorder.last_output == stamp:  # the read carried output
                     state.output_reads += 1
-                    if len(events) > 1 and sum(type(e) in OUTPUT_EVENTS for e in events) > 1:
+                    if len(events) > 1 and sum(e.is_output for e in events) > 1:
                         state.crowded_reads += 1
                     if previous is not None:
                         gaps.append(stamp - previous)

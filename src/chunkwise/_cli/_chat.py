@@ -59,36 +59,13 @@ from typing import Any, TextIO
 
 import trio
 
-from .._chat import ChatResult
-from .._completions import CompletionResult
+from .. import chat, completions, responses
 from .._convert import event_to_json, to_json
 from .._endpoint import Endpoint
 from .._errors import ChunkwiseError
-from .._events import (
-    ChoiceFinished,
-    ContentDelta,
-    Event,
-    FunctionCallArgumentsDelta,
-    FunctionCallCompleted,
-    FunctionCallStarted,
-    OutputRefusalDelta,
-    OutputTextDelta,
-    ReasoningDelta,
-    ReasoningSummaryDelta,
-    ReasoningTextDelta,
-    RefusalDelta,
-    StreamCompleted,
-    StreamFailed,
-    StreamIncomplete,
-    TextDelta,
-    ToolCallArgumentsDelta,
-    ToolCallCompleted,
-    ToolCallStarted,
-    UsageReported,
-)
+from .._events import Event, StreamCompleted, StreamFailed, StreamIncomplete, UsageReported
 from .._json_patches import apply_patches
-from .._responses import ResponseResult
-from .._stream import Api, ChatStream, CompletionStream, ResponseStream, open_stream
+from .._stream import Api, open_stream
 from .._structured import OutputSchema
 from .._util import redact
 from ._common import (
@@ -128,7 +105,7 @@ __all__ = [
     "summary_lines",
 ]
 
-Result = ChatResult | ResponseResult | CompletionResult
+Result = chat.Result | responses.Result | completions.Result
 
 _DIM = "\x1b[2m"
 _RESET = "\x1b[0m"
@@ -190,7 +167,7 @@ class _Session:
     """What outlives :func:`trio.run`: the stream, for its snapshot after Ctrl-C."""
 
     def __init__(self) -> None:
-        self.stream: ChatStream | ResponseStream | CompletionStream | None = None
+        self.stream: chat.Stream | responses.Stream | completions.Stream | None = None
         self.result: Result | None = None
 
 
@@ -272,7 +249,7 @@ async def _chat(
     request: Mapping[str, Any],
     renderer: _Renderer,
     session: _Session,
-    api: Api[ChatStream | ResponseStream | CompletionStream],
+    api: Api[chat.Stream | responses.Stream | completions.Stream],
 ) -> None:
     async with open_stream(api, endpoint, request) as stream:
         session.stream = stream
@@ -412,23 +389,23 @@ class TextRenderer(_Renderer):
     def _live_event(self, event: Event) -> bool:
         """Show ``event`` in the live region; false when it is not a live value's."""
         assert self._live is not None
-        if isinstance(event, (ContentDelta, OutputTextDelta)) and self._json_content:
+        if isinstance(event, (chat.TextDelta, responses.TextDelta)) and self._json_content:
             index = getattr(event, "choice_index", 0)
             self._texts.setdefault(index, []).append(event.text)
             where = f"[choice {index}] " if index else ""
             self._show(("answer", index), event.patches, f"{where}answer (JSON, streaming)")
-        elif isinstance(event, ToolCallStarted):
+        elif isinstance(event, chat.ToolCallStarted):
             key = ("tool", event.choice_index, event.tool_index)
             self._titles[key] = f"[tool call {event.tool_index}] {printable(event.name or '')}"
-        elif isinstance(event, FunctionCallStarted):
+        elif isinstance(event, responses.ToolCallStarted):
             key = ("tool", 0, event.output_index)
             self._titles[key] = (
                 f"[function call {event.output_index}] {printable(event.name or '')}"
             )
-        elif isinstance(event, ToolCallArgumentsDelta):
+        elif isinstance(event, chat.ToolCallArgumentsDelta):
             key = ("tool", event.choice_index, event.tool_index)
             self._show(key, event.patches, f"[tool call {event.tool_index}]")
-        elif isinstance(event, FunctionCallArgumentsDelta):
+        elif isinstance(event, responses.ToolCallArgumentsDelta):
             key = ("tool", 0, event.output_index)
             self._show(key, event.patches, f"[function call {event.output_index}]")
         else:
@@ -439,26 +416,28 @@ class TextRenderer(_Renderer):
         if self._live is not None and self._live_event(event):
             return
         # A Responses stream has one answer: its events are choice 0's.
-        if isinstance(event, (ContentDelta, OutputTextDelta, TextDelta)):
+        if isinstance(event, (chat.TextDelta, responses.TextDelta, completions.TextDelta)):
             self._enter("content", getattr(event, "choice_index", 0))
             self._write(printable(event.text))
-        elif isinstance(event, (ReasoningDelta, ReasoningSummaryDelta, ReasoningTextDelta)):
+        elif isinstance(
+            event, (chat.ReasoningDelta, responses.ReasoningSummaryDelta, responses.ReasoningDelta)
+        ):
             self._enter("reasoning", getattr(event, "choice_index", 0))
             self._write(printable(event.text))
-        elif isinstance(event, (RefusalDelta, OutputRefusalDelta)):
+        elif isinstance(event, (chat.RefusalDelta, responses.RefusalDelta)):
             self._enter("refusal", getattr(event, "choice_index", 0))
             self._write(printable(event.text))
-        elif isinstance(event, ToolCallCompleted):
+        elif isinstance(event, chat.ToolCallCompleted):
             self._enter("tool", event.choice_index)
             self._done(
                 ("tool", event.choice_index, event.tool_index), describe_tool_call(event.call)
             )
-        elif isinstance(event, FunctionCallCompleted):
+        elif isinstance(event, responses.ToolCallCompleted):
             self._enter("tool", 0)
             self._done(("tool", 0, event.output_index), describe_tool_call(event.call))
         elif isinstance(event, (StreamCompleted, StreamIncomplete, StreamFailed)):
             self._finish(event.result, None)
-        elif isinstance(event, (ChoiceFinished, UsageReported)):
+        elif isinstance(event, (chat.ChoiceFinished, UsageReported)):
             pass  # in the result, summarised at the end
 
     def _finish(self, result: Result, status: str | None) -> None:
@@ -472,7 +451,7 @@ class TextRenderer(_Renderer):
                 self._live.remove(key)
         self._newline()
         self._out.flush()
-        if isinstance(result, ResponseResult):
+        if isinstance(result, responses.Result):
             lines = response_summary_lines(result)
         else:
             lines = summary_lines(result)
@@ -492,9 +471,9 @@ class TextRenderer(_Renderer):
 
 def _final_answer(result: Result, index: int, text: str) -> list[str]:
     """A JSON answer as it stays on the terminal: ``parsed``, indented, else the raw text."""
-    if isinstance(result, ResponseResult):
+    if isinstance(result, responses.Result):
         parsed, error = result.parsed, result.parse_error
-    elif isinstance(result, ChatResult) and index < len(result.choices):
+    elif isinstance(result, chat.Result) and index < len(result.choices):
         parsed, error = result.choices[index].parsed, result.choices[index].parse_error
     else:
         parsed, error = None, None
@@ -504,7 +483,7 @@ def _final_answer(result: Result, index: int, text: str) -> list[str]:
     return [where + printable(text)]
 
 
-def summary_lines(result: ChatResult | CompletionResult) -> list[str]:
+def summary_lines(result: chat.Result | completions.Result) -> list[str]:
     """Finish reasons, usage and anomalies (the status line comes separately)."""
     lines: list[str] = []
     several = len(result.choices) > 1
@@ -518,7 +497,7 @@ def summary_lines(result: ChatResult | CompletionResult) -> list[str]:
     return lines
 
 
-def response_summary_lines(result: ResponseResult) -> list[str]:
+def response_summary_lines(result: responses.Result) -> list[str]:
     """The server's status (and reason), usage and anomalies of a Responses answer."""
     status = result.response_status or "none"
     if result.incomplete_reason is not None:

@@ -40,19 +40,18 @@ from typing import Any, Generic, TypeAlias, TypeVar
 import attrs
 import trio
 
-from .._chat import ChatResult
-from .._completions import CompletionResult
+from .. import chat, completions, responses
 from .._endpoint import Endpoint
-from .._errors import ChunkwiseError, HTTPStatusError, ToolArgumentsError, UnexpectedContentType
-from .._headers import Headers
+from .._errors import ChunkwiseError, HTTPStatusError, ToolArgumentsError
 from .._http import open_http_response, status_hint
 from .._parser import StreamParser
 from .._request import encode_request
-from .._responses import ResponseResult
-from .._results import Anomaly, FunctionCall, ToolCall
+from .._results import Anomaly, ToolCall
 from .._server._pacing import TIMES_SUFFIX, RecordedTimes, TimesFormatError
 from .._tools import NO_JSONSCHEMA
 from .._util import redact
+from ..errors import UnexpectedContentType
+from ..types import Headers
 
 __all__ = [
     "COLLECTOR_THRESHOLDS",
@@ -320,7 +319,7 @@ def anomaly_text(anomaly: Anomaly) -> str:
     return f"{anomaly.kind}{where}{times}: {one_line(anomaly.detail)}"
 
 
-def status_text(result: ChatResult | ResponseResult | CompletionResult) -> str:
+def status_text(result: chat.Result | responses.Result | completions.Result) -> str:
     """``complete``, ``incomplete (<reason>)`` or ``failed: <error>``, on one line.
 
     A Responses answer the server itself called incomplete also names the
@@ -330,7 +329,7 @@ def status_text(result: ChatResult | ResponseResult | CompletionResult) -> str:
         message = str(result.error) if result.error is not None else "unknown error"
         return f"failed: {one_line(message)}"
     if result.status == "incomplete":
-        detail = result.incomplete_reason if isinstance(result, ResponseResult) else None
+        detail = result.incomplete_reason if isinstance(result, responses.Result) else None
         return f"incomplete ({result.reason}{': ' + one_line(detail) if detail else ''})"
     return result.status
 
@@ -338,11 +337,11 @@ def status_text(result: ChatResult | ResponseResult | CompletionResult) -> str:
 def describe_tool_call(call: ToolCall) -> list[str]:
     """A tool call: its name and id, then its parsed arguments or why they are unusable.
 
-    A Responses :class:`~chunkwise.FunctionCall` is shown as a ``function
+    A Responses :class:`~chunkwise.responses.FunctionCall` is shown as a ``function
     call`` with its ``call_id``, the id the next request answers with (its
     item id is in ``--json``).
     """
-    if isinstance(call, FunctionCall):
+    if isinstance(call, responses.FunctionCall):
         kind, ident_value = "function call", call.call_id or call.id
     else:
         kind, ident_value = "tool call", call.id

@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 The demo starts the embedded OpenAI-compatible server (:mod:`chunkwise._server`)
 in this process, on an ephemeral loopback port, and sends it two requests
-through the real client, :func:`chunkwise.open_chat_stream`, so every byte
+through the real client, :func:`chunkwise.chat.open_stream`, so every byte
 crosses a real socket.
 
 The first request uses the ``demo`` scenario (multibyte text, then one
@@ -34,7 +34,7 @@ partial text kept rather than raising.
 The third asks for structured output (``response_format`` with a JSON schema,
 :data:`DEMO_SCHEMA`): the server answers with a JSON document for the schema,
 streamed in fragments that split keys and escapes, and the demo prints the
-text as it arrives, then :attr:`~chunkwise.ChoiceResult.parsed`, checked
+text as it arrives, then :attr:`~chunkwise.chat.ChoiceResult.parsed`, checked
 against the schema (with ``jsonschema``; parsed only without it).
 
 Consumers run concurrently, so their output would interleave mid-line; they
@@ -57,22 +57,14 @@ from typing import Any, TextIO
 
 import trio
 
-from .._apis import open_chat_stream
-from .._chat import ChatResult
+from .. import HeadReceived, chat
 from .._events import (
     AnomalyDetected,
-    ChoiceFinished,
-    ContentDelta,
     Event,
-    ReasoningDelta,
-    ResponseStarted,
     StreamCompleted,
     StreamErrorReceived,
     StreamFailed,
     StreamIncomplete,
-    ToolCallArgumentsDelta,
-    ToolCallCompleted,
-    ToolCallStarted,
     UsageReported,
 )
 from .._json_patches import apply_patches
@@ -80,7 +72,6 @@ from .._results import IncompleteReason
 from .._server._chat_server import open_chat_server
 from .._server._options import ServerOptions
 from .._server._scenarios import SCENARIOS, scenario_events
-from .._stream import ChatStream
 from .._tools import NO_JSONSCHEMA
 from ._common import INSTALL_JSONSCHEMA, CommandsAction, anomaly_text, status_text
 from ._live import REDRAW_INTERVAL, LiveRegion
@@ -237,21 +228,21 @@ async def _text_consumer(
     show_content = not (json_answer and console.region is not None)
     with channel:
         async for event in channel:
-            if type(event) is ContentDelta:
+            if type(event) is chat.TextDelta:
                 if show_content:
                     console.stream("text", event.text)
-            elif type(event) is ReasoningDelta:
+            elif type(event) is chat.ReasoningDelta:
                 console.stream("reasoning", event.text)
-            elif type(event) is ChoiceFinished:
+            elif type(event) is chat.ChoiceFinished:
                 console.end_line()
 
 
 async def _tool_consumer(channel: trio.MemoryReceiveChannel[Event], console: _Console) -> None:
     with channel:
         async for event in channel:
-            if type(event) is ToolCallStarted:
+            if type(event) is chat.ToolCallStarted:
                 console.line("tools", f"call {event.tool_index} started: {event.name} ({event.id})")
-            elif type(event) is ToolCallCompleted:
+            elif type(event) is chat.ToolCallCompleted:
                 call = event.call
                 console.line("tools", f"call {event.tool_index} complete: {call.name}")
                 if call.error is not None:
@@ -273,12 +264,12 @@ async def _lifecycle_consumer(channel: trio.MemoryReceiveChannel[Event], console
     with channel:
         async for event in channel:
             match event:
-                case ResponseStarted(status_code=status, headers=headers):
+                case HeadReceived(status_code=status, headers=headers):
                     content_type = next(
                         (value for name, value in headers if name.lower() == "content-type"), "?"
                     )
                     console.line("lifecycle", f"HTTP {status}, {content_type}")
-                case ChoiceFinished(choice_index=index, finish_reason=reason):
+                case chat.ChoiceFinished(choice_index=index, finish_reason=reason):
                     console.line("lifecycle", f"choice {index} finished: {reason}")
                 case UsageReported(usage=usage):
                     console.line("lifecycle", f"usage: {_usage_text(usage)}")
@@ -309,18 +300,18 @@ async def _preview_consumer(channel: trio.MemoryReceiveChannel[Event], console: 
 
     with channel:
         async for event in channel:
-            if type(event) is ToolCallStarted:
+            if type(event) is chat.ToolCallStarted:
                 key = ("call", event.choice_index, event.tool_index)
                 titles[key] = f"call {event.tool_index} arguments, streaming: {event.name}"
-            elif type(event) is ToolCallArgumentsDelta and event.patches:
+            elif type(event) is chat.ToolCallArgumentsDelta and event.patches:
                 key = ("call", event.choice_index, event.tool_index)
                 update(key, event.patches, f"call {event.tool_index} arguments, streaming")
-            elif type(event) is ContentDelta and event.patches:
+            elif type(event) is chat.TextDelta and event.patches:
                 update(("answer", event.choice_index), event.patches, "answer, streaming")
-            elif type(event) is ToolCallCompleted:
+            elif type(event) is chat.ToolCallCompleted:
                 key = ("call", event.choice_index, event.tool_index)
                 complete(key, f"call {event.tool_index} arguments")
-            elif type(event) is ChoiceFinished:
+            elif type(event) is chat.ChoiceFinished:
                 complete(("answer", event.choice_index), "the structured answer")
 
 
@@ -338,7 +329,7 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _start_consumers(stream: ChatStream, console: _Console, *, json_answer: bool = False) -> None:
+def _start_consumers(stream: chat.Stream, console: _Console, *, json_answer: bool = False) -> None:
     # Subscribe before the block's first checkpoint, so no consumer misses an event.
     text = stream.subscribe("choice")
     stream.start_soon(_text_consumer, text, console, json_answer, name="text")
@@ -392,13 +383,13 @@ async def run_demo(
     return 1
 
 
-async def _first_request(console: _Console, delay: float) -> ChatResult:
+async def _first_request(console: _Console, delay: float) -> chat.Result:
     async with open_chat_server(ServerOptions(scenario="demo", delay=delay)) as server:
         console.say("chunkwise demo: streaming chat completions, parsed as they arrive")
         console.say(f"A local OpenAI-compatible server is running at {server.base_url}")
         console.say("(in this process: no network, no API key).")
         _heading(console, "1. One request, four independent consumers")
-        console.say("chunkwise.open_chat_stream sends the request; four consumers subscribe")
+        console.say("chunkwise.chat.open_stream sends the request; four consumers subscribe")
         console.say("and each receives every event it asked for, in its own task:")
         console.say("  text       prints the reply as it streams in")
         console.say("  tools      prints each tool call once its arguments are complete,")
@@ -415,12 +406,12 @@ async def _first_request(console: _Console, delay: float) -> ChatResult:
         }
         if importlib.util.find_spec("jsonschema") is None:
             console.say(f"({NO_JSONSCHEMA}: tool arguments are parsed, not validated)")
-        async with open_chat_stream(server.endpoint(), request) as stream:
+        async with chat.open_stream(server.endpoint(), request) as stream:
             _start_consumers(stream, console)
             return await stream.result()
 
 
-async def _second_request(console: _Console, delay: float) -> ChatResult:
+async def _second_request(console: _Console, delay: float) -> chat.Result:
     events = scenario_events(SCENARIOS["text"])
     cut = sum(len(event) for event in events[:_EVENTS_BEFORE_CUT]) + _BYTES_INTO_EVENT
     options = ServerOptions(scenario="text", delay=delay, disconnect_after=cut)
@@ -430,7 +421,7 @@ async def _second_request(console: _Console, delay: float) -> ChatResult:
         console.say("body. The stream ends incomplete instead of raising, and keeps its text.")
         console.say()
         request = {"model": "text", "messages": [{"role": "user", "content": "Say hello."}]}
-        async with open_chat_stream(server.endpoint(), request) as stream:
+        async with chat.open_stream(server.endpoint(), request) as stream:
             _start_consumers(stream, console)
             result = await stream.result()
     console.say()
@@ -438,7 +429,7 @@ async def _second_request(console: _Console, delay: float) -> ChatResult:
     return result
 
 
-async def _third_request(console: _Console, delay: float) -> ChatResult:
+async def _third_request(console: _Console, delay: float) -> chat.Result:
     async with open_chat_server(ServerOptions(scenario="text", delay=delay)) as server:
         _heading(console, "3. A structured answer, parsed")
         console.say("The request's response_format asks for JSON matching a schema. The server")
@@ -454,7 +445,7 @@ async def _third_request(console: _Console, delay: float) -> ChatResult:
                 "json_schema": {"name": "weather_report", "schema": DEMO_SCHEMA, "strict": True},
             },
         }
-        async with open_chat_stream(server.endpoint(), request) as stream:
+        async with chat.open_stream(server.endpoint(), request) as stream:
             _start_consumers(stream, console, json_answer=True)
             result = await stream.result()
     choice = result.choices[0] if result.choices else None

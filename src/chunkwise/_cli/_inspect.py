@@ -2,9 +2,9 @@
 
 The recording is a raw SSE body, optionally preceded by the HTTP head that
 ``chunkwise record`` writes.  The summary, ``--json`` and ``--sse`` views all
-come from the same parse: :class:`~chunkwise.ChatStreamParser` (or
-:class:`~chunkwise.ResponseStreamParser`, or
-:class:`~chunkwise.CompletionStreamParser`) fed the body in ``--read-size``
+come from the same parse: :class:`~chunkwise.chat.Parser` (or
+:class:`~chunkwise.responses.Parser`, or
+:class:`~chunkwise.completions.Parser`) fed the body in ``--read-size``
 pieces (so a recording can be replayed at any split).
 
 Which API recorded the stream is read from the stream itself
@@ -40,18 +40,16 @@ from typing import Any, Literal
 
 import attrs
 
-from .._chat import ChatResult, ChoiceResult
-from .._completions import CompletionChoice, CompletionResult
+from .. import chat, completions, responses
 from .._convert import exception_fields, to_json
-from .._errors import ChunkwiseError, EventTooLarge, HTTPStatusError
-from .._events import ContentDelta, OutputTextDelta, TextDelta
+from .._errors import ChunkwiseError, HTTPStatusError
 from .._http import http_status_error
 from .._parser import StreamParser
-from .._responses import ResponseResult
-from .._results import OutputItem
 from .._server._pacing import TIMES_SUFFIX, RecordedTimes
-from .._sse import DEFAULT_MAX_EVENT_SIZE, SSEDecoder
+from .._sse import SSEDecoder
 from .._timings import TimingRecorder, Timings
+from ..errors import EventTooLarge
+from ..types import DEFAULT_MAX_EVENT_SIZE
 from ._common import (
     EXIT_OK,
     EXIT_STREAM,
@@ -75,7 +73,7 @@ from ._options import COMMAND_APIS
 __all__ = ["add_inspect_command", "detect_api", "run_inspect"]
 
 Api = Literal["chat", "responses", "completions"]
-Result = ChatResult | ResponseResult | CompletionResult
+Result = chat.Result | responses.Result | completions.Result
 
 _DEFAULT_READ_SIZE = 65536
 
@@ -187,7 +185,7 @@ def run_inspect(args: argparse.Namespace) -> int:
     else:
         lines = (
             _describe_response(result, status_line)
-            if isinstance(result, ResponseResult)
+            if isinstance(result, responses.Result)
             else _describe(result, status_line)
         )
         sys.stdout.write("".join(line + "\n" for line in lines))
@@ -212,7 +210,7 @@ def _note_other_api(api: Api, result: Result, body: bytes) -> None:
     seen = _detected_api(body)
     if seen is None or seen == api:
         return
-    items = result.output if isinstance(result, ResponseResult) else result.choices
+    items = result.output if isinstance(result, responses.Result) else result.choices
     nothing = not items and result.usage is None and result.id is None and result.error is None
     names = {name: entry.title for name, entry in COMMAND_APIS.items()}
     what = f"this file looks like a {names[seen]} stream"
@@ -376,7 +374,7 @@ def _print_sse(body: bytes, read_size: int) -> int:
 # -- human-readable description -------------------------------------------------
 
 
-def _describe(result: ChatResult | CompletionResult, status_line: str | None) -> Iterator[str]:
+def _describe(result: chat.Result | completions.Result, status_line: str | None) -> Iterator[str]:
     if status_line is not None:
         yield f"http: {printable(status_line)}"
         yield ""
@@ -384,7 +382,7 @@ def _describe(result: ChatResult | CompletionResult, status_line: str | None) ->
         yield "no choices"
         yield ""
     for choice in result.choices:
-        if isinstance(choice, CompletionChoice):
+        if isinstance(choice, completions.ChoiceResult):
             yield f"choice {choice.index}"
             yield "  text:" if choice.text else "  text: (empty)"
             yield from _block(choice.text, "    ") if choice.text else ()
@@ -401,7 +399,7 @@ def _describe(result: ChatResult | CompletionResult, status_line: str | None) ->
     yield f"status: {status_text(result)}"
 
 
-def _describe_choice(choice: ChoiceResult) -> Iterator[str]:
+def _describe_choice(choice: chat.ChoiceResult) -> Iterator[str]:
     yield f"choice {choice.index}"
     yield f"  role: {_optional(choice.role)}"
     if choice.reasoning is not None:
@@ -419,7 +417,7 @@ def _describe_choice(choice: ChoiceResult) -> Iterator[str]:
         yield from ("  " + line for line in describe_tool_call(call))
 
 
-def _choice_end(choice: ChoiceResult | CompletionChoice) -> Iterator[str]:
+def _choice_end(choice: chat.ChoiceResult | completions.ChoiceResult) -> Iterator[str]:
     """Both chat and completion choices: logprobs counts and the finish reason."""
     if choice.logprobs:
         counts = [
@@ -492,7 +490,7 @@ def _optional(value: str | None) -> str:
 # -- a Responses answer -----------------------------------------------------------
 
 
-def _describe_response(result: ResponseResult, status_line: str | None) -> Iterator[str]:
+def _describe_response(result: responses.Result, status_line: str | None) -> Iterator[str]:
     if status_line is not None:
         yield f"http: {printable(status_line)}"
         yield ""
@@ -511,7 +509,7 @@ def _describe_response(result: ResponseResult, status_line: str | None) -> Itera
     yield f"status: {status_text(result)}"
 
 
-def _describe_item(item: OutputItem) -> Iterator[str]:
+def _describe_item(item: responses.OutputItem) -> Iterator[str]:
     ident = f" ({printable(item.id)})" if item.id else ""
     yield f"item {item.index}: {_optional(item.type)}{ident}"
     if item.role is not None:
@@ -643,7 +641,7 @@ def _timeline(body: bytes, times: RecordedTimes, api: Api) -> Timeline:
         added = "".join(
             event.text
             for event in events
-            if isinstance(event, (ContentDelta, OutputTextDelta, TextDelta))
+            if isinstance(event, (chat.TextDelta, responses.TextDelta, completions.TextDelta))
         )
         if recorder.last_output == stamp:
             output_reads += 1

@@ -27,12 +27,15 @@ from typing import Any
 import attrs
 import trio
 
-from .._apis import CHAT, COMPLETIONS, RESPONSES
-from .._endpoint import DEFAULT_BASE_URL, Endpoint, Timeouts
+from .._endpoint import Endpoint, Timeouts
 from .._errors import InvalidEndpoint
 from .._retries import Retries
 from .._stream import Api
 from .._util import redact
+from ..chat._stream import API as CHAT
+from ..completions._stream import API as COMPLETIONS
+from ..responses._stream import API as RESPONSES
+from ..types import DEFAULT_BASE_URL
 from ._common import (
     EXIT_OK,
     EXIT_STREAM,

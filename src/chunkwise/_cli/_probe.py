@@ -20,7 +20,7 @@ the third, since a completion has no tools, a long answer cut by
 wire analysis and the findings are the same code.
 
 Each response body is read through :func:`chunkwise._http.open_http_response`
-and every read is fed both to a :class:`~chunkwise.ChatStreamParser` (what a
+and every read is fed both to a :class:`~chunkwise.chat.Parser` (what a
 client reconstructs: status, finish reasons, usage, first-token time) and kept
 for the wire-level analysis, which needs the raw bytes: keep-alive comments,
 line endings, ``data:`` spacing, and the shape of each chunk's deltas (tool-call
@@ -44,20 +44,13 @@ from typing import Any
 
 import attrs
 
-from .._apis import CHAT, COMPLETIONS
-from .._chat import ChatResult, ChatStreamParser
-from .._completions import CompletionResult, CompletionStreamParser
+from .. import chat, completions
 from .._endpoint import Endpoint
 from .._errors import ChunkwiseError
-from .._events import (
-    ContentDelta,
-    ReasoningDelta,
-    TextDelta,
-    ToolCallArgumentsDelta,
-    ToolCallStarted,
-)
 from .._parser import StreamParser
 from .._sse import SSEDecoder
+from ..chat._stream import API as CHAT
+from ..completions._stream import API as COMPLETIONS
 from ._common import (
     CommandsAction,
     Exchange,
@@ -323,7 +316,7 @@ def _tool_pattern(
 # -- the probe --------------------------------------------------------------------
 
 
-Result = ChatResult | CompletionResult
+Result = chat.Result | completions.Result
 
 
 @attrs.frozen(kw_only=True)
@@ -390,8 +383,13 @@ def _cut_finding(cut: Exchange[Any] | None) -> dict[str, Any]:
 
 CHAT_PLAN = Plan(
     path=CHAT.path,
-    parser=ChatStreamParser,
-    first_token=(ContentDelta, ReasoningDelta, ToolCallStarted, ToolCallArgumentsDelta),
+    parser=chat.Parser,
+    first_token=(
+        chat.TextDelta,
+        chat.ReasoningDelta,
+        chat.ToolCallStarted,
+        chat.ToolCallArgumentsDelta,
+    ),
     text=lambda model: {"model": model, "messages": [{"role": "user", "content": TEXT_PROMPT}]},
     last=lambda model, _usage: {
         "model": model,
@@ -406,8 +404,8 @@ CHAT_PLAN = Plan(
 )
 COMPLETIONS_PLAN = Plan(
     path=COMPLETIONS.path,
-    parser=CompletionStreamParser,
-    first_token=(TextDelta,),
+    parser=completions.Parser,
+    first_token=(completions.TextDelta,),
     text=lambda model: {"model": model, "prompt": TEXT_PROMPT},
     # With usage when the server gives it, to tell an ignored max_tokens from a short answer.
     last=lambda model, usage: _with_usage(

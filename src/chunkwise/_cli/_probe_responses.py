@@ -5,7 +5,7 @@ Theory of operation
 At most three streamed ``POST /responses`` requests are sent, one after the
 other, each through the one probe request,
 :func:`~._common.probe_exchange`, read by a
-:class:`~chunkwise.ResponseStreamParser` (the final status per chunkwise):
+:class:`~chunkwise.responses.Parser` (the final status per chunkwise):
 
 1. a short text request;
 2. a request asking for a long answer under ``max_output_tokens`` =
@@ -35,18 +35,11 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._apis import RESPONSES
+from .. import responses
 from .._endpoint import Endpoint
 from .._errors import ChunkwiseError
-from .._events import (
-    FunctionCallStarted,
-    OutputRefusalDelta,
-    OutputTextDelta,
-    ReasoningSummaryDelta,
-    ReasoningTextDelta,
-)
-from .._responses import ResponseResult, ResponseStreamParser
 from .._sse import SSEDecoder
+from ..responses._stream import API as RESPONSES
 from ._common import (
     Exchange,
     comments_cell,
@@ -79,11 +72,11 @@ WEATHER_TOOL: dict[str, Any] = {
 }
 
 _FIRST_TOKEN = (
-    OutputTextDelta,
-    OutputRefusalDelta,
-    ReasoningSummaryDelta,
-    ReasoningTextDelta,
-    FunctionCallStarted,
+    responses.TextDelta,
+    responses.RefusalDelta,
+    responses.ReasoningSummaryDelta,
+    responses.ReasoningDelta,
+    responses.ToolCallStarted,
 )
 _TERMINAL = ("response.completed", "response.incomplete", "response.failed")
 _KEEPALIVE = ("keepalive", "response.keep_alive")
@@ -222,7 +215,7 @@ async def probe_responses(
 ) -> dict[str, Any]:
     """Run the Responses probe requests against ``endpoint`` and return the findings."""
 
-    async def exchange(request: dict[str, Any], label: str) -> Exchange[ResponseResult]:
+    async def exchange(request: dict[str, Any], label: str) -> Exchange[responses.Result]:
         return await probe_exchange(
             endpoint,
             {"model": model, **request},
@@ -231,7 +224,7 @@ async def probe_responses(
             key_variable,
             path=RESPONSES.path,
             # No tools: the probe looks at how calls are streamed, not at their schema.
-            parser=ResponseStreamParser(),
+            parser=responses.Parser(),
             first_token=_FIRST_TOKEN,
         )
 
@@ -253,10 +246,10 @@ async def probe_responses(
 def responses_findings(
     base_url: str,
     model: str,
-    exchanges: Sequence[Exchange[ResponseResult]],
-    text: Exchange[ResponseResult],
-    truncated: Exchange[ResponseResult] | None,
-    tools: Exchange[ResponseResult] | None,
+    exchanges: Sequence[Exchange[responses.Result]],
+    text: Exchange[responses.Result],
+    truncated: Exchange[responses.Result] | None,
+    tools: Exchange[responses.Result] | None,
 ) -> dict[str, Any]:
     """The findings of the exchanges (pure: what ``--json`` prints)."""
     analyses = [analyze_responses_body(bytes(e.body)) for e in exchanges if e.streamed]
@@ -315,7 +308,7 @@ def _presence(analyses: list[dict[str, Any]], key: str) -> str:
     return "present" if not without else "missing" if not with_it else "sometimes missing"
 
 
-def _truncation(exchange: Exchange[ResponseResult] | None) -> dict[str, Any]:
+def _truncation(exchange: Exchange[responses.Result] | None) -> dict[str, Any]:
     if exchange is None:
         return {"verdict": "not tried"}
     if exchange.result is None:
@@ -354,7 +347,7 @@ def _truncation(exchange: Exchange[ResponseResult] | None) -> dict[str, Any]:
     }
 
 
-def _function_calls(exchange: Exchange[ResponseResult] | None) -> dict[str, Any]:
+def _function_calls(exchange: Exchange[responses.Result] | None) -> dict[str, Any]:
     if exchange is None:
         return {"verdict": "not tried"}
     if exchange.result is None:

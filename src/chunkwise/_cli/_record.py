@@ -53,20 +53,17 @@ from typing import IO
 import attrs
 import trio
 
-from .._apis import CHAT
-from .._chat import ChatResult, ChatStreamParser
-from .._completions import CompletionResult
+from .. import chat, completions, responses
 from .._endpoint import Endpoint
 from .._errors import ChunkwiseError
-from .._headers import Headers
 from .._http import HTTPResponse, http_status_error, send_http_request
 from .._parser import StreamParser
-from .._responses import ResponseResult
 from .._retries import Retries
 from .._server._pacing import TIMES_SUFFIX, RecordedTimes
-from .._sse import DEFAULT_MAX_EVENT_SIZE
 from .._timings import TimingRecorder
 from .._util import redact, secret
+from ..chat._stream import API as CHAT
+from ..types import DEFAULT_MAX_EVENT_SIZE, Headers
 from ._common import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -159,8 +156,8 @@ class Recording:
     error: ChunkwiseError | None = None
     error_body: bytearray = attrs.field(factory=bytearray)
     # Reads the stream only for the status line on stderr: no tools, no schema.
-    parser: StreamParser[ChatResult | ResponseResult | CompletionResult] = attrs.field(
-        factory=ChatStreamParser
+    parser: StreamParser[chat.Result | responses.Result | completions.Result] = attrs.field(
+        factory=chat.Parser
     )
 
 

@@ -19,8 +19,8 @@ Rules
    cut-off after N bytes are the engine's pacing, not a second implementation
    here.
 2. A ``stream: false`` request is answered from the same stream: the server
-   parses it (:class:`~chunkwise.ChatStreamParser`,
-   :class:`~chunkwise.ResponseStreamParser`) and writes one document: the
+   parses it (:class:`~chunkwise.chat.Parser`,
+   :class:`~chunkwise.responses.Parser`) and writes one document: the
    ``chat.completion`` the chat parser reconstructs, or the ``response``
    object the Responses stream's terminal event carries.  So the streamed and
    the non-streamed answers cannot drift apart (and a replay works for both).
@@ -71,11 +71,10 @@ from typing import Any
 import attrs
 import trio
 
-from .._chat import ChatStreamParser
+from .. import chat, responses
 from .._convert import completion_document
 from .._errors import ChunkwiseError, StreamError
 from .._payloads import load_json, parse_json
-from .._responses import ResponseStreamParser
 from .._sse import SSEDecoder
 from .._structured import OutputSchema
 from .._tasks import exceptions_unwrapped
@@ -320,7 +319,7 @@ class ChatServer:
                 self._log(pacing_line(writer.lateness))
 
     async def _document(self, writer: ResponseWriter, body: bytes, request_id: str) -> None:
-        parser = ChatStreamParser()
+        parser = chat.Parser()
         parser.feed(body)
         parser.end()
         result = parser.result
@@ -407,7 +406,7 @@ class ChatServer:
         self, writer: ResponseWriter, body: bytes, request_id: str
     ) -> None:
         # Rule 2: the terminal event's response object, unless the stream failed.
-        parser = ResponseStreamParser()
+        parser = responses.Parser()
         parser.feed(body)
         parser.end()
         result = parser.result

@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
-from .._completions import CompletionResult, CompletionStreamParser
+from .. import completions
 from ._scenarios import CREATED, SCENARIOS, Scenario, wire_json
 
 __all__ = [
@@ -191,9 +191,9 @@ def completion_events(body: Mapping[str, Any], *, document: bool = False) -> lis
     return [f"data: {payload}\n\n".encode() for payload in payloads]
 
 
-def text_completion_document(events: Sequence[bytes]) -> tuple[CompletionResult, dict[str, Any]]:
+def text_completion_document(events: Sequence[bytes]) -> tuple[completions.Result, dict[str, Any]]:
     """The stream parsed, and the ``text_completion`` document it makes."""
-    parser = CompletionStreamParser()
+    parser = completions.Parser()
     parser.feed(b"".join(events))
     parser.end()
     result = parser.result

@@ -63,10 +63,10 @@ import trio
 
 from .._connect import socket_of
 from .._endpoint import Endpoint
-from .._headers import Headers
 from .._retries import Retries
 from .._tasks import close_now, exceptions_unwrapped
 from .._util import url_host
+from ..types import Headers
 from ._responses import RecordedRequest, ResponseWriter, ScriptedResponse
 
 __all__ = [

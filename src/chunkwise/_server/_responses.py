@@ -18,7 +18,7 @@ from typing import Any, Literal
 import attrs
 import trio
 
-from .._headers import Headers
+from ..types import Headers
 
 __all__ = ["Framing", "RecordedRequest", "ResponseWriter", "ScriptedResponse"]
 

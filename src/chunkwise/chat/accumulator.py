@@ -32,7 +32,7 @@ included (3), error payloads (4), usage (5), ``logprobs`` (6), chunk templates
    its tool calls with ``finished`` true; a body that just stops leaves the
    choice unfinished and completes its calls with ``finished`` false.
 2. Text is appended when it is a non-empty string; ``content`` may also be a
-   list of typed parts (:mod:`chunkwise._chat.choices`, rule 2): text parts are
+   list of typed parts (:mod:`chunkwise.chat.choices`, rule 2): text parts are
    content, thinking parts reasoning, in order, and a part not understood is
    one counted anomaly per choice.  Text after a choice finished is an
    anomaly, not appended.

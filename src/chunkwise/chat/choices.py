@@ -1,9 +1,9 @@
 """The choices of a chat stream as they build up, and how deltas find their tool calls.
 
 Each choice keeps its text (content, refusal, reasoning), its tool calls and
-its finish; the accumulator (:mod:`chunkwise._chat.accumulator`) decides what
+its finish; the accumulator (:mod:`chunkwise.chat.accumulator`) decides what
 goes in, these classes only hold it and turn it into results, as
-:mod:`chunkwise._responses.items` does for the Responses API.
+:mod:`chunkwise.responses.items` does for the Responses API.
 
 Rules kept here:
 

@@ -47,5 +47,7 @@ __all__ = [
 ]
 
 _LAZY = {name: "chunkwise.completions._stream" for name in ("Stream", "complete", "open_stream")}
-__getattr__ = lazy_getattr(__name__, globals(), _LAZY)
+# Hidden from type checkers, which would take any attribute for a lazy one.
+if not TYPE_CHECKING:
+    __getattr__ = lazy_getattr(__name__, globals(), _LAZY)
 fixup_module_metadata(__name__, globals())

@@ -83,5 +83,7 @@ _LAZY = {
     name: "chunkwise.responses._stream"
     for name in ("Stream", "attach", "cancel", "complete", "open_stream")
 }
-__getattr__ = lazy_getattr(__name__, globals(), _LAZY)
+# Hidden from type checkers, which would take any attribute for a lazy one.
+if not TYPE_CHECKING:
+    __getattr__ = lazy_getattr(__name__, globals(), _LAZY)
 fixup_module_metadata(__name__, globals())

@@ -67,7 +67,7 @@ Rules
     parsed; ``incomplete`` (``max_output_tokens``...) gets a "cut short"
     error unparsed, as a chat choice cut by ``length`` does.
 11. A stream may go on over connections (:meth:`resume`; sequence numbers drop
-    what was seen: :class:`~chunkwise._responses.items.SequenceNumbers`), start
+    what was seen: :class:`~chunkwise.responses.items.SequenceNumbers`), start
     mid-way (:meth:`start_after`: unknown items expected), or end from a poll.
 """
 

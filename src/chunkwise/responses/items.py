@@ -2,7 +2,7 @@
 
 Each item keeps its parts (a message's text and refusals, a reasoning item's
 text and summary) and, for a function call, its argument fragments; the
-accumulator (:mod:`chunkwise._responses.accumulator`) decides what goes in,
+accumulator (:mod:`chunkwise.responses.accumulator`) decides what goes in,
 these classes only hold it and turn it into results.
 
 Addressing (rule 2 of the accumulator):
