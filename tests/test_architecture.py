@@ -58,6 +58,8 @@ SANS_IO = {
     "chunkwise._util",
     "chunkwise._version",
     "chunkwise.errors",
+    "chunkwise.types",
+    "chunkwise._headers",
     # configuration: what an Endpoint holds, validated without I/O
     "chunkwise._checks",
     "chunkwise._endpoint",

@@ -554,9 +554,7 @@ class StreamBlock(Generic[S]):
         stall = endpoint.timeouts.stall
         stalled = None if stall is None else StallTimeout(endpoint.host, endpoint.port, stall)
         resumer = (
-            Resumer.for_stream(endpoint, parser, request, attach, pool)
-            if api.resumable
-            else None
+            Resumer.for_stream(endpoint, parser, request, attach, pool) if api.resumable else None
         )
         stream: S = api.stream_class(response, parser, timings, stalled, resumer)
         manager = trio.open_nursery()

@@ -15,10 +15,10 @@ import trio.testing
 
 import chunkwise
 from chunkwise import _fanout, _http, _http11, _stream, _tasks, _text
-from chunkwise.chat import _stream as chat_stream
-from chunkwise.responses import _stream as responses_stream
 from chunkwise._pool import ConnectionPool
 from chunkwise._request import Request
+from chunkwise.chat import _stream as chat_stream
+from chunkwise.responses import _stream as responses_stream
 from chunkwise.testing import RecordedRequest, ResponseWriter
 from helpers import choice, chunk, serving, sse
 

@@ -632,12 +632,8 @@ def test_cancelled_is_incomplete_with_reason_cancelled() -> None:
 def test_lifecycle_events_report_the_server_status_while_streaming() -> None:
     accumulator = chunkwise.responses.Accumulator()
     events = accumulator.feed(created(status="queued"))
-    events += accumulator.feed(
-        {"type": "response.in_progress", "response": response_object()}
-    )
-    events += accumulator.feed(
-        {"type": "response.in_progress", "response": response_object()}
-    )
+    events += accumulator.feed({"type": "response.in_progress", "response": response_object()})
+    events += accumulator.feed({"type": "response.in_progress", "response": response_object()})
     assert [e.status for e in events if isinstance(e, responses.StatusChanged)] == [
         "queued",
         "in_progress",

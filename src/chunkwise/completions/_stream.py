@@ -1,4 +1,4 @@
-"""Legacy completions over trio: :func:`open_stream`, :func:`complete`, and a client's ``completions``.
+"""Legacy completions over trio: :func:`open_stream`, :func:`complete`, ``client.completions``.
 
 Imported on first use by :mod:`chunkwise.completions` (its trio half), so that the
 sans-IO half never imports trio.  Everything but the path, the parser and the
@@ -78,7 +78,7 @@ async def complete(
     *,
     max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
 ) -> Result:
-    """Stream one legacy completion to its end and return its :class:`~chunkwise.completions.Result`.
+    """Stream one legacy completion to its end and return its :class:`Result`.
 
     Check ``result.status``: an incomplete or failed stream is returned, not
     raised, so its partial output stays available.
@@ -87,7 +87,7 @@ async def complete(
 
 
 class ClientCompletions:
-    """``client.completions``: :func:`open_stream` and :func:`complete` on a client's connections."""
+    """``client.completions``: :func:`open_stream` and :func:`complete` on its connections."""
 
     __slots__ = ("_endpoint", "_pool")
 

@@ -136,7 +136,7 @@ async def complete(
     *,
     max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
 ) -> Result:
-    """Stream one Responses API answer to its end and return its :class:`~chunkwise.responses.Result`.
+    """Stream one Responses API answer to its end and return its :class:`Result`.
 
     Check ``result.status``: an incomplete or failed stream is returned, not
     raised, so its partial output stays available.
@@ -185,7 +185,7 @@ def open_response_stream(
     transport: trio.abc.Stream | None = None,
     pool: ConnectionPool[Connection] | None = None,
 ) -> AbstractAsyncContextManager[Stream]:
-    """The round-3 ``open_response_stream``: :func:`open_stream` or, given ``response_id``, :func:`attach`."""
+    """The round-3 ``open_response_stream``: :func:`open_stream`, or :func:`attach` to an id."""
     return _open_stream(
         API,
         endpoint,
@@ -198,9 +198,9 @@ def open_response_stream(
 
 
 class ClientResponses:
-    """``client.responses``: :func:`open_stream`, :func:`complete`, :func:`attach` and :func:`cancel` on a client's connections.
+    """``client.responses``: :func:`open_stream`, :func:`complete`, :func:`attach`, :func:`cancel`.
 
-    Resumptions and polls of a background response use them too.
+    On the client's connections; resumptions and polls of a background response use them too.
     """
 
     __slots__ = ("_endpoint", "_pool")
