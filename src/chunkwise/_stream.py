@@ -461,7 +461,7 @@ S = TypeVar("S", bound=Stream[Any], covariant=True)
 class Api(Generic[S]):
     """What differs between the APIs: where to post, how to parse, what to hand out."""
 
-    #: In the names of the functions, ``open_{name}_stream`` and ``complete_{name}``.
+    #: The API's namespace: ``chunkwise.{name}.open_stream`` and ``.complete``.
     name: str
     #: Appended to the endpoint's base URL.
     path: str
@@ -531,7 +531,7 @@ class StreamBlock(Generic[S]):
         if self._opening is None:
             raise RuntimeError("a stream's async with can be entered only once")
         api, endpoint, request, max_event_size, transport, pool, attach = self._opening
-        require_trio(f"open_{api.name}_stream()")
+        require_trio(f"chunkwise.{api.name}.open_stream()")
         self._opening = None
         # InvalidRequest before anything is sent; attaching sends no body.
         body = b"" if attach is not None else encode_request(request)
@@ -571,9 +571,9 @@ class StreamBlock(Generic[S]):
     def _misuse(self, how: str) -> TypeError:
         name = "chat" if self._opening is None else self._opening[0].name
         return TypeError(
-            f"open_{name}_stream() is an async context manager: {how}; use "
-            f"'async with open_{name}_stream(...) as stream:' (or "
-            f"'await complete_{name}(...)' for the result alone)"
+            f"chunkwise.{name}.open_stream() is an async context manager: {how}; use "
+            f"'async with chunkwise.{name}.open_stream(...) as stream:' (or "
+            f"'await chunkwise.{name}.complete(...)' for the result alone)"
         )
 
     def __await__(self) -> Generator[Any, None, NoReturn]:
@@ -624,7 +624,7 @@ async def complete(
     pool: ConnectionPool[Connection] | None = None,
 ) -> R:
     """Stream ``api``'s answer to its end, on ``pool``'s connections when one is given."""
-    require_trio(f"complete_{api.name}()")
+    require_trio(f"chunkwise.{api.name}.complete()")
     async with open_stream(
         api, endpoint, request, max_event_size=max_event_size, pool=pool
     ) as stream:

@@ -184,7 +184,7 @@ async def test_max_connections_bounds_the_connections_open_at_once() -> None:
     async with open_test_server(handler) as server, client_for(server, max_connections=2) as client:
         async with trio.open_nursery() as nursery:
             for _ in range(5):
-                nursery.start_soon(client.complete_chat, REQUEST)
+                nursery.start_soon(client.chat.complete, REQUEST)
             with trio.fail_after(5):
                 await server.wait_requests(2)
             await trio.sleep(0.05)  # a third request would have arrived by now
@@ -203,7 +203,7 @@ async def test_waiting_for_a_connection_is_cancellable() -> None:
 
     async with open_test_server(handler) as server, client_for(server, max_connections=1) as client:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(client.complete_chat, REQUEST)
+            nursery.start_soon(client.chat.complete, REQUEST)
             await server.wait_requests(1)
             with trio.move_on_after(0.1) as scope:
                 await client.chat.complete(REQUEST)

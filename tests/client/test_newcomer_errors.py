@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 import socket
 import types
 from collections.abc import Callable
@@ -37,19 +38,21 @@ def client(endpoint: Endpoint) -> Client:
 
 # The four ways to open a stream, and the four to complete one.
 OPENERS: dict[str, Callable[[Endpoint, Any], Any]] = {
-    "open_chat_stream": chunkwise.chat.open_stream,
-    "open_response_stream": chunkwise.responses.open_stream,
-    "Client.open_chat_stream": lambda e, r: client(e).chat.open_stream(r),
-    "Client.open_response_stream": lambda e, r: Client(
+    "chat.open_stream": chunkwise.chat.open_stream,
+    "responses.open_stream": chunkwise.responses.open_stream,
+    "client.chat.open_stream": lambda e, r: client(e).chat.open_stream(r),
+    "client.responses.open_stream": lambda e, r: Client(
         e, max_idle_connections=0
     ).responses.open_stream(r),
 }
 COMPLETERS: dict[str, Callable[[Endpoint, Any], Any]] = {
-    "complete_chat": chunkwise.chat.complete,
-    "complete_response": chunkwise.responses.complete,
-    "Client.complete_chat": lambda e, r: client(e).chat.complete(r),
-    "Client.complete_response": lambda e, r: client(e).responses.complete(r),
+    "chat.complete": chunkwise.chat.complete,
+    "responses.complete": chunkwise.responses.complete,
+    "client.chat.complete": lambda e, r: client(e).chat.complete(r),
+    "client.responses.complete": lambda e, r: client(e).responses.complete(r),
 }
+#: The name each one's messages give: the module-level spelling.
+NAMES = {key: "chunkwise." + key.removeprefix("client.") for key in (*OPENERS, *COMPLETERS)}
 
 
 # -- what an error status suggests -----------------------------------------------
@@ -398,8 +401,8 @@ async def test_any_mapping_is_a_json_object_at_every_level() -> None:
 
 @pytest.mark.parametrize("opener", OPENERS)
 async def test_awaiting_a_stream_says_to_use_async_with(opener: str) -> None:
-    name = opener.removeprefix("Client.")
-    complete = name.replace("open_", "complete_").removesuffix("_stream")
+    name = NAMES[opener]
+    complete = name.replace(".open_stream", ".complete")
     block = OPENERS[opener](Endpoint("http://127.0.0.1:9/v1"), REQUEST)
     with pytest.raises(TypeError) as info:
         await block
@@ -427,7 +430,7 @@ def test_calling_from_asyncio_says_chunkwise_runs_under_trio(completer: str) -> 
 
     with pytest.raises(RuntimeError) as info:
         asyncio.run(main())
-    name = completer.removeprefix("Client.")
+    name = NAMES[completer]
     assert str(info.value) == (
         f"{name}() was called from asyncio, but chunkwise runs under trio: run your program "
         "with trio.run() (from an asyncio program, trio-asyncio can call it)"
@@ -440,7 +443,7 @@ def test_outside_any_event_loop_it_says_to_run_it_in_trio() -> None:
     with pytest.raises(RuntimeError) as info:
         coroutine.send(None)
     assert str(info.value) == (
-        "complete_chat() must be called from a trio task (inside trio.run())"
+        "chunkwise.chat.complete() must be called from a trio task (inside trio.run())"
     )
 
 
@@ -459,6 +462,6 @@ def test_a_stream_opened_from_asyncio_says_chunkwise_runs_under_trio(opener: str
         async with OPENERS[opener](Endpoint("http://127.0.0.1:9/v1"), REQUEST):
             pass  # pragma: no cover - refused on entry
 
-    name = opener.removeprefix("Client.")
+    name = re.escape(NAMES[opener])
     with pytest.raises(RuntimeError, match=rf"^{name}\(\) was called from asyncio, but chunkwise"):
         asyncio.run(main())

@@ -48,7 +48,7 @@ def pool_log(caplog: pytest.LogCaptureFixture, server: LoopbackServer) -> list[s
 
 
 def test_pool_stats_is_a_frozen_public_snapshot() -> None:
-    assert PoolStats.__module__ == "chunkwise"
+    assert PoolStats.__module__ == "chunkwise.types"
     stats = PoolStats(open=2, idle=1, in_use=1, opened_total=3, reused_total=4)
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         stats.open = 0  # type: ignore[misc]

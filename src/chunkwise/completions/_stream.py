@@ -41,7 +41,7 @@ def _parser(request: Mapping[str, Any], max_event_size: int) -> Parser:
     return Parser(max_event_size=max_event_size)
 
 
-API: Api[Stream] = Api("completion", "/completions", _parser, Stream)
+API: Api[Stream] = Api("completions", "/completions", _parser, Stream)
 
 
 def open_stream(

@@ -63,7 +63,7 @@ def _parser(request: Mapping[str, Any], max_event_size: int) -> Parser:
     )
 
 
-API: Api[Stream] = Api("response", "/responses", _parser, Stream, resumable=True)
+API: Api[Stream] = Api("responses", "/responses", _parser, Stream, resumable=True)
 
 
 def open_stream(
