@@ -52,7 +52,7 @@ import h11
 import trio
 
 from ._arrivals import open_reader
-from ._connect import Origin, socket_of, take_buffered
+from ._connect import Origin, socket_of
 from ._errors import (
     ChunkwiseError,
     ConnectionLost,
@@ -312,11 +312,6 @@ class Connection:
                     self.first_byte_at = (
                         trio.current_time() if self.arrived is None else self.arrived
                     )
-                # TLS hands out one record per read; the records that came with
-                # it go to h11 in the same call (see chunkwise._connect).
-                more = take_buffered(self._transport, _READ_SIZE - len(data))
-                if more:
-                    data = b"".join((data, more))
             return bytes(data)  # a no-op for bytes; streams may give bytearray
         raise IdleTimeout(self._host, self._port, self._idle)
 
