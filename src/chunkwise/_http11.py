@@ -16,6 +16,29 @@ itself, in one pass a read, to save them; it was a second parser of h11's
 grammar to keep in step with h11's, and it is gone on purpose: h11 reads every
 framing, and the microseconds are the price of one parser.
 
+States
+------
+A :class:`Connection` is in one :class:`State` at a time (h11's ``_state.py``
+is the model); these transitions are all there are:
+
+===================== =================================================== =============
+from                  on                                                  to
+===================== =================================================== =============
+IDLE                  ``send_request()`` handed the request to the socket AWAITING_HEAD
+AWAITING_HEAD         ``receive_head()`` read a final (non-1xx) response  BODY
+BODY                  h11's ``EndOfMessage``                              DONE
+AWAITING_HEAD or BODY reading failed: the peer closed or reset, the idle  FAILED
+                      timeout, bytes that are not HTTP
+DONE                  ``start_next_exchange()`` (only when reusable)      IDLE
+any                   ``aclose()``                                        CLOSED
+===================== =================================================== =============
+
+A failure while sending leaves the state as it was: the attempt that sent is
+abandoned and the connection closed (:mod:`chunkwise._http`).  In FAILED
+every :meth:`Connection.receive_some` raises the error again; in DONE it
+returns ``b""``; in CLOSED it raises :exc:`trio.ClosedResourceError`.  Only a
+DONE connection whose h11 says both sides are done is :attr:`reusable`.
+
 Rules
 -----
 1. Every wait for the peer goes through one method, ``Connection._read``, which
@@ -45,6 +68,7 @@ A process may hold thousands of connections open at once (``bench/load.py``):
 
 from __future__ import annotations
 
+import enum
 import math
 from typing import Any
 
@@ -65,9 +89,20 @@ from ._errors import (
 from ._request import Request
 from ._util import close_now
 
-__all__ = ["Connection"]
+__all__ = ["Connection", "State"]
 
 _READ_SIZE = 64 * 1024
+
+
+class State(enum.Enum):
+    """The phase of one :class:`Connection` (the transitions are in the module's table)."""
+
+    IDLE = "idle"
+    AWAITING_HEAD = "awaiting head"
+    BODY = "body"
+    DONE = "done"
+    FAILED = "failed"
+    CLOSED = "closed"
 
 
 class Connection:
@@ -76,19 +111,17 @@ class Connection:
     # One per open stream, thousands at once: no instance dict.
     __slots__ = (
         "_busy",
-        "_closed",
-        "_done",
         "_eof",
         "_error",
         "_expected",
         "_h11",
         "_host",
         "_idle",
-        "_in_body",
         "_port",
         "_reader",
         "_received",
         "_starved",
+        "_state",
         "_transport",
         "_where",
         "arrived",
@@ -107,17 +140,16 @@ class Connection:
         self._port = origin.port
         self._where = origin.authority
         self._idle = math.inf if idle_timeout is None else idle_timeout
-        self._closed = False
+        self._state = State.IDLE
         self._start_exchange()
 
     def _start_exchange(self) -> None:
         self._eof = False  # the peer closed (and h11 was told)
-        self._in_body = False
         self._starved = False  # h11 said NEED_DATA and has had no bytes since
-        self._done = False  # EndOfMessage seen
         self._received = 0
         self._expected: int | None = None
-        # Raised by every later receive_some, after the data that preceded it.
+        # What FAILED the exchange: raised by every later receive_some, after
+        # the data that preceded it.
         self._error: ChunkwiseError | None = None
         self._busy = False
         #: Some bytes of a response arrived (a request that failed before any
@@ -129,6 +161,11 @@ class Connection:
         self.arrived: float | None = None
 
     @property
+    def state(self) -> State:
+        """The connection's phase (the module's table)."""
+        return self._state
+
+    @property
     def reusable(self) -> bool:
         """The exchange completed on both sides and neither asked to close."""
         return self.why_not_reusable is None
@@ -136,11 +173,12 @@ class Connection:
     @property
     def why_not_reusable(self) -> str | None:
         """Why the connection cannot carry another request, in words; ``None`` if it can."""
-        if self._closed:
+        state = self._state
+        if state is State.CLOSED:
             return "it was closed"
-        if self._error is not None:
+        if state is State.FAILED:
             return f"the response broke off ({type(self._error).__name__})"
-        if not self._done:
+        if state is not State.DONE:
             return "the response was not read to its end"
         if self._h11.their_state is not h11.DONE or self._h11.our_state is not h11.DONE:
             return (
@@ -155,8 +193,11 @@ class Connection:
         return sock is not None and sock.is_readable()
 
     def start_next_exchange(self) -> None:
-        """Make a :attr:`reusable` connection ready for the next request."""
+        """Make a :attr:`reusable` connection ready for the next request (DONE to IDLE)."""
+        if not self.reusable:
+            raise RuntimeError(f"a connection cannot start an exchange when {self._state.value}")
         self._h11.start_next_cycle()
+        self._state = State.IDLE
         self._start_exchange()
 
     async def drain(self, grace: float, limit: int) -> None:
@@ -168,12 +209,15 @@ class Connection:
         with trio.move_on_after(grace):
             total = 0
             try:
-                while not self._done and total <= limit:
+                while self._state is State.BODY and total <= limit:
                     total += len(await self.receive_some())
             except (ChunkwiseError, trio.ClosedResourceError, trio.BusyResourceError):
                 pass
 
     async def send_request(self, request: Request) -> None:
+        """Send the whole request (IDLE to AWAITING_HEAD)."""
+        if self._state is not State.IDLE:
+            raise RuntimeError(f"a connection cannot send a request when {self._state.value}")
         head = h11.Request(
             method=request.method, target=request.target, headers=list(request.headers)
         )
@@ -193,23 +237,29 @@ class Connection:
                 raise ConnectionLost(
                     f"connection to {self._where} lost while sending the request"
                 ) from exc
+            self._state = State.AWAITING_HEAD
             return
         raise IdleTimeout(self._host, self._port, self._idle)
 
     async def receive_head(self) -> h11.Response:
-        while True:
-            event = self._next_event()
-            if event is h11.NEED_DATA:
-                await self._fill()
-            elif isinstance(event, h11.Response):
-                self._in_body = True
-                self._expected = _declared_length(event)
-                return event
-            elif not isinstance(event, h11.InformationalResponse):  # 1xx are skipped
-                raise _unexpected(event)
+        """The final response's head, 1xx skipped (AWAITING_HEAD to BODY, or FAILED)."""
+        try:
+            while True:
+                event = self._next_event()
+                if event is h11.NEED_DATA:
+                    await self._fill()
+                elif isinstance(event, h11.Response):
+                    self._state = State.BODY
+                    self._expected = _declared_length(event)
+                    return event
+                elif not isinstance(event, h11.InformationalResponse):  # 1xx are skipped
+                    raise _unexpected(event)
+        except ChunkwiseError as exc:
+            self._fail(exc)
+            raise
 
     async def receive_some(self) -> bytes:
-        if self._closed:
+        if self._state is State.CLOSED:
             raise trio.ClosedResourceError("the HTTP response was closed")
         if self._busy:
             raise trio.BusyResourceError("another task is already receiving this response")
@@ -226,11 +276,11 @@ class Connection:
             raise_itself(self._error, fresh_traceback=True)
         chunks: list[bytes] = []
         waited = False
-        while not self._done:
+        while self._state is State.BODY:
             try:
                 event = self._next_event()
             except ChunkwiseError as exc:
-                self._error = exc
+                self._fail(exc)
                 if chunks:
                     break
                 raise
@@ -240,7 +290,7 @@ class Connection:
                 try:
                     await self._fill()
                 except ChunkwiseError as exc:
-                    self._error = exc
+                    self._fail(exc)
                     raise
                 waited = True
             elif isinstance(event, h11.Data):
@@ -250,7 +300,7 @@ class Connection:
                 self._received += len(data)
                 chunks.append(data)
             elif isinstance(event, h11.EndOfMessage):
-                self._done = True
+                self._state = State.DONE
             else:
                 raise _unexpected(event)
         if not waited:
@@ -258,6 +308,12 @@ class Connection:
             # Shielded: the bytes already taken from h11 must not be lost to a cancel.
             await trio.lowlevel.cancel_shielded_checkpoint()
         return b"".join(chunks)
+
+    def _fail(self, error: ChunkwiseError) -> None:
+        """Reading failed (to FAILED): ``error`` is raised by every later read."""
+        self._error = error
+        if self._state is not State.CLOSED:
+            self._state = State.FAILED
 
     def _next_event(self) -> Any:
         if self._starved:
@@ -272,7 +328,7 @@ class Connection:
     def _translate(self, exc: h11.RemoteProtocolError) -> ChunkwiseError:
         if not self._eof:
             return RemoteProtocolError(f"invalid HTTP response from {self._where}: {exc}")
-        if not self._in_body:
+        if self._state is State.AWAITING_HEAD:
             return ConnectionLost(f"{self._where} closed the connection before a complete response")
         return self._incomplete("closed the connection")
 
@@ -301,7 +357,7 @@ class Connection:
                     data = await self._transport.receive_some(_READ_SIZE)
             except (trio.BrokenResourceError, OSError) as exc:
                 # A reset is never a clean end, even of a close-delimited body.
-                if self._in_body:
+                if self._state is State.BODY:
                     raise self._incomplete("reset the connection") from exc
                 raise ConnectionLost(f"connection to {self._where} lost: {exc}") from exc
             if not data:
@@ -316,7 +372,7 @@ class Connection:
         raise IdleTimeout(self._host, self._port, self._idle)
 
     async def aclose(self) -> None:
-        self._closed = True
+        self._state = State.CLOSED
         await close_now(self._transport)
 
 

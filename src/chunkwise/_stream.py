@@ -34,15 +34,12 @@ checkpoint, all see every event.  A subscriber created later receives the
 events published after it subscribed (one created after the end receives just
 the terminal event); :attr:`ChatStream.snapshot` shows what came before.
 
-The reader has two phases.  *Reading* runs in ``_reader_scope``, which
-:meth:`ChatStream.cancel` and leaving the block cancel: it waits for bytes and
-for lossless subscribers to take each read's events.  *Ending* runs once,
-whatever stopped the reading (``[DONE]``, the end of the body, a broken
-connection, an idle timeout, a cancel): it closes the socket, lets the parser
-produce the terminal event, marks the result final, and hands the rest to
-:meth:`Broadcaster.finish`, which delivers to each subscriber on its own until
-nobody is left who could read.  Cancelling the reading loses nothing, because
-the broadcaster keeps what each subscriber has not taken yet.
+Reading (STREAMING, RESUMING: the table below) runs in ``_reader_scope``,
+which :meth:`ChatStream.cancel` and leaving the block cancel.  Ending runs
+once, whatever stopped the reading: it closes the socket, lets the parser
+produce the terminal event, enters ENDED, and hands the rest to
+:meth:`Broadcaster.finish`, which delivers to each subscriber until nobody is
+left who could read; a cancel loses nothing the broadcaster holds.
 
 Each read is stamped once with trio's clock as it returns
 (:class:`~chunkwise._timings.TimingRecorder`): the events parsed from it share
@@ -55,6 +52,20 @@ reading like an idle timeout: reason ``stalled``, and the
 :class:`~chunkwise.StallTimeout` is the result's ``error``, as every transport
 problem that ends a stream is (the status staying ``incomplete``), with a
 ``transport error`` anomaly published where the stream stopped.
+
+States
+------
+The reader is in one :class:`StreamState` at a time; these transitions are
+all there are (:attr:`Stream.finished` is ``state is ENDED``):
+
+============ =========================================================== ==========
+from         on                                                          to
+============ =========================================================== ==========
+OPENING      somebody listens: ``ResponseStarted`` is published          STREAMING
+STREAMING    the body stopped early, on a stream kept (rule 6)           RESUMING
+RESUMING     the server gave the stream back on a new connection         STREAMING
+not ENDED    the reading stopped (rule 2): socket closed, terminal event ENDED
+============ =========================================================== ==========
 
 Rules
 -----
@@ -102,6 +113,7 @@ These are the promises of the trio layer; each is tested in every cell of
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Awaitable, Callable, Generator, Mapping
 from contextlib import AbstractAsyncContextManager
@@ -142,6 +154,7 @@ __all__ = [
     "ResponseStream",
     "Stream",
     "StreamBlock",
+    "StreamState",
     "complete",
     "open_stream",
 ]
@@ -154,6 +167,15 @@ R = TypeVar("R")
 ReadEnd = tuple[
     list[Event], IncompleteReason | None, TransportError | None, RemoteProtocolError | None, bool
 ]
+
+
+class StreamState(enum.Enum):
+    """The reader's phase (the transitions are in the module's table)."""
+
+    OPENING = "opening"
+    STREAMING = "streaming"
+    RESUMING = "resuming"
+    ENDED = "ended"
 
 
 class Stream(Generic[R]):
@@ -172,6 +194,7 @@ class Stream(Generic[R]):
         "_response",
         "_resumer",
         "_stall",
+        "_state",
         "_timings",
     )
 
@@ -190,7 +213,8 @@ class Stream(Generic[R]):
         # The error a stall ends the stream with, when Timeouts.stall is set.
         self._stall = stall
         self._broadcaster = Broadcaster()
-        self._ended = trio.Event()  # the socket is closed and the result final
+        self._state = StreamState.OPENING
+        self._ended = trio.Event()  # set on entering ENDED: wakes result()
         self._reader_scope = trio.CancelScope()  # the reading phase (rule 1)
         self._nursery: trio.Nursery | None = None
         self._iterator: trio.MemoryReceiveChannel[Event] | None = None
@@ -225,12 +249,23 @@ class Stream(Generic[R]):
         return self._timings.timings(getattr(self._parser.result, "usage", None))
 
     @property
+    def state(self) -> StreamState:
+        """The reader's phase: opening, streaming, resuming, or ended (see :attr:`finished`)."""
+        return self._state
+
+    @property
     def finished(self) -> bool:
         """True once the stream ended: the socket is closed and the result is final.
 
         Subscribers may still be receiving their last events.
         """
-        return self._ended.is_set()
+        return self._state is StreamState.ENDED
+
+    def _enter(self, state: StreamState) -> None:
+        """A transition of the module's table."""
+        self._state = state
+        if state is StreamState.ENDED:
+            self._ended.set()
 
     @overload
     def subscribe(
@@ -359,6 +394,7 @@ class Stream(Generic[R]):
                 await broadcaster.publish(
                     [ResponseStarted(status_code=self.status_code, headers=headers)]
                 )
+                self._enter(StreamState.STREAMING)
                 while True:
                     final, reason, problem, invalid, clean_end = await self._read(deadline)
                     resumer = self._resumer
@@ -367,6 +403,7 @@ class Stream(Generic[R]):
                     # Rule 6: the old connection is closed before the new one opens.
                     clean_end = False
                     await self._response.aclose()
+                    self._enter(StreamState.RESUMING)
                     resumed = await resumer.resume(problem or invalid)
                     if isinstance(resumed, list):  # ended from a poll, or given up
                         final = resumed
@@ -374,6 +411,7 @@ class Stream(Generic[R]):
                             reason, problem, invalid = None, None, None
                         break
                     self._response = resumed
+                    self._enter(StreamState.STREAMING)
                     deadline = math.inf if stall is None else trio.current_time() + stall.timeout
                 timings.end()
                 if clean_end:
@@ -387,7 +425,7 @@ class Stream(Generic[R]):
             final += (
                 parser.fail(invalid) if invalid is not None else parser.end(reason, error=problem)
             )
-            self._ended.set()
+            self._enter(StreamState.ENDED)
             give_up = self._nobody_reads = trio.Event()
             if self._nobody_left():
                 give_up.set()
@@ -397,7 +435,7 @@ class Stream(Generic[R]):
             # outer deadline): record it, hand over what fits, end every channel.
             if not parser.finished:
                 final += parser.end(IncompleteReason.CANCELLED)
-            self._ended.set()
+            self._enter(StreamState.ENDED)
             broadcaster.close(final)
 
     async def _read(self, deadline: float) -> ReadEnd:
@@ -473,11 +511,9 @@ class ChatStream(Stream[ChatResult]):
 class ResponseStream(Stream[ResponseResult]):
     """A Responses API answer being streamed; created by :func:`open_response_stream`.
 
-    The same object as :class:`ChatStream` (subscribers, fan-out, consumer
-    tasks, cancellation and the five rules), for the Responses API:
-    subscribers receive :data:`~chunkwise.ResponseEvent` events (its text
-    events are the ``"choice"`` family, its function calls the
-    ``"tool_call"`` family); the result is a :class:`~chunkwise.ResponseResult`.
+    As :class:`ChatStream`, with :data:`~chunkwise.ResponseEvent` events (text
+    in the ``"choice"`` family, function calls in ``"tool_call"``) and a
+    :class:`~chunkwise.ResponseResult`.
     """
 
     __slots__ = ()
@@ -486,10 +522,8 @@ class ResponseStream(Stream[ResponseResult]):
 class CompletionStream(Stream[CompletionResult]):
     """A legacy completion being streamed; created by :func:`open_completion_stream`.
 
-    The same object as :class:`ChatStream`, for ``POST /completions``:
-    subscribers receive :data:`~chunkwise.CompletionEvent` events (its
-    :class:`~chunkwise.TextDelta` events are the ``"choice"`` family); the
-    result is a :class:`~chunkwise.CompletionResult`.
+    As :class:`ChatStream`, for ``POST /completions``, with
+    :data:`~chunkwise.CompletionEvent` events and a :class:`~chunkwise.CompletionResult`.
     """
 
     __slots__ = ()
