@@ -413,6 +413,38 @@ def test_rule_5_the_dependency_rule_sees_each_way_in(code: str) -> None:
     assert not list(dependency_privates(ast.parse("getattr(obj, '__module__', None)")))
 
 
+#: Where transport errors are converted into chunkwise's (``chunkwise._http``'s
+#: "Where errors are converted"); ``_arrivals`` only falls back when the kernel
+#: refuses its stamps.  The tools (``_cli``, ``_server``) are not the library.
+CONVERTERS = {"chunkwise._connect", "chunkwise._http11", "chunkwise._arrivals"}
+TRANSPORT_EXCEPTIONS = ("OSError", "h11.", "ssl.", "socket.")
+
+
+def transport_handlers(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """The ``except`` clauses of ``tree`` that name an OS, ssl, socket or h11 exception."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ExceptHandler) and node.type is not None:
+            caught = ast.unparse(node.type)
+            names = [n.strip("() ") for n in caught.split(",")]
+            if any(n == "OSError" or n.startswith(TRANSPORT_EXCEPTIONS[1:]) for n in names):
+                yield node.lineno, caught
+
+
+def test_rule_4_transport_errors_are_converted_in_one_place() -> None:
+    """Only the modules that call trio, ssl and h11 turn their errors into chunkwise's."""
+    bad = [
+        f"{name}:{line} catches {caught}"
+        for name, path in sorted(modules().items())
+        if name not in CONVERTERS
+        and not within(name, "chunkwise._cli")
+        and not within(name, "chunkwise._server")
+        for line, caught in transport_handlers(ast.parse(path.read_text()))
+    ]
+    assert bad == []
+    caught = ast.parse("try:\n    pass\nexcept (trio.BrokenResourceError, OSError):\n    pass")
+    assert list(transport_handlers(caught))  # the rule sees a handler it must
+
+
 #: One package per API, over the shared sans-IO core (rule 6).
 API_PACKAGES = ("chunkwise._chat", "chunkwise._completions", "chunkwise._responses")
 #: The kinds of module every API package holds.
