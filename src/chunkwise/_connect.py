@@ -51,6 +51,7 @@ import trio
 from ._endpoint import Endpoint
 from ._errors import ConnectTimeout, ProxyError, TransportError
 from ._proxy import Proxy
+from ._trace import Trace, TraceHook, log_event
 from ._util import authority, close_now, exceptions_unwrapped
 
 if sys.version_info < (3, 11):  # pragma: no cover
@@ -135,8 +136,12 @@ async def open_connection(
     connect_timeout: float | None,
     ssl_context: ssl.SSLContext | None = None,
     proxy: Proxy | None = None,
+    trace: TraceHook = log_event,
 ) -> trio.abc.Stream:
     """A connected stream to ``origin`` (the module's steps), within ``connect_timeout`` seconds.
+
+    Each step runs in a :class:`~chunkwise._trace.Trace` calling ``trace``:
+    ``connect_tcp``, ``proxy_tunnel``, ``start_tls``.
 
     Raises:
         ConnectTimeout: the timeout expired (``tls_handshake`` says whether the
@@ -148,17 +153,20 @@ async def open_connection(
     tcp: trio.abc.Stream | None = None
     tunnelled = proxy is None  # no tunnel to wait for
     with trio.move_on_after(math.inf if connect_timeout is None else connect_timeout):
-        if proxy is None:
-            tcp = await _open_tcp(origin.host, origin.port, "")
-        else:
-            tcp = await _open_tcp(proxy.host, proxy.port, "the proxy ")
+        with Trace("connect_tcp", trace):
+            if proxy is None:
+                tcp = await _open_tcp(origin.host, origin.port, "")
+            else:
+                tcp = await _open_tcp(proxy.host, proxy.port, "the proxy ")
         if origin.scheme == "http":
             return tcp
         try:
             if proxy is not None:
-                tcp = await open_tunnel(tcp, proxy, origin)
+                with Trace("proxy_tunnel", trace):
+                    tcp = await open_tunnel(tcp, proxy, origin)
                 tunnelled = True
-            return await _tls_handshake(tcp, origin, ssl_context)
+            with Trace("start_tls", trace):
+                return await _tls_handshake(tcp, origin, ssl_context)
         except BaseException:
             await close_now(tcp)
             raise

@@ -73,7 +73,6 @@ body stays alive only if the caller keeps a reference of its own).
 from __future__ import annotations
 
 import functools
-import logging
 import math
 from collections.abc import (
     AsyncIterator,
@@ -100,14 +99,14 @@ from ._errors import (
     UnexpectedContentType,
 )
 from ._headers import Headers
-from ._http11 import Connection
+from ._http11 import Connection, State
 from ._payloads import load_object
 from ._pool import ConnectionPool, Slot
 from ._proxy import Proxy
 from ._request import Request, prepare_request
 from ._retries import Retries, retry_delay, with_attempts
 from ._status import StatusHint, http_status_error, parse_error_body, status_hint
-from ._timings import TimingRecorder
+from ._trace import Trace, TraceHook, traced
 from ._util import redact
 
 __all__ = [
@@ -148,6 +147,7 @@ class HTTPResponse:
         "http_version",
         "reason",
         "status_code",
+        "trace",
     )
 
     def __init__(
@@ -156,8 +156,11 @@ class HTTPResponse:
         head: h11.Response,
         release: Callable[[bool], Awaitable[None]] | None = None,
         slot: Slot | None = None,
+        trace: TraceHook | None = None,
     ) -> None:
         self._conn = conn
+        #: Called around each read and the close (:mod:`chunkwise._trace`).
+        self.trace: TraceHook = traced(None) if trace is None else trace
         # With a pool: give the connection back, after the end of the body (True)
         # or at once, not reusable (False).
         self._release = release
@@ -182,7 +185,11 @@ class HTTPResponse:
             trio.ClosedResourceError: the response was closed.
             trio.BusyResourceError: another task is already receiving.
         """
-        return await self._conn.receive_some()
+        conn = self._conn
+        with Trace("receive_body", self.trace) as trace:
+            data = await conn.receive_some()
+            trace.info = {"bytes": len(data), "arrived": conn.arrived}
+        return data
 
     @property
     def arrived(self) -> float | None:
@@ -204,9 +211,13 @@ class HTTPResponse:
                 pass
             elif self._release is not None:
                 self._released = True
-                await self._release(False)  # the pool closes it, and counts it closed
+                with Trace("close", self.trace) as trace:
+                    trace.info = {"reused": False}
+                    await self._release(False)  # the pool closes it, and counts it closed
             else:
-                await self._conn.aclose()
+                with Trace("close", self.trace) as trace:
+                    trace.info = {"reused": False}
+                    await self._conn.aclose()
         finally:
             self._free_slot()
         await trio.lowlevel.checkpoint()
@@ -227,7 +238,9 @@ class HTTPResponse:
         else:
             self._released = True
             try:
-                await self._release(True)
+                with Trace("close", self.trace) as trace:
+                    await self._release(True)
+                    trace.info = {"reused": self._conn.state is State.IDLE}
             finally:
                 self._free_slot()
 
@@ -327,7 +340,7 @@ async def send_http_request(
     transport: trio.abc.Stream | None = None,
     check: bool = True,
     pool: ConnectionPool[Connection] | None = None,
-    timings: TimingRecorder | None = None,
+    trace: TraceHook | None = None,
     method: str = "POST",
     expect: str = "text/event-stream",
 ) -> HTTPResponse:
@@ -339,9 +352,8 @@ async def send_http_request(
     every path, which also gives up the pool's slot.  For a stream, this keeps
     no generator or context manager alive for as long as the body is read.
 
-    ``timings`` (a stream's) is stamped as each attempt goes out: its start
-    (once it holds the pool's slot), the connection, the request sent, the
-    response head and its first byte.  Each attempt starts the figures over.
+    ``trace`` is called around each step of each attempt, and of the
+    response's reads (:mod:`chunkwise._trace`), after the logging.
 
     ``method`` ``"GET"`` sends no body (a stored response, :mod:`chunkwise._resume`);
     ``expect`` is the media type a 2xx must have: ``"application/json"`` for
@@ -354,11 +366,12 @@ async def send_http_request(
     # A given transport cannot be opened again, so it is tried once.
     retries = endpoint.retries if transport is None else _NO_RETRIES
     place = _Place(endpoint, origin, proxy, pool)
+    hook = traced(trace)
     retried = 0  # retries made, against retries.max_retries
     resent = False  # the one free re-send after a reused connection failed
     while True:
         outcome = await attempt(
-            place, request, transport=transport, check=check, expect=expect, timings=timings
+            place, request, transport=transport, check=check, expect=expect, trace=hook
         )
         transport = None  # given for the first attempt only
         if isinstance(outcome, HTTPResponse):
@@ -375,17 +388,10 @@ async def send_http_request(
         if delay is None:
             raise with_attempts(failure, retried + 1)
         retried += 1
-        _log.info(
-            "retrying %s %s%s in %.2f s (retry %d of %d): %s",
-            method,
-            origin.authority,
-            endpoint.target_for(path),
-            delay,
-            retried,
-            retries.max_retries,
-            failure,
-        )
-        await trio.sleep(delay)
+        target = f"{method} {origin.authority}{endpoint.target_for(path)}"
+        info = {"delay": delay, "retry": retried, "of": retries.max_retries, "error": failure}
+        with Trace("retry", hook, target=target, **info):
+            await trio.sleep(delay)
 
 
 @attrs.frozen
@@ -430,7 +436,7 @@ async def attempt(
     transport: trio.abc.Stream | None = None,
     check: bool = True,
     expect: str = "text/event-stream",
-    timings: TimingRecorder | None = None,
+    trace: TraceHook | None = None,
 ) -> HTTPResponse | Failed:
     """Exactly one try: a pooled connection or a new one, the request, the head, its check.
 
@@ -439,43 +445,44 @@ async def attempt(
     (through the pool, if any) and giving up its slot.  Anything else (a
     cancel, a bug) propagates, the connection closed all the same.
     """
+    hook = traced(None) if trace is None else trace
     pool = place.pool
     slot = None if pool is None else pool.slot()
     if slot is not None:
         await slot.acquire()
-    if timings is not None:
-        timings.start_attempt()
     conn: Connection | None = None
     reused = False
     try:
+        with Trace("attempt", hook):
+            pass  # an attempt begins: the timings of earlier ones are forgotten
         conn = await pool.take(place.key) if pool is not None else None
         reused = conn is not None
         if conn is None:
             if transport is None:
-                stream = await open_connection(
-                    place.origin,
-                    connect_timeout=place.endpoint.timeouts.connect,
-                    ssl_context=place.endpoint.ssl_context,
-                    proxy=place.proxy,
-                )
-                if timings is not None:
-                    timings.connected_now()
+                with Trace("connect", hook):
+                    stream = await open_connection(
+                        place.origin,
+                        connect_timeout=place.endpoint.timeouts.connect,
+                        ssl_context=place.endpoint.ssl_context,
+                        proxy=place.proxy,
+                        trace=hook,
+                    )
             else:
                 stream = transport
             conn = Connection(stream, place.origin, idle_timeout=place.endpoint.timeouts.idle)
             if pool is not None:
                 pool.add(conn, place.label)
-        elif timings is not None:
-            timings.reused()
-        await conn.send_request(request)
-        if timings is not None:
-            timings.request_sent_now()
+        else:
+            with Trace("reuse", hook):
+                pass
+        with Trace("send_request", hook):
+            await conn.send_request(request)
         # Without a pool, releasing is closing: HTTPResponse does it itself.
         release = None if pool is None else functools.partial(_release, conn, pool, place.key)
-        head = await conn.receive_head()
-        if timings is not None:
-            timings.response_head_now(conn.first_byte_at)
-        response = HTTPResponse(conn, head, release, slot)
+        with Trace("receive_head", hook) as traced_head:
+            head = await conn.receive_head()
+            traced_head.info = {"first_byte": conn.first_byte_at}
+        response = HTTPResponse(conn, head, release, slot, hook)
         if check:
             await _check_response(response, place.endpoint, place.proxy, expect)
     except ChunkwiseError as exc:
@@ -516,8 +523,6 @@ _NO_RETRIES = Retries(max_retries=0)
 #: reused: a stream ends with ``[DONE]`` just before the end of the body.
 _DRAIN_GRACE = 1.0
 _DRAIN_LIMIT = 64 * 1024
-
-_log = logging.getLogger("chunkwise")
 
 
 async def _release(

@@ -41,9 +41,9 @@ produce the terminal event, enters ENDED, and hands the rest to
 :meth:`Broadcaster.finish`, which delivers to each subscriber until nobody is
 left who could read; a cancel loses nothing the broadcaster holds.
 
-Each read is stamped once with trio's clock as it returns
-(:class:`~chunkwise._timings.TimingRecorder`): the events parsed from it share
-that stamp, and the final figures become the result's ``timings``.  With
+Each read is stamped once, by the trace hook (:class:`~chunkwise._trace.Timed`):
+the events parsed from it share that stamp, and the terminal event's result
+gets the final figures as its ``timings`` (the one place they are attached).  With
 ``Timeouts(stall=...)``, from the first output on, each wait for the next read
 is bounded by the last output's time plus the timeout, moved on by the time
 the reader spent waiting for its own subscribers; a read without output
@@ -61,7 +61,7 @@ all there are (:attr:`Stream.finished` is ``state is ENDED``):
 ============ =========================================================== ==========
 from         on                                                          to
 ============ =========================================================== ==========
-OPENING      somebody listens: ``ResponseStarted`` is published          STREAMING
+OPENING      somebody listens (then ``ResponseStarted`` is published)    STREAMING
 STREAMING    the body stopped early, on a stream kept (rule 6)           RESUMING
 RESUMING     the server gave the stream back on a new connection         STREAMING
 not ENDED    the reading stopped (rule 2): socket closed, terminal event ENDED
@@ -145,6 +145,7 @@ from ._results import Anomaly, IncompleteReason
 from ._resume import Attach, Resumer
 from ._sse import DEFAULT_MAX_EVENT_SIZE
 from ._timings import TimingRecorder, Timings
+from ._trace import Timed, traced
 from ._util import exceptions_unwrapped, require_trio
 
 __all__ = [
@@ -202,7 +203,7 @@ class Stream(Generic[R]):
         self,
         response: HTTPResponse,
         parser: StreamParser[R],
-        timings: TimingRecorder,
+        timings: Timed[R],
         stall: StallTimeout | None = None,
         resumer: Resumer | None = None,
     ) -> None:
@@ -238,15 +239,12 @@ class Stream(Generic[R]):
     @property
     def snapshot(self) -> R:
         """What the stream delivered so far (final once :attr:`finished`)."""
-        return self._parser.result
+        return self._timings.result
 
     @property
     def timings(self) -> Timings:
-        """When each part arrived so far (final once :attr:`finished`); see :doc:`timings`.
-
-        The final figures are also the result's ``timings``.
-        """
-        return self._timings.timings(getattr(self._parser.result, "usage", None))
+        """When each part arrived so far; final (the result's) once :attr:`finished`."""
+        return self._timings.timings
 
     @property
     def state(self) -> StreamState:
@@ -363,7 +361,7 @@ class Stream(Generic[R]):
         """Wait for the end of the stream and return the final result."""
         self._broadcaster.listen()
         await self._ended.wait()
-        return self._parser.result
+        return self._timings.result
 
     def __aiter__(self) -> trio.MemoryReceiveChannel[Event]:
         # Single-consumer convenience: a plain subscription, so no async
@@ -390,11 +388,11 @@ class Stream(Generic[R]):
         try:
             with self._reader_scope:
                 await broadcaster.wait_for_listener()
+                self._enter(StreamState.STREAMING)
                 headers = tuple(self._response.headers.items())
                 await broadcaster.publish(
                     [ResponseStarted(status_code=self.status_code, headers=headers)]
                 )
-                self._enter(StreamState.STREAMING)
                 while True:
                     final, reason, problem, invalid, clean_end = await self._read(deadline)
                     resumer = self._resumer
@@ -406,24 +404,26 @@ class Stream(Generic[R]):
                     self._enter(StreamState.RESUMING)
                     resumed = await resumer.resume(problem or invalid)
                     if isinstance(resumed, list):  # ended from a poll, or given up
-                        final = resumed
+                        final = timings.carried(resumed, read=False)
                         if parser.finished:
                             reason, problem, invalid = None, None, None
                         break
+                    resumed.trace = traced(timings.recorder.trace)  # its reads are this stream's
                     self._response = resumed
                     self._enter(StreamState.STREAMING)
                     deadline = math.inf if stall is None else trio.current_time() + stall.timeout
-                timings.end()
+                timings.recorder.end()
                 if clean_end:
                     await self._response.release()
             if self._reader_scope.cancelled_caught:
                 reason = IncompleteReason.CANCELLED
-            timings.end()
+            timings.recorder.end()
             await self._response.aclose()
             if problem is not None:
                 final += parser.note_anomaly(Anomaly(kind="transport error", detail=str(problem)))
-            final += (
-                parser.fail(invalid) if invalid is not None else parser.end(reason, error=problem)
+            final += timings.carried(
+                parser.fail(invalid) if invalid is not None else parser.end(reason, error=problem),
+                read=False,
             )
             self._enter(StreamState.ENDED)
             give_up = self._nobody_reads = trio.Event()
@@ -434,7 +434,7 @@ class Stream(Generic[R]):
             # Torn down from outside (the block raised, a consumer failed, an
             # outer deadline): record it, hand over what fits, end every channel.
             if not parser.finished:
-                final += parser.end(IncompleteReason.CANCELLED)
+                final += timings.carried(parser.end(IncompleteReason.CANCELLED), read=False)
             self._enter(StreamState.ENDED)
             broadcaster.close(final)
 
@@ -446,6 +446,7 @@ class Stream(Generic[R]):
         parser = self._parser
         broadcaster = self._broadcaster
         timings = self._timings
+        recorder = timings.recorder
         stall = self._stall
         while True:
             try:
@@ -467,12 +468,11 @@ class Stream(Generic[R]):
                 return [], None, None, exc, False
             if not data:
                 return [], None, None, None, True
-            # One stamp per read, shared by its events (chunkwise._timings).
-            stamp = timings.read(self._response.arrived)
-            events = parser.feed(data)
-            # Neither the read nor its events are kept through the next
-            # wait: with thousands of open streams that is most of
-            # their memory (bench/load.py).
+            # One stamp per read, by the trace hook, shared by its events.
+            stamp = recorder.read_at
+            events = timings.carried(parser.feed(data))
+            # Neither the read nor its events are kept through the next wait: with
+            # thousands of open streams that is most of their memory (bench/load.py).
             del data
             if parser.finished:
                 # Published after the socket is released (rule 2).
@@ -480,7 +480,7 @@ class Stream(Generic[R]):
             if stall is None:
                 if events:
                     await broadcaster.publish(events)
-            elif timings.last_output == stamp:
+            elif recorder.last_output == stamp:
                 await broadcaster.publish(events)
                 deadline = trio.current_time() + stall.timeout
             elif events:
@@ -607,8 +607,7 @@ class StreamBlock(Generic[S]):
         # InvalidRequest before anything is sent; attaching sends no body.
         body = b"" if attach is not None else encode_request(request)
         parser = api.make_parser(request, max_event_size)
-        timings = TimingRecorder(trio.current_time)
-        parser.record_timings(timings)
+        timings = Timed(parser, TimingRecorder(trio.current_time))
         method, path = ("POST", api.path) if attach is None else ("GET", attach.path)
         response = await send_http_request(
             endpoint,
@@ -616,7 +615,7 @@ class StreamBlock(Generic[S]):
             path=path,
             transport=transport,
             pool=pool,
-            timings=timings,
+            trace=timings.recorder.trace,
             method=method,
         )
         # The body is not kept here while the stream runs: the HTTP layer lets
