@@ -95,7 +95,7 @@ from .._payloads import copy_json, load_object, parse_error_event, parse_error_p
 from .._results import Anomaly, IncompleteReason, Status
 from .._sse import ServerSentEvent
 from .._structured import OutputSchema
-from .._timings import TimedAccumulator, take_event_timings, timing_fields
+from .._timings import event_server_timings
 from .._tools import ToolSchemas, complete_tool_call
 from .items import (
     PART_EVENTS,
@@ -123,18 +123,16 @@ _TERMINAL_TYPES = {
 _LIFECYCLE_TYPES = frozenset({"response.created", "response.queued", "response.in_progress"})
 
 
-class ResponseAccumulator(TimedAccumulator):
+class ResponseAccumulator:
     """Accumulate Responses API stream events into typed events and a :class:`ResponseResult`.
 
     Args:
-        tools: The request's ``tools``: each completed function call's
-            arguments are validated against the matching function's
-            ``parameters`` (needs the ``jsonschema`` extra).
+        tools: The request's ``tools``: each completed function call's arguments
+            are validated against its function's ``parameters`` (``jsonschema`` extra).
         text_format: The request's ``text.format``: when it asks for JSON, the
             message text of a completed response is parsed and validated into
             :attr:`ResponseResult.parsed` (or :attr:`ResponseResult.parse_error`).
-        max_output_tokens: The request's ``max_output_tokens``, to notice a
-            ``completed`` response that used them all (rule 7).
+        max_output_tokens: The request's, to notice a ``completed`` response using it all (rule 7).
     """
 
     def __init__(
@@ -154,6 +152,7 @@ class ResponseAccumulator(TimedAccumulator):
         self._response_status: str | None = None
         self._incomplete_reason: str | None = None
         self._usage: Mapping[str, Any] | None = None
+        self._server_timings: Mapping[str, Any] | None = None
         self._error: ChunkwiseError | None = None
         self._anomalies = AnomalyLog()
         self._status: Status = "streaming"
@@ -184,7 +183,7 @@ class ResponseAccumulator(TimedAccumulator):
                 anomalies=self._anomalies.snapshot(),
                 parsed=self._parsed,
                 parse_error=self._parse_error,
-                **timing_fields(self),
+                server_timings=self._server_timings,
                 partial_parsed=None if self._items.preview is None else self._items.preview.value,
                 resumes=self._numbers.resumes,
             )
@@ -293,7 +292,8 @@ class ResponseAccumulator(TimedAccumulator):
                 return events
         if self._numbers.take(data.get("sequence_number"), self._anomalies, events):
             return events  # a duplicate: already taken (rule 11)
-        take_event_timings(self, data)
+        if (found := event_server_timings(data, self._server_timings)) is not self._server_timings:
+            self._server_timings, self._cache = found, None
         handler = _HANDLERS.get(etype)
         if handler is not None:
             handler(self, etype, data, events)
