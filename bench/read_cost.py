@@ -43,6 +43,7 @@ from chunkwise._http import send_http_request
 from chunkwise._pool import ConnectionPool, PoolSettings
 from chunkwise._retries import Retries
 from chunkwise._timings import TimingRecorder
+from chunkwise._trace import Timed
 
 TOKENS = 100
 
@@ -133,19 +134,17 @@ def _bench_path(*, parse: bool) -> Client:
         try:
             for _ in range(requests):
                 parser = chat.Parser()
-                recorder = TimingRecorder(trio.current_time)
-                if parse:
-                    parser.record_timings(recorder)
-                response = await send_http_request(endpoint, b"{}", pool=pool, timings=recorder)
+                timed = Timed(parser, TimingRecorder(trio.current_time))
+                trace = timed.recorder.trace
+                response = await send_http_request(endpoint, b"{}", pool=pool, trace=trace)
                 try:
                     while not parser.finished:
                         data = await response.receive_some()
                         if not data:
                             break
                         reads += 1
-                        if parse:
-                            recorder.read(response.arrived)
-                            parser.feed(data)
+                        if parse:  # the trace stamped the read
+                            timed.carried(parser.feed(data))
                         elif data.endswith(b"[DONE]\n\n"):
                             break
                     await response.release()

@@ -380,6 +380,96 @@ def test_rule_5_no_module_uses_another_modules_underscore_attributes() -> None:
     assert bad == []
 
 
+#: Private attributes of trio's and ssl's objects that the transport once read
+#: (``SocketType._sock``, ``SSLStream._ssl_object``, ``_incoming``, ``_outgoing``).
+DEPENDENCY_PRIVATES = frozenset({"_sock", "_ssl_object", "_incoming", "_outgoing"})
+_ATTRIBUTE_FUNCTIONS = frozenset({"getattr", "setattr", "hasattr", "delattr"})
+
+
+def dependency_privates(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """Where ``tree`` reads a dependency's private attribute: ``x._sock``, ``getattr(x, "_y")``.
+
+    An underscore name given to ``getattr`` and its kin as a string hides from
+    the rule above, whoever owns the object, so every one counts.
+    """
+    for node in ast.walk(tree):
+        private_attribute = isinstance(node, ast.Attribute) and node.attr in DEPENDENCY_PRIVATES
+        private_by_name = (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in _ATTRIBUTE_FUNCTIONS
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+            and node.args[1].value.startswith("_")
+            and not node.args[1].value.startswith("__")
+        )
+        if private_attribute or private_by_name:
+            yield getattr(node, "lineno", 0), ast.unparse(node)
+
+
+def test_rule_5_nothing_reaches_into_a_dependencys_private_attributes() -> None:
+    """The library reads trio, h11 and ssl through their public APIs only.
+
+    No attribute access to trio's or ssl's private attributes, and no
+    ``getattr(x, "_name")`` (or ``setattr``, ``hasattr``, ``delattr``) at all:
+    a dependency's release must not be able to break chunkwise silently.
+    """
+    bad = [
+        f"{name}:{line} uses {code}"
+        for name, path in sorted(modules().items())
+        for line, code in dependency_privates(ast.parse(path.read_text()))
+    ]
+    assert bad == []
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "sock = stream.socket._sock",
+        "ssl_object = getattr(stream, '_ssl_object', None)",
+        "stream._incoming.pending",
+        "hasattr(stream, '_outgoing')",
+    ],
+)
+def test_rule_5_the_dependency_rule_sees_each_way_in(code: str) -> None:
+    # The rule above is only as good as what it recognises.
+    assert list(dependency_privates(ast.parse(code)))
+    assert not list(dependency_privates(ast.parse("getattr(obj, '__module__', None)")))
+
+
+#: Where transport errors are converted into chunkwise's (``chunkwise._http``'s
+#: "Where errors are converted"); ``_arrivals`` only falls back when the kernel
+#: refuses its stamps.  The tools (``_cli``, ``_server``) are not the library.
+CONVERTERS = {"chunkwise._connect", "chunkwise._http11", "chunkwise._arrivals"}
+TRANSPORT_EXCEPTIONS = ("OSError", "h11.", "ssl.", "socket.")
+
+
+def transport_handlers(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """The ``except`` clauses of ``tree`` that name an OS, ssl, socket or h11 exception."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ExceptHandler) and node.type is not None:
+            caught = ast.unparse(node.type)
+            names = [n.strip("() ") for n in caught.split(",")]
+            if any(n == "OSError" or n.startswith(TRANSPORT_EXCEPTIONS[1:]) for n in names):
+                yield node.lineno, caught
+
+
+def test_rule_4_transport_errors_are_converted_in_one_place() -> None:
+    """Only the modules that call trio, ssl and h11 turn their errors into chunkwise's."""
+    bad = [
+        f"{name}:{line} catches {caught}"
+        for name, path in sorted(modules().items())
+        if name not in CONVERTERS
+        and not within(name, "chunkwise._cli")
+        and not within(name, "chunkwise._server")
+        for line, caught in transport_handlers(ast.parse(path.read_text()))
+    ]
+    assert bad == []
+    caught = ast.parse("try:\n    pass\nexcept (trio.BrokenResourceError, OSError):\n    pass")
+    assert list(transport_handlers(caught))  # the rule sees a handler it must
+
+
 #: One package per API, over the shared sans-IO core (rule 6).
 API_PACKAGES = ("chunkwise.chat", "chunkwise.completions", "chunkwise.responses")
 #: The kinds of module every API package holds: its sans-IO half, and its trio

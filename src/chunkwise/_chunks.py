@@ -87,7 +87,7 @@ from ._payloads import DATA_LIMIT, copy_json, load_json, load_object, parse_erro
 from ._results import Anomaly, IncompleteReason, Status
 from ._sse import ServerSentEvent
 from ._templates import ChunkTemplate, Path
-from ._timings import TimedAccumulator, take_chunk_timings, timing_fields
+from ._timings import take_server_timings
 
 __all__ = ["ChoiceLike", "ChunkAccumulator", "LogprobsOwner", "merge_logprobs"]
 
@@ -116,7 +116,7 @@ S = TypeVar("S", bound=ChoiceLike)
 R = TypeVar("R")
 
 
-class ChunkAccumulator(TimedAccumulator, Generic[S, R]):
+class ChunkAccumulator(Generic[S, R]):
     """The accumulator both chunk APIs are: choices of type ``S``, results of type ``R``.
 
     A subclass reads a choice of a chunk (``_choice``), builds its result
@@ -125,6 +125,7 @@ class ChunkAccumulator(TimedAccumulator, Generic[S, R]):
     """
 
     def __init__(self) -> None:
+        self._server_timings: Mapping[str, Any] | None = None
         self._choices: dict[int, S] = {}
         self._id: str | None = None
         self._model: str | None = None
@@ -209,7 +210,7 @@ class ChunkAccumulator(TimedAccumulator, Generic[S, R]):
                 reason=self._reason,
                 done_received=self._done,
                 anomalies=self._anomalies.snapshot(),
-                **timing_fields(self),
+                server_timings=self._server_timings,
             )
         return self._cache
 
@@ -334,7 +335,9 @@ class ChunkAccumulator(TimedAccumulator, Generic[S, R]):
                 self._metadata(chunk)
                 break
         if "timings" in chunk or "metrics" in chunk:
-            take_chunk_timings(self, chunk, copy=copy)
+            found = take_server_timings(chunk, self._server_timings, copy=copy)
+            if found is not self._server_timings:
+                self._server_timings, self._cache = found, None
         failure: InvalidChunk | None = None
         choices = chunk.get("choices")
         if type(choices) is list:

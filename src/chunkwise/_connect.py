@@ -18,28 +18,16 @@ every step:
 An ``http`` origin through a proxy needs no tunnel: the request itself is sent
 to the proxy in absolute form (see :func:`chunkwise._request.prepare_request`).
 
-Reading what TLS already holds
-------------------------------
+Reading TLS
+-----------
 :meth:`trio.SSLStream.receive_some` decrypts one TLS record per call (OpenSSL's
 ``SSL_read`` does), even when one socket read brought dozens: a server that
-flushes every event writes one small record each, so a short streamed response
-would cost a trip through the event loop, h11 and the parser per record.
-:func:`take_buffered`, called right after a ``receive_some`` returned data,
-decrypts the records already in the stream's incoming buffer without waiting,
-as curl and .NET do.  trio has no public way to do this, so it uses two private
-attributes of :class:`trio.SSLStream`, under these rules:
-
-1. It only ever calls :meth:`ssl.SSLObject.read` on the stream's own
-   ``SSLObject``, between two awaits, exactly what a concurrent
-   ``receive_some`` that found its record complete would do; trio's rule (never
-   yield while touching the ``SSLObject``) keeps that safe.
-2. It stops at the first thing that is not complete application data: a partial
-   record (``SSLWantReadError``), the peer's close, any TLS error, or a read that
-   left bytes to send (a key update, a renegotiation).  What it stopped on stays
-   where ``SSLStream`` finds it: the next ``receive_some`` reports the close or
-   the error, and trio sends the pending bytes with the stream's next operation.
-3. When the attributes are missing or not what they were (another trio, another
-   stream type), it takes nothing: reads are then one record each, as before.
+flushes every event writes one small record each, so each record costs a trip
+through the event loop, h11 and the parser.  trio has no public way to take
+the records it already holds; an earlier version reached into
+``SSLStream``'s private ``SSLObject`` and buffers to do so, and it is gone on
+purpose: only public trio and ssl APIs are used, and the cost (one read per
+record) is accepted.
 
 Every failure names its cause: ``connection refused``, a name that does not
 resolve, a server that does not speak TLS, a TLS handshake that never
@@ -64,6 +52,7 @@ from ._endpoint import Endpoint
 from ._errors import ConnectTimeout, ProxyError, TransportError
 from ._proxy import Proxy
 from ._tasks import close_now, exceptions_unwrapped
+from ._trace import Trace, TraceHook, log_event
 from ._util import authority
 
 if sys.version_info < (3, 11):  # pragma: no cover
@@ -75,7 +64,6 @@ __all__ = [
     "open_connection",
     "open_tunnel",
     "socket_of",
-    "take_buffered",
 ]
 
 _READ_SIZE = 64 * 1024
@@ -137,39 +125,6 @@ def socket_of(stream: trio.abc.Stream) -> trio.socket.SocketType | None:
             return None
 
 
-def take_buffered(stream: trio.abc.Stream, max_bytes: int) -> bytes:
-    """Up to ``max_bytes`` that ``stream`` holds decrypted or decryptable now, without waiting.
-
-    ``b""`` when it holds none, or is not a :class:`trio.SSLStream` whose
-    buffers can be reached (see the module's rules).  Never blocks, never raises.
-    """
-    if not isinstance(stream, trio.SSLStream):
-        return b""
-    # Private to trio (rule 3): read through getattr, checked, never assigned.
-    ssl_object = getattr(stream, "_ssl_object", None)
-    incoming = getattr(stream, "_incoming", None)
-    outgoing = getattr(stream, "_outgoing", None)
-    if not (
-        isinstance(ssl_object, ssl.SSLObject)
-        and isinstance(incoming, ssl.MemoryBIO)
-        and isinstance(outgoing, ssl.MemoryBIO)
-    ):
-        return b""
-    pieces: list[bytes] = []
-    left = max_bytes
-    # A record needs at least a 5-byte header; fewer buffered bytes cannot make one.
-    while left > 0 and (incoming.pending >= 5 or ssl_object.pending()) and not outgoing.pending:
-        try:
-            data = ssl_object.read(left)
-        except ssl.SSLError:  # rule 2: WantRead (partial record), close_notify, an error
-            break
-        if not data:
-            break
-        pieces.append(data)
-        left -= len(data)
-    return b"".join(pieces)
-
-
 @functools.cache
 def _default_ssl_context() -> ssl.SSLContext:
     # Loading the trust store costs milliseconds; a thousand connections share one.
@@ -182,8 +137,12 @@ async def open_connection(
     connect_timeout: float | None,
     ssl_context: ssl.SSLContext | None = None,
     proxy: Proxy | None = None,
+    trace: TraceHook = log_event,
 ) -> trio.abc.Stream:
     """A connected stream to ``origin`` (the module's steps), within ``connect_timeout`` seconds.
+
+    Each step runs in a :class:`~chunkwise._trace.Trace` calling ``trace``:
+    ``connect_tcp``, ``proxy_tunnel``, ``start_tls``.
 
     Raises:
         ConnectTimeout: the timeout expired (``tls_handshake`` says whether the
@@ -195,17 +154,20 @@ async def open_connection(
     tcp: trio.abc.Stream | None = None
     tunnelled = proxy is None  # no tunnel to wait for
     with trio.move_on_after(math.inf if connect_timeout is None else connect_timeout):
-        if proxy is None:
-            tcp = await _open_tcp(origin.host, origin.port, "")
-        else:
-            tcp = await _open_tcp(proxy.host, proxy.port, "the proxy ")
+        with Trace("connect_tcp", trace):
+            if proxy is None:
+                tcp = await _open_tcp(origin.host, origin.port, "")
+            else:
+                tcp = await _open_tcp(proxy.host, proxy.port, "the proxy ")
         if origin.scheme == "http":
             return tcp
         try:
             if proxy is not None:
-                tcp = await open_tunnel(tcp, proxy, origin)
+                with Trace("proxy_tunnel", trace):
+                    tcp = await open_tunnel(tcp, proxy, origin)
                 tunnelled = True
-            return await _tls_handshake(tcp, origin, ssl_context)
+            with Trace("start_tls", trace):
+                return await _tls_handshake(tcp, origin, ssl_context)
         except BaseException:
             await close_now(tcp)
             raise

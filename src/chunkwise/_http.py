@@ -28,12 +28,35 @@ a connection whose exchange finished cleanly on both sides (h11 says both are
 (:meth:`HTTPResponse.release`); anything else is still closed at once, by the
 pool, which counts it and logs why (:mod:`chunkwise._pool`, rule 6).
 
-Retries (:mod:`chunkwise._retries`) happen here, before anything is returned:
-a failed attempt is closed and the request sent again, so a caller only ever
-sees the response of the attempt that is streaming.  A request on a reused
-connection that fails before any response byte arrives (the server closed the
-idle connection at that moment) is sent once more on a new connection, free of
-the retry budget.
+:func:`attempt` makes exactly one try: it takes a pooled connection or opens
+one, sends the request, reads the head and checks it, and returns the response
+or what failed (:class:`Failed`), its connection already closed.
+:func:`send_http_request` is only the retry loop around it
+(:mod:`chunkwise._retries`): a failed attempt is sent again after its backoff,
+within ``Retries``, so a caller only ever sees the response of the attempt
+that is streaming, or the last failure with the attempts counted
+(``with_attempts``).  An attempt on a reused connection that was lost before
+any response byte arrived (the server closed the idle connection at that
+moment) is sent once more on a new connection, free of the retry budget.
+
+Where errors are converted
+--------------------------
+trio's, the operating system's, ssl's and h11's exceptions become chunkwise's
+(:class:`~chunkwise.ChunkwiseError`) where chunkwise calls them, and nowhere
+else (``tests/test_architecture.py`` holds every other module to it):
+
+- opening a connection, in :mod:`chunkwise._connect`: ``OSError`` and a
+  failed handshake are :class:`~chunkwise.TransportError`, the connect
+  timeout :class:`~chunkwise.ConnectTimeout`, a proxy's refusal
+  :class:`~chunkwise.ProxyError`;
+- the exchange, in :class:`chunkwise._http11.Connection`: a broken or reset
+  socket is :class:`~chunkwise.ConnectionLost` (:class:`~chunkwise.errors.IncompleteBody`
+  inside a body), the idle timeout :class:`~chunkwise.IdleTimeout`, bytes h11
+  rejects :class:`~chunkwise.RemoteProtocolError`.
+
+Everything above them (:func:`attempt`, the retry loop, the stream) handles
+chunkwise's exceptions only; a response's status and media type become
+:class:`~chunkwise.HTTPStatusError` and its kin here, in :func:`_check_response`.
 
 The request is sent completely before the response is read.  Chat requests are
 small, so a server that answers before reading the body (an early 413) is not
@@ -50,10 +73,7 @@ body stays alive only if the caller keeps a reference of its own).
 from __future__ import annotations
 
 import functools
-import json
-import logging
 import math
-import re
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -62,7 +82,6 @@ from collections.abc import (
 )
 from contextlib import asynccontextmanager
 from typing import Any
-from urllib.parse import urlsplit
 
 import attrs
 import h11
@@ -73,30 +92,31 @@ from ._endpoint import Endpoint
 from ._errors import (
     ChunkwiseError,
     ConnectionLost,
-    HTTPStatusError,
     InvalidChunk,
     RemoteProtocolError,
-    StreamError,
     TransportError,
     UnexpectedContentEncoding,
     UnexpectedContentType,
 )
 from ._headers import Headers
-from ._http11 import Connection
-from ._payloads import load_object, parse_error_payload, parse_json
+from ._http11 import Connection, State
+from ._payloads import load_object
 from ._pool import ConnectionPool, Slot
 from ._proxy import Proxy
-from ._request import prepare_request
-from ._retries import Retries, retry_after, retry_delay, with_attempts
-from ._timings import TimingRecorder
+from ._request import Request, prepare_request
+from ._retries import Retries, retry_delay, with_attempts
+from ._status import StatusHint, http_status_error, parse_error_body, status_hint
+from ._trace import Trace, TraceHook, traced
 from ._util import redact
 
 __all__ = [
     "MAX_ERROR_BODY",
     "MAX_JSON_BODY",
+    "Failed",
     "HTTPResponse",
     "Headers",
     "StatusHint",
+    "attempt",
     "connect",
     "http_status_error",
     "open_http_response",
@@ -127,6 +147,7 @@ class HTTPResponse:
         "http_version",
         "reason",
         "status_code",
+        "trace",
     )
 
     def __init__(
@@ -135,8 +156,11 @@ class HTTPResponse:
         head: h11.Response,
         release: Callable[[bool], Awaitable[None]] | None = None,
         slot: Slot | None = None,
+        trace: TraceHook | None = None,
     ) -> None:
         self._conn = conn
+        #: Called around each read and the close (:mod:`chunkwise._trace`).
+        self.trace: TraceHook = traced(None) if trace is None else trace
         # With a pool: give the connection back, after the end of the body (True)
         # or at once, not reusable (False).
         self._release = release
@@ -161,7 +185,11 @@ class HTTPResponse:
             trio.ClosedResourceError: the response was closed.
             trio.BusyResourceError: another task is already receiving.
         """
-        return await self._conn.receive_some()
+        conn = self._conn
+        with Trace("receive_body", self.trace) as trace:
+            data = await conn.receive_some()
+            trace.info = {"bytes": len(data), "arrived": conn.arrived}
+        return data
 
     @property
     def arrived(self) -> float | None:
@@ -183,9 +211,13 @@ class HTTPResponse:
                 pass
             elif self._release is not None:
                 self._released = True
-                await self._release(False)  # the pool closes it, and counts it closed
+                with Trace("close", self.trace) as trace:
+                    trace.info = {"reused": False}
+                    await self._release(False)  # the pool closes it, and counts it closed
             else:
-                await self._conn.aclose()
+                with Trace("close", self.trace) as trace:
+                    trace.info = {"reused": False}
+                    await self._conn.aclose()
         finally:
             self._free_slot()
         await trio.lowlevel.checkpoint()
@@ -206,7 +238,9 @@ class HTTPResponse:
         else:
             self._released = True
             try:
-                await self._release(True)
+                with Trace("close", self.trace) as trace:
+                    await self._release(True)
+                    trace.info = {"reused": self._conn.state is State.IDLE}
             finally:
                 self._free_slot()
 
@@ -306,7 +340,7 @@ async def send_http_request(
     transport: trio.abc.Stream | None = None,
     check: bool = True,
     pool: ConnectionPool[Connection] | None = None,
-    timings: TimingRecorder | None = None,
+    trace: TraceHook | None = None,
     method: str = "POST",
     expect: str = "text/event-stream",
 ) -> HTTPResponse:
@@ -318,9 +352,8 @@ async def send_http_request(
     every path, which also gives up the pool's slot.  For a stream, this keeps
     no generator or context manager alive for as long as the body is read.
 
-    ``timings`` (a stream's) is stamped as each attempt goes out: its start
-    (once it holds the pool's slot), the connection, the request sent, the
-    response head and its first byte.  Each attempt starts the figures over.
+    ``trace`` is called around each step of each attempt, and of the
+    response's reads (:mod:`chunkwise._trace`), after the logging.
 
     ``method`` ``"GET"`` sends no body (a stored response, :mod:`chunkwise._resume`);
     ``expect`` is the media type a 2xx must have: ``"application/json"`` for
@@ -332,82 +365,134 @@ async def send_http_request(
     del body  # the request holds it, for as long as it may be sent again
     # A given transport cannot be opened again, so it is tried once.
     retries = endpoint.retries if transport is None else _NO_RETRIES
-    key = (origin, proxy)
-    # What the pool's log calls the connections (never a header: never the key).
-    label = origin.authority if proxy is None else f"{origin.authority} via {proxy.url}"
+    place = _Place(endpoint, origin, proxy, pool)
+    hook = traced(trace)
     retried = 0  # retries made, against retries.max_retries
     resent = False  # the one free re-send after a reused connection failed
     while True:
-        slot = None if pool is None else pool.slot()
-        if slot is not None:
-            await slot.acquire()
-        if timings is not None:
-            timings.start_attempt()
-        conn: Connection | None = None
-        reused = False
-        try:
-            conn = await pool.take(key) if pool is not None else None
-            reused = conn is not None
-            if conn is None:
-                if transport is None:
-                    stream = await open_connection(
-                        origin,
-                        connect_timeout=endpoint.timeouts.connect,
-                        ssl_context=endpoint.ssl_context,
-                        proxy=proxy,
-                    )
-                    if timings is not None:
-                        timings.connected_now()
-                else:
-                    stream, transport = transport, None
-                conn = Connection(stream, origin, idle_timeout=endpoint.timeouts.idle)
-                if pool is not None:
-                    pool.add(conn, label)
-            elif timings is not None:
-                timings.reused()
-            await conn.send_request(request)
-            if timings is not None:
-                timings.request_sent_now()
-            # Without a pool, releasing is closing: HTTPResponse does it itself.
-            release = None if pool is None else functools.partial(_release, conn, pool, key)
-            head = await conn.receive_head()
-            if timings is not None:
-                timings.response_head_now(conn.first_byte_at)
-            response = HTTPResponse(conn, head, release, slot)
-            if check:
-                await _check_response(response, endpoint, proxy, expect)
-        except ChunkwiseError as exc:
-            await _abandon(conn, slot, pool, key, exc)
-            failure = exc
-            stale = reused and conn is not None and not conn.response_started
-        except BaseException as exc:
-            await _abandon(conn, slot, pool, key, exc)
-            raise
-        else:
+        outcome = await attempt(
+            place, request, transport=transport, check=check, expect=expect, trace=hook
+        )
+        transport = None  # given for the first attempt only
+        if isinstance(outcome, HTTPResponse):
             # Nothing is sent again: the request (its header list, its body)
             # need not live as long as the response.
-            return response
-        if stale and not resent and isinstance(failure, ConnectionLost):
+            return outcome
+        failure = outcome.error
+        if outcome.stale and not resent:
             # The server closed the idle connection as the request went out:
             # send it again on a new connection, free of the budget (curl, Go).
-            # Not after an idle timeout: that server took the request.
             resent = True
             continue
         delay = retry_delay(failure, retries, retried)
         if delay is None:
             raise with_attempts(failure, retried + 1)
         retried += 1
-        _log.info(
-            "retrying %s %s%s in %.2f s (retry %d of %d): %s",
-            method,
-            origin.authority,
-            endpoint.target_for(path),
-            delay,
-            retried,
-            retries.max_retries,
-            failure,
-        )
-        await trio.sleep(delay)
+        target = f"{method} {origin.authority}{endpoint.target_for(path)}"
+        info = {"delay": delay, "retry": retried, "of": retries.max_retries, "error": failure}
+        with Trace("retry", hook, target=target, **info):
+            await trio.sleep(delay)
+
+
+@attrs.frozen
+class _Place:
+    """Where every attempt of one request goes: the endpoint, the origin, a proxy, a pool."""
+
+    endpoint: Endpoint
+    origin: Origin
+    proxy: Proxy | None
+    pool: ConnectionPool[Connection] | None
+
+    @property
+    def key(self) -> Hashable:
+        """The pool's key for connections to this place."""
+        return (self.origin, self.proxy)
+
+    @property
+    def label(self) -> str:
+        """What the pool's log calls the connections (never a header: never the key)."""
+        authority = self.origin.authority
+        return authority if self.proxy is None else f"{authority} via {self.proxy.url}"
+
+
+@attrs.frozen
+class Failed:
+    """An attempt that failed: its error, and whether it failed on a stale pooled connection.
+
+    ``stale``: the request went out on a reused connection that was lost before
+    any byte of a response arrived (the server closed it as the request went
+    out), so it may be sent once more on a new connection.  Not after an idle
+    timeout: that server took the request.
+    """
+
+    error: ChunkwiseError
+    stale: bool = False
+
+
+async def attempt(
+    place: _Place,
+    request: Request,
+    *,
+    transport: trio.abc.Stream | None = None,
+    check: bool = True,
+    expect: str = "text/event-stream",
+    trace: TraceHook | None = None,
+) -> HTTPResponse | Failed:
+    """Exactly one try: a pooled connection or a new one, the request, the head, its check.
+
+    Returns the response, or what failed (a :class:`~chunkwise.ChunkwiseError`:
+    see "Where errors are converted"), after closing the attempt's connection
+    (through the pool, if any) and giving up its slot.  Anything else (a
+    cancel, a bug) propagates, the connection closed all the same.
+    """
+    hook = traced(None) if trace is None else trace
+    pool = place.pool
+    slot = None if pool is None else pool.slot()
+    if slot is not None:
+        await slot.acquire()
+    conn: Connection | None = None
+    reused = False
+    try:
+        with Trace("attempt", hook):
+            pass  # an attempt begins: the timings of earlier ones are forgotten
+        conn = await pool.take(place.key) if pool is not None else None
+        reused = conn is not None
+        if conn is None:
+            if transport is None:
+                with Trace("connect", hook):
+                    stream = await open_connection(
+                        place.origin,
+                        connect_timeout=place.endpoint.timeouts.connect,
+                        ssl_context=place.endpoint.ssl_context,
+                        proxy=place.proxy,
+                        trace=hook,
+                    )
+            else:
+                stream = transport
+            conn = Connection(stream, place.origin, idle_timeout=place.endpoint.timeouts.idle)
+            if pool is not None:
+                pool.add(conn, place.label)
+        else:
+            with Trace("reuse", hook):
+                pass
+        with Trace("send_request", hook):
+            await conn.send_request(request)
+        # Without a pool, releasing is closing: HTTPResponse does it itself.
+        release = None if pool is None else functools.partial(_release, conn, pool, place.key)
+        with Trace("receive_head", hook) as traced_head:
+            head = await conn.receive_head()
+            traced_head.info = {"first_byte": conn.first_byte_at}
+        response = HTTPResponse(conn, head, release, slot, hook)
+        if check:
+            await _check_response(response, place.endpoint, place.proxy, expect)
+    except ChunkwiseError as exc:
+        await _abandon(conn, slot, pool, place.key, exc)
+        stale = reused and conn is not None and not conn.response_started
+        return Failed(exc, stale=stale and isinstance(exc, ConnectionLost))
+    except BaseException as exc:
+        await _abandon(conn, slot, pool, place.key, exc)
+        raise
+    return response
 
 
 async def _abandon(
@@ -438,8 +523,6 @@ _NO_RETRIES = Retries(max_retries=0)
 #: reused: a stream ends with ``[DONE]`` just before the end of the body.
 _DRAIN_GRACE = 1.0
 _DRAIN_LIMIT = 64 * 1024
-
-_log = logging.getLogger("chunkwise")
 
 
 async def _release(
@@ -547,100 +630,3 @@ def _proxy_secrets(proxy: Proxy | None) -> list[str]:
         return []
     token = proxy.authorization.removeprefix("Basic ")
     return [token, *([proxy.password] if proxy.password else [])]
-
-
-def http_status_error(
-    status_code: int,
-    reason: str,
-    headers: Headers,
-    body: bytes,
-    *,
-    truncated: bool = False,
-    endpoint: Endpoint | None = None,
-) -> HTTPStatusError:
-    """The :class:`HTTPStatusError` for a non-2xx response with this head and body.
-
-    The one place the error is built from a response: the client raises it, and
-    tools that read a response kept as is (``chunkwise record`` and
-    ``inspect``) show the same error.  ``body`` is used as given (the client
-    has already cut it to :data:`MAX_ERROR_BODY` and masked an echoed key).
-    With the ``endpoint`` the request went to, the error also says what may
-    fix it (:func:`status_hint`).
-    """
-    hint = StatusHint() if endpoint is None else status_hint(status_code, endpoint)
-    return HTTPStatusError(
-        status_code,
-        reason=reason,
-        error=parse_error_body(body),
-        body=body,
-        request_id=headers.get("x-request-id"),
-        headers=headers,
-        retry_after=retry_after(headers),
-        truncated=truncated,
-        hint=hint.text,
-        api_key_sent=hint.api_key_sent,
-        suggested_base_url=hint.suggested_base_url,
-    )
-
-
-@attrs.frozen
-class StatusHint:
-    """What an error status suggests about the request (see :func:`status_hint`)."""
-
-    #: One sentence for the error's message, or ``None``.
-    text: str | None = None
-    #: Whether the request carried an API key at all (``None``: not known).
-    api_key_sent: bool | None = None
-    #: For a 404: the base URL with a version segment added, or ``None``.
-    suggested_base_url: str | None = None
-
-
-# A path segment such as v1, v2, v1beta: the API version most servers expect.
-_VERSION_SEGMENT_RE = re.compile(r"(?:^|/)v\d+[a-z0-9]*(?:/|$)")
-# The headers an API key travels in: OpenAI's, Azure's, and many relays'.
-_KEY_HEADERS = frozenset({"authorization", "api-key", "x-api-key"})
-
-
-def status_hint(status_code: int, endpoint: Endpoint) -> StatusHint:
-    """What a newcomer can act on, for an error status from ``endpoint``.
-
-    The one place these hints are decided (the client's errors and the
-    command line both use it):
-
-    - 401 says whether a key was sent at all; 403 too, when none was;
-    - 404 from a base URL with no version segment (``/v1``, ``/v2beta``...)
-      asks "did you mean ``<base>/v1``?": OpenAI-compatible servers almost
-      all serve under one, and the base URL is used as given.
-
-    Built from the endpoint's settings only: never a header value or the key.
-    """
-    key_sent = endpoint.api_key is not None or any(
-        name.lower() in _KEY_HEADERS for name, _ in endpoint.headers
-    )
-    text = None
-    suggested = None
-    if status_code in (401, 403) and not key_sent:
-        text = "no API key was sent: the endpoint has no api_key"
-    elif status_code == 401:
-        text = "an API key was sent, and the server did not accept it"
-    elif status_code == 404 and not _VERSION_SEGMENT_RE.search(urlsplit(endpoint.base_url).path):
-        suggested = f"{endpoint.base_url}/v1"
-        text = (
-            f"did you mean {suggested}? The base URL has no version segment such as /v1, "
-            "and chunkwise uses it as given"
-        )
-    return StatusHint(text=text, api_key_sent=key_sent, suggested_base_url=suggested)
-
-
-def parse_error_body(body: bytes) -> StreamError | None:
-    """The server's error in an HTTP error body, or ``None`` when the body is not JSON.
-
-    Any JSON body is read by :func:`~chunkwise._payloads.parse_error_payload`,
-    the same rules as errors inside a stream.  An empty body, HTML, bytes in no
-    Unicode encoding and JSON nested too deeply to parse give ``None``.
-    """
-    try:
-        payload = parse_json(body.decode(json.detect_encoding(body)))
-    except ValueError:  # UnicodeDecodeError and JSONDecodeError included
-        return None
-    return parse_error_payload(payload)

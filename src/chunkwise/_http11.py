@@ -2,48 +2,65 @@
 
 Theory of operation
 -------------------
-h11 parses the response head, every body framing but chunked, and the end of
-a chunked body; the chunks themselves are read by ``ChunkedBody``
-(:mod:`chunkwise._chunked`), which reads h11's grammar in one pass a read
-instead of an h11 event a chunk (checked against h11 in the tests).  This
-module only moves bytes and translates outcomes.  :class:`Connection` takes an
-origin and a prepared request, not the whole endpoint (httpcore's
-``_async/http11.py`` is the model): the request lifecycle (connecting,
-retries, checking the response) is :mod:`chunkwise._http`'s.
+h11 parses the whole response: the head, and the body in every framing
+(``Content-Length``, chunked, until the close).  This module only moves bytes
+and translates outcomes.  :class:`Connection` takes an origin and a prepared
+request, not the whole endpoint (httpcore's ``_async/http11.py`` is the
+model): the request lifecycle (connecting, retries, checking the response) is
+:mod:`chunkwise._http`'s.
+
+A chunked body costs one h11 ``Data`` event a chunk and one ``NEED_DATA``
+answer a read: about five microseconds a read, which only a load test of a few
+hundred streams sees (``chunkwise bench``).  An earlier version read the chunks
+itself, in one pass a read, to save them; it was a second parser of h11's
+grammar to keep in step with h11's, and it is gone on purpose: h11 reads every
+framing, and the microseconds are the price of one parser.
+
+States
+------
+A :class:`Connection` is in one :class:`State` at a time (h11's ``_state.py``
+is the model); these transitions are all there are:
+
+===================== =================================================== =============
+from                  on                                                  to
+===================== =================================================== =============
+IDLE                  ``send_request()`` handed the request to the socket AWAITING_HEAD
+AWAITING_HEAD         ``receive_head()`` read a final (non-1xx) response  BODY
+BODY                  h11's ``EndOfMessage``                              DONE
+AWAITING_HEAD or BODY reading failed: the peer closed or reset, the idle  FAILED
+                      timeout, bytes that are not HTTP
+DONE                  ``start_next_exchange()`` (only when reusable)      IDLE
+any                   ``aclose()``                                        CLOSED
+===================== =================================================== =============
+
+A failure while sending leaves the state as it was: the attempt that sent is
+abandoned and the connection closed (:mod:`chunkwise._http`).  In FAILED
+every :meth:`Connection.receive_some` raises the error again; in DONE it
+returns ``b""``; in CLOSED it raises :exc:`trio.ClosedResourceError`.  Only a
+DONE connection whose h11 says both sides are done is :attr:`reusable`.
 
 Rules
 -----
 1. Every wait for the peer goes through one method, ``Connection._read``, which
    applies the idle timeout and turns a broken socket into
    :class:`ConnectionLost` (:class:`IncompleteBody` once the body had begun).
-2. While a head is read, h11 is given bytes up to the first blank line only
-   (h11's own end of a head), and the rest is held back: so when the head is
-   complete h11 holds none of the body.  Then, and only then, a chunked body is
-   read by the chunks (``_receive_chunks``); if h11 does hold some of it, h11
-   reads the whole body, as it reads every other framing (``_receive_events``).
-3. The chunks stop at the last chunk's line; every byte from it on goes to h11,
-   whose chunked reader is still where the head left it, at the start of a
-   chunk line.  h11 then reads the trailers and ends the message, so h11's
-   state says whether the connection can be reused, whoever read the chunks.
-4. Once h11 has answered ``NEED_DATA`` it is not asked again until it was given
+2. Once h11 has answered ``NEED_DATA`` it is not asked again until it was given
    bytes: a read that ends on ``NEED_DATA`` would otherwise cost one more h11
    call at the start of the next.
-5. Every h11 error goes through ``Connection._translate``: when the peer had
+3. Every h11 error goes through ``Connection._translate``: when the peer had
    closed, it hung up (:class:`ConnectionLost`, or :class:`IncompleteBody` once
    the body had begun); otherwise it sent bytes that are not HTTP
-   (:class:`RemoteProtocolError`).  The chunks' errors are the same two: the
-   close inside a chunk is :class:`IncompleteBody`, bad framing a
-   :class:`RemoteProtocolError` in h11's words.
-6. Body bytes are handed out as soon as they arrive.  When a read both delivers
+   (:class:`RemoteProtocolError`, in h11's words).
+4. Body bytes are handed out as soon as they arrive.  When a read both delivers
    data and reveals an error (the peer closed mid-chunk), the data is returned
    first and the error is raised by the next :meth:`Connection.receive_some`,
    so a truncated stream loses nothing that arrived.
 
-On a plain TCP connection under Linux the socket is read directly, one wait and
-one ``recvmsg`` a read, and each read is stamped by the kernel as its bytes
-arrive (:mod:`chunkwise._arrivals`): ``Connection.arrived`` is when the
-last bytes handed out reached this host, on trio's clock, or ``None`` where
-there is no such stamp (TLS, another platform, a test's clock).
+On a plain TCP connection under Linux the socket is read through
+:mod:`chunkwise._arrivals`, and each read is stamped by the kernel as its bytes
+arrive: ``Connection.arrived`` is when the last bytes handed out reached this
+host, on trio's clock, or ``None`` where there is no such stamp (TLS, another
+platform, a test's clock).
 
 A process may hold thousands of connections open at once (``bench/load.py``):
 :class:`Connection` has no instance dict.
@@ -51,16 +68,15 @@ A process may hold thousands of connections open at once (``bench/load.py``):
 
 from __future__ import annotations
 
+import enum
 import math
-import re
 from typing import Any
 
 import h11
 import trio
 
 from ._arrivals import open_reader
-from ._chunked import ChunkedBody
-from ._connect import Origin, socket_of, take_buffered
+from ._connect import Origin, socket_of
 from ._errors import (
     ChunkwiseError,
     ConnectionLost,
@@ -73,11 +89,20 @@ from ._errors import (
 from ._request import Request
 from ._tasks import close_now
 
-__all__ = ["Connection"]
+__all__ = ["Connection", "State"]
 
 _READ_SIZE = 64 * 1024
-# Where h11 ends a head (h11/_receivebuffer.py's blank_line_regex).
-_BLANK_LINE = re.compile(b"\n\r?\n")
+
+
+class State(enum.Enum):
+    """The phase of one :class:`Connection` (the transitions are in the module's table)."""
+
+    IDLE = "idle"
+    AWAITING_HEAD = "awaiting head"
+    BODY = "body"
+    DONE = "done"
+    FAILED = "failed"
+    CLOSED = "closed"
 
 
 class Connection:
@@ -86,21 +111,17 @@ class Connection:
     # One per open stream, thousands at once: no instance dict.
     __slots__ = (
         "_busy",
-        "_chunks",
-        "_closed",
-        "_done",
         "_eof",
         "_error",
         "_expected",
         "_h11",
         "_host",
         "_idle",
-        "_in_body",
-        "_pending",
         "_port",
         "_reader",
         "_received",
         "_starved",
+        "_state",
         "_transport",
         "_where",
         "arrived",
@@ -119,21 +140,16 @@ class Connection:
         self._port = origin.port
         self._where = origin.authority
         self._idle = math.inf if idle_timeout is None else idle_timeout
-        self._closed = False
+        self._state = State.IDLE
         self._start_exchange()
 
     def _start_exchange(self) -> None:
-        self._eof = False  # the peer closed (and h11 was told, unless the chunks were reading)
-        self._in_body = False
+        self._eof = False  # the peer closed (and h11 was told)
         self._starved = False  # h11 said NEED_DATA and has had no bytes since
-        self._done = False  # EndOfMessage seen
-        # Bytes read past a response head, not yet given to h11 or the chunks.
-        self._pending = b""
-        # Reads a chunked body's chunks; h11 reads everything else.
-        self._chunks: ChunkedBody | None = None
         self._received = 0
         self._expected: int | None = None
-        # Raised by every later receive_some, after the data that preceded it.
+        # What FAILED the exchange: raised by every later receive_some, after
+        # the data that preceded it.
         self._error: ChunkwiseError | None = None
         self._busy = False
         #: Some bytes of a response arrived (a request that failed before any
@@ -145,6 +161,11 @@ class Connection:
         self.arrived: float | None = None
 
     @property
+    def state(self) -> State:
+        """The connection's phase (the module's table)."""
+        return self._state
+
+    @property
     def reusable(self) -> bool:
         """The exchange completed on both sides and neither asked to close."""
         return self.why_not_reusable is None
@@ -152,11 +173,12 @@ class Connection:
     @property
     def why_not_reusable(self) -> str | None:
         """Why the connection cannot carry another request, in words; ``None`` if it can."""
-        if self._closed:
+        state = self._state
+        if state is State.CLOSED:
             return "it was closed"
-        if self._error is not None:
+        if state is State.FAILED:
             return f"the response broke off ({type(self._error).__name__})"
-        if not self._done:
+        if state is not State.DONE:
             return "the response was not read to its end"
         if self._h11.their_state is not h11.DONE or self._h11.our_state is not h11.DONE:
             return (
@@ -171,8 +193,11 @@ class Connection:
         return sock is not None and sock.is_readable()
 
     def start_next_exchange(self) -> None:
-        """Make a :attr:`reusable` connection ready for the next request."""
+        """Make a :attr:`reusable` connection ready for the next request (DONE to IDLE)."""
+        if not self.reusable:
+            raise RuntimeError(f"a connection cannot start an exchange when {self._state.value}")
         self._h11.start_next_cycle()
+        self._state = State.IDLE
         self._start_exchange()
 
     async def drain(self, grace: float, limit: int) -> None:
@@ -184,12 +209,15 @@ class Connection:
         with trio.move_on_after(grace):
             total = 0
             try:
-                while not self._done and total <= limit:
+                while self._state is State.BODY and total <= limit:
                     total += len(await self.receive_some())
             except (ChunkwiseError, trio.ClosedResourceError, trio.BusyResourceError):
                 pass
 
     async def send_request(self, request: Request) -> None:
+        """Send the whole request (IDLE to AWAITING_HEAD)."""
+        if self._state is not State.IDLE:
+            raise RuntimeError(f"a connection cannot send a request when {self._state.value}")
         head = h11.Request(
             method=request.method, target=request.target, headers=list(request.headers)
         )
@@ -209,24 +237,29 @@ class Connection:
                 raise ConnectionLost(
                     f"connection to {self._where} lost while sending the request"
                 ) from exc
+            self._state = State.AWAITING_HEAD
             return
         raise IdleTimeout(self._host, self._port, self._idle)
 
     async def receive_head(self) -> h11.Response:
-        while True:
-            event = self._next_event()
-            if event is h11.NEED_DATA:
-                await self._fill(head=True)
-            elif isinstance(event, h11.Response):
-                self._in_body = True
-                self._expected = _declared_length(event)
-                self._start_body(event)
-                return event
-            elif not isinstance(event, h11.InformationalResponse):  # 1xx are skipped
-                raise _unexpected(event)
+        """The final response's head, 1xx skipped (AWAITING_HEAD to BODY, or FAILED)."""
+        try:
+            while True:
+                event = self._next_event()
+                if event is h11.NEED_DATA:
+                    await self._fill()
+                elif isinstance(event, h11.Response):
+                    self._state = State.BODY
+                    self._expected = _declared_length(event)
+                    return event
+                elif not isinstance(event, h11.InformationalResponse):  # 1xx are skipped
+                    raise _unexpected(event)
+        except ChunkwiseError as exc:
+            self._fail(exc)
+            raise
 
     async def receive_some(self) -> bytes:
-        if self._closed:
+        if self._state is State.CLOSED:
             raise trio.ClosedResourceError("the HTTP response was closed")
         if self._busy:
             raise trio.BusyResourceError("another task is already receiving this response")
@@ -237,68 +270,17 @@ class Connection:
         finally:
             self._busy = False
 
-    def _start_body(self, head: h11.Response) -> None:
-        """Choose who reads the body: the chunks when it is chunked and h11 holds none of it."""
-        pending, self._pending = self._pending, b""
-        if (
-            self._h11.their_state is h11.SEND_BODY
-            # h11 accepts no Transfer-Encoding but chunked
-            and any(name == b"transfer-encoding" for name, _ in head.headers)
-            and not self._h11.trailing_data[0]
-        ):
-            self._chunks = ChunkedBody()
-            self._pending = pending
-        elif pending:
-            self._h11.receive_data(pending)
-            self._starved = False
-
     async def _receive_body(self) -> bytes:
+        """The next body data from h11's events; data before the error it revealed (rule 4)."""
         if self._error is not None:
             raise_itself(self._error, fresh_traceback=True)
-        if self._chunks is not None:
-            return await self._receive_chunks(self._chunks)
-        return await self._receive_events([], waited=False)
-
-    async def _receive_chunks(self, body: ChunkedBody) -> bytes:
-        """The next data of a chunked body, read by :class:`ChunkedBody` (always waits)."""
-        while True:
-            if self._pending:
-                data, self._pending = self._pending, b""
-                await trio.lowlevel.cancel_shielded_checkpoint()  # as if read
-            else:
-                try:
-                    data = await self._read()
-                except ChunkwiseError as exc:
-                    self._error = exc
-                    raise
-                if not data:
-                    self._error = self._incomplete("closed the connection")
-                    raise self._error
-            out = body.feed(data)
-            self._received += len(out)
-            if body.error is not None:
-                self._error = RemoteProtocolError(
-                    f"invalid HTTP response from {self._where}: {body.error}"
-                )
-                if out:
-                    return out
-                raise self._error
-            if body.rest is not None:
-                # The last chunk: h11 reads the trailers and ends the message.
-                self._chunks = None
-                self._h11.receive_data(body.rest)
-                self._starved = False
-                return await self._receive_events([out] if out else [], waited=True)
-            if out:
-                return out
-
-    async def _receive_events(self, chunks: list[bytes], *, waited: bool) -> bytes:
-        """The next body data from h11's events, after ``chunks``."""
-        while not self._done:
+        chunks: list[bytes] = []
+        waited = False
+        while self._state is State.BODY:
             try:
                 event = self._next_event()
             except ChunkwiseError as exc:
-                self._error = exc
+                self._fail(exc)
                 if chunks:
                     break
                 raise
@@ -308,7 +290,7 @@ class Connection:
                 try:
                     await self._fill()
                 except ChunkwiseError as exc:
-                    self._error = exc
+                    self._fail(exc)
                     raise
                 waited = True
             elif isinstance(event, h11.Data):
@@ -318,7 +300,7 @@ class Connection:
                 self._received += len(data)
                 chunks.append(data)
             elif isinstance(event, h11.EndOfMessage):
-                self._done = True
+                self._state = State.DONE
             else:
                 raise _unexpected(event)
         if not waited:
@@ -326,6 +308,12 @@ class Connection:
             # Shielded: the bytes already taken from h11 must not be lost to a cancel.
             await trio.lowlevel.cancel_shielded_checkpoint()
         return b"".join(chunks)
+
+    def _fail(self, error: ChunkwiseError) -> None:
+        """Reading failed (to FAILED): ``error`` is raised by every later read."""
+        self._error = error
+        if self._state is not State.CLOSED:
+            self._state = State.FAILED
 
     def _next_event(self) -> Any:
         if self._starved:
@@ -340,7 +328,7 @@ class Connection:
     def _translate(self, exc: h11.RemoteProtocolError) -> ChunkwiseError:
         if not self._eof:
             return RemoteProtocolError(f"invalid HTTP response from {self._where}: {exc}")
-        if not self._in_body:
+        if self._state is State.AWAITING_HEAD:
             return ConnectionLost(f"{self._where} closed the connection before a complete response")
         return self._incomplete("closed the connection")
 
@@ -353,23 +341,9 @@ class Connection:
             f"{self._where} {what} {detail}", received=self._received, expected=self._expected
         )
 
-    async def _fill(self, *, head: bool = False) -> None:
-        """Give h11 the bytes held back after a head, or wait for the next ones.
-
-        Reading a ``head``, h11 gets bytes up to the first blank line only, so
-        that it holds none of the body when the head is complete.
-        """
-        if self._pending:
-            data, self._pending = self._pending, b""
-        else:
-            data = await self._read()
-        if head and data:
-            held = self._h11.trailing_data[0]  # the head so far
-            blank = _BLANK_LINE.search(held + data if held else data)
-            if blank is not None and 0 < blank.end() - len(held) < len(data):
-                cut = blank.end() - len(held)
-                data, self._pending = data[:cut], data[cut:]
-        self._h11.receive_data(data)
+    async def _fill(self) -> None:
+        """Wait for the next bytes and give them to h11."""
+        self._h11.receive_data(await self._read())
         self._starved = False
 
     async def _read(self) -> bytes:
@@ -383,7 +357,7 @@ class Connection:
                     data = await self._transport.receive_some(_READ_SIZE)
             except (trio.BrokenResourceError, OSError) as exc:
                 # A reset is never a clean end, even of a close-delimited body.
-                if self._in_body:
+                if self._state is State.BODY:
                     raise self._incomplete("reset the connection") from exc
                 raise ConnectionLost(f"connection to {self._where} lost: {exc}") from exc
             if not data:
@@ -394,16 +368,11 @@ class Connection:
                     self.first_byte_at = (
                         trio.current_time() if self.arrived is None else self.arrived
                     )
-                # TLS hands out one record per read; the records that came with
-                # it go to h11 in the same call (see chunkwise._connect).
-                more = take_buffered(self._transport, _READ_SIZE - len(data))
-                if more:
-                    data = b"".join((data, more))
             return bytes(data)  # a no-op for bytes; streams may give bytearray
         raise IdleTimeout(self._host, self._port, self._idle)
 
     async def aclose(self) -> None:
-        self._closed = True
+        self._state = State.CLOSED
         await close_now(self._transport)
 
 

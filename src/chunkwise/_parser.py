@@ -5,8 +5,8 @@
 giving (event type, data) pairs) and an
 accumulator through their public methods (wsproto's ``WSConnection`` composing
 two machines is the model).  Each API package gives it its accumulator in its
-own ``parser`` module: :class:`~chunkwise.ChatStreamParser`,
-:class:`~chunkwise.ResponseStreamParser`, :class:`~chunkwise.CompletionStreamParser`.  Whatever the
+own ``parser`` module: :class:`~chunkwise.chat.Parser`,
+:class:`~chunkwise.responses.Parser`, :class:`~chunkwise.completions.Parser`.  Whatever the
 server sends, ``feed()`` and ``end()`` do not raise: a stream that cannot be
 interpreted ends with :class:`~chunkwise.StreamFailed`, and ``result`` keeps
 everything received before.
@@ -14,15 +14,12 @@ everything received before.
 
 from __future__ import annotations
 
-import weakref
-from collections.abc import Callable, Mapping
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from ._errors import ChunkwiseError, EventTooLarge, LocalProtocolError
 from ._events import Event
 from ._results import Anomaly, IncompleteReason
 from ._sse import DEFAULT_MAX_EVENT_SIZE, PairDecoder
-from ._timings import TimingRecorder, Timings
 
 __all__ = ["Accumulator", "StreamParser"]
 
@@ -48,8 +45,6 @@ class Accumulator(Protocol[R]):
 
     def note_anomaly(self, anomaly: Anomaly) -> list[Event]: ...
 
-    def attach_timings(self, source: Callable[[Mapping[str, Any] | None], Timings]) -> None: ...
-
 
 class StreamParser(Generic[R]):
     """Sans-IO parser of a streamed body: ``feed()`` bytes, get events; ``end()``.
@@ -67,8 +62,6 @@ class StreamParser(Generic[R]):
         self._accumulator = accumulator
         self._ended = False
         self._events = 0  # server-sent events with data decoded so far
-        self._recorder: TimingRecorder | None = None
-        self._feeding: list[Event] = []  # the events of the current feed() so far
 
     @property
     def result(self) -> R:
@@ -89,62 +82,13 @@ class StreamParser(Generic[R]):
         """Server-sent events carrying data decoded so far (comments and empty events not)."""
         return self._events
 
-    def record_timings(self, recorder: TimingRecorder) -> None:
-        """Tell ``recorder`` what each read carried; its figures go on the final result.
-
-        The trio layer stamps each read (:meth:`TimingRecorder.read`) before
-        feeding it; this parser tells the recorder whether the read completed
-        an event and carried output, and the accumulator puts the recorder's
-        final figures on the result that ends the stream.
-        """
-        self._recorder = recorder
-        # Weakly: the accumulator is this parser's own, and a bound method would
-        # close a cycle (parser, accumulator, method) that only the cycle
-        # collector frees: every timed stream's whole parser, at every stream's
-        # end.  The accumulator is only ever used through this parser.
-        parser = weakref.ref(self)
-
-        def final_timings(usage: Mapping[str, Any] | None) -> Timings:
-            alive = parser()
-            assert alive is not None
-            return alive._final_timings(usage)
-
-        self._accumulator.attach_timings(final_timings)
-
-    def _final_timings(self, usage: Mapping[str, Any] | None) -> Timings:
-        # The stream ends inside a feed(): the output of the events fed before
-        # the terminal one, in the same read, is counted first.
-        recorder = self._recorder
-        assert recorder is not None
-        self._observe(recorder, self._feeding)
-        return recorder.final(usage)
-
-    def _observe(self, recorder: TimingRecorder, events: list[Event]) -> None:
-        """Note what the current read carried: an event, output, answer text."""
-        if recorder.first_event is None and self._events:
-            recorder.event()
-        need_content = recorder.first_content is None
-        for event in events:
-            if event.is_output:
-                if need_content and not event.is_content:
-                    content = any(e.is_content for e in events)
-                else:
-                    content = need_content
-                recorder.output(content)
-                return
-
     def feed(self, data: bytes | bytearray | memoryview) -> list[Event]:
         """Parse the next bytes of the body; return the events they complete."""
         if self._ended:
             raise LocalProtocolError("feed() called after end()")
         if self._decoder.error is not None:
             return []  # the stream already failed; it is over
-        events = self._decode(data)
-        recorder = self._recorder
-        if recorder is not None:
-            self._observe(recorder, events)
-            self._feeding = []
-        return events
+        return self._decode(data)
 
     def restart(self) -> None:
         """The body goes on in a new HTTP response: forget the old one's unfinished event.
@@ -218,8 +162,6 @@ class StreamParser(Generic[R]):
                 self._events += 1
             return feed(kind, text)
         events: list[Event] = []
-        if self._recorder is not None:
-            self._feeding = events
         for kind, text in sse_events:
             if text:
                 self._events += 1

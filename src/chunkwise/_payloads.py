@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 Everything here takes values a server (or a caller of
-:meth:`~chunkwise.ChatAccumulator.feed_chunk`) chose, so nothing here may fail in
+:meth:`~chunkwise.chat.Accumulator.feed_chunk`) chose, so nothing here may fail in
 a way the caller did not ask for:
 
 * :func:`parse_json` makes every way JSON text can fail a :class:`ValueError`.
@@ -17,7 +17,7 @@ a way the caller did not ask for:
   also make a result unequal to itself.  A number too large for a float, such
   as ``1e999``, is valid JSON and becomes ``inf``, as in JavaScript's
   ``JSON.parse``.  :func:`load_json` is the same for event data, failing
-  with :class:`~chunkwise.InvalidChunk`.  :data:`scan_json` is the bare C
+  with :class:`~chunkwise.errors.InvalidChunk`.  :data:`scan_json` is the bare C
   scanner of the same grammar, for a hot path that falls back to them.
 * :func:`copy_json` deep-copies containers without recursion, so a value
   that could be parsed can always be copied.

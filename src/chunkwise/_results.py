@@ -93,8 +93,8 @@ C = TypeVar("C", bound=Indexed)
 class ChunkResult(Generic[C]):
     """What a chat result and a legacy completion's share: their fields, in order, and methods.
 
-    Each of :class:`~chunkwise.ChatResult` and
-    :class:`~chunkwise.CompletionResult` is this with its own choice class
+    Each of :class:`~chunkwise.chat.Result` and
+    :class:`~chunkwise.completions.Result` is this with its own choice class
     ``C`` (named in its ``choices`` by :func:`choices_of`), its own docstring
     and its own shortcut to choice 0.
     """
@@ -168,7 +168,7 @@ class ToolCall:
         finished: True when the server finished the call: its choice's
             ``finish_reason``, or ``data: [DONE]`` ending a choice that never
             got one; False while streaming or when the stream ended first.
-        completed: True once :class:`~chunkwise.ToolCallCompleted` was sent.
+        completed: True once :class:`~chunkwise.chat.ToolCallCompleted` was sent.
         error: Why the arguments cannot be used (invalid JSON, or the
             tool's schema rejects them), once completed.
         validated: True when arguments were checked against a schema and

@@ -409,7 +409,7 @@ class SSEDecoder(DecoderCore):
             line counts as far as it has arrived, so a line cut off by the
             end of the stream counts too.  An event whose size equals
             ``max_event_size`` is accepted; one character more raises
-            :class:`~chunkwise.EventTooLarge` (from :meth:`feed`, or from
+            :class:`~chunkwise.errors.EventTooLarge` (from :meth:`feed`, or from
             :meth:`end` for a cut-off line), however the bytes were split
             into reads, before the excess is stored.
         legacy_error_field: Also accept llama.cpp's legacy ``error:`` field

@@ -34,19 +34,16 @@ checkpoint, all see every event.  A subscriber created later receives the
 events published after it subscribed (one created after the end receives just
 the terminal event); :attr:`Stream.snapshot` shows what came before.
 
-The reader has two phases.  *Reading* runs in ``_reader_scope``, which
-:meth:`Stream.cancel` and leaving the block cancel: it waits for bytes and
-for lossless subscribers to take each read's events.  *Ending* runs once,
-whatever stopped the reading (``[DONE]``, the end of the body, a broken
-connection, an idle timeout, a cancel): it closes the socket, lets the parser
-produce the terminal event, marks the result final, and hands the rest to
-:meth:`Broadcaster.finish`, which delivers to each subscriber on its own until
-nobody is left who could read.  Cancelling the reading loses nothing, because
-the broadcaster keeps what each subscriber has not taken yet.
+Reading (STREAMING, RESUMING: the table below) runs in ``_reader_scope``,
+which :meth:`Stream.cancel` and leaving the block cancel.  Ending runs
+once, whatever stopped the reading: it closes the socket, lets the parser
+produce the terminal event, enters ENDED, and hands the rest to
+:meth:`Broadcaster.finish`, which delivers to each subscriber until nobody is
+left who could read; a cancel loses nothing the broadcaster holds.
 
-Each read is stamped once with trio's clock as it returns
-(:class:`~chunkwise._timings.TimingRecorder`): the events parsed from it share
-that stamp, and the final figures become the result's ``timings``.  With
+Each read is stamped once, by the trace hook (:class:`~chunkwise._trace.Timed`):
+the events parsed from it share that stamp, and the terminal event's result
+gets the final figures as its ``timings`` (the one place they are attached).  With
 ``Timeouts(stall=...)``, from the first output on, each wait for the next read
 is bounded by the last output's time plus the timeout, moved on by the time
 the reader spent waiting for its own subscribers; a read without output
@@ -55,6 +52,20 @@ reading like an idle timeout: reason ``stalled``, and the
 :class:`~chunkwise.StallTimeout` is the result's ``error``, as every transport
 problem that ends a stream is (the status staying ``incomplete``), with a
 ``transport error`` anomaly published where the stream stopped.
+
+States
+------
+The reader is in one :class:`StreamState` at a time; these transitions are
+all there are (:attr:`Stream.finished` is ``state is ENDED``):
+
+============ =========================================================== ==========
+from         on                                                          to
+============ =========================================================== ==========
+OPENING      somebody listens (then ``ResponseStarted`` is published)    STREAMING
+STREAMING    the body stopped early, on a stream kept (rule 6)           RESUMING
+RESUMING     the server gave the stream back on a new connection         STREAMING
+not ENDED    the reading stopped (rule 2): socket closed, terminal event ENDED
+============ =========================================================== ==========
 
 Rules
 -----
@@ -83,7 +94,7 @@ These are the promises of the trio layer; each is tested in every cell of
    to the text of the result in its terminal event.
 4. An exception from the block or from one consumer task propagates alone,
    with its own ``__cause__``, ``__context__`` and traceback
-   (:func:`~chunkwise._util.exceptions_unwrapped`).  Two at once propagate as
+   (:func:`~chunkwise._tasks.exceptions_unwrapped`).  Two at once propagate as
    an :class:`ExceptionGroup`.
 5. A result (``chat.Result``, ``responses.Result``, ``completions.Result``)
    never changes after it was handed out: results are frozen, and the parser
@@ -102,6 +113,7 @@ These are the promises of the trio layer; each is tested in every cell of
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Awaitable, Callable, Generator, Mapping
 from contextlib import AbstractAsyncContextManager
@@ -119,8 +131,8 @@ from ._errors import (
     StallTimeout,
     TransportError,
 )
-from ._events import Event, HeadReceived
-from ._fanout import DEFAULT_BUFFER_SIZE, Batch, Broadcaster, Family
+from ._events import Batch, Event, Family, HeadReceived
+from ._fanout import DEFAULT_BUFFER_SIZE, Broadcaster
 from ._http import HTTPResponse, send_http_request
 from ._http11 import Connection
 from ._parser import StreamParser
@@ -131,11 +143,13 @@ from ._resume import Attach, Resumer
 from ._sse import DEFAULT_MAX_EVENT_SIZE
 from ._tasks import exceptions_unwrapped, require_trio
 from ._timings import TimingRecorder, Timings
+from ._trace import Timed, traced
 
 __all__ = [
     "Api",
     "Stream",
     "StreamBlock",
+    "StreamState",
     "complete",
     "open_stream",
 ]
@@ -148,6 +162,15 @@ R = TypeVar("R")
 ReadEnd = tuple[
     list[Event], IncompleteReason | None, TransportError | None, RemoteProtocolError | None, bool
 ]
+
+
+class StreamState(enum.Enum):
+    """The reader's phase (the transitions are in the module's table)."""
+
+    OPENING = "opening"
+    STREAMING = "streaming"
+    RESUMING = "resuming"
+    ENDED = "ended"
 
 
 class Stream(Generic[R]):
@@ -166,6 +189,7 @@ class Stream(Generic[R]):
         "_response",
         "_resumer",
         "_stall",
+        "_state",
         "_timings",
     )
 
@@ -173,7 +197,7 @@ class Stream(Generic[R]):
         self,
         response: HTTPResponse,
         parser: StreamParser[R],
-        timings: TimingRecorder,
+        timings: Timed[R],
         stall: StallTimeout | None = None,
         resumer: Resumer | None = None,
     ) -> None:
@@ -184,7 +208,8 @@ class Stream(Generic[R]):
         # The error a stall ends the stream with, when Timeouts.stall is set.
         self._stall = stall
         self._broadcaster = Broadcaster()
-        self._ended = trio.Event()  # the socket is closed and the result final
+        self._state = StreamState.OPENING
+        self._ended = trio.Event()  # set on entering ENDED: wakes result()
         self._reader_scope = trio.CancelScope()  # the reading phase (rule 1)
         self._nursery: trio.Nursery | None = None
         self._iterator: trio.MemoryReceiveChannel[Event] | None = None
@@ -208,15 +233,17 @@ class Stream(Generic[R]):
     @property
     def snapshot(self) -> R:
         """What the stream delivered so far (final once :attr:`finished`)."""
-        return self._parser.result
+        return self._timings.result
 
     @property
     def timings(self) -> Timings:
-        """When each part arrived so far (final once :attr:`finished`); see :doc:`timings`.
+        """When each part arrived so far; final (the result's) once :attr:`finished`."""
+        return self._timings.timings
 
-        The final figures are also the result's ``timings``.
-        """
-        return self._timings.timings(getattr(self._parser.result, "usage", None))
+    @property
+    def state(self) -> StreamState:
+        """The reader's phase: opening, streaming, resuming, or ended (see :attr:`finished`)."""
+        return self._state
 
     @property
     def finished(self) -> bool:
@@ -224,7 +251,13 @@ class Stream(Generic[R]):
 
         Subscribers may still be receiving their last events.
         """
-        return self._ended.is_set()
+        return self._state is StreamState.ENDED
+
+    def _enter(self, state: StreamState) -> None:
+        """A transition of the module's table."""
+        self._state = state
+        if state is StreamState.ENDED:
+            self._ended.set()
 
     @overload
     def subscribe(
@@ -322,7 +355,7 @@ class Stream(Generic[R]):
         """Wait for the end of the stream and return the final result."""
         self._broadcaster.listen()
         await self._ended.wait()
-        return self._parser.result
+        return self._timings.result
 
     def __aiter__(self) -> trio.MemoryReceiveChannel[Event]:
         # Single-consumer convenience: a plain subscription, so no async
@@ -349,6 +382,7 @@ class Stream(Generic[R]):
         try:
             with self._reader_scope:
                 await broadcaster.wait_for_listener()
+                self._enter(StreamState.STREAMING)
                 headers = tuple(self._response.headers.items())
                 await broadcaster.publish(
                     [HeadReceived(status_code=self.status_code, headers=headers)]
@@ -361,27 +395,31 @@ class Stream(Generic[R]):
                     # Rule 6: the old connection is closed before the new one opens.
                     clean_end = False
                     await self._response.aclose()
+                    self._enter(StreamState.RESUMING)
                     resumed = await resumer.resume(problem or invalid)
                     if isinstance(resumed, list):  # ended from a poll, or given up
-                        final = resumed
+                        final = timings.carried(resumed, read=False)
                         if parser.finished:
                             reason, problem, invalid = None, None, None
                         break
+                    resumed.trace = traced(timings.recorder.trace)  # its reads are this stream's
                     self._response = resumed
+                    self._enter(StreamState.STREAMING)
                     deadline = math.inf if stall is None else trio.current_time() + stall.timeout
-                timings.end()
+                timings.recorder.end()
                 if clean_end:
                     await self._response.release()
             if self._reader_scope.cancelled_caught:
                 reason = IncompleteReason.CANCELLED
-            timings.end()
+            timings.recorder.end()
             await self._response.aclose()
             if problem is not None:
                 final += parser.note_anomaly(Anomaly(kind="transport error", detail=str(problem)))
-            final += (
-                parser.fail(invalid) if invalid is not None else parser.end(reason, error=problem)
+            final += timings.carried(
+                parser.fail(invalid) if invalid is not None else parser.end(reason, error=problem),
+                read=False,
             )
-            self._ended.set()
+            self._enter(StreamState.ENDED)
             give_up = self._nobody_reads = trio.Event()
             if self._nobody_left():
                 give_up.set()
@@ -390,8 +428,8 @@ class Stream(Generic[R]):
             # Torn down from outside (the block raised, a consumer failed, an
             # outer deadline): record it, hand over what fits, end every channel.
             if not parser.finished:
-                final += parser.end(IncompleteReason.CANCELLED)
-            self._ended.set()
+                final += timings.carried(parser.end(IncompleteReason.CANCELLED), read=False)
+            self._enter(StreamState.ENDED)
             broadcaster.close(final)
 
     async def _read(self, deadline: float) -> ReadEnd:
@@ -402,6 +440,7 @@ class Stream(Generic[R]):
         parser = self._parser
         broadcaster = self._broadcaster
         timings = self._timings
+        recorder = timings.recorder
         stall = self._stall
         while True:
             try:
@@ -423,12 +462,11 @@ class Stream(Generic[R]):
                 return [], None, None, exc, False
             if not data:
                 return [], None, None, None, True
-            # One stamp per read, shared by its events (chunkwise._timings).
-            stamp = timings.read(self._response.arrived)
-            events = parser.feed(data)
-            # Neither the read nor its events are kept through the next
-            # wait: with thousands of open streams that is most of
-            # their memory (bench/load.py).
+            # One stamp per read, by the trace hook, shared by its events.
+            stamp = recorder.read_at
+            events = timings.carried(parser.feed(data))
+            # Neither the read nor its events are kept through the next wait: with
+            # thousands of open streams that is most of their memory (bench/load.py).
             del data
             if parser.finished:
                 # Published after the socket is released (rule 2).
@@ -436,7 +474,7 @@ class Stream(Generic[R]):
             if stall is None:
                 if events:
                     await broadcaster.publish(events)
-            elif timings.last_output == stamp:
+            elif recorder.last_output == stamp:
                 await broadcaster.publish(events)
                 deadline = trio.current_time() + stall.timeout
             elif events:
@@ -536,8 +574,7 @@ class StreamBlock(Generic[S]):
         # InvalidRequest before anything is sent; attaching sends no body.
         body = b"" if attach is not None else encode_request(request)
         parser = api.make_parser(request, max_event_size)
-        timings = TimingRecorder(trio.current_time)
-        parser.record_timings(timings)
+        timings = Timed(parser, TimingRecorder(trio.current_time))
         method, path = ("POST", api.path) if attach is None else ("GET", attach.path)
         response = await send_http_request(
             endpoint,
@@ -545,7 +582,7 @@ class StreamBlock(Generic[S]):
             path=path,
             transport=transport,
             pool=pool,
-            timings=timings,
+            trace=timings.recorder.trace,
             method=method,
         )
         # The body is not kept here while the stream runs: the HTTP layer lets

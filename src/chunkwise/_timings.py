@@ -9,9 +9,10 @@ socket once, right after it returns, and every event parsed from that read
 shares that stamp.  The recorder is told which reads carried *output* (text,
 refusal, reasoning or tool-argument deltas) and which carried visible answer
 text; it keeps the first and last of those and the statistics of the gaps
-between consecutive output reads.  When the stream ends, the accumulator asks
-the recorder for the final :class:`Timings` (:meth:`TimingRecorder.timings`)
-and puts it on the final result.
+between consecutive output reads.  The stamps come from the transport's trace
+hook (:meth:`TimingRecorder.trace`); when the parser returns the terminal
+event, :class:`chunkwise._trace.Timed` takes the final :class:`Timings` and
+puts it on that event's result, the one place it is attached.
 
 This module is sans-IO: the clock is given to the recorder (the trio layer
 gives it :func:`trio.current_time`), so the figures are in the clock's seconds
@@ -58,14 +59,11 @@ __all__ = [
     "SERVER_TIMING_KEYS",
     "GapHistogram",
     "GapStatistics",
-    "TimedAccumulator",
     "TimingRecorder",
     "Timings",
+    "event_server_timings",
     "output_tokens_of",
-    "take_chunk_timings",
-    "take_event_timings",
     "take_server_timings",
-    "timing_fields",
 ]
 
 
@@ -255,8 +253,8 @@ class TimingRecorder:
     The trio layer calls :meth:`start_attempt` and the ``*_now`` methods as
     the request goes out, :meth:`read` once per read of the body (then
     :meth:`event` and :meth:`output` for what that read carried), and
-    :meth:`end` when the reading stops; the accumulator calls :meth:`final`
-    when the stream ends.  :meth:`timings` gives the figures so far.
+    :meth:`end` when the reading stops; :meth:`final` is taken when the
+    stream ends (:class:`chunkwise._trace.Timed`).  :meth:`timings` gives the figures so far.
     """
 
     __slots__ = (
@@ -325,6 +323,21 @@ class TimingRecorder:
         self.response_head = self.clock()
         self.first_byte = first_byte if first_byte is not None else self.response_head
 
+    def trace(self, name: str, info: Mapping[str, Any]) -> None:
+        """A trace hook (:mod:`chunkwise._trace`): each transport step's stamp, taken now."""
+        if name == "receive_body.complete":
+            self.read(info["arrived"])
+        elif name == "attempt.started":
+            self.start_attempt()
+        elif name == "connect.complete":
+            self.connected_now()
+        elif name == "reuse.complete":
+            self.reused()
+        elif name == "send_request.complete":
+            self.request_sent_now()
+        elif name == "receive_head.complete":
+            self.response_head_now(info["first_byte"])
+
     # -- the body (chunkwise._stream) -------------------------------------------
 
     def read(self, arrived: float | None = None) -> float:
@@ -380,8 +393,8 @@ class TimingRecorder:
     def final(self, usage: Mapping[str, Any] | None = None) -> Timings:
         """The final figures, frozen from now on (rule 5).
 
-        Given to the accumulator, which calls it when the stream ends: a
-        terminal event parsed from a read ends the stream at that read's stamp.
+        Taken when the stream ends: a terminal event parsed from a read ends
+        the stream at that read's stamp.
         """
         if self._final is None:
             if self.ended is None:
@@ -440,53 +453,13 @@ def take_server_timings(
     return kept if found is None else found
 
 
-class TimedAccumulator:
-    """What both accumulators share for timings: the final result's two fields.
-
-    A base class: the accumulator keeps ``_usage``, ``_ended`` and ``_cache``
-    (the result snapshot, reset when something changes), and calls
-    :func:`timing_fields` to build a result and :func:`take_chunk_timings` or
-    :func:`take_event_timings` on what it is fed.
-    """
-
-    _usage: Mapping[str, Any] | None
-    _ended: bool
-    _cache: Any
-    _server_timings: Mapping[str, Any] | None = None
-    _timings_source: Callable[[Mapping[str, Any] | None], Timings] | None = None
-
-    def attach_timings(self, source: Callable[[Mapping[str, Any] | None], Timings]) -> None:
-        """Put ``source(usage)`` on the final result as its ``timings``.
-
-        The trio layer gives its stream's clock here; without it, ``timings``
-        stays None (a sans-IO parser measures nothing).
-        """
-        self._timings_source = source
-        self._cache = None
-
-
-def timing_fields(accumulator: TimedAccumulator) -> dict[str, Any]:
-    """A result's ``timings`` (on the final result only) and ``server_timings``."""
-    source = accumulator._timings_source
-    ended = accumulator._ended
-    timings = source(accumulator._usage) if source is not None and ended else None
-    return {"timings": timings, "server_timings": accumulator._server_timings}
-
-
-def take_chunk_timings(
-    accumulator: TimedAccumulator, payload: Mapping[str, Any], *, copy: bool
-) -> None:
-    """Keep the server-timing objects of ``payload`` (a chunk, an event, a response)."""
-    found = take_server_timings(payload, accumulator._server_timings, copy=copy)
-    if found is not accumulator._server_timings:
-        accumulator._server_timings = found
-        accumulator._cache = None
-
-
-def take_event_timings(accumulator: TimedAccumulator, event: Mapping[str, Any]) -> None:
-    """A Responses event's figures: beside its ``response`` (llama.cpp) or in it."""
+def event_server_timings(
+    event: Mapping[str, Any], kept: Mapping[str, Any] | None
+) -> Mapping[str, Any] | None:
+    """``kept`` with a Responses event's figures: beside its ``response`` (llama.cpp) or in it."""
     if "timings" in event or "metrics" in event:
-        take_chunk_timings(accumulator, event, copy=False)
+        kept = take_server_timings(event, kept, copy=False)
     response = event.get("response")
     if type(response) is dict and ("timings" in response or "metrics" in response):
-        take_chunk_timings(accumulator, response, copy=False)
+        kept = take_server_timings(response, kept, copy=False)
+    return kept

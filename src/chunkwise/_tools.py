@@ -7,7 +7,7 @@ matching function tool, in either API's shape: chat's
 ``{"type": "function", "function": {"name", "parameters"}}`` or the Responses
 API's flat ``{"type": "function", "name", "parameters"}``.  The same
 completion serves a chat :class:`~chunkwise.ToolCall` and a Responses
-:class:`~chunkwise.FunctionCall`.
+:class:`~chunkwise.responses.FunctionCall`.
 """
 
 from __future__ import annotations

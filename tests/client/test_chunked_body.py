@@ -1,37 +1,32 @@
-"""Chunked bodies are read as h11 reads them (:mod:`chunkwise._chunked`, rule 1).
+"""Chunked bodies: a whole response reads them as h11 alone reads them.
 
 h11 is the oracle.  Generated bodies, valid and corrupted (a byte changed,
-inserted or dropped, a cut), split into reads every way, go:
-
-- to :class:`ChunkedBody`, then, from the last chunk's line on, to h11, as
-  :mod:`chunkwise._http11` does; and to h11 alone.  Both must hand out the same
-  data and agree on how it ends: the message's end, an error, or more to come;
-- through a whole :class:`~chunkwise._http11.Connection`, head first (with a
-  1xx before it, the blank line split anywhere), once reading the chunks itself
-  and once with h11 reading everything.  Same data, same error type.
+inserted or dropped, a cut), go to h11 alone, in one piece, and through a whole
+response (:func:`~chunkwise._http.open_http_response` over a scripted
+transport), head first (with a 1xx before it), split into reads every way.
+Both must hand out the same data and agree on how it ends: the message's end,
+an error, or (the peer closing before the end) an incomplete body.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable
 
 import h11
 import pytest
 import trio
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from chunkwise import _http11
-from chunkwise._chunked import MAX_LINE, ChunkedBody
 from chunkwise._endpoint import Endpoint
 from chunkwise._errors import ChunkwiseError
 from chunkwise._http import open_http_response
 from chunkwise._retries import Retries
-from helpers import split_at
+from helpers import pieces_of, split_at
 
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+#: h11's default limit on the bytes of an incomplete event (max_incomplete_event_size).
+MAX_LINE = 16 * 1024
 REQUEST = b'{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}'
 
 
@@ -67,7 +62,7 @@ def chunked_bodies(draw: st.DrawFn) -> bytes:
     return body
 
 
-def split(data: bytes, cuts: Sequence[int]) -> list[bytes]:
+def split(data: bytes, cuts: Iterable[int]) -> list[bytes]:
     # An empty read would be the peer's close: none here but the real one.
     return [read for read in split_at(data, cuts) if read]
 
@@ -100,6 +95,8 @@ def by_h11(reads: list[bytes]) -> tuple[bytes, str]:
     connection, state = h11_after_head(), "more"
     out: list[bytes] = []
     for data in reads:
+        if not data:
+            continue  # to h11, an empty read is the peer's close: none here
         connection.receive_data(data)
         state = drain_h11(connection, out)
         if state != "more":
@@ -107,35 +104,8 @@ def by_h11(reads: list[bytes]) -> tuple[bytes, str]:
     return b"".join(out), state
 
 
-def by_chunked_body(reads: list[bytes]) -> tuple[bytes, str]:
-    """What :mod:`chunkwise._http11` does: the chunks, then h11 from the last chunk's line."""
-    body, connection, state = ChunkedBody(), h11_after_head(), "more"
-    out: list[bytes] = []
-    for data in reads:
-        if body.ended:
-            connection.receive_data(data)
-            state = drain_h11(connection, out)
-        else:
-            out.append(body.feed(data))
-            if body.error is not None:
-                return b"".join(out), "error"
-            if body.rest is not None:
-                connection.receive_data(body.rest)
-                state = drain_h11(connection, out)
-        if state != "more":
-            break
-    return b"".join(out), state
-
-
-@given(chunked_bodies(), st.lists(st.integers(0, 400), max_size=8))
-@settings(max_examples=1500)
-def test_the_chunks_are_read_as_h11_reads_them(raw: bytes, cuts: list[int]) -> None:
-    reads = split(raw, cuts)
-    assert by_chunked_body(reads) == by_h11(reads)
-
-
 def test_the_generated_bodies_reach_every_outcome() -> None:
-    # The property above is only as good as its inputs: each outcome must occur.
+    # The properties below are only as good as their inputs: each outcome must occur.
     outcomes = set()
 
     @given(chunked_bodies())
@@ -145,33 +115,6 @@ def test_the_generated_bodies_reach_every_outcome() -> None:
 
     collect()
     assert outcomes == {"end", "error", "more"}
-
-
-@pytest.mark.parametrize(
-    ("raw", "outcome"),
-    [
-        (b"5\r\nhello\r\n0\r\n\r\n", (b"hello", "end")),
-        (b"5\r\nhelloXX0\r\n\r\n", (b"hello", "error")),  # not CRLF after the data
-        (b"zz\r\n", (b"", "error")),
-        (b"1" * 21 + b"\r\n", (b"", "error")),  # more than 20 hex digits
-        (b"5 ;x\r\nhello\r\n0\r\n\r\n", (b"", "error")),  # a space before the extension
-        (b"5;x\r \r\nhello\r\n0\r\n\r\n", (b"hello", "end")),  # CR inside the extension
-        (b"5\r\nhel", (b"hel", "more")),
-        (b"5;" + b"x" * MAX_LINE, (b"", "error")),  # an incomplete line past h11's limit
-        (b"5;" + b"x" * (MAX_LINE - 2), (b"", "more")),
-    ],
-)
-def test_edges_of_the_grammar(raw: bytes, outcome: tuple[bytes, str]) -> None:
-    assert by_h11([raw]) == outcome
-    assert by_chunked_body([raw]) == outcome
-
-
-def test_feeding_after_the_end_or_an_error_is_a_bug() -> None:
-    for raw in (b"0\r\n\r\n", b"zz\r\n"):
-        body = ChunkedBody()
-        body.feed(raw)
-        with pytest.raises(RuntimeError):
-            body.feed(b"")
 
 
 class ScriptedTransport(trio.abc.Stream):
@@ -208,6 +151,11 @@ async def read_response(reads: list[bytes]) -> tuple[bytes, str]:
     return b"".join(out), "end"
 
 
+#: How a whole response ends, for each way h11 alone leaves the body: at its
+#: end; on bytes that are not HTTP; or still waiting when the peer closes.
+OUTCOMES = {"end": "end", "error": "RemoteProtocolError", "more": "IncompleteBody"}
+
+
 @given(
     informational=st.sampled_from(
         [b"", b"HTTP/1.1 100 Continue\r\n\r\n", b"HTTP/1.1 103 Early\r\nA: b\n\n"]
@@ -215,34 +163,45 @@ async def read_response(reads: list[bytes]) -> tuple[bytes, str]:
     raw=chunked_bodies(),
     cuts=st.lists(st.integers(0, 400), max_size=6),
 )
-@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
-def test_a_connection_reads_the_chunks_as_h11_alone_would(
-    informational: bytes, raw: bytes, cuts: list[int], monkeypatch: pytest.MonkeyPatch
+# One trio.run an example: its time varies with the machine's load, so no deadline.
+@settings(max_examples=300, deadline=None)
+def test_a_response_hands_out_what_h11_reads_under_every_split(
+    informational: bytes, raw: bytes, cuts: list[int]
 ) -> None:
+    """A chunked response gives the data h11 reads from its body, and ends as h11 says.
+
+    However the head (after any 1xx) and the body are split into reads, the data
+    is handed out whole, and the end is the message's end, a protocol error, or,
+    when the peer closes before h11 saw the end, an incomplete body.
+    """
     # Synchronous, one trio.run an example: hypothesis drives the examples.
     reads = split(informational + HEAD + raw, cuts)
     assume(reads)
-    ours = trio.run(read_response, reads)
-    with monkeypatch.context() as patch:
-        # No head is cut from what follows it: h11 holds body bytes, so h11 reads them all.
-        patch.setattr(_http11, "_BLANK_LINE", re.compile(b"(?!)"))
-        alone = trio.run(read_response, reads)
-    assert ours == alone
+    data, outcome = by_h11([raw])
+    assert trio.run(read_response, reads) == (data, OUTCOMES[outcome])
 
 
-async def test_the_chunks_are_read_without_h11_when_the_head_came_with_them(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize(
+    ("raw", "outcome"),
+    [
+        (b"5\r\nhello\r\n0\r\n\r\n", (b"hello", "end")),
+        (b"5\r\nhelloXX0\r\n\r\n", (b"hello", "error")),  # not CRLF after the data
+        (b"zz\r\n", (b"", "error")),
+        (b"1" * 21 + b"\r\n", (b"", "error")),  # more than 20 hex digits
+        (b"5 ;x\r\nhello\r\n0\r\n\r\n", (b"", "error")),  # a space before the extension
+        (b"5;x\r \r\nhello\r\n0\r\n\r\n", (b"hello", "end")),  # CR inside the extension
+        (b"5\r\nhel", (b"hel", "more")),
+        (b"5;" + b"x" * MAX_LINE, (b"", "error")),  # an incomplete line past h11's limit
+        (b"5;" + b"x" * (MAX_LINE - 2), (b"", "more")),
+        (b"5\r\nhello\r\n0\r\nX-T: 1\r\n\r\n", (b"hello", "end")),  # a trailer
+    ],
+)
+@pytest.mark.parametrize("size", [1 << 20, 3, 2], ids=["one read", "3 bytes", "2 bytes"])
+async def test_edges_of_the_grammar_end_a_response_as_they_end_h11(
+    raw: bytes, outcome: tuple[bytes, str], size: int
 ) -> None:
-    # The head cut works: with head and body in one read, h11 still gives no Data.
-    seen: list[Any] = []
-    next_event = h11.Connection.next_event
-
-    def recording(self: h11.Connection) -> Any:
-        event = next_event(self)
-        seen.append(type(event))
-        return event
-
-    monkeypatch.setattr(h11.Connection, "next_event", recording)
-    assert await read_response([HEAD + b"5\r\nhello\r\n0\r\n\r\n"]) == (b"hello", "end")
-    assert h11.Data not in seen
-    assert h11.EndOfMessage in seen
+    """Each edge of the chunk grammar ends a whole response as it ends h11's reading."""
+    assert by_h11([raw]) == outcome
+    body = HEAD + raw
+    data, end = outcome
+    assert await read_response(pieces_of(body, size)) == (data, OUTCOMES[end])

@@ -556,7 +556,7 @@ async def test_invalid_chunk_after_data_is_raised_after_the_data() -> None:
         open_http_response(server.endpoint(), REQUEST) as response,
     ):
         assert await response.receive_some() == b"data: x\n\n"
-        with pytest.raises(RemoteProtocolError, match=r"illegal chunk header: b'zz\\r\\n'") as info:
+        with pytest.raises(RemoteProtocolError, match=r"illegal chunk header: .*zz\\r\\n") as info:
             await response.receive_some()
     assert not isinstance(info.value, TransportError)
 

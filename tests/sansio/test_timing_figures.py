@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import chunkwise
 from chunkwise._timings import GapHistogram, TimingRecorder, Timings
+from chunkwise._trace import Timed
 from helpers import (
     DATA,
     accumulate,
@@ -260,14 +261,14 @@ def test_every_output_read_after_the_first_is_a_gap_even_at_the_same_stamp(
     parser = chunkwise.chat.Parser()
     recorder = TimingRecorder(clock)
     recorder.start_attempt()
-    parser.record_timings(recorder)
+    timed = Timed(parser, recorder)
     for i, pause in enumerate([0.0, *pauses]):
         clock.now += pause
         recorder.read()
-        parser.feed(sse(chunk(choice(content=f"{i} ")), done=False))
+        timed.carried(parser.feed(sse(chunk(choice(content=f"{i} ")), done=False)))
     recorder.end()
-    parser.end()
-    timings = parser.result.timings
+    timed.carried(parser.end(), read=False)
+    timings = timed.result.timings
     assert timings is not None and timings.gaps is not None
     assert timings.gaps.count == len(pauses)
     assert timings.gaps.max == max(pauses)
@@ -284,14 +285,14 @@ def timed_chat(reads: list[bytes], gap: float = 0.5) -> chunkwise.chat.Result:
     parser = chunkwise.chat.Parser()
     recorder = TimingRecorder(clock)
     recorder.start_attempt()
-    parser.record_timings(recorder)
+    timed = Timed(parser, recorder)
     for read in reads:
         clock.now += gap
-        recorder.read()
-        parser.feed(read)
+        recorder.trace("receive_body.complete", {"arrived": None})  # as the transport's trace
+        timed.carried(parser.feed(read))
     recorder.end()
-    parser.end()
-    return parser.result
+    timed.carried(parser.end(), read=False)
+    return timed.result
 
 
 def test_role_only_and_empty_chunks_are_events_not_output() -> None:
@@ -359,18 +360,18 @@ def test_a_timed_parser_is_freed_without_the_cycle_collector(api: str, ending: s
     try:
         recorder = TimingRecorder(Clock())
         recorder.start_attempt()
-        parser.record_timings(recorder)
+        timed = Timed(parser, recorder)
         recorder.read()
         if ending == "terminal event":
-            parser.feed(body)
+            timed.carried(parser.feed(body))
         elif ending == "end()":
-            parser.feed(body[: len(body) // 2])
-            parser.end()
+            timed.carried(parser.feed(body[: len(body) // 2]))
+            timed.carried(parser.end(), read=False)
         else:
-            parser.fail(chunkwise.ConnectionLost("gone"))
-        assert parser.result.timings is not None
+            timed.carried(parser.fail(chunkwise.ConnectionLost("gone")), read=False)
+        assert timed.result.timings is not None
         freed = weakref.ref(parser)
-        del parser
+        del parser, timed
         assert freed() is None
     finally:
         gc.enable()

@@ -66,6 +66,7 @@ from .._parser import StreamParser
 from .._pool import ConnectionPool, PoolSettings
 from .._retries import Retries
 from .._timings import TimingRecorder, output_tokens_of
+from .._trace import Timed
 from ..types import DEFAULT_MAX_EVENT_SIZE
 from ._common import (
     EXIT_OK,
@@ -452,23 +453,23 @@ async def _measure(
     """Send request ``number``; fill in ``record``; return the failure's kind or ``None``."""
     parser: StreamParser[chat.Result | responses.Result | completions.Result]
     parser = COMMAND_APIS[plan.api].api.make_parser({}, DEFAULT_MAX_EVENT_SIZE)
-    recorder = TimingRecorder(trio.current_time)
-    parser.record_timings(recorder)
+    timed = Timed(parser, TimingRecorder(trio.current_time))
+    recorder = timed.recorder
     body = plan.bodies[number % len(plan.bodies)]
     gaps = state.gaps
     try:
         response = await send_http_request(
-            plan.endpoint, body, path=plan.path, pool=pool, timings=recorder
+            plan.endpoint, body, path=plan.path, pool=pool, trace=recorder.trace
         )
         try:
             while not parser.finished:
                 data = await response.receive_some()
                 if not data:
                     break
-                stamp = recorder.read(response.arrived)  # as a stream does (chunkwise._timings)
+                stamp = recorder.read_at  # stamped by the trace, as a stream's reads are
                 previous = recorder.last_output
-                events = parser.feed(data)
-                if recorder.last_output == stamp:  # the read carried output
+                events = timed.carried(parser.feed(data))
+                if stamp is not None and recorder.last_output == stamp:  # carried output
                     state.output_reads += 1
                     if len(events) > 1 and sum(e.is_output for e in events) > 1:
                         state.crowded_reads += 1
@@ -484,8 +485,8 @@ async def _measure(
     except ChunkwiseError as exc:
         return type(exc).__name__
     if not parser.finished:
-        parser.end()
-    result = parser.result
+        timed.carried(parser.end(), read=False)
+    result = timed.result
     timings = recorder.final(result.usage)
     if recorder.first_output is not None:
         record.ttft = recorder.first_output - issued

@@ -48,6 +48,7 @@ from .._parser import StreamParser
 from .._server._pacing import TIMES_SUFFIX, RecordedTimes
 from .._sse import SSEDecoder
 from .._timings import TimingRecorder, Timings
+from .._trace import Timed
 from ..errors import EventTooLarge
 from ..types import DEFAULT_MAX_EVENT_SIZE
 from ._common import (
@@ -626,7 +627,7 @@ def _timeline(body: bytes, times: RecordedTimes, api: Api) -> Timeline:
         now = times.response_head
         recorder.response_head_now(None)
     parser = _parser(api)
-    parser.record_timings(recorder)
+    timed = Timed(parser, recorder)
     text_length = 0
     tail = ""  # the last characters of the text so far
     stalls: list[Stall] = []
@@ -636,7 +637,7 @@ def _timeline(body: bytes, times: RecordedTimes, api: Api) -> Timeline:
         now = seconds
         stamp = recorder.read()
         previous = recorder.last_output
-        events = parser.feed(body[position : position + size])
+        events = timed.carried(parser.feed(body[position : position + size]))
         position += size
         added = "".join(
             event.text
@@ -661,9 +662,9 @@ def _timeline(body: bytes, times: RecordedTimes, api: Api) -> Timeline:
         if parser.finished:
             break
     if not parser.finished:
-        parser.end()
+        timed.carried(parser.end(), read=False)
     return Timeline(
-        timings=parser.result.timings,
+        timings=timed.result.timings,
         reads=len(times.reads),
         output_reads=output_reads,
         stalls=tuple(stalls),

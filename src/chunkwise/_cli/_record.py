@@ -348,7 +348,7 @@ async def record_response(
     """
     timings = TimingRecorder(trio.current_time)
     response = await send_http_request(
-        endpoint, body, path=path, check=False, timings=timings, transport=transport
+        endpoint, body, path=path, check=False, trace=timings.trace, transport=transport
     )
     recording.request_sent = timings.request_sent
     recording.response_head = timings.response_head
@@ -365,7 +365,9 @@ async def record_response(
         recording.headers = response.headers
         success = 200 <= response.status_code < 300
         async for data in response:
-            recording.reads.append((recording.body_bytes, timings.read(response.arrived)))
+            # Stamped by the trace as the read returned (or when its bytes arrived).
+            assert timings.read_at is not None
+            recording.reads.append((recording.body_bytes, timings.read_at))
             out.write(data)
             out.flush()
             recording.key_watch.feed(data)

@@ -36,7 +36,7 @@ class TextDelta(Event):
 
     ``patches``: when the request's ``response_format`` asks for JSON, how
     this text changed :attr:`ChoiceResult.partial_parsed
-    <chunkwise.ChoiceResult.partial_parsed>` (see :doc:`/live_values`); empty
+    <chunkwise.chat.ChoiceResult.partial_parsed>` (see :doc:`/live_values`); empty
     otherwise, and once the content cannot become JSON.
     """
 

@@ -17,7 +17,7 @@ class Parser(StreamParser[Result]):
     """Sans-IO parser of a streamed chat completion: ``feed()`` bytes, get events.
 
     An :class:`~chunkwise.SSEDecoder` (with llama.cpp's legacy ``error:``
-    field enabled) and a :class:`~chunkwise.ChatAccumulator`.
+    field enabled) and a :class:`~chunkwise.chat.Accumulator`.
 
     Args:
         tools: The request's ``tools``, to validate tool-call arguments.

@@ -75,8 +75,8 @@ class Result(ChunkResult[ChoiceResult]):
     ``"incomplete"`` (``reason`` says why).
 
     ``error`` is a :class:`~chunkwise.StreamError` (the server's own error),
-    or the error chunkwise found (:class:`~chunkwise.InvalidChunk`,
-    :class:`~chunkwise.EventTooLarge`, a broken body...); on an
+    or the error chunkwise found (:class:`~chunkwise.errors.InvalidChunk`,
+    :class:`~chunkwise.errors.EventTooLarge`, a broken body...); on an
     ``"incomplete"`` stream it is what stopped it from outside the data, if
     anything did (:class:`~chunkwise.ConnectionLost`,
     :class:`~chunkwise.IdleTimeout`, :class:`~chunkwise.StallTimeout`).
@@ -85,7 +85,7 @@ class Result(ChunkResult[ChoiceResult]):
 
     ``timings`` (a :class:`~chunkwise.Timings`) says when each part arrived;
     it is set on the final result of a stream read by the trio layer
-    (:func:`~chunkwise.open_chat_stream`, :class:`~chunkwise.Client`), and
+    (:func:`~chunkwise.chat.open_stream`, :class:`~chunkwise.Client`), and
     ``None`` on snapshots taken while streaming and on results of the sans-IO
     parsers alone.  ``server_timings`` holds what the server itself reported,
     raw, by the name it used: llama.cpp's ``timings`` object, vLLM's

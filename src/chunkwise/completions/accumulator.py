@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-:class:`Accumulator` is :class:`~chunkwise.ChatAccumulator`'s twin
+:class:`Accumulator` is :class:`~chunkwise.chat.Accumulator`'s twin
 for ``POST /completions``, the same chunk accumulator
 (:class:`~chunkwise._chunks.ChunkAccumulator`): it takes chunks as decoded mappings
 (:meth:`~Accumulator.feed_chunk`) or as server-sent events
@@ -14,7 +14,7 @@ several choices.  Identifying fields (id, model, created, system_fingerprint)
 are assigned once, from the first chunk with a valid value: TGI's empty
 ``id`` is no id.
 
-A :class:`~chunkwise.CompletionResult` never changes once handed out: usage is
+A :class:`~chunkwise.completions.Result` never changes once handed out: usage is
 replaced, not updated; ``logprobs`` are merged copy-on-write
 (:func:`~chunkwise._chunks.merge_logprobs`, shared with chat); what
 :meth:`~Accumulator.feed_chunk` keeps from the caller's mapping is

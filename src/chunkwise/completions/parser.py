@@ -14,8 +14,8 @@ class Parser(StreamParser[Result]):
     """Sans-IO parser of a streamed legacy completion: ``feed()`` bytes, get events.
 
     An :class:`~chunkwise.SSEDecoder` (with llama.cpp's legacy ``error:``
-    field enabled) and a :class:`~chunkwise.CompletionAccumulator`, composed
-    as :class:`~chunkwise.ChatStreamParser` composes chat's: ``feed()`` and
+    field enabled) and a :class:`~chunkwise.completions.Accumulator`, composed
+    as :class:`~chunkwise.chat.Parser` composes chat's: ``feed()`` and
     ``end()`` never raise because of what the server sent.
 
     Args:

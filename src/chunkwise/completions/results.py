@@ -45,7 +45,7 @@ class ChoiceResult:
 class Result(ChunkResult[ChoiceResult]):
     """A snapshot of a legacy completion stream (``POST /completions``).
 
-    The same honest status as :class:`~chunkwise.ChatResult`: ``complete``
+    The same honest status as :class:`~chunkwise.chat.Result`: ``complete``
     when no error arrived and every choice that started finished,
     ``failed`` when the server reported an error (or the stream could not be
     interpreted), ``incomplete`` otherwise (``reason`` says why, and

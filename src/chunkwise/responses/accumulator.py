@@ -6,7 +6,7 @@ Theory of operation
 /responses`` one at a time, either already decoded (:meth:`feed_event`, e.g.
 ``event.model_dump()`` from the official SDK) or as server-sent events
 (:meth:`feed_sse`).  It keeps one state per *output item* and, inside an item,
-per *part*, and builds a :class:`~chunkwise.ResponseResult` snapshot on
+per *part*, and builds a :class:`~chunkwise.responses.Result` snapshot on
 demand.
 
 Rules
@@ -97,7 +97,7 @@ from .._payloads import copy_json, load_object, parse_error_event, parse_error_p
 from .._results import Anomaly, IncompleteReason, Status
 from .._sse import ServerSentEvent
 from .._structured import OutputSchema
-from .._timings import TimedAccumulator, take_event_timings, timing_fields
+from .._timings import event_server_timings
 from .._tools import ToolSchemas, complete_tool_call
 from .events import (
     OutputItemAdded,
@@ -132,18 +132,16 @@ _TERMINAL_TYPES = {
 _LIFECYCLE_TYPES = frozenset({"response.created", "response.queued", "response.in_progress"})
 
 
-class Accumulator(TimedAccumulator):
+class Accumulator:
     """Accumulate Responses API stream events into typed events and a :class:`Result`.
 
     Args:
-        tools: The request's ``tools``: each completed function call's
-            arguments are validated against the matching function's
-            ``parameters`` (needs the ``jsonschema`` extra).
+        tools: The request's ``tools``: each completed function call's arguments
+            are validated against its function's ``parameters`` (``jsonschema`` extra).
         text_format: The request's ``text.format``: when it asks for JSON, the
             message text of a completed response is parsed and validated into
             :attr:`Result.parsed` (or :attr:`Result.parse_error`).
-        max_output_tokens: The request's ``max_output_tokens``, to notice a
-            ``completed`` response that used them all (rule 7).
+        max_output_tokens: The request's, to notice a ``completed`` response using it all (rule 7).
     """
 
     def __init__(
@@ -163,6 +161,7 @@ class Accumulator(TimedAccumulator):
         self._response_status: str | None = None
         self._incomplete_reason: str | None = None
         self._usage: Mapping[str, Any] | None = None
+        self._server_timings: Mapping[str, Any] | None = None
         self._error: ChunkwiseError | None = None
         self._anomalies = AnomalyLog()
         self._status: Status = "streaming"
@@ -193,7 +192,7 @@ class Accumulator(TimedAccumulator):
                 anomalies=self._anomalies.snapshot(),
                 parsed=self._parsed,
                 parse_error=self._parse_error,
-                **timing_fields(self),
+                server_timings=self._server_timings,
                 partial_parsed=None if self._items.preview is None else self._items.preview.value,
                 resumes=self._numbers.resumes,
             )
@@ -307,7 +306,8 @@ class Accumulator(TimedAccumulator):
                 return events
         if self._numbers.take(data.get("sequence_number"), self._anomalies, events):
             return events  # a duplicate: already taken (rule 11)
-        take_event_timings(self, data)
+        if (found := event_server_timings(data, self._server_timings)) is not self._server_timings:
+            self._server_timings, self._cache = found, None
         handler = _HANDLERS.get(etype)
         if handler is not None:
             handler(self, etype, data, events)

@@ -57,7 +57,7 @@ class TextDelta(Event):
 
     ``patches``: when the request's ``text.format`` asks for JSON, how this
     text changed :attr:`Result.partial_parsed
-    <chunkwise.ResponseResult.partial_parsed>` (see :doc:`/live_values`);
+    <chunkwise.responses.Result.partial_parsed>` (see :doc:`/live_values`);
     empty otherwise, and once the text cannot become JSON.
     """
 
@@ -179,7 +179,7 @@ class StatusChanged(Event):
     Sent for the lifecycle events of a Responses stream
     (``response.created``, ``response.queued``, ``response.in_progress``)
     when they carry a new status; the terminal status is in the terminal
-    event's result (:attr:`~chunkwise.ResponseResult.response_status`).
+    event's result (:attr:`~chunkwise.responses.Result.response_status`).
     """
 
     status: str

@@ -17,7 +17,7 @@ __all__ = ["Parser"]
 class Parser(StreamParser[Result]):
     """Sans-IO parser of a streamed Responses API body (``POST /responses``).
 
-    An :class:`~chunkwise.SSEDecoder` and a :class:`~chunkwise.ResponseAccumulator`.
+    An :class:`~chunkwise.SSEDecoder` and a :class:`~chunkwise.responses.Accumulator`.
 
     Args:
         tools: The request's ``tools``, to validate function-call arguments.
@@ -25,7 +25,7 @@ class Parser(StreamParser[Result]):
             message text of a completed response is parsed and validated
             (:attr:`Result.parsed`).
         max_output_tokens: The request's ``max_output_tokens`` (see
-            :class:`~chunkwise.ResponseAccumulator`).
+            :class:`~chunkwise.responses.Accumulator`).
         max_event_size: Passed to the :class:`~chunkwise.SSEDecoder`.
     """
 

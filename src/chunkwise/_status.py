@@ -1,0 +1,120 @@
+"""What an error status says: the typed error built from a response, and the hint it carries.
+
+The one place :class:`~chunkwise.HTTPStatusError` is built from a response's
+head and body (:func:`http_status_error`): the client raises it
+(:mod:`chunkwise._http`), and the tools that read a response kept as it is
+show the same error.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from urllib.parse import urlsplit
+
+import attrs
+
+from ._endpoint import Endpoint
+from ._errors import HTTPStatusError, StreamError
+from ._headers import Headers
+from ._payloads import parse_error_payload, parse_json
+from ._retries import retry_after
+
+__all__ = ["StatusHint", "http_status_error", "parse_error_body", "status_hint"]
+
+
+def http_status_error(
+    status_code: int,
+    reason: str,
+    headers: Headers,
+    body: bytes,
+    *,
+    truncated: bool = False,
+    endpoint: Endpoint | None = None,
+) -> HTTPStatusError:
+    """The :class:`HTTPStatusError` for a non-2xx response with this head and body.
+
+    The one place the error is built from a response: the client raises it, and
+    tools that read a response kept as is (``chunkwise record`` and
+    ``inspect``) show the same error.  ``body`` is used as given (the client
+    has already cut it to :data:`MAX_ERROR_BODY` and masked an echoed key).
+    With the ``endpoint`` the request went to, the error also says what may
+    fix it (:func:`status_hint`).
+    """
+    hint = StatusHint() if endpoint is None else status_hint(status_code, endpoint)
+    return HTTPStatusError(
+        status_code,
+        reason=reason,
+        error=parse_error_body(body),
+        body=body,
+        request_id=headers.get("x-request-id"),
+        headers=headers,
+        retry_after=retry_after(headers),
+        truncated=truncated,
+        hint=hint.text,
+        api_key_sent=hint.api_key_sent,
+        suggested_base_url=hint.suggested_base_url,
+    )
+
+
+@attrs.frozen
+class StatusHint:
+    """What an error status suggests about the request (see :func:`status_hint`)."""
+
+    #: One sentence for the error's message, or ``None``.
+    text: str | None = None
+    #: Whether the request carried an API key at all (``None``: not known).
+    api_key_sent: bool | None = None
+    #: For a 404: the base URL with a version segment added, or ``None``.
+    suggested_base_url: str | None = None
+
+
+# A path segment such as v1, v2, v1beta: the API version most servers expect.
+_VERSION_SEGMENT_RE = re.compile(r"(?:^|/)v\d+[a-z0-9]*(?:/|$)")
+# The headers an API key travels in: OpenAI's, Azure's, and many relays'.
+_KEY_HEADERS = frozenset({"authorization", "api-key", "x-api-key"})
+
+
+def status_hint(status_code: int, endpoint: Endpoint) -> StatusHint:
+    """What a newcomer can act on, for an error status from ``endpoint``.
+
+    The one place these hints are decided (the client's errors and the
+    command line both use it):
+
+    - 401 says whether a key was sent at all; 403 too, when none was;
+    - 404 from a base URL with no version segment (``/v1``, ``/v2beta``...)
+      asks "did you mean ``<base>/v1``?": OpenAI-compatible servers almost
+      all serve under one, and the base URL is used as given.
+
+    Built from the endpoint's settings only: never a header value or the key.
+    """
+    key_sent = endpoint.api_key is not None or any(
+        name.lower() in _KEY_HEADERS for name, _ in endpoint.headers
+    )
+    text = None
+    suggested = None
+    if status_code in (401, 403) and not key_sent:
+        text = "no API key was sent: the endpoint has no api_key"
+    elif status_code == 401:
+        text = "an API key was sent, and the server did not accept it"
+    elif status_code == 404 and not _VERSION_SEGMENT_RE.search(urlsplit(endpoint.base_url).path):
+        suggested = f"{endpoint.base_url}/v1"
+        text = (
+            f"did you mean {suggested}? The base URL has no version segment such as /v1, "
+            "and chunkwise uses it as given"
+        )
+    return StatusHint(text=text, api_key_sent=key_sent, suggested_base_url=suggested)
+
+
+def parse_error_body(body: bytes) -> StreamError | None:
+    """The server's error in an HTTP error body, or ``None`` when the body is not JSON.
+
+    Any JSON body is read by :func:`~chunkwise._payloads.parse_error_payload`,
+    the same rules as errors inside a stream.  An empty body, HTML, bytes in no
+    Unicode encoding and JSON nested too deeply to parse give ``None``.
+    """
+    try:
+        payload = parse_json(body.decode(json.detect_encoding(body)))
+    except ValueError:  # UnicodeDecodeError and JSONDecodeError included
+        return None
+    return parse_error_payload(payload)
