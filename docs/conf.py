@@ -41,7 +41,7 @@ def _write_cli_help() -> None:
     import contextlib
     import io
 
-    from chunkwise._cli import build_parser
+    from chunkwise_tools.cli import build_parser
 
     os.environ["COLUMNS"] = "88"  # argparse wraps to this width
     parser = build_parser()

@@ -49,9 +49,7 @@ import trio.testing
 from hypothesis import strategies as st
 
 import chunkwise
-from chunkwise._cli import main
 from chunkwise.testing import (
-    ChatServer,
     Handler,
     LoopbackServer,
     RecordedRequest,
@@ -59,9 +57,10 @@ from chunkwise.testing import (
     Script,
     ScriptedResponse,
     ServerConnection,
-    ServerOptions,
     serve_stream,
 )
+from chunkwise_tools.cli import main
+from chunkwise_tools.server import ChatServer, ServerOptions
 
 # --- data ------------------------------------------------------------------------------
 
@@ -890,7 +889,7 @@ async def collect(stream: trio.abc.ReceiveStream, into: bytearray) -> None:
 # a SIGINT during the imports would come before main() can handle anything.
 _READY = b"ready\n"
 _BOOT = (
-    "import runpy, sys, chunkwise._cli\n"
+    "import runpy, sys, chunkwise_tools.cli\n"
     "print('ready', file=sys.stderr, flush=True)\n"
     "runpy.run_module('chunkwise', run_name='__main__', alter_sys=True)\n"
 )
