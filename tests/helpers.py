@@ -23,7 +23,7 @@ one test module lives in that module.  Five groups:
 * the command line: :func:`run_main` runs ``main()`` in-process, :func:`run_python`
   runs a Python process to its end and :func:`interrupt` sends one a Ctrl-C,
   :func:`slow_words` is a stream to interrupt; :data:`KEY_VAR` and :data:`KEY`
-  are the API key the tests pass (``tests/cli/conftest.py`` cleans the
+  are the API key the tests pass (``tools/tests/cli/conftest.py`` cleans the
   environment of every command-line test and has the ``api_key`` fixture).
 """
 
@@ -781,7 +781,7 @@ async def memory_network(
 #: The repository: the examples and the docs are read, and processes run, from here.
 REPO = Path(__file__).resolve().parent.parent
 #: The variable the command-line tests name with ``--api-key-env``, and the key
-#: the ``api_key`` fixture (``tests/cli/conftest.py``) puts in it.
+#: the ``api_key`` fixture (``tools/tests/cli/conftest.py``) puts in it.
 KEY_VAR = "CHUNKWISE_TEST_KEY"
 KEY = "sk-test-SECRET-0123456789abcdef"
 

@@ -318,7 +318,7 @@ async def test_cli_output_never_holds_the_key_and_a_recording_only_what_the_serv
         assert recorded.startswith("HTTP/1.1 ")
         # No request header is ever written.  A recording is evidence: the key
         # is in it only where the server quoted it back (a warning then says
-        # so, see tests/cli/test_record.py).
+        # so, see tools/tests/cli/test_record.py).
         assert "authorization" not in recorded.lower()
         assert f"Bearer {KEY}" not in recorded
         assert recorded.count(KEY) == script.body.decode().count(KEY)

@@ -1,7 +1,7 @@
 """``chunkwise chat`` shows tool-call arguments and a structured answer growing live.
 
 On a terminal the values are redrawn in place at the bottom of the output
-(``_cli/_live.py``), then written in their final form; on a pipe nothing
+(``chunkwise_tools/cli/_live.py``), then written in their final form; on a pipe nothing
 moves.  The terminal is played by ``helpers.Terminal`` (every frame a person
 saw), the region's rules are checked alone, and one test runs the command on
 a real pseudo-terminal.

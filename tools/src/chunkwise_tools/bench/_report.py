@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 The page is a view of the report document (the ``--json`` one, see
-:mod:`._bench`), so it shows nothing the document does not hold.  It is built
+:mod:`._runner`), so it shows nothing the document does not hold.  It is built
 with the standard library only: text through :func:`html.escape`, charts as
 inline SVG drawn here (no script, no stylesheet or font fetched), so the file
 opens anywhere, offline, and can be attached to a bug report.

@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-The demo starts the embedded OpenAI-compatible server (:mod:`chunkwise._server`)
+The demo starts the embedded OpenAI-compatible server (:mod:`chunkwise_tools.server`)
 in this process, on an ephemeral loopback port, and sends it two requests
 through the real client, :func:`chunkwise.open_chat_stream`, so every byte
 crosses a real socket.

@@ -21,7 +21,7 @@ holds the key (without printing it), for a key long enough to be a secret
 
 Beside ``FILE`` goes ``FILE.times.json``, the recording's timing: the response
 head's time and each read's byte offset and time, in seconds since the request
-was sent (the versioned times format of :mod:`chunkwise._server._pacing`).
+was sent (the versioned times format of :mod:`chunkwise_tools.server._pacing`).
 ``chunkwise inspect`` shows it as a timeline, ``chunkwise serve --replay``
 replays the body with it.  It is written once the recording ends, whatever
 ended it, with ``complete`` false unless the body ended; a recording to stdout

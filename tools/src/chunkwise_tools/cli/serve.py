@@ -1,6 +1,6 @@
 """``chunkwise serve``: the chat and Responses server on a port, until Ctrl-C.
 
-Pacing (:mod:`chunkwise._server._pacing`) has its own options, read by
+Pacing (:mod:`chunkwise_tools.server._pacing`) has its own options, read by
 :func:`pacing_from_args`: ``--replay FILE`` replays with the recorded timing
 when ``FILE.times.json`` is beside it (``--pace recorded``, the default then;
 ``--pace fast`` ignores it), and ``--first-token``, ``--per-token``,

@@ -3,12 +3,12 @@
 Theory of operation
 -------------------
 The server is a handler (:class:`ChatServer`) plugged into the loopback server
-engine (:mod:`chunkwise._server._http_server`), which owns the sockets, h11
+engine (:mod:`chunkwise.testing._http_server`), which owns the sockets, h11
 request parsing and connection lifetime.  The handler only routes a request and
 writes one response; what a chat request streams comes from a scenario
-(:mod:`chunkwise._server._scenarios`), what a Responses request (``POST
+(:mod:`chunkwise_tools.server._scenarios`), what a Responses request (``POST
 /v1/responses``) streams from a Responses scenario
-(:mod:`chunkwise._server._response_scenarios`), what a legacy completions
+(:mod:`chunkwise_tools.server._response_scenarios`), what a legacy completions
 request (``POST /v1/completions``) streams from :mod:`._completion_wire`,
 any of them from a replayed recording.  The request's ``model`` names the scenario.
 

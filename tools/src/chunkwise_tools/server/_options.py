@@ -1,7 +1,7 @@
 """What ``chunkwise serve`` and :func:`~chunkwise.testing.open_chat_server` are told to play.
 
 :class:`ServerOptions` is the whole configuration of a
-:class:`~chunkwise._server._chat_server.ChatServer`: which scenario, how the
+:class:`~chunkwise_tools.server._chat_server.ChatServer`: which scenario, how the
 bytes are written (sizes, delays, pacing), which faults to inject (statuses,
 disconnects, cuts), and how long background responses are kept.  Every field
 is checked when the options are made, so a server never starts with settings

@@ -6,7 +6,7 @@ A :class:`ResponseScenario` is plain data saying *what* the assistant says
 error), and a :class:`ResponseStyle` saying *how a provider writes it*: as
 OpenAI documents it, or as llama.cpp's ``llama-server`` does, with keepalive
 events or not, with the ``error`` event nested or flat.  The words are taken
-from the chat scenarios (:data:`~chunkwise._server._scenarios.SCENARIOS`), so
+from the chat scenarios (:data:`~chunkwise_tools.server._scenarios.SCENARIOS`), so
 both APIs of the server say the same things; ``mixed`` alone has its own
 words, one answer with reasoning, parallel calls and text (no chat
 choice says all three).  :mod:`._response_wire` turns a
