@@ -763,7 +763,7 @@ async def memory_network(
     how: Literal["close", "hang", "garble"] = "close",
     **options: Any,
 ) -> AsyncIterator[MemoryNetwork]:
-    """A :class:`~chunkwise.testing.ChatServer` (``options``) that every connection reaches.
+    """A :class:`~chunkwise_tools.server.ChatServer` (``options``) that every connection reaches.
 
     Its background runs live in this block's nursery, so virtual time
     (``autojump_clock``) is exact; leaving the block stops them.

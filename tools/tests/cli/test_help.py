@@ -1,7 +1,7 @@
-"""The help texts and the CLI reference in ``docs/cli.rst`` say what the commands do.
+"""The help texts and the CLI reference in ``tools/docs/cli.rst`` say what the commands do.
 
 Each command's ``--help`` is generated into the docs when they are built
-(``docs/conf.py``); the examples of output in ``docs/cli.rst`` are written by
+(``tools/docs/conf.py``); the examples of output in ``tools/docs/cli.rst`` are written by
 hand, so these tests compare them with a real run.
 """
 
@@ -15,7 +15,7 @@ from chunkwise_tools.cli import build_parser, main
 from chunkwise_tools.server import open_chat_server
 from helpers import REPO, run_main
 
-CLI_DOC = (REPO / "docs" / "cli.rst").read_text(encoding="utf-8")
+CLI_DOC = (REPO / "tools" / "docs" / "cli.rst").read_text(encoding="utf-8")
 
 
 def code_block_after(marker: str) -> list[str]:
