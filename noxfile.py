@@ -1,7 +1,9 @@
 """Development sessions: ``nox`` runs them all, ``nox -s tests`` (etc.) one.
 
 Tool versions come from the ``dev`` extra in ``pyproject.toml``, so nox, CI
-(``.ci/run``) and a hand-made ``pip install -e '.[dev]'`` agree.
+(``.ci/run``) and a hand-made ``pip install -e '.[dev]'`` agree.  Every session
+that imports the code installs both distributions of the repository: the
+library (``.``) and the tools (``./tools``, ``chunkwise-tools``).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from packaging.requirements import Requirement
 
 PYTHON = "3.11"
 DOCS_OUT = "docs/_build/html"
+TOOLS_DOCS_OUT = "tools/docs/_build/html"
 
 nox.options.sessions = ["tests", "lint", "typecheck", "docs"]
 
@@ -29,8 +32,8 @@ def _dev_requirement(name: str) -> str:
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """Run the test suite (extra arguments go to pytest)."""
-    session.install("-e", ".[test]")
+    """Run both test suites, the library's and the tools' (extra arguments go to pytest)."""
+    session.install("-e", ".[test]", "-e", "./tools[test]")
     session.run("python", "-m", "pytest", *session.posargs)
 
 
@@ -44,15 +47,25 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def typecheck(session: nox.Session) -> None:
-    """mypy --strict on src/chunkwise and tests (files and settings from pyproject.toml)."""
-    session.install("-e", ".[dev]")
+    """mypy --strict on both distributions and their tests (files and settings: pyproject.toml)."""
+    session.install("-e", ".[dev]", "-e", "./tools[test]")
     session.run("mypy", "--strict", *session.posargs)
 
 
 @nox.session(python=PYTHON)
 def docs(session: nox.Session) -> None:
-    """Build the HTML docs; any Sphinx warning is an error."""
-    session.install("-e", ".[docs]")
+    """Build the HTML docs of both distributions; any Sphinx warning is an error."""
+    session.install("-e", ".[docs]", "-e", "./tools")
     session.run(
         "sphinx-build", "-W", "--keep-going", "-b", "html", "docs", DOCS_OUT, *session.posargs
+    )
+    session.run(
+        "sphinx-build",
+        "-W",
+        "--keep-going",
+        "-b",
+        "html",
+        "tools/docs",
+        TOOLS_DOCS_OUT,
+        *session.posargs,
     )

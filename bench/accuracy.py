@@ -20,7 +20,7 @@ run is not judged), never fails a build.
 
 Whether the server holds its pacing is the server's own record of the level: each paced
 answer ends with a log line counting its gaps more than 2 ms longer than scripted (how late
-the writer ran for each write, ``chunkwise._server._pacing``'s rule 5), every write of every
+the writer ran for each write, ``chunkwise_tools.server._pacing``'s rule 5), every write of every
 stream while chunkwise bench ran.  The server holds a level when under ``HOLDS`` (1%) of
 those gaps were late: its own p99 gap error under 2 ms.
 

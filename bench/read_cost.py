@@ -15,7 +15,7 @@ every figure; the floor is the same round read by a bare loop.  Contenders:
 floor
     a raw trio socket per stream: ``recv`` until the answer ends, nothing parsed.
 bench path
-    what ``chunkwise bench`` does per request (``_cli/_bench.py``'s
+    what ``chunkwise bench`` does per request (``chunkwise_tools/bench/_runner.py``'s
     ``_measure``): ``send_http_request`` on a pool, ``receive_some`` per read,
     a :class:`~chunkwise._timings.TimingRecorder` stamp and the chat parser's
     ``feed``.

@@ -30,36 +30,6 @@ copyright = "2026, chunkwise developers"
 release = chunkwise.__version__
 version = ".".join(release.split(".")[:2])
 
-# -- Command-line reference ----------------------------------------------------
-# cli.rst includes each command's --help, generated here from the real parser
-# so the reference cannot drift from the code.
-
-_CLI_HELP = Path(__file__).resolve().parent / "_cli_help"
-
-
-def _write_cli_help() -> None:
-    import contextlib
-    import io
-
-    from chunkwise._cli import build_parser
-
-    os.environ["COLUMNS"] = "88"  # argparse wraps to this width
-    parser = build_parser()
-    commands = next(a for a in parser._actions if a.dest == "command")
-    _CLI_HELP.mkdir(exist_ok=True)
-    # The top-level help first (saved as chunkwise.txt), then each command's.
-    helps = {"chunkwise": parser, **commands.choices}  # type: ignore[attr-defined]
-    for name, subparser in helps.items():
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            subparser.print_help()
-        path = _CLI_HELP / f"{name}.txt"
-        if not path.exists() or path.read_text() != out.getvalue():
-            path.write_text(out.getvalue())
-
-
-_write_cli_help()
-
 # -- General -------------------------------------------------------------------
 
 extensions = [
@@ -71,7 +41,7 @@ extensions = [
 ]
 
 root_doc = "index"
-exclude_patterns = ["_build", "_cli_help"]
+exclude_patterns = ["_build"]
 default_role = "py:obj"
 nitpicky = False
 

@@ -23,7 +23,7 @@ one test module lives in that module.  Five groups:
 * the command line: :func:`run_main` runs ``main()`` in-process, :func:`run_python`
   runs a Python process to its end and :func:`interrupt` sends one a Ctrl-C,
   :func:`slow_words` is a stream to interrupt; :data:`KEY_VAR` and :data:`KEY`
-  are the API key the tests pass (``tests/cli/conftest.py`` cleans the
+  are the API key the tests pass (``tools/tests/cli/conftest.py`` cleans the
   environment of every command-line test and has the ``api_key`` fixture).
 """
 
@@ -49,9 +49,7 @@ import trio.testing
 from hypothesis import strategies as st
 
 import chunkwise
-from chunkwise._cli import main
 from chunkwise.testing import (
-    ChatServer,
     Handler,
     LoopbackServer,
     RecordedRequest,
@@ -59,9 +57,10 @@ from chunkwise.testing import (
     Script,
     ScriptedResponse,
     ServerConnection,
-    ServerOptions,
     serve_stream,
 )
+from chunkwise_tools.cli import main
+from chunkwise_tools.server import ChatServer, ServerOptions
 
 # --- data ------------------------------------------------------------------------------
 
@@ -764,7 +763,7 @@ async def memory_network(
     how: Literal["close", "hang", "garble"] = "close",
     **options: Any,
 ) -> AsyncIterator[MemoryNetwork]:
-    """A :class:`~chunkwise.testing.ChatServer` (``options``) that every connection reaches.
+    """A :class:`~chunkwise_tools.server.ChatServer` (``options``) that every connection reaches.
 
     Its background runs live in this block's nursery, so virtual time
     (``autojump_clock``) is exact; leaving the block stops them.
@@ -782,7 +781,7 @@ async def memory_network(
 #: The repository: the examples and the docs are read, and processes run, from here.
 REPO = Path(__file__).resolve().parent.parent
 #: The variable the command-line tests name with ``--api-key-env``, and the key
-#: the ``api_key`` fixture (``tests/cli/conftest.py``) puts in it.
+#: the ``api_key`` fixture (``tools/tests/cli/conftest.py``) puts in it.
 KEY_VAR = "CHUNKWISE_TEST_KEY"
 KEY = "sk-test-SECRET-0123456789abcdef"
 
@@ -890,7 +889,7 @@ async def collect(stream: trio.abc.ReceiveStream, into: bytearray) -> None:
 # a SIGINT during the imports would come before main() can handle anything.
 _READY = b"ready\n"
 _BOOT = (
-    "import runpy, sys, chunkwise._cli\n"
+    "import runpy, sys, chunkwise_tools.cli\n"
     "print('ready', file=sys.stderr, flush=True)\n"
     "runpy.run_module('chunkwise', run_name='__main__', alter_sys=True)\n"
 )

@@ -1,6 +1,10 @@
-"""The package's layout and import rules (see the theory in ``src/chunkwise/_cli`` and
-``src/chunkwise/_server``): checked by walking every module's imports with :mod:`ast`,
-function-local imports included, so a cycle cannot hide inside a function."""
+"""The layout and import rules of both distributions: the library (``src/chunkwise``) and
+the tools (``tools/src/chunkwise_tools``: the command line, the emulator, bench).
+
+Checked by walking every module's imports with :mod:`ast`, function-local imports
+included, so a cycle cannot hide inside a function.  The library never imports
+the tools; the tools use only the library's faces (:mod:`chunkwise`,
+:mod:`chunkwise.testing`, :mod:`chunkwise.lowlevel`)."""
 
 from __future__ import annotations
 
@@ -13,9 +17,14 @@ import attrs
 import pytest
 
 import chunkwise
+import chunkwise.lowlevel
 import chunkwise.testing
+import chunkwise_tools
 
 SRC = Path(chunkwise.__file__).resolve().parent
+TOOLS = Path(chunkwise_tools.__file__).resolve().parent
+#: The faces the tools may import the library through.
+LIBRARY_FACES = {"chunkwise", "chunkwise.testing", "chunkwise.lowlevel"}
 
 #: Layers 1-3: no trio, no network; usable on chunks decoded by another client.
 SANS_IO = {
@@ -33,7 +42,6 @@ SANS_IO = {
     "chunkwise.completions.events",
     "chunkwise.completions.parser",
     "chunkwise.completions.results",
-    "chunkwise._convert",
     "chunkwise._errors",
     "chunkwise._events",
     "chunkwise._json_patches",
@@ -82,14 +90,17 @@ class Import:
 
 
 def module_name(path: Path) -> str:
-    parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+    root = TOOLS if path.is_relative_to(TOOLS) else SRC
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
 
 
 def modules() -> dict[str, Path]:
-    return {module_name(path): path for path in sorted(SRC.rglob("*.py"))}
+    """Every module of both distributions, by name."""
+    paths = sorted(SRC.rglob("*.py")) + sorted(TOOLS.rglob("*.py"))
+    return {module_name(path): path for path in paths}
 
 
 def resolve(importer: str, is_package: bool, node: ast.ImportFrom) -> str:
@@ -150,7 +161,7 @@ def imports_of(name: str, path: Path) -> Iterator[Import]:
 
 
 ALL = [imp for name, path in modules().items() for imp in imports_of(name, path)]
-INTERNAL = [imp for imp in ALL if imp.imported.split(".")[0] == "chunkwise"]
+INTERNAL = [imp for imp in ALL if imp.imported.split(".")[0] in ("chunkwise", "chunkwise_tools")]
 
 
 def where(imp: Import) -> str:
@@ -161,17 +172,58 @@ def top(module: str) -> str:
     return module.split(".")[0]
 
 
-def within(module: str, package: str) -> bool:
-    """``module`` is ``package`` or inside it (``chunkwise._client`` is not in ``_cli``)."""
-    return module == package or module.startswith(package + ".")
+def within(module: str, package: str | tuple[str, ...]) -> bool:
+    """``module`` is ``package`` (or one of them) or inside it (``cli`` is not in ``c``)."""
+    packages = (package,) if isinstance(package, str) else package
+    return any(module == p or module.startswith(p + ".") for p in packages)
 
 
 def test_the_walk_sees_the_package() -> None:
     # A walk that found nothing would pass every rule below.
     names = modules()
-    assert {"chunkwise._cli", "chunkwise._server._chat_server", "chunkwise.testing"} <= set(names)
+    assert {
+        "chunkwise.lowlevel",
+        "chunkwise.testing",
+        "chunkwise.testing._http_server",
+        "chunkwise_tools.cli",
+        "chunkwise_tools.server._chat_server",
+        "chunkwise_tools.bench",
+    } <= set(names)
     assert any(imp.local for imp in ALL)
     assert len(INTERNAL) > 50
+    assert any(top(imp.importer) == "chunkwise_tools" for imp in INTERNAL)
+
+
+def test_rule_0_the_library_never_imports_the_tools() -> None:
+    bad = [
+        where(imp)
+        for imp in ALL
+        if top(imp.importer) == "chunkwise" and top(imp.imported) == "chunkwise_tools"
+    ]
+    assert bad == []
+
+
+def test_rule_0_the_tools_import_the_library_only_through_its_faces() -> None:
+    # chunkwise, chunkwise.testing, chunkwise.lowlevel: never an underscore module.
+    bad = [
+        where(imp)
+        for imp in ALL
+        if top(imp.importer) == "chunkwise_tools"
+        and top(imp.imported) == "chunkwise"
+        and imp.imported not in LIBRARY_FACES
+    ]
+    assert bad == []
+
+
+def test_rule_0_lowlevel_holds_only_names_without_a_public_spelling() -> None:
+    # A name chunkwise exports is imported from chunkwise; lowlevel is for the rest,
+    # and its docstring says why each name is there.
+    public = {id(getattr(chunkwise, name)) for name in chunkwise.__all__}
+    doc = chunkwise.lowlevel.__doc__ or ""
+    assert [
+        n for n in chunkwise.lowlevel.__all__ if id(getattr(chunkwise.lowlevel, n)) in public
+    ] == []
+    assert [n for n in chunkwise.lowlevel.__all__ if f"``{n}``" not in doc] == []
 
 
 def test_rule_1_sans_io_modules_import_only_stdlib_attrs_and_each_other() -> None:
@@ -189,20 +241,27 @@ def test_rule_1_sans_io_modules_import_only_stdlib_attrs_and_each_other() -> Non
     assert bad == []
 
 
+CLI = "chunkwise_tools.cli"
+SERVER = "chunkwise_tools.server"
+BENCH = "chunkwise_tools.bench"
+
+
 def test_rule_2_nothing_outside_the_cli_imports_it() -> None:
+    # Besides ``python -m chunkwise_tools``; ``python -m chunkwise`` finds it as
+    # the console script's entry point, without importing it (rule 0).
     bad = [
         where(imp)
         for imp in INTERNAL
-        if within(imp.imported, "chunkwise._cli")
-        and not within(imp.importer, "chunkwise._cli")
-        and imp.importer != "chunkwise.__main__"
+        if within(imp.imported, CLI)
+        and not within(imp.importer, CLI)
+        and imp.importer != "chunkwise_tools.__main__"
     ]
     assert bad == []
 
 
 #: The modules commands share (rule 2): _common and _options, and _live, the live
 #: rendering of JSON values that ``chat`` and ``demo`` both draw.
-SHARED_CLI_MODULES = ("chunkwise._cli._common", "chunkwise._cli._options", "chunkwise._cli._live")
+SHARED_CLI_MODULES = (f"{CLI}._common", f"{CLI}._options", f"{CLI}._live")
 
 
 def test_rule_2_shared_cli_modules_import_no_command() -> None:
@@ -210,9 +269,7 @@ def test_rule_2_shared_cli_modules_import_no_command() -> None:
     bad = [
         where(imp)
         for imp in INTERNAL
-        if imp.importer in shared
-        and within(imp.imported, "chunkwise._cli")
-        and imp.imported not in shared
+        if imp.importer in shared and within(imp.imported, CLI) and imp.imported not in shared
     ]
     assert bad == []
 
@@ -220,30 +277,33 @@ def test_rule_2_shared_cli_modules_import_no_command() -> None:
 def test_rule_2_no_command_imports_another() -> None:
     # The root imports the commands; a command shares code only through
     # _common and _options, so commands can be read (and removed) one by one.
-    commands = {
-        name for name in modules() if within(name, "chunkwise._cli") and name != "chunkwise._cli"
-    } - set(SHARED_CLI_MODULES)
+    commands = {name for name in modules() if within(name, CLI) and name != CLI} - set(
+        SHARED_CLI_MODULES
+    )
     bad = [where(imp) for imp in INTERNAL if imp.importer in commands and imp.imported in commands]
     assert bad == []
 
 
-def test_rule_3_servers_import_neither_the_cli_nor_testing() -> None:
+def test_rule_3_the_emulator_and_bench_import_no_command() -> None:
+    # The commands stand on them, never the other way round; bench and the
+    # emulator do not import each other either.
     bad = [
         where(imp)
         for imp in INTERNAL
-        if within(imp.importer, "chunkwise._server")
-        and (within(imp.imported, "chunkwise._cli") or imp.imported == "chunkwise.testing")
+        if (within(imp.importer, SERVER) and within(imp.imported, (CLI, BENCH)))
+        or (within(imp.importer, BENCH) and within(imp.imported, (CLI, SERVER)))
     ]
     assert bad == []
 
 
-def test_rule_3_testing_is_a_face_over_the_servers() -> None:
-    # Plus _names, for the one metadata fix-up every public face applies.
+def test_rule_3_testing_is_a_face_over_its_own_modules() -> None:
+    # Generic test support only: its private modules, plus _names for the one
+    # metadata fix-up every public face applies.
     bad = [
         where(imp)
         for imp in INTERNAL
         if imp.importer == "chunkwise.testing"
-        and not within(imp.imported, "chunkwise._server")
+        and not within(imp.imported, "chunkwise.testing")
         and imp.imported != "chunkwise._names"
     ]
     assert bad == []

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 import chunkwise
-from chunkwise.testing import ServerOptions, open_chat_server
+from chunkwise_tools.server import ServerOptions, open_chat_server
 from helpers import grows, same_json
 
 SCHEMA = {

@@ -81,7 +81,7 @@ class CancelAfterSteps(trio.abc.Instrument):
 
     def task_spawned(self, task: trio.lowlevel.Task) -> None:
         # The loopback server's own tasks outlive a client's stream by design.
-        if not task.name.startswith(("chunkwise.testing.", "chunkwise._server.")):
+        if not task.name.startswith(("chunkwise.testing.", "chunkwise_tools.server.")):
             self.live.add(task)
 
     def task_exited(self, task: trio.lowlevel.Task) -> None:

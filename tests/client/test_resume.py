@@ -1,6 +1,6 @@
 """Resuming background Responses (issue 22): a lost connection loses nothing.
 
-Every connection the client opens reaches a :class:`~chunkwise.testing.ChatServer`
+Every connection the client opens reaches a :class:`~chunkwise_tools.server.ChatServer`
 in memory (``helpers.memory_network``) whose background runs live in the test's
 nursery, in virtual time: cuts, delays, retention and resume windows are exact,
 never timed.

@@ -21,8 +21,8 @@ import pytest
 import trio
 
 import chunkwise
-import chunkwise._cli
-import chunkwise._convert
+import chunkwise_tools._convert
+import chunkwise_tools.cli
 from chunkwise import Endpoint, HTTPStatusError, InvalidEndpoint, Timeouts, TransportError
 from chunkwise._http import MAX_ERROR_BODY, open_http_response
 from chunkwise.testing import RecordedRequest, ResponseWriter, ScriptedResponse, open_test_server
@@ -218,7 +218,7 @@ async def test_log_records_events_and_result_never_contain_the_key(
         assert_no_key(record.getMessage(), repr(record.args), str(record.exc_text))
     assert_no_key(caplog.text)
     assert_no_key(*(repr(event) for event in events), repr(result), repr(stream.headers))
-    document = chunkwise._convert.result_to_json(result)
+    document = chunkwise_tools._convert.result_to_json(result)
     assert_no_key(json.dumps(document))
     assert_no_key(json.dumps([attrs.asdict(e) for e in events], default=repr))
 
@@ -269,7 +269,7 @@ def run_cli(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> tuple[int, str,
     stdout, stderr = io.StringIO(), io.StringIO()
     monkeypatch.setattr("sys.stdout", stdout)
     monkeypatch.setattr("sys.stderr", stderr)
-    code = chunkwise._cli.main(argv)
+    code = chunkwise_tools.cli.main(argv)
     return code, stdout.getvalue(), stderr.getvalue()
 
 
@@ -318,7 +318,7 @@ async def test_cli_output_never_holds_the_key_and_a_recording_only_what_the_serv
         assert recorded.startswith("HTTP/1.1 ")
         # No request header is ever written.  A recording is evidence: the key
         # is in it only where the server quoted it back (a warning then says
-        # so, see tests/cli/test_record.py).
+        # so, see tools/tests/cli/test_record.py).
         assert "authorization" not in recorded.lower()
         assert f"Bearer {KEY}" not in recorded
         assert recorded.count(KEY) == script.body.decode().count(KEY)

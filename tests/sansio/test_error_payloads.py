@@ -17,8 +17,8 @@ import pytest
 
 import chunkwise
 from chunkwise import StreamError
-from chunkwise._convert import exception_to_json
 from chunkwise._http import parse_error_body
+from chunkwise_tools._convert import exception_to_json
 
 Fields = tuple[str, str | None, int | str | None, str | None]
 

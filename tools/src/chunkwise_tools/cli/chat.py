@@ -1,0 +1,525 @@
+"""``chunkwise chat``: stream one answer from a real endpoint to the terminal.
+
+``--api chat`` (the default) posts to ``/chat/completions``; ``--api
+responses`` posts the same options, translated, to the Responses API's
+``/responses`` (:func:`~._options.build_response_request`), and ``--api
+completions`` a ``{"model", "prompt"}`` body to legacy ``/completions``
+(:func:`~._options.build_completion_request`).  Each is read with its own
+parser, chosen from :data:`~._options.COMMAND_APIS`.  Everything below holds
+for all three (a completion has only text: no reasoning, refusals or calls).
+
+Output
+------
+The answer goes to stdout as it arrives, one flush per delta: the text,
+reasoning (ANSI dim on a terminal, otherwise prefixed ``[reasoning]``),
+refusals (prefixed ``[refusal]``) and each tool call once it is complete (a
+Responses reasoning summary is reasoning, a function call a tool call).  The
+summary -- finish reasons (Responses: the server's status), usage and the
+``status:`` line -- goes to stderr, so
+``chunkwise chat ... > answer.txt`` keeps only the answer.  ``--json`` prints
+one JSON object a line on stdout instead (the same conversion as
+``chunkwise inspect --json``), the last one being the terminal event; it is
+UTF-8 and unescaped, like the text.
+
+Live values
+-----------
+``--schema FILE.json`` asks for a structured answer (chat's
+``response_format``, the Responses API's ``text.format``).  On a terminal
+(``--live auto``, the default, or ``--live always``), a tool call's arguments
+and a structured answer are shown while they grow, from the patches of their
+delta events, in a region at the bottom of the output redrawn in place
+(:class:`~._live.LiveRegion`); once complete, a call is written as on a pipe
+and the answer as indented JSON (its ``parsed`` value, or the raw text when it
+does not parse).  On a pipe (or ``--live never``) nothing moves: the answer's
+text streams as it arrives and each call is written once complete.
+
+Ctrl-C is left to trio: ``KeyboardInterrupt`` is delivered into the stream's
+block, which cancels the reader and closes the socket before it propagates
+out of :func:`trio.run`.  What arrived until then (:attr:`ChatStream.snapshot`)
+is then reported as incomplete, and the exit status is 130.
+
+The API key never reaches the output: it is only read from the environment
+variable named by ``--api-key-env``, and every error or JSON line is passed
+through :func:`~chunkwise._util.redact` in case a server quotes it back.  A
+failed request is explained by :func:`~._common.describe_failure`, with a hint
+when the cause is a likely slip (no key sent, a base URL without ``/v1``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import re
+import sys
+from collections.abc import Hashable, Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+import trio
+
+from chunkwise import (
+    ChunkwiseError,
+    Endpoint,
+    Event,
+    StreamCompleted,
+    StreamFailed,
+    StreamIncomplete,
+    UsageReported,
+    apply_patches,
+    chat,
+    completions,
+    responses,
+)
+from chunkwise.lowlevel import Api, OutputSchema, open_stream, redact
+
+from .._convert import event_to_json, to_json
+from ._common import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_STREAM,
+    INSTALL_JSONSCHEMA,
+    PROG,
+    CommandsAction,
+    Failure,
+    UsageError,
+    anomaly_text,
+    describe_failure,
+    describe_tool_call,
+    json_text,
+    prepare_json_output,
+    print_failure,
+    printable,
+    status_text,
+)
+from ._live import LiveRegion, render_json, terminal_size
+from ._options import (
+    add_api_option,
+    add_endpoint_options,
+    add_request_options,
+    command_api,
+    endpoint_from_args,
+    read_json_file,
+)
+
+__all__ = [
+    "TextRenderer",
+    "add_chat_command",
+    "add_schema",
+    "response_summary_lines",
+    "run_chat",
+    "summary_lines",
+]
+
+Result = chat.Result | responses.Result | completions.Result
+
+_DIM = "\x1b[2m"
+_RESET = "\x1b[0m"
+
+
+def add_chat_command(commands: CommandsAction) -> None:
+    """Register ``chunkwise chat``."""
+    chat = commands.add_parser(
+        "chat",
+        help="stream a chat completion from an OpenAI-compatible endpoint",
+        description=(
+            "Send PROMPT to an OpenAI-compatible /chat/completions endpoint (with --api "
+            "responses: /responses, --api completions: /completions, as the prompt to "
+            "complete) and stream the answer as it arrives: text, reasoning "
+            "(dimmed on a terminal, otherwise prefixed [reasoning]) and tool or function "
+            "calls once their arguments are complete; on a terminal, tool-call arguments and "
+            "a structured answer (--schema) grow in place as they stream.  The summary "
+            "(finish reason or the server's status, usage, status line) goes to stderr.  "
+            "Ctrl-C stops the stream and shows what arrived, marked incomplete."
+        ),
+        epilog=(
+            "exit status: 0 complete, 1 incomplete, failed or an HTTP/connection error, "
+            "2 bad usage, 130 interrupted"
+        ),
+    )
+    chat.add_argument(
+        "prompt", metavar="PROMPT", help="the user message (--api completions: the prompt)"
+    )
+    add_endpoint_options(chat)
+    add_api_option(chat)
+    add_request_options(chat)
+    chat.add_argument(
+        "--schema",
+        metavar="FILE.json",
+        help=(
+            "ask for a structured answer: a JSON schema, or a json_schema object "
+            '({"name": ..., "schema": ..., "strict": ...}); sent as response_format '
+            "(Responses API: text.format; not for --api completions)"
+        ),
+    )
+    chat.add_argument(
+        "--live",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help=(
+            "show tool-call arguments and a structured answer growing in place (ANSI "
+            "cursor movement): auto (the default) on a terminal, always, or never"
+        ),
+    )
+    chat.add_argument(
+        "--json",
+        action="store_true",
+        help="print the stream events, one JSON object a line, instead of text",
+    )
+    chat.set_defaults(handler=run_chat)
+
+
+class _Session:
+    """What outlives :func:`trio.run`: the stream, for its snapshot after Ctrl-C."""
+
+    def __init__(self) -> None:
+        self.stream: chat.Stream | responses.Stream | completions.Stream | None = None
+        self.result: Result | None = None
+
+
+def run_chat(args: argparse.Namespace) -> int:
+    """The ``chat`` command: returns the exit status."""
+    endpoint = endpoint_from_args(args)
+    api = command_api(args)
+    request = api.build(args, args.prompt)
+    if args.schema is not None:
+        if api.name == "completions":
+            raise UsageError("--schema is for --api chat or responses: a completion is plain text")
+        add_schema(request, args.schema, api.name == "responses")
+    if "tools" in request and importlib.util.find_spec("jsonschema") is None:
+        # The stream validates tool-call arguments against the tools' schemas.
+        raise UsageError(
+            f"--tools needs the jsonschema extra to validate tool calls: {INSTALL_JSONSCHEMA}"
+        )
+    key = endpoint.api_key
+    renderer: _Renderer
+    if args.json:
+        prepare_json_output()
+        renderer = _JSONRenderer(sys.stdout, key)
+    else:
+        live = None
+        if args.live == "always" or (args.live == "auto" and _is_terminal(sys.stdout)):
+            live = LiveRegion(sys.stdout)
+        renderer = TextRenderer(sys.stdout, sys.stderr, live=live, json_content=_asks_json(request))
+    session = _Session()
+    try:
+        trio.run(_chat, endpoint, request, renderer, session, api.api)
+    except KeyboardInterrupt:
+        snapshot = session.stream.snapshot if session.stream is not None else None
+        renderer.interrupted(snapshot)
+        return EXIT_INTERRUPTED
+    except ChunkwiseError as exc:
+        failure = describe_failure(exc, endpoint, args.api_key_env)
+        renderer.error(exc, failure)
+        print_failure(failure, f"{PROG} chat: error: ")
+        return EXIT_STREAM
+    assert session.result is not None
+    return EXIT_OK if session.result.status == "complete" else EXIT_STREAM
+
+
+def add_schema(request: dict[str, Any], name: str, responses: bool) -> None:
+    """Ask for a structured answer: the JSON schema in the file ``name``.
+
+    The file holds a schema, or the ``json_schema`` object itself (``name``,
+    ``schema``, ``strict``, ``description``).  A schema alone is named after
+    the file (the API requires a name: letters, digits, ``_`` and ``-``).
+    """
+    document = read_json_file(name)
+    if not isinstance(document, dict):
+        raise UsageError(f"{name!r} must hold a JSON schema (an object)")
+    spec = dict(document) if isinstance(document.get("schema"), dict) else {"schema": document}
+    if not isinstance(spec.get("name"), str):
+        spec["name"] = re.sub(r"[^A-Za-z0-9_-]", "_", Path(name).stem)[:64] or "answer"
+    if responses:
+        request["text"] = {"format": {"type": "json_schema", **spec}}
+    else:
+        request["response_format"] = {"type": "json_schema", "json_schema": spec}
+
+
+def _asks_json(request: Mapping[str, Any]) -> bool:
+    text = request.get("text")
+    text_format = text.get("format") if isinstance(text, Mapping) else None
+    return (
+        OutputSchema.from_response_format(request.get("response_format")) is not None
+        or OutputSchema.from_text_format(text_format) is not None
+    )
+
+
+def _is_terminal(out: TextIO) -> bool:
+    """A terminal that moves its cursor (not ``TERM=dumb``)."""
+    return out.isatty() and os.environ.get("TERM") != "dumb"
+
+
+async def _chat(
+    endpoint: Endpoint,
+    request: Mapping[str, Any],
+    renderer: _Renderer,
+    session: _Session,
+    api: Api[chat.Stream | responses.Stream | completions.Stream],
+) -> None:
+    async with open_stream(api, endpoint, request) as stream:
+        session.stream = stream
+        async for event in stream:
+            renderer.event(event)
+        session.result = await stream.result()
+
+
+class _Renderer:
+    def event(self, event: Event) -> None:
+        raise NotImplementedError
+
+    def error(self, exc: ChunkwiseError, failure: Failure) -> None:
+        """A request that failed before (or instead of) streaming."""
+
+    def interrupted(self, snapshot: Result | None) -> None:
+        raise NotImplementedError
+
+
+class _JSONRenderer(_Renderer):
+    def __init__(self, out: TextIO, key: str | None) -> None:
+        self._out = out
+        self._key = key
+
+    def _write(self, document: Mapping[str, Any]) -> None:
+        self._out.write(redact(json_text(document), self._key) + "\n")
+        self._out.flush()
+
+    def event(self, event: Event) -> None:
+        self._write(event_to_json(event))
+
+    def error(self, exc: ChunkwiseError, failure: Failure) -> None:
+        document: dict[str, Any] = {"type": "error", "error": to_json(exc)}
+        if failure.hint is not None:
+            document["hint"] = failure.hint
+        self._write(document)
+
+    def interrupted(self, snapshot: Result | None) -> None:
+        self._write(
+            {
+                "type": "interrupted",
+                "status": "incomplete",
+                "result": None if snapshot is None else to_json(snapshot),
+            }
+        )
+
+
+class TextRenderer(_Renderer):
+    """Live text on ``out``; the summary on ``err``.
+
+    With ``live``, tool-call arguments (and the answer, when ``json_content``
+    says the request asked for JSON) are mirrored from their patches and shown
+    in the region while they grow; everything else is written above it.
+    """
+
+    def __init__(
+        self,
+        out: TextIO,
+        err: TextIO,
+        *,
+        live: LiveRegion | None = None,
+        json_content: bool = False,
+    ) -> None:
+        self._out = out
+        self._err = err
+        self._tty = out.isatty() and not os.environ.get("NO_COLOR")
+        self._mode: str | None = None  # "content", "reasoning", "refusal", "tool"
+        self._choice = 0
+        self._at_line_start = True
+        self._live = live
+        self._json_content = json_content and live is not None
+        self._texts: dict[int, list[str]] = {}  # a JSON answer's deltas, by choice (live only)
+        self._mirrors: dict[Hashable, Any] = {}
+        self._titles: dict[Hashable, str] = {}
+
+    def _write(self, text: str) -> None:
+        if text:
+            if self._live is not None:
+                self._live.clear()  # what stays goes above the live values
+            self._out.write(text)
+            self._at_line_start = text.endswith("\n")
+            self._out.flush()
+
+    def _newline(self) -> None:
+        if not self._at_line_start:
+            self._write("\n")
+
+    def _enter(self, mode: str, choice_index: int) -> None:
+        """Switch to writing ``mode`` text of choice ``choice_index``."""
+        if mode == self._mode and choice_index == self._choice:
+            return
+        self._leave()
+        if choice_index != self._choice:
+            self._newline()
+            self._write(f"[choice {choice_index}]\n")
+            self._choice = choice_index
+        if mode == "reasoning":
+            if self._tty:
+                self._write(_DIM)
+            else:
+                self._newline()
+                self._write("[reasoning] ")
+        elif mode == "refusal":
+            self._newline()
+            self._write("[refusal] ")
+        elif mode == "content" and self._mode is not None:
+            self._newline()
+        self._mode = mode
+
+    def _leave(self) -> None:
+        if self._mode == "reasoning" and self._tty:
+            self._out.write(_RESET)
+            self._newline()
+        elif self._mode in ("reasoning", "refusal"):
+            self._newline()
+
+    def _show(self, key: Hashable, patches: tuple[Any, ...], title: str) -> None:
+        """Apply a delta's patches to ``key``'s mirror and show it live."""
+        assert self._live is not None
+        self._mirrors[key] = apply_patches(self._mirrors.get(key), patches)
+        if self._mode == "reasoning":
+            self._leave()
+            self._mode = None
+        self._newline()
+        self._live.show(key, self._titles.setdefault(key, title), self._mirrors[key])
+
+    def _done(self, key: Hashable, lines: list[str]) -> None:
+        """``key`` is complete: it leaves the region and ``lines`` stay in its place."""
+        if self._live is not None:
+            self._live.remove(key)
+            self._mirrors.pop(key, None)
+        self._newline()
+        self._write("".join(line + "\n" for line in lines))
+        if self._live:
+            self._live.draw()
+
+    def _live_event(self, event: Event) -> bool:
+        """Show ``event`` in the live region; false when it is not a live value's."""
+        assert self._live is not None
+        if isinstance(event, (chat.TextDelta, responses.TextDelta)) and self._json_content:
+            index = getattr(event, "choice_index", 0)
+            self._texts.setdefault(index, []).append(event.text)
+            where = f"[choice {index}] " if index else ""
+            self._show(("answer", index), event.patches, f"{where}answer (JSON, streaming)")
+        elif isinstance(event, chat.ToolCallStarted):
+            key = ("tool", event.choice_index, event.tool_index)
+            self._titles[key] = f"[tool call {event.tool_index}] {printable(event.name or '')}"
+        elif isinstance(event, responses.ToolCallStarted):
+            key = ("tool", 0, event.output_index)
+            self._titles[key] = (
+                f"[function call {event.output_index}] {printable(event.name or '')}"
+            )
+        elif isinstance(event, chat.ToolCallArgumentsDelta):
+            key = ("tool", event.choice_index, event.tool_index)
+            self._show(key, event.patches, f"[tool call {event.tool_index}]")
+        elif isinstance(event, responses.ToolCallArgumentsDelta):
+            key = ("tool", 0, event.output_index)
+            self._show(key, event.patches, f"[function call {event.output_index}]")
+        else:
+            return False
+        return True
+
+    def event(self, event: Event) -> None:
+        if self._live is not None and self._live_event(event):
+            return
+        # A Responses stream has one answer: its events are choice 0's.
+        if isinstance(event, (chat.TextDelta, responses.TextDelta, completions.TextDelta)):
+            self._enter("content", getattr(event, "choice_index", 0))
+            self._write(printable(event.text))
+        elif isinstance(
+            event, (chat.ReasoningDelta, responses.ReasoningSummaryDelta, responses.ReasoningDelta)
+        ):
+            self._enter("reasoning", getattr(event, "choice_index", 0))
+            self._write(printable(event.text))
+        elif isinstance(event, (chat.RefusalDelta, responses.RefusalDelta)):
+            self._enter("refusal", getattr(event, "choice_index", 0))
+            self._write(printable(event.text))
+        elif isinstance(event, chat.ToolCallCompleted):
+            self._enter("tool", event.choice_index)
+            self._done(
+                ("tool", event.choice_index, event.tool_index), describe_tool_call(event.call)
+            )
+        elif isinstance(event, responses.ToolCallCompleted):
+            self._enter("tool", 0)
+            self._done(("tool", 0, event.output_index), describe_tool_call(event.call))
+        elif isinstance(event, (StreamCompleted, StreamIncomplete, StreamFailed)):
+            self._finish(event.result, None)
+        elif isinstance(event, (chat.ChoiceFinished, UsageReported)):
+            pass  # in the result, summarised at the end
+
+    def _finish(self, result: Result, status: str | None) -> None:
+        self._leave()
+        self._mode = None
+        for index, parts in self._texts.items():
+            self._done(("answer", index), _final_answer(result, index, "".join(parts)))
+        self._texts.clear()
+        if self._live is not None:
+            for key in list(self._mirrors):  # calls cut short: the result has them
+                self._live.remove(key)
+        self._newline()
+        self._out.flush()
+        if isinstance(result, responses.Result):
+            lines = response_summary_lines(result)
+        else:
+            lines = summary_lines(result)
+        for line in lines:
+            print(line, file=self._err)
+        print(status or f"status: {status_text(result)}", file=self._err)
+        self._err.flush()
+
+    def interrupted(self, snapshot: Result | None) -> None:
+        if snapshot is None:
+            self._newline()
+            print("status: incomplete (interrupted before the response began)", file=self._err)
+            return
+        status = "status: complete" if snapshot.status == "complete" else None
+        self._finish(snapshot, status or "status: incomplete (interrupted)")
+
+
+def _final_answer(result: Result, index: int, text: str) -> list[str]:
+    """A JSON answer as it stays on the terminal: ``parsed``, indented, else the raw text."""
+    if isinstance(result, responses.Result):
+        parsed, error = result.parsed, result.parse_error
+    elif isinstance(result, chat.Result) and index < len(result.choices):
+        parsed, error = result.choices[index].parsed, result.choices[index].parse_error
+    else:
+        parsed, error = None, None
+    where = f"[choice {index}] " if index else ""
+    if parsed is not None and error is None:
+        return [where + line for line in render_json(parsed, terminal_size()[0] - 1)]
+    return [where + printable(text)]
+
+
+def summary_lines(result: chat.Result | completions.Result) -> list[str]:
+    """Finish reasons, usage and anomalies (the status line comes separately)."""
+    lines: list[str] = []
+    several = len(result.choices) > 1
+    for choice in result.choices:
+        where = f" (choice {choice.index})" if several else ""
+        reason = choice.finish_reason if choice.finish_reason else "none"
+        lines.append(f"finish_reason{where}: {printable(reason)}")
+    if result.usage is not None:
+        lines.append(f"usage: {_format_usage(result.usage)}")
+    lines += [f"note: {anomaly_text(anomaly)}" for anomaly in result.anomalies]
+    return lines
+
+
+def response_summary_lines(result: responses.Result) -> list[str]:
+    """The server's status (and reason), usage and anomalies of a Responses answer."""
+    status = result.response_status or "none"
+    if result.incomplete_reason is not None:
+        status += f" ({result.incomplete_reason})"
+    lines = [f"response_status: {printable(status)}"]
+    if result.usage is not None:
+        lines.append(f"usage: {_format_usage(result.usage)}")
+    lines += [f"note: {anomaly_text(anomaly)}" for anomaly in result.anomalies]
+    return lines
+
+
+def _format_usage(usage: Mapping[str, Any]) -> str:
+    parts = []
+    for key, value in usage.items():
+        if isinstance(value, Mapping):
+            continue  # *_details: --json has them
+        parts.append(f"{key}={json.dumps(value, ensure_ascii=False)}")
+    return printable(" ".join(parts))
