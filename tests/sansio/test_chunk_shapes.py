@@ -3,9 +3,9 @@
 A chat delta's ``content``, a tool call's ``arguments`` fragment and a
 completion's ``text`` reach the accumulators in many shapes: escaped or raw,
 in chunks the same but for their text or varying elsewhere, beside other
-fields, after a finish.  A chat delta that carries only its ``content``
-takes a short path (:class:`chunkwise.ChatAccumulator`), which must have the
-general path's effects.  Defended here:
+fields, after a finish.  Chat has one short path, for a delta that carries
+only its ``content`` (:class:`chunkwise.ChatAccumulator`); every other chunk
+goes the general way.  Defended here:
 
 * a differential property on generated streams of both chunk APIs (texts
   with quotes, backslashes, escapes, raw control characters, non-ASCII and

@@ -95,19 +95,6 @@ class CompletionAccumulator(ChunkAccumulator[ChoiceText, CompletionResult]):
         text = choice.get("text")
         finish_reason = choice.get("finish_reason")
         state = self._choices.get(index)
-        if (
-            state is not None
-            and finish_reason is None
-            and type(text) is str
-            and not state.finished
-            and choice.get("logprobs") is None
-        ):
-            # The hot path: text for a choice that already started.
-            if text:
-                state.text.append(text)
-                events.append(TextDelta(choice_index=index, text=text))
-                self._cache = None
-            return None
         if state is None:
             if "text" not in choice and finish_reason is None:
                 return None  # rule 1: a filter annotation starts nothing
