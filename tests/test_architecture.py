@@ -54,7 +54,6 @@ SANS_IO = {
     "chunkwise._results",
     "chunkwise._sse",
     "chunkwise._structured",
-    "chunkwise._templates",
     "chunkwise._text",
     "chunkwise._timings",
     "chunkwise._tools",

@@ -24,8 +24,7 @@ Rules
 -----
 The rules both chunk APIs share are :mod:`chunkwise._chunks`'s, as for chat:
 the one terminal event (1), the derived status (2), how a choice finishes,
-``[DONE]`` included (3), error payloads (4), usage (5), ``logprobs`` (6), chunk
-templates (7).
+``[DONE]`` included (3), error payloads (4), usage (5), ``logprobs`` (6).
 Legacy completions' own:
 
 1. ``text`` is appended when it is a non-empty string; a non-string is an
@@ -46,7 +45,6 @@ from .._chunks import ChunkAccumulator, merge_logprobs
 from .._errors import InvalidChunk
 from .._events import Event, TextDelta
 from .._payloads import copy_json, preview
-from .._templates import Path
 from .._text import Fragments
 from .results import CompletionChoice, CompletionResult
 
@@ -91,38 +89,12 @@ class CompletionAccumulator(ChunkAccumulator[ChoiceText, CompletionResult]):
         self._counted_anomaly(events, "null event", "data: null carries nothing")
         return events
 
-    def _template_slot(
-        self, index: int, choice: dict[str, Any]
-    ) -> tuple[Path, tuple[int, ...]] | None:
-        return (("text",), (index,)) if type(choice.get("text")) is str else None
-
-    def _templated(self, state: ChoiceText, text: str) -> list[Event] | None:
-        # The hot path of _choice, for the template's choice.
-        if not text:
-            return []
-        self._cache = None
-        state.text.append(text)
-        return [TextDelta(choice_index=state.index, text=text)]
-
     def _choice(
         self, index: int, choice: dict[str, Any], events: list[Event], copy: bool
     ) -> InvalidChunk | None:
         text = choice.get("text")
         finish_reason = choice.get("finish_reason")
         state = self._choices.get(index)
-        if (
-            state is not None
-            and finish_reason is None
-            and type(text) is str
-            and not state.finished
-            and choice.get("logprobs") is None
-        ):
-            # The hot path: text for a choice that already started.
-            if text:
-                state.text.append(text)
-                events.append(TextDelta(choice_index=index, text=text))
-                self._cache = None
-            return None
         if state is None:
             if "text" not in choice and finish_reason is None:
                 return None  # rule 1: a filter annotation starts nothing
