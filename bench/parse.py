@@ -45,9 +45,7 @@ sdk-decode (information only)
 floor
     ``json.loads`` of every JSON payload string, pre-extracted: no bytes, no
     SSE, no accumulation.  Nothing that parses every payload can be faster in
-    pure Python with the standard library; chunkwise can, on inputs (1), (2)
-    and (6), because their chunks repeat but for the text, which its chunk
-    templates read without parsing (``chunkwise._templates``).
+    pure Python with the standard library, and chunkwise parses every payload.
 
 Inputs
 ------

@@ -5,8 +5,8 @@ Theory of operation
 Both stream ``choices`` per ``index`` in JSON chunks (``chat.completion.chunk``
 and ``text_completion``), so one mechanism accumulates both:
 :class:`ChunkAccumulator` takes chunks one at a time, as decoded mappings
-(:meth:`~ChunkAccumulator.feed_chunk`) or as server-sent events
-(:meth:`~ChunkAccumulator.feed_event`, ``[DONE]`` checked before JSON, error
+(:meth:`~ChunkAccumulator.feed`) or as server-sent events
+(:meth:`~ChunkAccumulator.feed_sse`, ``[DONE]`` checked before JSON, error
 payloads recognised by :func:`~chunkwise._payloads.parse_error_payload`, the
 one reading of every error shape), and keeps what every chunk may carry: the
 identifying fields (id, model, created, system_fingerprint: assigned once,
@@ -21,7 +21,7 @@ their fields through :class:`~chunkwise._results.ChunkResult`.
 
 A result never changes once handed out: usage is replaced, not updated;
 ``logprobs`` are merged copy-on-write; what
-:meth:`~ChunkAccumulator.feed_chunk` keeps from the caller's mapping is
+:meth:`~ChunkAccumulator.feed` keeps from the caller's mapping is
 copied (see :mod:`chunkwise._payloads`).
 
 Rules kept here (each API's module lists its own after these):
@@ -52,13 +52,6 @@ Rules kept here (each API's module lists its own after these):
    ``x_groq.usage``), the last one winning.
 6. ``logprobs`` merge by extending their lists, copying a merged dict first
    when a snapshot holds it (copy on write: a result never changes).
-7. An event shaped like the last hot-path chunk but for its text is read
-   without JSON (:mod:`chunkwise._templates`), with the hot path's effects
-   exactly.  A hot-path chunk has one choice with no ``finish_reason`` or
-   ``logprobs``, no usage, timings or error, and nothing but its text (which
-   text is the API's: ``_template_slot``); a match applies only while the
-   choice exists and is not finished (the API's ``_templated``), or the event
-   goes the ordinary way.
 
 Nothing fed to the accumulator raises because of what the *server* sent:
 invalid input ends the stream as ``failed`` with a typed error, and everything
@@ -86,7 +79,6 @@ from ._names import warn_renamed
 from ._payloads import DATA_LIMIT, copy_json, load_json, load_object, parse_error_payload, preview
 from ._results import Anomaly, IncompleteReason, Status
 from ._sse import ServerSentEvent
-from ._templates import ChunkTemplate, Path
 from ._timings import take_server_timings
 
 __all__ = ["ChoiceLike", "ChunkAccumulator", "LogprobsOwner", "merge_logprobs"]
@@ -132,7 +124,7 @@ class ChunkAccumulator(Generic[S, R]):
         self._created: int | None = None
         self._fingerprint: str | None = None
         # The keys of those still None: while a server never sends one (OpenAI
-        # sends no system_fingerprint for completions), the hot path only
+        # sends no system_fingerprint for completions), each chunk only
         # looks that key up.
         self._metadata_missing: tuple[str, ...] = METADATA_KEYS
         self._usage: Mapping[str, Any] | None = None
@@ -143,10 +135,6 @@ class ChunkAccumulator(Generic[S, R]):
         self._done = False
         self._ended = False
         self._cache: R | None = None
-        self._template = ChunkTemplate()
-        # A chunk shaped like the template's runs _metadata, changing nothing
-        # but the snapshot (TGI's empty id on every chunk): rule 7's "exactly".
-        self._template_touch = False
 
     # -- what a subclass says ----------------------------------------------
 
@@ -169,24 +157,6 @@ class ChunkAccumulator(Generic[S, R]):
 
     def _choice_closed(self, state: S, events: list[Event]) -> None:
         """The stream ended: ``state`` is as finished as it will be."""
-
-    def _template_slot(
-        self, index: int, choice: dict[str, Any]
-    ) -> tuple[Path, tuple[int, ...]] | None:
-        """Rule 7: where a hot-path choice's text is (from the choice), and what it is for.
-
-        The key (which choice, which tool call) comes back to :meth:`_templated`.
-        """
-        return None
-
-    def _templated(self, state: S, text: str) -> list[Event] | None:
-        """Rule 7: what the hot path does with ``text`` for the template's key.
-
-        ``state`` is the key's choice, started and not finished.  None when
-        the state would send the chunk another way (the call gone): it is
-        then parsed.
-        """
-        return None
 
     def _not_an_object(self, data: str, error: InvalidChunk) -> list[Event]:
         """``data`` is not a JSON object: the stream failed, unless the API knows better."""
@@ -229,15 +199,6 @@ class ChunkAccumulator(Generic[S, R]):
             if data == DONE and self._status == "failed" and not self._done:
                 return []  # rule 1: the server's normal close after its error
             return self._ignore()
-        if self._template.active and kind != "error":
-            text = self._template.match(data)
-            state = None if text is None else self._choices.get(self._template.key[0])
-            if text is not None and state is not None and not state.finished:
-                events = self._templated(state, text)
-                if events is not None:
-                    if self._template_touch:
-                        self._cache = None
-                    return events
         if kind == "error":
             try:
                 payload = load_json(data)
@@ -256,10 +217,7 @@ class ChunkAccumulator(Generic[S, R]):
             chunk = load_object(data)
         except InvalidChunk as exc:
             return self._not_an_object(data, exc)
-        events = self._chunk(chunk, data)
-        if self._template.learning:
-            self._learn(data, chunk)
-        return events
+        return self._chunk(chunk, data)
 
     def feed(self, chunk: Mapping[str, Any]) -> list[Event]:
         """Accumulate one decoded chunk (any mapping).
@@ -325,7 +283,7 @@ class ChunkAccumulator(Generic[S, R]):
     # -- chunks --------------------------------------------------------------
 
     def _chunk(self, chunk: Mapping[str, Any], data: str | None) -> list[Event]:
-        # ``data`` is None when the chunk is the caller's mapping (feed_chunk):
+        # ``data`` is None when the chunk is the caller's mapping (feed):
         # whatever the result keeps from it is then copied, so that the caller
         # changing its mapping later cannot change a result already handed out.
         events: list[Event] = []
@@ -374,38 +332,6 @@ class ChunkAccumulator(Generic[S, R]):
         elif failure is not None:
             events += self.fail(failure)
         return events
-
-    def _learn(self, data: str, chunk: dict[str, Any]) -> None:
-        # Rule 7: a template from a hot-path chunk, checked after _chunk took
-        # it, so the hot path itself pays nothing.
-        choices = chunk.get("choices")
-        if type(choices) is not list or len(choices) != 1:
-            return
-        choice = choices[0]
-        if (
-            type(choice) is not dict
-            or choice.get("finish_reason") is not None
-            or choice.get("logprobs") is not None
-        ):
-            return
-        index = choice.get("index", 0)
-        if type(index) is not int or index < 0:
-            return
-        groq = chunk.get("x_groq")
-        if (
-            "timings" in chunk
-            or "metrics" in chunk
-            or chunk.get("usage") is not None
-            or (type(groq) is dict and groq.get("usage") is not None)
-            or chunk.get("error") is not None
-            or chunk.get("object") == "error"
-        ):
-            return
-        slot = self._template_slot(index, choice)
-        if slot is not None:
-            path, key = slot
-            self._template_touch = any(chunk.get(k) is not None for k in self._metadata_missing)
-            self._template.learn(data, chunk, ("choices", 0, *path), key)
 
     def _take_usage(self, usage: Any, events: list[Event], copy: bool) -> None:
         if isinstance(usage, Mapping):

@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 Everything here takes values a server (or a caller of
-:meth:`~chunkwise.chat.Accumulator.feed_chunk`) chose, so nothing here may fail in
+:meth:`~chunkwise.chat.Accumulator.feed`) chose, so nothing here may fail in
 a way the caller did not ask for:
 
 * :func:`parse_json` makes every way JSON text can fail a :class:`ValueError`.

@@ -5,8 +5,8 @@ Theory of operation
 :class:`Accumulator` is :class:`~chunkwise.chat.Accumulator`'s twin
 for ``POST /completions``, the same chunk accumulator
 (:class:`~chunkwise._chunks.ChunkAccumulator`): it takes chunks as decoded mappings
-(:meth:`~Accumulator.feed_chunk`) or as server-sent events
-(:meth:`~Accumulator.feed_event`, ``[DONE]`` checked before JSON,
+(:meth:`~Accumulator.feed`) or as server-sent events
+(:meth:`~Accumulator.feed_sse`, ``[DONE]`` checked before JSON,
 error payloads recognised by :func:`~chunkwise._payloads.parse_error_payload`,
 the one reading of every error shape).  A chunk's choices carry ``text``
 directly (no ``delta``), kept per ``index``: several prompts, and ``n``, give
@@ -17,15 +17,14 @@ are assigned once, from the first chunk with a valid value: TGI's empty
 A :class:`~chunkwise.completions.Result` never changes once handed out: usage is
 replaced, not updated; ``logprobs`` are merged copy-on-write
 (:func:`~chunkwise._chunks.merge_logprobs`, shared with chat); what
-:meth:`~Accumulator.feed_chunk` keeps from the caller's mapping is
+:meth:`~Accumulator.feed` keeps from the caller's mapping is
 copied.
 
 Rules
 -----
 The rules both chunk APIs share are :mod:`chunkwise._chunks`'s, as for chat:
 the one terminal event (1), the derived status (2), how a choice finishes,
-``[DONE]`` included (3), error payloads (4), usage (5), ``logprobs`` (6), chunk
-templates (7).
+``[DONE]`` included (3), error payloads (4), usage (5), ``logprobs`` (6).
 Legacy completions' own:
 
 1. ``text`` is appended when it is a non-empty string; a non-string is an
@@ -46,7 +45,6 @@ from .._chunks import ChunkAccumulator, merge_logprobs
 from .._errors import InvalidChunk
 from .._events import Event
 from .._payloads import copy_json, preview
-from .._templates import Path
 from .._text import Fragments
 from .events import TextDelta
 from .results import ChoiceResult, Result
@@ -94,38 +92,12 @@ class Accumulator(ChunkAccumulator[ChoiceText, Result]):
         self._counted_anomaly(events, "null event", "data: null carries nothing")
         return events
 
-    def _template_slot(
-        self, index: int, choice: dict[str, Any]
-    ) -> tuple[Path, tuple[int, ...]] | None:
-        return (("text",), (index,)) if type(choice.get("text")) is str else None
-
-    def _templated(self, state: ChoiceText, text: str) -> list[Event] | None:
-        # The hot path of _choice, for the template's choice.
-        if not text:
-            return []
-        self._cache = None
-        state.text.append(text)
-        return [TextDelta(choice_index=state.index, text=text)]
-
     def _choice(
         self, index: int, choice: dict[str, Any], events: list[Event], copy: bool
     ) -> InvalidChunk | None:
         text = choice.get("text")
         finish_reason = choice.get("finish_reason")
         state = self._choices.get(index)
-        if (
-            state is not None
-            and finish_reason is None
-            and type(text) is str
-            and not state.finished
-            and choice.get("logprobs") is None
-        ):
-            # The hot path: text for a choice that already started.
-            if text:
-                state.text.append(text)
-                events.append(TextDelta(choice_index=index, text=text))
-                self._cache = None
-            return None
         if state is None:
             if "text" not in choice and finish_reason is None:
                 return None  # rule 1: a filter annotation starts nothing

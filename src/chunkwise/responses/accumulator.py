@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 :class:`Accumulator` takes the events of a streamed ``POST
-/responses`` one at a time, either already decoded (:meth:`feed_event`, e.g.
+/responses`` one at a time, either already decoded (:meth:`feed`, e.g.
 ``event.model_dump()`` from the official SDK) or as server-sent events
 (:meth:`feed_sse`).  It keeps one state per *output item* and, inside an item,
 per *part*, and builds a :class:`~chunkwise.responses.Result` snapshot on

@@ -1,36 +1,38 @@
-"""Chunk templates (:mod:`chunkwise._templates`): with them or without, the same stream.
+"""Chunk shapes: whatever shape a chunk's text comes in, it is read exactly, at every split.
 
-A chunk shaped like the last hot-path chunk but for its text is read without
-JSON.  That must change nothing but the time taken:
+A chat delta's ``content``, a tool call's ``arguments`` fragment and a
+completion's ``text`` reach the accumulators in many shapes: escaped or raw,
+in chunks the same but for their text or varying elsewhere, beside other
+fields, after a finish.  Chat has one short path, for a delta that carries
+only its ``content`` (:class:`chunkwise.chat.Accumulator`); every other chunk
+goes the general way.  Defended here:
 
-* a differential property: for generated streams of both chunk APIs (texts
+* a differential property on generated streams of both chunk APIs (texts
   with quotes, backslashes, escapes, raw control characters, non-ASCII and
   astral characters, empty texts; key orders, whitespace, extra fields that
-  stay or vary, several choices, finish, usage and error events, tool calls),
-  the events and the result with templates equal those without, through
-  ``feed_event`` and through the byte parsers cut anywhere;
-* a table of what learning refuses, and of the matches a template refuses;
-* on the streams real servers send, templates are actually used, and at most
-  one extra parse is spent on a stream whose chunks vary elsewhere.
-
-"Without templates" is :meth:`ChunkTemplate.learn` replaced by one that
-never learns, so the accumulator takes its ordinary path every time.
+  stay or vary, several choices, finish, usage and error events, tool calls):
+  a chat delta carrying only its text gives the events, the result and the
+  snapshot changes the same delta gives beside a null field (which takes the
+  general path), and the byte parsers cut anywhere give what the whole body
+  gives;
+* streams as real servers send them (the same chunk but for its text; a
+  tool call's arguments in fragments; reasoning beside an empty content)
+  give every text, exactly, at every split;
+* a text reads as :func:`json.loads` reads its chunk: escapes decoded, raw
+  control characters refused.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import Any
-from unittest import mock
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import chunkwise
-from chunkwise._templates import ChunkTemplate
 from helpers import parse_chat, parse_completion, split_at
 
 #: Stands for a text that is written into the data raw, unescaped.
@@ -48,26 +50,6 @@ Event = tuple[str, str]  # (SSE event type, data)
 Accumulator = chunkwise.chat.Accumulator | chunkwise.completions.Accumulator
 
 
-@contextmanager
-def templates_off() -> Iterator[None]:
-    with mock.patch.object(ChunkTemplate, "learn", return_value=False):
-        yield
-
-
-@contextmanager
-def counting_matches() -> Iterator[list[str | None]]:
-    """Every :meth:`ChunkTemplate.match` answer, in order."""
-    answers: list[str | None] = []
-    original = ChunkTemplate.match
-
-    def match(self: ChunkTemplate, data: str) -> str | None:
-        answers.append(original(self, data))
-        return answers[-1]
-
-    with mock.patch.object(ChunkTemplate, "match", match):
-        yield answers
-
-
 # -- generated streams -----------------------------------------------------------
 
 
@@ -80,9 +62,52 @@ def choice_of(api: str, index: int, text: Any, finish: str | None, tool: int | N
     return {"index": index, "delta": {"tool_calls": [call]}, "finish_reason": finish}
 
 
+def padded(choices: Any) -> Any:
+    """The same chat choices, each delta beside a null ``refusal``.
+
+    A null ``refusal`` is no value, so it changes nothing but the path: a
+    delta with more than its content goes the general way.
+    """
+    if type(choices) is not list:
+        return choices
+    out = []
+    for choice in choices:
+        delta = choice.get("delta") if type(choice) is dict else None
+        if type(delta) is dict:
+            choice = {**choice, "delta": {"refusal": None, **delta}}
+        out.append(choice)
+    return out
+
+
+def fed_generally(events: Sequence[Event], structured: bool) -> tuple[Any, Any]:
+    """:func:`fed`, each chat chunk decoded and padded (:func:`padded`), fed as a mapping.
+
+    Data that is not a JSON object (``[DONE]``, what a raw text broke) and
+    error events are fed as they are.
+    """
+    accumulator = new_accumulator("chat", structured)
+    out: list[chunkwise.Event] = []
+    kept: list[bool] = []
+    snapshot = accumulator.result
+    for kind, data in events:
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            chunk = None
+        if kind == "message" and type(chunk) is dict:
+            chunk["choices"] = padded(chunk.get("choices"))
+            out += accumulator.feed(chunk)
+        else:
+            out += accumulator.feed_sse(chunkwise.ServerSentEvent(event=kind, data=data))
+        kept.append(accumulator.result is snapshot)
+        snapshot = accumulator.result
+    out += accumulator.end()
+    return (out, kept), accumulator.result
+
+
 @st.composite
 def streams(draw: st.DrawFn, api: str) -> list[Event]:
-    """A stream of one API as (event type, data) pairs, mostly hot-path chunks."""
+    """A stream of one API as (event type, data) pairs, mostly plain text chunks."""
     separators = draw(st.sampled_from([(",", ":"), (", ", ": "), (",", " : ")]))
     ascii_only = draw(st.booleans())
     top = draw(st.permutations(["id", "object", "created", "model", "choices", "extra"]))
@@ -112,7 +137,7 @@ def streams(draw: st.DrawFn, api: str) -> list[Event]:
             data = data.replace(f'"{RAW}"', f'"{raw}"')
         return data
 
-    # Mostly one choice and one kind of text, so that templates are learned and used.
+    # Mostly one choice and one kind of text, as real streams are.
     usual_tool = draw(st.sampled_from([None, 0])) if api == "chat" else None
     events: list[Event] = []
     if api == "chat":
@@ -150,7 +175,12 @@ KINDS = (
 
 
 def one_chunk(
-    api: str, kind: str, index: int, tool: int | None, text: str, render: Callable[..., str]
+    api: str,
+    kind: str,
+    index: int,
+    tool: int | None,
+    text: str,
+    render: Callable[..., str],
 ) -> Event:
     """One event of a kind (see :data:`KINDS`), with this text."""
     if kind == "raw":  # the text written unescaped: maybe not JSON, maybe other JSON
@@ -217,37 +247,33 @@ def parsed(api: str, reads: Sequence[bytes]) -> tuple[Any, Any]:
     return parse_completion(reads) if api == "completions" else parse_chat(reads)
 
 
-def same_with_and_without(run: Callable[[], tuple[Any, Any]]) -> None:
-    with_templates = run()
-    with templates_off():
-        without = run()
-    assert with_templates == without
-
-
 # -- the differential property -----------------------------------------------------
 
 
-@pytest.mark.parametrize("api", ["completions", "chat"])
 @settings(max_examples=300, deadline=None)
 @given(data=st.data())
-def test_templates_change_no_event_and_no_result_through_feed_event(
-    api: str, data: st.DataObject
+def test_a_chat_delta_of_only_its_text_gives_what_the_general_path_gives(
+    data: st.DataObject,
 ) -> None:
-    events = data.draw(streams(api))
-    structured = api == "chat" and data.draw(st.booleans())
-    same_with_and_without(lambda: fed(api, events, structured))
+    """A delta carrying only its text (chat's short path) has exactly the effects of the same
+    delta beside a null field: the same events, result and snapshot changes, whatever the text.
+    """
+    events = data.draw(streams("chat"))
+    structured = data.draw(st.booleans())
+    assert fed("chat", events, structured) == fed_generally(events, structured)
 
 
 @pytest.mark.parametrize("api", ["completions", "chat"])
 @settings(max_examples=150, deadline=None)
 @given(data=st.data())
-def test_templates_change_nothing_through_the_byte_parser_cut_anywhere(
+def test_a_generated_stream_cut_anywhere_gives_what_the_whole_body_gives(
     api: str, data: st.DataObject
 ) -> None:
+    """Split invariance: however the bytes of a stream are cut into reads, whatever its chunks'
+    texts hold, the byte parser gives the events and result of the whole body."""
     body = body_of(data.draw(streams(api)))
     cuts = data.draw(st.lists(st.integers(0, len(body)), max_size=8))
-    reads = split_at(body, cuts)
-    same_with_and_without(lambda: parsed(api, reads))
+    assert parsed(api, split_at(body, cuts)) == parsed(api, [body])
 
 
 def plain_stream(api: str, texts: Sequence[str]) -> list[Event]:
@@ -265,100 +291,55 @@ def plain_stream(api: str, texts: Sequence[str]) -> list[Event]:
 
 
 @pytest.mark.parametrize("api", ["completions", "chat"])
-def test_every_split_of_a_templated_stream_gives_what_the_whole_body_gives(api: str) -> None:
+def test_every_split_of_a_stream_the_same_but_for_its_text_gives_what_the_whole_body_gives(
+    api: str,
+) -> None:
+    """Chunks repeating but for their text (quotes, backslashes, escapes, astral characters
+    among them) give every text exactly, whatever read boundary cuts them."""
     texts = ["Hello", ", ", "wörld", " 🙂", "", ' "quoted"', "\\", "tab\there", "東京", "!"]
     body = body_of(plain_stream(api, texts))
     whole = parsed(api, [body])
-    with templates_off():
-        assert parsed(api, [body]) == whole
     assert whole[1].status == "complete"
+    assert (whole[1].text if api == "completions" else whole[1].content) == "".join(texts)
     for cut in range(len(body) + 1):
         assert parsed(api, split_at(body, [cut])) == whole, cut
 
 
-# -- templates are used, and learning is bounded ---------------------------------
+def test_a_tool_calls_arguments_in_fragments_are_joined_exactly() -> None:
+    """Each ``{"index", "function": {"arguments"}}`` fragment continues its call, escaped
+    quotes included, through the bytes as through decoded chunks."""
 
-
-@pytest.mark.parametrize("api", ["completions", "chat"])
-def test_a_stream_the_same_but_for_its_text_is_read_by_template(api: str) -> None:
-    texts = [f" word{i}" for i in range(50)]
-    with counting_matches() as answers:
-        _, result = fed(api, plain_stream(api, texts))
-    # The opening chunk (an empty text) teaches the template, every text
-    # chunk matches it, the finish chunk misses it.
-    assert answers == [*texts, None]
-    assert (result.text if api == "completions" else result.content) == "".join(texts)
-
-
-@pytest.mark.parametrize("api", ["completions", "chat"])
-def test_a_stream_whose_chunks_vary_elsewhere_spends_one_extra_parse(api: str) -> None:
-    events = plain_stream(api, [f" w{i}" for i in range(20)])
-    varied = [
-        (kind, data.replace('"id": "x-1"', f'"id": "x-1", "obfuscation": "{i:03d}"'))
-        for i, (kind, data) in enumerate(events)
-    ]
-    loads = json.loads
-    parses: list[str] = []
-
-    def counted(text: str, *args: Any, **kwargs: Any) -> Any:
-        parses.append(text)
-        return loads(text, *args, **kwargs)
-
-    with counting_matches() as answers, mock.patch("json.loads", counted):
-        outcome = fed(api, varied)
-    assert answers == [None]  # learned once, missed once, never tried again
-    assert len(parses) == 1  # the one verification
-    with templates_off():
-        assert fed(api, varied) == outcome
-
-
-@pytest.mark.parametrize("api", ["completions", "chat"])
-def test_a_result_snapshot_is_rebuilt_when_it_would_be_without_templates(api: str) -> None:
-    # TGI sends an empty id on every chunk: no id, but the accumulator looks
-    # at it each time, and a completion's snapshot is rebuilt even for an
-    # empty text.
-    events = [
-        (kind, data.replace('"id": "x-1"', '"id": ""'))
-        for kind, data in plain_stream(api, ["a", "", "b", "", ""])
-    ]
-    with counting_matches() as answers:
-        same_with_and_without(lambda: fed(api, events))
-    assert answers.count("") >= 2
-
-
-def test_a_tool_calls_arguments_are_read_by_template() -> None:
     def chunk(call: Any) -> str:
         choice = {"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": None}
         return json.dumps({"id": "c", "choices": [choice]}, separators=(",", ":"))
 
     start = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "f"}}
     pieces = ['{"a"', ": ", "1", ", ", '"b": "x"', "}"]
-    events = [("message", chunk(start))]
-    events += [("message", chunk({"index": 0, "function": {"arguments": p}})) for p in pieces]
-    events += [("message", "[DONE]")]
+    chunks = [chunk(start)]
+    chunks += [chunk({"index": 0, "function": {"arguments": p}}) for p in pieces]
+    body = "".join(f"data: {text}\n\n" for text in [*chunks, "[DONE]"]).encode()
     tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
 
-    def run() -> tuple[Any, Any]:
-        accumulator = chunkwise.chat.Accumulator(tools=tools)
-        out: list[chunkwise.Event] = []
-        for kind, data in events:
-            out += accumulator.feed_sse(chunkwise.ServerSentEvent(event=kind, data=data))
-        return out, accumulator.result
+    accumulator = chunkwise.chat.Accumulator(tools=tools)
+    general_events: list[chunkwise.Event] = []
+    for text in chunks:
+        general_events += accumulator.feed(json.loads(text))
+    general_events += accumulator.feed_sse(chunkwise.ServerSentEvent(data="[DONE]"))
+    general = (general_events, accumulator.result)
+    events, result = parse_chat([body], tools=tools)
+    assert (events, result) == general
+    call = result.choices[0].tool_calls[0]
+    assert call.parse_arguments() == {"a": 1, "b": "x"}
+    fragments = [e.fragment for e in events if type(e) is chunkwise.chat.ToolCallArgumentsDelta]
+    assert fragments == pieces
+    for cut in range(len(body) + 1):
+        assert parse_chat(split_at(body, [cut]), tools=tools) == general, cut
 
-    with counting_matches() as answers:
-        outcome = run()
-    # Learned from ": "; the escaped '"b": "x"' is read by JSON's scanner
-    # (rule 3); [DONE] misses.
-    assert answers == ["1", ", ", '"b": "x"', "}", None]
-    assert outcome[1].choices[0].tool_calls[0].parse_arguments() == {"a": 1, "b": "x"}
-    same_with_and_without(run)
 
-
-# -- a template is only for chunks with nothing but their text --------------------
+# -- reasoning beside an empty content ---------------------------------------------
 
 # Reasoning tokens, some repeated as models repeat them: a chunk identical to
-# the one before (the first two too, so a template would be learned from the
-# first and match the second), but for a field that is not the text.
+# the one before (the first two too), but for a field that is not the content.
 THINKING = ["\n", "\n", "Let", " me", " me", " think", ".", ".", "\n\n", "\n\n", "Done"]
 ANSWER = ["The", " answer", " answer", "."]
 
@@ -367,11 +348,11 @@ ANSWER = ["The", " answer", " answer", "."]
 @pytest.mark.parametrize("beside", ["", None], ids=["empty content", "null content"])
 @pytest.mark.parametrize("reasoning_first", [False, True], ids=["content first", "field first"])
 @pytest.mark.parametrize("separators", [(", ", ": "), (",", ":")], ids=["spaced", "compact"])
-def test_reasoning_beside_an_empty_content_is_never_read_by_a_content_template(
+def test_reasoning_beside_an_empty_content_is_kept_whole_at_every_split(
     field: str, beside: str | None, reasoning_first: bool, separators: tuple[str, str]
 ) -> None:
-    """A template may read only chunks whose delta is their text alone; a reasoning token beside
-    ``"content": ""`` (DeepSeek, vLLM) goes the general way, so every token is kept.
+    """A reasoning token beside ``"content": ""`` or a null content (DeepSeek, vLLM) is kept,
+    every repeated token too, through the bytes cut anywhere as through decoded chunks.
     """
 
     def data(content: str | None, reasoning: str | None) -> str:
@@ -387,7 +368,7 @@ def test_reasoning_beside_an_empty_content_is_never_read_by_a_content_template(
     stop = {"index": 0, "delta": {}, "logprobs": None, "finish_reason": "stop"}
     chunks.append(json.dumps({"id": "chatcmpl-r", "model": "m", "choices": [stop]}))
     body = "".join(f"data: {text}\n\n" for text in [*chunks, "[DONE]"]).encode()
-    # The general path: decoded chunks (feed_chunk never reads by template).
+    # Decoded chunks, fed as mappings.
     accumulator = chunkwise.chat.Accumulator()
     general_events: list[chunkwise.Event] = []
     for text in chunks:
@@ -406,113 +387,57 @@ def test_reasoning_beside_an_empty_content_is_never_read_by_a_content_template(
         assert parse_chat(split_at(body, [cut, cut + 11])) == general, cut
 
 
-# -- what learning refuses, what a match refuses ----------------------------------
-
-TEXT_PATH = ("choices", 0, "text")
-
-
-@pytest.mark.parametrize(
-    ("data", "learned"),
-    [
-        pytest.param('{"id":"c","choices":[{"text":"hi","index":0}]}', True, id="plain"),
-        pytest.param('{"choices":[{"text":""}],"id":"c"}', True, id="empty text, unique"),
-        pytest.param('{"id":"c","choices":[{"text":"a\\"b"}]}', False, id="escaped quote"),
-        pytest.param('{"id":"c","choices":[{"text":"a\\\\b"}]}', False, id="escaped backslash"),
-        pytest.param('{"id":"c","choices":[{"text":"a\\nb"}]}', False, id="escaped newline"),
-        pytest.param('{"id":"c","choices":[{"text":"caf\\u00e9"}]}', False, id="ensure_ascii"),
-        pytest.param('{"id":"c","choices":[{"text":"a\\/b"}]}', False, id="escaped solidus"),
-        pytest.param('{"id":"hi","choices":[{"text":"hi"}]}', False, id="text is the id"),
-        pytest.param('{"model":"hi","choices":[{"text":"hi"}]}', False, id="text is the model"),
-        pytest.param('{"choices":[{"hi":1,"text":"hi"}]}', False, id="text is a key"),
-        pytest.param('{"choices":[{"text":""}],"id":""}', False, id="empty text, twice"),
-        pytest.param('{"choices":[{"text":","}],"a":"x","b":"y"}', False, id="text is structure"),
-        # The only unescaped literal is not the text: the probe shows it.
-        pytest.param('{"id":"hi","choices":[{"text":"h\\u0069"}]}', False, id="probe: the id"),
-        pytest.param('{"choices":[{"text":"x","text":"x"}]}', False, id="repeated key, twice"),
-        pytest.param(
-            '{"choices":[{"text":"h\\u0069","text":"hi"}]}', True, id="repeated key, last wins"
-        ),
-        pytest.param(
-            '{"choices":[{"text":"hi","text":"h\\u0069"}]}', False, id="probe: overridden key"
-        ),
-    ],
-)
-def test_learning_refuses_what_it_cannot_prove(data: str, learned: bool) -> None:
-    template = ChunkTemplate()
-    assert template.learn(data, json.loads(data), TEXT_PATH, (0,)) is learned
-    assert template.active is learned
-
-
-def test_a_probe_mismatch_stops_learning_and_a_cheap_refusal_does_not() -> None:
-    template = ChunkTemplate()
-    escaped = '{"choices":[{"text":"caf\\u00e9"}]}'
-    assert not template.learn(escaped, json.loads(escaped), TEXT_PATH, (0,))
-    assert template.learning  # no parse was spent
-    overridden = '{"choices":[{"text":"hi","text":"h\\u0069"}]}'
-    assert not template.learn(overridden, json.loads(overridden), TEXT_PATH, (0,))
-    assert not template.learning  # one parse spent: no more this stream
-
+# -- a text reads as JSON reads it ------------------------------------------------
 
 PREFIX, SUFFIX = '{"choices":[{"text":"', '","index":0}]}'
 
 
 @pytest.mark.parametrize(
-    ("middle", "matched"),
+    "middle",
     [
-        ("plain words", True),
-        ("", True),
-        ("é東🙂\u2028\x7f", True),  # not control characters in JSON's sense
-        ("a/b", True),
-        ('a"b', False),
-        ('","index":1}]}{"x":"', False),
-        # Escapes: read by JSON's scanner when the literal closes where the suffix begins.
-        ("a\\nb", True),
-        ("a\\u0041", True),
-        ('a\\"b', True),
-        ("a\\\\", True),  # an escaped backslash last: the next quote closes it
-        ("\\ud83d\\ude42 \\ud800", True),  # a pair, and a lone surrogate as json.loads reads it
-        ("a\\", False),  # the backslash escapes the suffix's quote
-        ('a\\"', True),  # an escaped quote last, then the suffix's closes it
-        ("a\\x", False),  # not an escape
-        ("a\\u00", False),
-        ('a\\n","index":0}]}{"x":"', False),  # the literal closes early
-        *((f"a{chr(c)}b", False) for c in range(0x20)),
-        *((f"a\\n{chr(c)}", False) for c in range(0x20)),  # strict: no raw control characters
+        "plain words",
+        "",
+        "é東🙂\u2028\x7f",  # not control characters in JSON's sense
+        "a/b",
+        'a"b',
+        '","index":1}]}{"x":"',
+        "a\\nb",
+        "a\\u0041",
+        'a\\"b',
+        "a\\\\",  # an escaped backslash last: the next quote closes the string
+        "\\ud83d\\ude42 \\ud800",  # a pair, and a lone surrogate as json.loads reads it
+        "a\\",  # the backslash escapes the closing quote
+        'a\\"',  # an escaped quote last, then the closing one
+        "a\\x",  # not an escape
+        "a\\u00",
+        'a\\n","index":0}]}{"x":"',  # the string closes early
+        '","text":"over',  # a repeated key, the last one winning (or another field)
+        '","content":"over',
+        *(f"a{chr(c)}b" for c in range(0x20)),  # strict: no raw control characters
+        *(f"a\\n{chr(c)}" for c in range(0x20)),
     ],
 )
-def test_a_match_takes_only_a_middle_json_reads_as_itself(middle: str, matched: bool) -> None:
-    template = ChunkTemplate()
-    learned = PREFIX + "hi" + SUFFIX
-    assert template.learn(learned, json.loads(learned), TEXT_PATH, (0,))
-    data = PREFIX + middle + SUFFIX
-    want = json.loads(data)["choices"][0]["text"] if matched else None
-    assert template.match(data) == want
-    assert template.active is matched
-
-
-@pytest.mark.parametrize(
-    "data",
-    [
-        PREFIX + SUFFIX[1:],  # prefix and suffix overlap
-        PREFIX + "x" + SUFFIX + " ",
-        " " + PREFIX + "x" + SUFFIX,
-        PREFIX + "x" + SUFFIX.replace("0", "1"),
-    ],
-)
-def test_data_that_is_not_prefix_middle_suffix_misses(data: str) -> None:
-    template = ChunkTemplate()
-    learned = PREFIX + "hi" + SUFFIX
-    assert template.learn(learned, json.loads(learned), TEXT_PATH, (0,))
-    assert template.match(data) is None
-
-
-def test_a_template_that_matched_may_be_replaced_one_that_did_not_may_not() -> None:
-    template = ChunkTemplate()
-    learned = PREFIX + "hi" + SUFFIX
-    assert template.learn(learned, json.loads(learned), TEXT_PATH, (0,))
-    assert template.match(PREFIX + "x" + SUFFIX) == "x"
-    assert template.match("{}") is None
-    assert template.learning  # it saved a parse: the next one may be spent
-    assert template.learn(learned, json.loads(learned), TEXT_PATH, (0,))
-    assert template.match("{}") is None
-    assert not template.learning
+@pytest.mark.parametrize("api", ["completions", "chat"])
+def test_a_text_reads_exactly_as_json_reads_its_chunk(api: str, middle: str) -> None:
+    """A text written raw into its chunk is what :func:`json.loads` (strict) reads there: escapes
+    decoded, a quote closing it; data JSON refuses fails the stream with an InvalidChunk."""
+    prefix, suffix = PREFIX, SUFFIX
+    if api == "chat":
+        prefix = '{"choices":[{"delta":{"content":"'
+        suffix = '"},"index":0}]}'
+    data = prefix + middle + suffix
+    accumulator = new_accumulator(api)
+    accumulator.feed_sse(chunkwise.ServerSentEvent(data=prefix + "opening" + suffix))
+    accumulator.feed_sse(chunkwise.ServerSentEvent(data=data))
+    result = accumulator.result
+    try:
+        chunk = json.loads(data)
+    except ValueError:
+        assert result.status == "failed"
+        assert isinstance(result.error, chunkwise.errors.InvalidChunk)
+        return
+    choice = chunk["choices"][0]
+    text = choice["text"] if api == "completions" else choice["delta"].get("content")
+    want = "opening" + (text if type(text) is str else "")
+    got = result.text if isinstance(result, chunkwise.completions.Result) else result.content
+    assert (result.status, got) == ("streaming", want)
