@@ -3,7 +3,7 @@
 With the SDK, ``client.chat.completions.create(..., stream=True)`` yields
 ``ChatCompletionChunk`` objects; each one, as a mapping, goes to
 ``chunkwise.chat.Accumulator().feed_chunk(...)``, which turns the deltas into
-stream events and a ``ChatResult`` (text, tool calls with parsed arguments,
+stream events and a ``chat.Result`` (text, tool calls with parsed arguments,
 usage and an honest status).
 
 By default this runs offline: it replays a recording shipped in

@@ -58,6 +58,17 @@ class Client:
     ``async with`` block is left).
     """
 
+    #: :func:`chunkwise.chat.open_stream` and :func:`~chunkwise.chat.complete`
+    #: on this client's connections.
+    chat: ClientChat
+    #: :func:`chunkwise.responses.open_stream`, :func:`~chunkwise.responses.complete`,
+    #: :func:`~chunkwise.responses.attach` and :func:`~chunkwise.responses.cancel`
+    #: on this client's connections (resumptions and polls too).
+    responses: ClientResponses
+    #: :func:`chunkwise.completions.open_stream` and
+    #: :func:`~chunkwise.completions.complete` on this client's connections.
+    completions: ClientCompletions
+
     def __init__(
         self,
         endpoint: Endpoint,
@@ -76,15 +87,8 @@ class Client:
                 idle_expiry=idle_expiry,
             )
         )
-        #: :func:`chunkwise.chat.open_stream` and :func:`~chunkwise.chat.complete`
-        #: on this client's connections.
         self.chat = ClientChat(endpoint, self._pool)
-        #: :func:`chunkwise.responses.open_stream`, :func:`~chunkwise.responses.complete`,
-        #: :func:`~chunkwise.responses.attach` and :func:`~chunkwise.responses.cancel`
-        #: on this client's connections (resumptions and polls too).
         self.responses = ClientResponses(endpoint, self._pool)
-        #: :func:`chunkwise.completions.open_stream` and
-        #: :func:`~chunkwise.completions.complete` on this client's connections.
         self.completions = ClientCompletions(endpoint, self._pool)
 
     @property
@@ -98,7 +102,7 @@ class Client:
 
         ``stats.reused_total`` growing while ``stats.opened_total`` stays put is
         connection reuse at work; each step is also logged at DEBUG on the
-        ``chunkwise`` logger (see :doc:`client`).
+        ``chunkwise`` logger (see :doc:`/client`).
         """
         return self._pool.stats()
 

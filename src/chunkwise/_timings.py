@@ -73,7 +73,7 @@ class GapStatistics:
 
     ``count``, ``mean`` and ``max`` are exact; ``p50``, ``p90`` and ``p99``
     are nearest-rank quantiles read from a log-bucket histogram, within 2.5 %
-    of the exact value (see :doc:`timings`).
+    of the exact value (see :doc:`/timings`).
     """
 
     count: int
@@ -156,13 +156,13 @@ class GapHistogram:
 
 @attrs.frozen(kw_only=True)
 class Timings:
-    """When each part of a streamed answer arrived (see :doc:`timings`).
+    """When each part of a streamed answer arrived (see :doc:`/timings`).
 
     Every figure but ``started`` is in seconds since ``started``, or ``None``
     when the stream never got there.  Figures come from trio's clock
     (:func:`trio.current_time`); a read's events share the read's stamp, when
     its bytes reached this host where the transport can tell (plain TCP on
-    Linux), else when the read returned (see :doc:`timings`).
+    Linux), else when the read returned (see :doc:`/timings`).
 
     Attributes:
         started: When the attempt that streamed began (trio's clock, seconds):
