@@ -203,9 +203,9 @@ async def test_json_lines(capsys: pytest.CaptureFixture[str]) -> None:
     assert err == ""
     documents = [json.loads(line) for line in out.splitlines()]
     types = [d["type"] for d in documents]
-    assert types[0] == "ResponseStarted"
+    assert types[0] == "HeadReceived"
     assert types[-1] == "StreamCompleted"
-    assert types.count("ContentDelta") == 2
+    assert types.count("TextDelta") == 2
     assert "ChoiceFinished" in types
     assert "UsageReported" in types
     assert documents[-1]["result"]["status"] == "complete"
