@@ -127,6 +127,17 @@ async def test_each_background_response_has_its_own_id() -> None:
     assert first["id"].startswith("resp_") and second["id"].startswith("resp_")
 
 
+async def test_a_percent_encoded_id_reaches_its_response() -> None:
+    # A client quotes the id as one path segment; the server reads it decoded.
+    async with server() as send:
+        response_id = document(await send("POST", "/v1/responses", create()))["id"]
+        encoded = "".join(f"%{ord(c):02X}" for c in response_id)
+        got = await send("GET", f"/v1/responses/{encoded}")
+        cancel = await send("POST", f"/v1/responses/{encoded}/cancel")
+    assert got.status == 200 and document(got)["id"] == response_id
+    assert cancel.status in (200, 400)  # cancelled, or already finished: found either way
+
+
 async def test_a_background_create_is_answered_queued_then_polled_to_its_end(
     autojump_clock: trio.testing.MockClock,
 ) -> None:

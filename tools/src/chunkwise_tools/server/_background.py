@@ -61,7 +61,7 @@ import itertools
 import random
 from collections.abc import Mapping, Sequence
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, unquote
 
 import trio
 
@@ -265,7 +265,8 @@ class ResponseStore:
     ) -> None:
         """``GET /v1/responses/{id}`` or ``POST /v1/responses/{id}/cancel`` (rules 3-5)."""
         path, _, query = request.target.partition("?")
-        response_id = path.split("/")[3]
+        # The id is one path segment, percent-encoded as a client quotes it.
+        response_id = unquote(path.split("/")[3])
         run = self.get(response_id)
         if run is None:
             await send_error(
