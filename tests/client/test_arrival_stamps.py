@@ -81,23 +81,26 @@ def _two_token_server(
 
 @pytest.mark.skipif(not SUPPORTED, reason="kernel receive timestamps: 64-bit Linux only")
 async def test_a_late_reader_stamps_the_bytes_arrival_not_its_own_turn() -> None:
-    go, written = threading.Event(), threading.Event()
-    with _two_token_server(go, written) as (base_url, failures):
-        endpoint = chunkwise.Endpoint(base_url, retries=chunkwise.Retries(max_retries=0))
-        async with chunkwise.chat.open_stream(endpoint, REQUEST) as stream:
-            async for event in stream:
-                if isinstance(event, chunkwise.chat.TextDelta) and event.text == "one ":
-                    go.set()
-                    assert written.wait(10)
-                    known_there = trio.current_time()  # token two is in the socket by now
-                    time.sleep(HOLD_UP)  # noqa: ASYNC251 - on purpose: the reader runs late
-            result = await stream.result()
-        assert not failures
-    timings = result.timings
-    assert timings is not None and timings.last_output is not None
-    assert result.content == "one two"
-    # The clock when the read returned would be at least known_there + HOLD_UP.
-    assert timings.started + timings.last_output <= known_there + 0.001
+    # Stamping is turned on for the host a moment after the first socket asks:
+    # token two's read must not go unstamped and fall back to the clock.
+    async with _kernel_stamping():
+        go, written = threading.Event(), threading.Event()
+        with _two_token_server(go, written) as (base_url, failures):
+            endpoint = chunkwise.Endpoint(base_url, retries=chunkwise.Retries(max_retries=0))
+            async with chunkwise.chat.open_stream(endpoint, REQUEST) as stream:
+                async for event in stream:
+                    if isinstance(event, chunkwise.chat.TextDelta) and event.text == "one ":
+                        go.set()
+                        assert written.wait(10)
+                        known_there = trio.current_time()  # token two is in the socket by now
+                        time.sleep(HOLD_UP)  # noqa: ASYNC251 - on purpose: the reader runs late
+                result = await stream.result()
+            assert not failures
+        timings = result.timings
+        assert timings is not None and timings.last_output is not None
+        assert result.content == "one two"
+        # The clock when the read returned would be at least known_there + HOLD_UP.
+        assert timings.started + timings.last_output <= known_there + 0.001
 
 
 async def test_only_a_plain_tcp_stream_is_stamped_by_the_kernel() -> None:
