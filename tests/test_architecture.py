@@ -38,49 +38,49 @@ LIBRARY_FACES = {
 #: Layers 1-3: no trio, no network; usable on chunks decoded by another client.
 SANS_IO = {
     "chunkwise",
-    "chunkwise._anomalies",
+    "chunkwise._core.anomalies",
     "chunkwise.chat",
     "chunkwise.chat.accumulator",
     "chunkwise.chat.choices",
     "chunkwise.chat.events",
     "chunkwise.chat.parser",
     "chunkwise.chat.results",
-    "chunkwise._chunks",
+    "chunkwise._core.chunks",
     "chunkwise.completions",
     "chunkwise.completions.accumulator",
     "chunkwise.completions.events",
     "chunkwise.completions.parser",
     "chunkwise.completions.results",
-    "chunkwise._errors",
-    "chunkwise._events",
-    "chunkwise._json_patches",
-    "chunkwise._names",
-    "chunkwise._json_states",
-    "chunkwise._parser",
-    "chunkwise._partial_json",
-    "chunkwise._payloads",
+    "chunkwise._core.errors",
+    "chunkwise._core.events",
+    "chunkwise._core.json_patches",
+    "chunkwise._core.names",
+    "chunkwise._core.json_states",
+    "chunkwise._core.parser",
+    "chunkwise._core.partial_json",
+    "chunkwise._core.payloads",
     "chunkwise.responses",
     "chunkwise.responses.accumulator",
     "chunkwise.responses.events",
     "chunkwise.responses.items",
     "chunkwise.responses.parser",
     "chunkwise.responses.results",
-    "chunkwise._results",
-    "chunkwise._sse",
-    "chunkwise._structured",
-    "chunkwise._text",
-    "chunkwise._timings",
-    "chunkwise._tools",
-    "chunkwise._util",
-    "chunkwise._version",
+    "chunkwise._core.results",
+    "chunkwise._core.sse",
+    "chunkwise._core.structured",
+    "chunkwise._core.text",
+    "chunkwise._core.timings",
+    "chunkwise._core.tools",
+    "chunkwise._core.util",
+    "chunkwise._core.version",
     "chunkwise.errors",
     "chunkwise.types",
-    "chunkwise._headers",
+    "chunkwise._core.headers",
     # configuration: what an Endpoint holds, validated without I/O
-    "chunkwise._checks",
-    "chunkwise._endpoint",
-    "chunkwise._proxy",
-    "chunkwise._retries",
+    "chunkwise._core.checks",
+    "chunkwise._core.endpoint",
+    "chunkwise._core.proxy",
+    "chunkwise._core.retries",
 }
 #: Third-party packages a sans-IO module may import: attrs, and optional extras
 #: imported where they are used.
@@ -312,7 +312,7 @@ def test_rule_3_testing_is_a_face_over_its_own_modules() -> None:
         for imp in INTERNAL
         if imp.importer == "chunkwise.testing"
         and not within(imp.imported, "chunkwise.testing")
-        and imp.imported != "chunkwise._names"
+        and imp.imported != "chunkwise._core.names"
     ]
     assert bad == []
 
@@ -506,10 +506,10 @@ def test_rule_5_the_dependency_rule_sees_each_way_in(code: str) -> None:
     assert not list(dependency_privates(ast.parse("getattr(obj, '__module__', None)")))
 
 
-#: Where transport errors are converted into chunkwise's (``chunkwise._http``'s
+#: Where transport errors are converted into chunkwise's (``chunkwise._net.http``'s
 #: "Where errors are converted"); ``_arrivals`` only falls back when the kernel
 #: refuses its stamps.  The tools (``_cli``, ``_server``) are not the library.
-CONVERTERS = {"chunkwise._connect", "chunkwise._http11", "chunkwise._arrivals"}
+CONVERTERS = {"chunkwise._net.connect", "chunkwise._net.http11", "chunkwise._net.arrivals"}
 TRANSPORT_EXCEPTIONS = ("OSError", "h11.", "ssl.", "socket.")
 
 
