@@ -500,7 +500,9 @@ def run_live_tool_preview(reads: Sequence[bytes]) -> Any:
 
 def _previews_off(run: Callable[[Sequence[bytes]], Any]) -> Callable[[Sequence[bytes]], Any]:
     """``run`` with chunkwise's previews switched off: a counterfactual, for information."""
-    from chunkwise import _partial_json  # the bench reaches inside, on purpose and only here
+    from chunkwise._core import (
+        partial_json as _partial_json,  # the bench reaches inside, on purpose and only here
+    )
 
     def without(reads: Sequence[bytes]) -> Any:
         feed = _partial_json.LiveJSON.feed

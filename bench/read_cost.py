@@ -17,7 +17,7 @@ floor
 bench path
     what ``chunkwise bench`` does per request (``chunkwise_tools/bench/_runner.py``'s
     ``_measure``): ``send_http_request`` on a pool, ``receive_some`` per read,
-    a :class:`~chunkwise._timings.TimingRecorder` stamp and the chat parser's
+    a :class:`~chunkwise._core.timings.TimingRecorder` stamp and the chat parser's
     ``feed``.
 http only (info)
     the same without the parser and the recorder: the HTTP layer's share.
@@ -38,12 +38,12 @@ from typing import Any
 import trio
 
 from chunkwise import chat
-from chunkwise._endpoint import Endpoint
-from chunkwise._http import send_http_request
-from chunkwise._pool import ConnectionPool, PoolSettings
-from chunkwise._retries import Retries
-from chunkwise._timings import TimingRecorder
-from chunkwise._trace import Timed
+from chunkwise._core.endpoint import Endpoint
+from chunkwise._core.retries import Retries
+from chunkwise._core.timings import TimingRecorder
+from chunkwise._net.http import send_http_request
+from chunkwise._net.pool import ConnectionPool, PoolSettings
+from chunkwise._net.trace import Timed
 
 TOKENS = 100
 

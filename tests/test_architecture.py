@@ -4,11 +4,18 @@ the tools (``tools/src/chunkwise_tools``: the command line, the emulator, bench)
 Checked by walking every module's imports with :mod:`ast`, function-local imports
 included, so a cycle cannot hide inside a function.  The library never imports
 the tools; the tools use only the library's faces (:mod:`chunkwise`,
-:mod:`chunkwise.testing`, :mod:`chunkwise.lowlevel`)."""
+:mod:`chunkwise.testing`, :mod:`chunkwise.lowlevel`).
+
+In the library, the folders are the import rules (ARCHITECTURE.md, rule 1):
+``_core/`` imports only the standard library, attrs and itself; an API namespace
+imports the core (and, in its ``_stream`` module only, the trio layer) and never
+another namespace; ``_net/`` imports the core, trio and h11.  So what is sans-IO
+is read from where a module lives, not from a list kept by hand."""
 
 from __future__ import annotations
 
 import ast
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,56 +42,29 @@ LIBRARY_FACES = {
     "chunkwise.types",
 }
 
-#: Layers 1-3: no trio, no network; usable on chunks decoded by another client.
-SANS_IO = {
-    "chunkwise",
-    "chunkwise._anomalies",
-    "chunkwise.chat",
-    "chunkwise.chat.accumulator",
-    "chunkwise.chat.choices",
-    "chunkwise.chat.events",
-    "chunkwise.chat.parser",
-    "chunkwise.chat.results",
-    "chunkwise._chunks",
-    "chunkwise.completions",
-    "chunkwise.completions.accumulator",
-    "chunkwise.completions.events",
-    "chunkwise.completions.parser",
-    "chunkwise.completions.results",
-    "chunkwise._errors",
-    "chunkwise._events",
-    "chunkwise._json_patches",
-    "chunkwise._names",
-    "chunkwise._json_states",
-    "chunkwise._parser",
-    "chunkwise._partial_json",
-    "chunkwise._payloads",
-    "chunkwise.responses",
-    "chunkwise.responses.accumulator",
-    "chunkwise.responses.events",
-    "chunkwise.responses.items",
-    "chunkwise.responses.parser",
-    "chunkwise.responses.results",
-    "chunkwise._results",
-    "chunkwise._sse",
-    "chunkwise._structured",
-    "chunkwise._text",
-    "chunkwise._timings",
-    "chunkwise._tools",
-    "chunkwise._util",
-    "chunkwise._version",
-    "chunkwise.errors",
-    "chunkwise.types",
-    "chunkwise._headers",
-    # configuration: what an Endpoint holds, validated without I/O
-    "chunkwise._checks",
-    "chunkwise._endpoint",
-    "chunkwise._proxy",
-    "chunkwise._retries",
-}
-#: Third-party packages a sans-IO module may import: attrs, and optional extras
-#: imported where they are used.
-SANS_IO_THIRD_PARTY = {"attrs", "jsonschema"}
+#: The folders are the import rules (ARCHITECTURE.md, rule 1).
+CORE = "chunkwise._core"  # sans-IO: the standard library, attrs and itself
+NET = "chunkwise._net"  # the transport: the core, trio, h11 and ssl
+#: The public namespaces, one per API: the same modules under the same names
+#: (rule 6); each one's trio half is its ``_stream`` module, loaded on first use.
+API_PACKAGES = ("chunkwise.chat", "chunkwise.completions", "chunkwise.responses")
+API_TRIO = "_stream"
+#: The sans-IO faces: what ``import chunkwise`` runs, besides the namespaces.
+SANS_IO_FACES = frozenset({"chunkwise", "chunkwise.errors", "chunkwise.types"})
+#: The trio layer above the transport: one stream for every API, its fan-out,
+#: resuming a background response, and the client.
+TRIO_LAYER = frozenset(
+    {"chunkwise._stream", "chunkwise._fanout", "chunkwise._resume", "chunkwise._client"}
+)
+#: Every module at the top of the package; a new private module goes in a folder.
+TOP_LEVEL = SANS_IO_FACES | TRIO_LAYER | {"chunkwise.__main__", "chunkwise.lowlevel"}
+#: Third-party packages the core may import: attrs at the top of a module, and
+#: optional extras inside the function that uses them (with a comment, rule 4).
+CORE_THIRD_PARTY = frozenset({"attrs"})
+OPTIONAL_EXTRAS = frozenset({"jsonschema"})
+#: Third-party packages the transport may import besides the core's: trio and h11,
+#: and Python 3.10's backport of exception groups.
+NET_THIRD_PARTY = CORE_THIRD_PARTY | {"trio", "h11", "exceptiongroup"}
 
 
 @attrs.frozen
@@ -193,6 +173,8 @@ def test_the_walk_sees_the_package() -> None:
         "chunkwise.lowlevel",
         "chunkwise.testing",
         "chunkwise.testing._http_server",
+        "chunkwise._core.sse",
+        "chunkwise._net.http11",
         "chunkwise_tools.cli",
         "chunkwise_tools.server._chat_server",
         "chunkwise_tools.bench",
@@ -234,19 +216,128 @@ def test_rule_0_lowlevel_holds_only_names_without_a_public_spelling() -> None:
     assert [n for n in chunkwise.lowlevel.__all__ if f"``{n}``" not in doc] == []
 
 
-def test_rule_1_sans_io_modules_import_only_stdlib_attrs_and_each_other() -> None:
+def stdlib(module: str) -> bool:
+    return top(module) in sys.stdlib_module_names or module == "__future__"
+
+
+def sans_io(module: str) -> bool:
+    """The folder rule: the core, and every API namespace but its trio half."""
+    package = api_package(module)
+    return within(module, CORE) or (package is not None and module != f"{package}.{API_TRIO}")
+
+
+def test_rule_1_every_module_lives_in_its_folder() -> None:
+    # A folder's rule covers a module only if the module is in it: a private
+    # module left at the top would escape both rules.
+    homes = (CORE, NET, *API_PACKAGES, "chunkwise.testing")
+    library = [name for name in modules() if top(name) == "chunkwise"]
+    assert [name for name in library if not within(name, homes) and name not in TOP_LEVEL] == []
+    assert {CORE, NET} <= set(library)
+
+
+@pytest.mark.parametrize("folder", [CORE, NET])
+def test_rule_1_a_folders_init_holds_its_rule_and_exports_nothing(folder: str) -> None:
+    # Importing one module of a folder runs its ``__init__``: importing there
+    # would load more than the module, and a name there would be a second way in.
+    tree = ast.parse(modules()[folder].read_text())
+    assert len(tree.body) == 1, folder
+    doc = ast.get_docstring(tree) or ""
+    assert "import rule" in doc.lower(), folder
+
+
+def test_rule_1_the_core_imports_only_stdlib_attrs_and_itself() -> None:
     bad = [
         where(imp)
         for imp in ALL
-        if imp.importer in SANS_IO
+        if within(imp.importer, CORE)
         and not (
-            imp.imported in SANS_IO
-            or top(imp.imported) in sys.stdlib_module_names
-            or top(imp.imported) in SANS_IO_THIRD_PARTY
-            or imp.imported == "__future__"
+            stdlib(imp.imported)
+            or within(imp.imported, CORE)
+            or top(imp.imported) in CORE_THIRD_PARTY
+            # an optional extra is imported where it is used, and only there
+            or (top(imp.imported) in OPTIONAL_EXTRAS and imp.local)
         )
     ]
     assert bad == []
+
+
+def test_rule_1_the_transport_imports_only_the_core_trio_and_h11() -> None:
+    # Never an API namespace, nor the stream above it: the transport carries
+    # bytes and knows no API.
+    bad = [
+        where(imp)
+        for imp in ALL
+        if within(imp.importer, NET)
+        and not (
+            stdlib(imp.imported)
+            or within(imp.imported, (CORE, NET))
+            or top(imp.imported) in NET_THIRD_PARTY
+        )
+    ]
+    assert bad == []
+
+
+def test_rule_1_an_api_namespace_imports_the_core_and_in_its_stream_the_trio_layer() -> None:
+    # Its own modules and the core; its trio half (``_stream``) also the
+    # transport and the trio layer.  Never another namespace.
+    bad = []
+    for imp in ALL:
+        package = api_package(imp.importer)
+        if package is None:
+            continue
+        allowed = (
+            stdlib(imp.imported)
+            or top(imp.imported) in CORE_THIRD_PARTY
+            or within(imp.imported, (CORE, package))
+        )
+        if imp.importer == f"{package}.{API_TRIO}":
+            allowed = allowed or (
+                within(imp.imported, NET)
+                or imp.imported in TRIO_LAYER
+                or top(imp.imported) == "trio"
+            )
+        if not allowed:
+            bad.append(where(imp))
+    assert bad == []
+
+
+def test_rule_1_the_sans_io_faces_import_only_the_core_and_the_namespaces() -> None:
+    # ``import chunkwise`` (and ``.errors``, ``.types``) runs the core and each
+    # namespace's sans-IO half, and nothing else: the trio layer is lazy.
+    bad = [
+        where(imp)
+        for imp in ALL
+        if imp.importer in SANS_IO_FACES
+        and not (stdlib(imp.imported) or imp.imported in SANS_IO_FACES or sans_io(imp.imported))
+    ]
+    assert bad == []
+    # The same, counting what those import in turn.
+    graph = import_graph()
+    seen: set[str] = set()
+    todo = list(SANS_IO_FACES)
+    while todo:
+        for nxt in graph[todo.pop()] - seen:
+            seen.add(nxt)
+            todo.append(nxt)
+    assert sorted(name for name in seen if not (sans_io(name) or name in SANS_IO_FACES)) == []
+    assert {f"{CORE}.sse", f"{CORE}.endpoint", "chunkwise.chat.parser"} <= seen
+
+
+def test_rule_1_no_sans_io_module_imports_trio_when_run() -> None:
+    # The rules above read the source; this runs it, so an import the walk
+    # cannot see (``importlib``) is caught too.
+    names = sorted(name for name in modules() if sans_io(name) or name in SANS_IO_FACES)
+    code = (
+        "import importlib, sys\n"
+        f"for name in {names!r}:\n"
+        "    importlib.import_module(name)\n"
+        "print(sorted(m for m in ('trio', 'h11') if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"
+    assert len(names) > 30
 
 
 CLI = "chunkwise_tools.cli"
@@ -305,14 +396,14 @@ def test_rule_3_the_emulator_and_bench_import_no_command() -> None:
 
 
 def test_rule_3_testing_is_a_face_over_its_own_modules() -> None:
-    # Generic test support only: its private modules, plus _names for the one
+    # Generic test support only: its private modules, plus _core.names for the one
     # metadata fix-up every public face applies.
     bad = [
         where(imp)
         for imp in INTERNAL
         if imp.importer == "chunkwise.testing"
         and not within(imp.imported, "chunkwise.testing")
-        and imp.imported != "chunkwise._names"
+        and imp.imported != "chunkwise._core.names"
     ]
     assert bad == []
 
@@ -506,10 +597,10 @@ def test_rule_5_the_dependency_rule_sees_each_way_in(code: str) -> None:
     assert not list(dependency_privates(ast.parse("getattr(obj, '__module__', None)")))
 
 
-#: Where transport errors are converted into chunkwise's (``chunkwise._http``'s
-#: "Where errors are converted"); ``_arrivals`` only falls back when the kernel
+#: Where transport errors are converted into chunkwise's (``chunkwise._net.http``'s
+#: "Where errors are converted"); ``arrivals`` only falls back when the kernel
 #: refuses its stamps.  The tools (``_cli``, ``_server``) are not the library.
-CONVERTERS = {"chunkwise._connect", "chunkwise._http11", "chunkwise._arrivals"}
+CONVERTERS = {"chunkwise._net.connect", "chunkwise._net.http11", "chunkwise._net.arrivals"}
 TRANSPORT_EXCEPTIONS = ("OSError", "h11.", "ssl.", "socket.")
 
 
@@ -536,16 +627,14 @@ def test_rule_4_transport_errors_are_converted_in_one_place() -> None:
         for line, caught in transport_handlers(ast.parse(path.read_text()))
     ]
     assert bad == []
+    assert all(within(name, NET) and name in modules() for name in CONVERTERS)
     caught = ast.parse("try:\n    pass\nexcept (trio.BrokenResourceError, OSError):\n    pass")
     assert list(transport_handlers(caught))  # the rule sees a handler it must
 
 
-#: One package per API, over the shared sans-IO core (rule 6).
-API_PACKAGES = ("chunkwise.chat", "chunkwise.completions", "chunkwise.responses")
-#: The kinds of module every API package holds: its sans-IO half, and its trio
-#: half (``_stream``), which the package's face imports on first use.
+#: The kinds of module every API package (rule 6) holds: its sans-IO half, and
+#: its trio half (``_stream``), which the package's face imports on first use.
 API_MODULES = {"accumulator", "events", "parser", "results"}
-API_TRIO = "_stream"
 #: Besides those, the state an API's accumulator keeps while a stream runs.
 API_STATE = {"chunkwise.chat": {"choices"}, "chunkwise.responses": {"items"}}
 #: What every API's face offers, under the same names.
@@ -571,7 +660,6 @@ def test_rule_6_every_api_package_holds_the_same_kinds_of_module(package: str) -
         name.removeprefix(package + ".") for name in modules() if name.startswith(package + ".")
     }
     assert held == API_MODULES | API_STATE.get(package, set()) | {API_TRIO}
-    assert {package} | {f"{package}.{name}" for name in held - {API_TRIO}} <= SANS_IO
 
 
 @pytest.mark.parametrize("package", API_PACKAGES)

@@ -1,6 +1,6 @@
 """The public face: its size, its lazy trio half, and every round-3 spelling still working.
 
-Each renamed spelling of :data:`chunkwise._names.RENAMED` must give the same
+Each renamed spelling of :data:`chunkwise._core.names.RENAMED` must give the same
 object (or do the same thing) as its new spelling, with one
 :class:`DeprecationWarning` that names the new spelling; the new spellings
 themselves never warn (the suite runs with warnings as errors).
@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import chunkwise
-from chunkwise._names import RENAMED
+from chunkwise._core.names import RENAMED
 from chunkwise.testing import ScriptedResponse, open_test_server
 from helpers import (
     choice,

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 from . import chat as chat
 from . import completions as completions
 from . import responses as responses
-from ._endpoint import Endpoint, Timeouts
-from ._errors import (
+from ._core.endpoint import Endpoint, Timeouts
+from ._core.errors import (
     ChunkwiseError,
     ConnectionLost,
     ConnectTimeout,
@@ -42,7 +42,7 @@ from ._errors import (
     ToolArgumentsError,
     TransportError,
 )
-from ._events import (
+from ._core.events import (
     AnomalyDetected,
     Event,
     EventsDropped,
@@ -54,14 +54,14 @@ from ._events import (
     TerminalEvent,
     UsageReported,
 )
-from ._json_patches import Patch, apply_patches
-from ._names import fixup_module_metadata, lazy_getattr
-from ._partial_json import PartialJSON, partial_json
-from ._results import Anomaly, IncompleteReason, Status, ToolCall
-from ._retries import Retries
-from ._sse import ServerSentEvent, SSEDecoder
-from ._timings import Timings
-from ._version import __version__
+from ._core.json_patches import Patch, apply_patches
+from ._core.names import fixup_module_metadata, lazy_getattr
+from ._core.partial_json import PartialJSON, partial_json
+from ._core.results import Anomaly, IncompleteReason, Status, ToolCall
+from ._core.retries import Retries
+from ._core.sse import ServerSentEvent, SSEDecoder
+from ._core.timings import Timings
+from ._core.version import __version__
 
 if TYPE_CHECKING:
     from ._client import Client

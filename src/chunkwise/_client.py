@@ -1,7 +1,7 @@
 """A client: connections kept alive and reused across requests to one endpoint.
 
 :class:`Client` is a resource in trio's sense: ``async with Client(endpoint) as
-client`` owns a :class:`~chunkwise._pool.ConnectionPool`, and leaving the block
+client`` owns a :class:`~chunkwise._net.pool.ConnectionPool`, and leaving the block
 closes every idle connection.  Requests made through it (``client.chat``,
 ``client.responses``, ``client.completions``: each namespace's functions
 bound to the client) are the module-level ones, with the same stream object,
@@ -18,12 +18,12 @@ from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import Any
 
-from ._endpoint import Endpoint
-from ._http11 import Connection
-from ._names import warn_renamed
-from ._pool import ConnectionPool, PoolSettings, PoolStats
-from ._sse import DEFAULT_MAX_EVENT_SIZE
-from ._tasks import require_trio
+from ._core.endpoint import Endpoint
+from ._core.names import warn_renamed
+from ._core.sse import DEFAULT_MAX_EVENT_SIZE
+from ._net.http11 import Connection
+from ._net.pool import ConnectionPool, PoolSettings, PoolStats
+from ._net.tasks import require_trio
 from .chat import Result as ChatResult
 from .chat._stream import ClientChat
 from .chat._stream import Stream as ChatStream
@@ -106,7 +106,7 @@ class Client:
         """
         return self._pool.stats()
 
-    # -- the round-3 spellings (chunkwise._names.RENAMED) --------------------
+    # -- the round-3 spellings (chunkwise._core.names.RENAMED) --------------------
 
     def open_chat_stream(
         self, request: Mapping[str, Any], *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE

@@ -53,7 +53,7 @@ from typing import Any
 
 import trio
 
-from ._events import Batch, Event, EventsDropped, Family
+from ._core.events import Batch, Event, EventsDropped, Family
 
 __all__ = ["DEFAULT_BUFFER_SIZE", "Batch", "Broadcaster", "Family", "family_of"]
 

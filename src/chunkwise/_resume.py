@@ -11,7 +11,7 @@ mechanism the trio layer (:mod:`chunkwise._stream`) uses for all of it.
 
 :class:`Resumer` belongs to one stream.  When the stream's connection is lost
 before its terminal event, the reader asks :meth:`Resumer.resume` for what
-comes next: a new :class:`~chunkwise._http.HTTPResponse` streaming the events
+comes next: a new :class:`~chunkwise._net.http.HTTPResponse` streaming the events
 after the last sequence number seen (the parser told to drop what it already
 has), or, when that cannot be, the final events of the stream (ended from a
 polled response, or with an anomaly saying why it could not go on).
@@ -48,14 +48,14 @@ from urllib.parse import quote
 import attrs
 import trio
 
-from ._endpoint import Endpoint
-from ._errors import ChunkwiseError, HTTPStatusError, UnexpectedContentType
-from ._events import Event
-from ._http import HTTPResponse, read_json, send_http_request
-from ._http11 import Connection
-from ._pool import ConnectionPool
-from ._results import Anomaly
-from ._retries import backoff, retry_after, retryable_status
+from ._core.endpoint import Endpoint
+from ._core.errors import ChunkwiseError, HTTPStatusError, UnexpectedContentType
+from ._core.events import Event
+from ._core.results import Anomaly
+from ._core.retries import backoff, retry_after, retryable_status
+from ._net.http import HTTPResponse, read_json, send_http_request
+from ._net.http11 import Connection
+from ._net.pool import ConnectionPool
 
 __all__ = ["TERMINAL_STATUSES", "Attach", "Resumable", "Resumer", "cancel", "stored_path"]
 

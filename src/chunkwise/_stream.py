@@ -20,9 +20,9 @@ is lossless by default: a full subscriber makes the reader wait, which stops
 reads from the socket.
 
 Before anything is sent, ``__aenter__`` checks what a newcomer gets wrong:
-not running under trio (:func:`~chunkwise._tasks.require_trio`, which names asyncio when it is
+not running under trio (:func:`~chunkwise._net.tasks.require_trio`, which names asyncio when it is
 the loop), and a request JSON cannot encode
-(:func:`~chunkwise._request.encode_request` raises
+(:func:`~chunkwise._net.request.encode_request` raises
 :class:`~chunkwise.InvalidRequest` with the path of the bad value).  Awaiting
 the block, or entering it with a plain ``with``, raises a :class:`TypeError`
 saying to use ``async with``.
@@ -41,7 +41,7 @@ produce the terminal event, enters ENDED, and hands the rest to
 :meth:`Broadcaster.finish`, which delivers to each subscriber until nobody is
 left who could read; a cancel loses nothing the broadcaster holds.
 
-Each read is stamped once, by the trace hook (:class:`~chunkwise._trace.Timed`):
+Each read is stamped once, by the trace hook (:class:`~chunkwise._net.trace.Timed`):
 the events parsed from it share that stamp, and the terminal event's result
 gets the final figures as its ``timings`` (the one place they are attached).  With
 ``Timeouts(stall=...)``, from the first output on, each wait for the next read
@@ -94,12 +94,12 @@ These are the promises of the trio layer; each is tested in every cell of
    to the text of the result in its terminal event.
 4. An exception from the block or from one consumer task propagates alone,
    with its own ``__cause__``, ``__context__`` and traceback
-   (:func:`~chunkwise._tasks.exceptions_unwrapped`).  Two at once propagate as
+   (:func:`~chunkwise._net.tasks.exceptions_unwrapped`).  Two at once propagate as
    an :class:`ExceptionGroup`.
 5. A result (``chat.Result``, ``responses.Result``, ``completions.Result``)
    never changes after it was handed out: results are frozen, and the parser
    builds a new one for each change.
-6. Nothing is sent again once a body has started (:mod:`chunkwise._retries`,
+6. Nothing is sent again once a body has started (:mod:`chunkwise._core.retries`,
    rule 1), with one deliberate exception: a background Responses stream
    (``"background": true``, or attached to) whose connection is lost before
    its terminal event (reset, end of the body, idle or stall timeout, broken
@@ -123,27 +123,27 @@ from typing import Any, Generic, Literal, NoReturn, TypeVar, overload
 import attrs
 import trio
 
-from ._endpoint import Endpoint
-from ._errors import (
+from ._core.endpoint import Endpoint
+from ._core.errors import (
     ConnectionLost,
     IdleTimeout,
     RemoteProtocolError,
     StallTimeout,
     TransportError,
 )
-from ._events import Batch, Event, Family, HeadReceived
+from ._core.events import Batch, Event, Family, HeadReceived
+from ._core.parser import StreamParser
+from ._core.results import Anomaly, IncompleteReason
+from ._core.sse import DEFAULT_MAX_EVENT_SIZE
+from ._core.timings import TimingRecorder, Timings
 from ._fanout import DEFAULT_BUFFER_SIZE, Broadcaster
-from ._http import HTTPResponse, send_http_request
-from ._http11 import Connection
-from ._parser import StreamParser
-from ._pool import ConnectionPool
-from ._request import encode_request
-from ._results import Anomaly, IncompleteReason
+from ._net.http import HTTPResponse, send_http_request
+from ._net.http11 import Connection
+from ._net.pool import ConnectionPool
+from ._net.request import encode_request
+from ._net.tasks import exceptions_unwrapped, require_trio
+from ._net.trace import Timed, traced
 from ._resume import Attach, Resumer
-from ._sse import DEFAULT_MAX_EVENT_SIZE
-from ._tasks import exceptions_unwrapped, require_trio
-from ._timings import TimingRecorder, Timings
-from ._trace import Timed, traced
 
 __all__ = [
     "Api",

@@ -13,7 +13,7 @@ whether it was a timeout (:class:`ConnectTimeout`, :class:`IdleTimeout`,
 OpenAI error object does.
 """
 
-from ._errors import (
+from ._core.errors import (
     ChunkwiseError,
     ConnectionLost,
     ConnectTimeout,
@@ -37,7 +37,7 @@ from ._errors import (
     UnexpectedContentEncoding,
     UnexpectedContentType,
 )
-from ._names import fixup_module_metadata
+from ._core.names import fixup_module_metadata
 
 __all__ = [
     "ChunkwiseError",

@@ -35,24 +35,24 @@ belongs to that tool.  Each name, and why it is here:
 
 from __future__ import annotations
 
-from ._http import (
+from ._core.parser import StreamParser
+from ._core.payloads import load_json, parse_json
+from ._core.structured import OutputSchema
+from ._core.timings import TimingRecorder, output_tokens_of
+from ._core.tools import NO_JSONSCHEMA
+from ._core.util import redact, secret
+from ._net.http import (
     HTTPResponse,
     http_status_error,
     open_http_response,
     send_http_request,
     status_hint,
 )
-from ._parser import StreamParser
-from ._payloads import load_json, parse_json
-from ._pool import ConnectionPool, PoolSettings
-from ._request import encode_request
+from ._net.pool import ConnectionPool, PoolSettings
+from ._net.request import encode_request
+from ._net.tasks import exceptions_unwrapped
+from ._net.trace import Timed
 from ._stream import Api, open_stream
-from ._structured import OutputSchema
-from ._tasks import exceptions_unwrapped
-from ._timings import TimingRecorder, output_tokens_of
-from ._tools import NO_JSONSCHEMA
-from ._trace import Timed
-from ._util import redact, secret
 from .chat._stream import API as CHAT
 from .completions._stream import API as COMPLETIONS
 from .responses._stream import API as RESPONSES

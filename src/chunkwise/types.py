@@ -16,16 +16,16 @@ imported on first use.
 
 from typing import TYPE_CHECKING
 
-from ._endpoint import DEFAULT_BASE_URL
-from ._events import Batch, Family, LifecycleEvent
-from ._headers import Headers
-from ._names import fixup_module_metadata, lazy_getattr
-from ._sse import DEFAULT_MAX_EVENT_SIZE
-from ._timings import GapStatistics
+from ._core.endpoint import DEFAULT_BASE_URL
+from ._core.events import Batch, Family, LifecycleEvent
+from ._core.headers import Headers
+from ._core.names import fixup_module_metadata, lazy_getattr
+from ._core.sse import DEFAULT_MAX_EVENT_SIZE
+from ._core.timings import GapStatistics
 
 if TYPE_CHECKING:
     from ._fanout import DEFAULT_BUFFER_SIZE
-    from ._pool import PoolStats
+    from ._net.pool import PoolStats
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -44,6 +44,6 @@ if not TYPE_CHECKING:
     __getattr__ = lazy_getattr(
         __name__,
         globals(),
-        {"DEFAULT_BUFFER_SIZE": "chunkwise._fanout", "PoolStats": "chunkwise._pool"},
+        {"DEFAULT_BUFFER_SIZE": "chunkwise._fanout", "PoolStats": "chunkwise._net.pool"},
     )
 fixup_module_metadata(__name__, globals())

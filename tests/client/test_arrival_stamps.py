@@ -3,7 +3,7 @@
 With hundreds of streams whose tokens are due at the same instant, a reader runs
 milliseconds after its bytes arrived, by a different amount each read, and every
 inter-token gap carried that.  The kernel's receive timestamp
-(:mod:`chunkwise._arrivals`) does not.  Here the reader is held up on purpose,
+(:mod:`chunkwise._net.arrivals`) does not.  Here the reader is held up on purpose,
 after the server has written, by blocking trio's thread: the stamp must still be
 no later than the moment the bytes were known to be there.  And when the
 real-time clock is stepped back (the kernel's stamp then looks ahead of it),
@@ -26,8 +26,8 @@ import trio
 import trio.testing
 
 import chunkwise
-import chunkwise._arrivals
-from chunkwise._arrivals import SUPPORTED, open_reader
+import chunkwise._net.arrivals
+from chunkwise._net.arrivals import SUPPORTED, open_reader
 from chunkwise.testing import ScriptedResponse, open_test_server
 from helpers import choice, chunk
 
@@ -104,7 +104,7 @@ async def test_a_late_reader_stamps_the_bytes_arrival_not_its_own_turn() -> None
 
 
 async def test_only_a_plain_tcp_stream_is_stamped_by_the_kernel() -> None:
-    # Rule 1 of chunkwise._arrivals: a TLS read is what OpenSSL decrypted, not one recvmsg.
+    # Rule 1 of chunkwise._net.arrivals: a TLS read is what OpenSSL decrypted, not one recvmsg.
     async with open_test_server(ScriptedResponse(body=b"")) as server:
         tcp = await trio.open_tcp_stream("127.0.0.1", server.port)
         async with tcp:
@@ -142,7 +142,7 @@ def _stepped_back(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
         def time_ns() -> int:
             return time.time_ns() - int(seconds * 1e9)
 
-    monkeypatch.setattr(chunkwise._arrivals, "time", SteppedBack)
+    monkeypatch.setattr(chunkwise._net.arrivals, "time", SteppedBack)
 
 
 @asynccontextmanager
@@ -184,7 +184,7 @@ async def _kernel_stamping() -> AsyncIterator[None]:
 async def test_a_stamp_after_a_clock_step_back_is_the_read_not_the_future(
     seconds: float, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Rule 3 of chunkwise._arrivals: a negative delay since the kernel's stamp counts as none.
+    """Rule 3 of chunkwise._net.arrivals: a negative delay since the kernel's stamp counts as none.
 
     The real-time clock stepped back puts the kernel's stamp ahead of it; the
     read is then stamped when it returned, never in the future.
@@ -207,7 +207,7 @@ async def test_a_stamp_after_a_clock_step_back_is_the_read_not_the_future(
 async def test_no_figure_of_a_stream_lies_in_the_future_after_a_clock_step_back(
     seconds: float, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Rule 3 of chunkwise._arrivals, as a user meets it: every figure is in the past."""
+    """Rule 3 of chunkwise._net.arrivals, as a user meets it: every figure is in the past."""
     _stepped_back(monkeypatch, seconds)
     body = _event(chunk(choice(content="one "))) + _event(chunk(choice(content="two")))
     async with (

@@ -2,7 +2,7 @@
 
 h11 is the oracle.  Generated bodies, valid and corrupted (a byte changed,
 inserted or dropped, a cut), go to h11 alone, in one piece, and through a whole
-response (:func:`~chunkwise._http.open_http_response` over a scripted
+response (:func:`~chunkwise._net.http.open_http_response` over a scripted
 transport), head first (with a 1xx before it), split into reads every way.
 Both must hand out the same data and agree on how it ends: the message's end,
 an error, or (the peer closing before the end) an incomplete body.
@@ -18,10 +18,10 @@ import trio
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from chunkwise._endpoint import Endpoint
-from chunkwise._errors import ChunkwiseError
-from chunkwise._http import open_http_response
-from chunkwise._retries import Retries
+from chunkwise._core.endpoint import Endpoint
+from chunkwise._core.errors import ChunkwiseError
+from chunkwise._core.retries import Retries
+from chunkwise._net.http import open_http_response
 from helpers import pieces_of, split_at
 
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"

@@ -15,9 +15,9 @@ import trio
 
 import chunkwise
 from chunkwise import Client, HTTPStatusError, Retries, TransportError
-from chunkwise._connect import Origin
-from chunkwise._http11 import Connection
-from chunkwise._request import prepare_request
+from chunkwise._net.connect import Origin
+from chunkwise._net.http11 import Connection
+from chunkwise._net.request import prepare_request
 from chunkwise.testing import (
     LoopbackServer,
     RecordedRequest,

@@ -1,6 +1,6 @@
 """The phases of one HTTP/1.1 connection and of a stream, as their state tables say.
 
-``chunkwise._http11`` and ``chunkwise._stream`` each keep an explicit state
+``chunkwise._net.http11`` and ``chunkwise._stream`` each keep an explicit state
 whose transitions are their rules; these tests walk every transition of the
 connection's table and the stream's usual path, over memory streams.
 """
@@ -14,9 +14,9 @@ import trio
 import trio.testing
 
 import chunkwise
-from chunkwise._connect import Origin
-from chunkwise._http11 import Connection, State
-from chunkwise._request import prepare_request
+from chunkwise._net.connect import Origin
+from chunkwise._net.http11 import Connection, State
+from chunkwise._net.request import prepare_request
 from chunkwise._stream import StreamState
 from helpers import choice, chunk, close_delimited, serving, sse
 
@@ -122,7 +122,8 @@ async def test_a_stream_goes_opening_streaming_ended() -> None:
 
 def test_every_state_is_named_in_its_table() -> None:
     # The tables in the modules' docstrings list every state the enums have.
-    from chunkwise import _http11, _stream
+    from chunkwise import _stream
+    from chunkwise._net import http11 as _http11
 
     for module, states in ((_http11, State), (_stream, StreamState)):
         assert module.__doc__ is not None

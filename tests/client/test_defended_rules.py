@@ -32,9 +32,9 @@ from chunkwise import (
     Timeouts,
     chat,
 )
+from chunkwise._core.retries import retry_delay
 from chunkwise._fanout import family_of
-from chunkwise._http import http_status_error
-from chunkwise._retries import retry_delay
+from chunkwise._net.http import http_status_error
 from chunkwise.testing import (
     Framing,
     LoopbackServer,

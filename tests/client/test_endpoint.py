@@ -7,8 +7,8 @@ import ssl
 import attrs
 import pytest
 
-from chunkwise._endpoint import Endpoint, Timeouts
-from chunkwise._errors import ChunkwiseError, InvalidEndpoint
+from chunkwise._core.endpoint import Endpoint, Timeouts
+from chunkwise._core.errors import ChunkwiseError, InvalidEndpoint
 from chunkwise.types import DEFAULT_BASE_URL
 
 KEY = "sk-proj-SECRET0123456789abcdef"

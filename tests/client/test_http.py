@@ -14,8 +14,8 @@ import pytest
 import trio
 import trio.testing
 
-from chunkwise._endpoint import Endpoint, Timeouts
-from chunkwise._errors import (
+from chunkwise._core.endpoint import Endpoint, Timeouts
+from chunkwise._core.errors import (
     ChunkwiseError,
     ConnectionLost,
     ConnectTimeout,
@@ -27,17 +27,17 @@ from chunkwise._errors import (
     TransportError,
     raise_itself,
 )
-from chunkwise._http import (
+from chunkwise._core.results import ToolCall
+from chunkwise._core.retries import Retries
+from chunkwise._core.sse import SSEDecoder
+from chunkwise._core.tools import complete_tool_call
+from chunkwise._core.version import __version__
+from chunkwise._net.http import (
     MAX_ERROR_BODY,
     HTTPResponse,
     open_http_response,
     parse_error_body,
 )
-from chunkwise._results import ToolCall
-from chunkwise._retries import Retries
-from chunkwise._sse import SSEDecoder
-from chunkwise._tools import complete_tool_call
-from chunkwise._version import __version__
 from chunkwise.errors import (
     EventTooLarge,
     IncompleteBody,

@@ -23,7 +23,7 @@ import trio.testing
 
 import chunkwise
 from chunkwise import Client, Endpoint, HTTPStatusError, InvalidRequest, Retries, TransportError
-from chunkwise._http import status_hint
+from chunkwise._net.http import status_hint
 from chunkwise.testing import LoopbackServer, ScriptedResponse, open_test_server
 from chunkwise_tools.server import open_chat_server
 from helpers import KEY, choice, chunk

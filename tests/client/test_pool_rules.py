@@ -1,4 +1,4 @@
-"""The bookkeeping rules of ``chunkwise._pool.ConnectionPool``, with stand-in connections.
+"""The bookkeeping rules of ``chunkwise._net.pool.ConnectionPool``, with stand-in connections.
 
 The pool does no I/O of its own, so its rules are checked here against objects that
 only record being closed; the tests of ``chunkwise.Client`` check the same rules
@@ -11,7 +11,7 @@ import pytest
 import trio
 import trio.testing
 
-from chunkwise._pool import ConnectionPool, PoolSettings
+from chunkwise._net.pool import ConnectionPool, PoolSettings
 from chunkwise.types import PoolStats
 
 

@@ -47,9 +47,9 @@ from chunkwise import (
     Timeouts,
     TransportError,
 )
-from chunkwise._connect import Origin, PrefixedStream, open_tunnel
-from chunkwise._proxy import parse_proxy_url
-from chunkwise._tasks import exceptions_unwrapped
+from chunkwise._core.proxy import parse_proxy_url
+from chunkwise._net.connect import Origin, PrefixedStream, open_tunnel
+from chunkwise._net.tasks import exceptions_unwrapped
 from chunkwise.testing import (
     LoopbackServer,
     RecordedRequest,

@@ -1,11 +1,11 @@
-"""The proxy rules of ``chunkwise._proxy`` as tables: NO_PROXY, the environment, proxy URLs."""
+"""The proxy rules of ``chunkwise._core.proxy`` as tables: NO_PROXY, the environment, proxy URLs."""
 
 from __future__ import annotations
 
 import pytest
 
 from chunkwise import InvalidEndpoint
-from chunkwise._proxy import (
+from chunkwise._core.proxy import (
     Proxy,
     bypasses_proxy,
     parse_proxy_url,

@@ -1,4 +1,4 @@
-"""The retry rules of ``chunkwise._retries`` as tables: which statuses, how long to wait."""
+"""The retry rules of ``chunkwise._core.retries`` as tables: which statuses, how long to wait."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import email.utils
 
 import pytest
 
-from chunkwise._retries import Retries, backoff, retry_after, retryable_status
+from chunkwise._core.retries import Retries, backoff, retry_after, retryable_status
 
 NOW = 1_700_000_000.0
 

@@ -24,7 +24,7 @@ import chunkwise
 import chunkwise_tools._convert
 import chunkwise_tools.cli
 from chunkwise import Endpoint, HTTPStatusError, InvalidEndpoint, Timeouts, TransportError
-from chunkwise._http import MAX_ERROR_BODY, open_http_response
+from chunkwise._net.http import MAX_ERROR_BODY, open_http_response
 from chunkwise.testing import RecordedRequest, ResponseWriter, ScriptedResponse, open_test_server
 from helpers import choice, chunk, sse
 

@@ -1,4 +1,4 @@
-"""The plain-TCP reader's rules (:mod:`chunkwise._arrivals`, rule 5).
+"""The plain-TCP reader's rules (:mod:`chunkwise._net.arrivals`, rule 5).
 
 The reader reads through trio's public socket (``SocketStream.socket`` and its
 ``recvmsg``), so it keeps trio's contract: every read is a checkpoint, a
@@ -14,7 +14,7 @@ import pytest
 import trio
 import trio.testing
 
-from chunkwise._arrivals import SUPPORTED, SocketReader, open_reader
+from chunkwise._net.arrivals import SUPPORTED, SocketReader, open_reader
 from chunkwise.testing import ScriptedResponse, open_test_server
 
 pytestmark = pytest.mark.skipif(not SUPPORTED, reason="the socket reader: 64-bit Linux only")

@@ -14,9 +14,13 @@ import trio
 import trio.testing
 
 import chunkwise
-from chunkwise import _fanout, _http, _http11, _stream, _tasks, _text
-from chunkwise._pool import ConnectionPool
-from chunkwise._request import Request
+from chunkwise import _fanout, _stream
+from chunkwise._core import text as _text
+from chunkwise._net import http as _http
+from chunkwise._net import http11 as _http11
+from chunkwise._net import tasks as _tasks
+from chunkwise._net.pool import ConnectionPool
+from chunkwise._net.request import Request
 from chunkwise.chat import _stream as chat_stream
 from chunkwise.responses import _stream as responses_stream
 from chunkwise.testing import RecordedRequest, ResponseWriter

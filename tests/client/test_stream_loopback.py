@@ -15,7 +15,7 @@ import pytest
 import trio
 
 import chunkwise
-from chunkwise._http import connect
+from chunkwise._net.http import connect
 from chunkwise.testing import LoopbackServer, ScriptedResponse, open_test_server
 from helpers import TrackedStream, choice, chunk, parse_chat, sse
 

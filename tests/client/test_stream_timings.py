@@ -4,7 +4,7 @@ Every server here is scripted in virtual time (``autojump_clock``) over trio
 memory streams: a server that sleeps 0.2 s before the first token and 0.02 s
 between tokens gives exactly those figures, with no timed assertion.  The
 Client tests (a reused connection, retries) reach the same memory streams by
-replacing the connect step of ``chunkwise._http`` with one that serves the
+replacing the connect step of ``chunkwise._net.http`` with one that serves the
 scripted server on a new memory stream pair; the tests of a retry's figures
 use the loopback server (real sockets, so they assert orderings, not times).
 
@@ -26,7 +26,7 @@ import trio
 import trio.testing
 
 import chunkwise
-import chunkwise._http
+import chunkwise._net.http
 from chunkwise import IncompleteReason, StallTimeout, Timeouts, responses
 from chunkwise.testing import (
     LoopbackServer,
@@ -233,7 +233,7 @@ SAME_INSTANT_PAUSES = {
 async def test_output_reads_at_the_same_instant_each_count_with_a_gap_of_zero(
     case: str, autojump_clock: trio.testing.MockClock
 ) -> None:
-    """Rule 2 of chunkwise._timings: a gap is between two reads that carried output.
+    """Rule 2 of chunkwise._core.timings: a gap is between two reads that carried output.
 
     N output reads give N - 1 gaps even when reads share a stamp: the gap
     between two reads at the same instant is 0 s, counted, never skipped.
@@ -307,7 +307,7 @@ async def memory_network(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[list[
             nursery.start_soon(serve_stream, server, handlers[0])
             return client
 
-        monkeypatch.setattr(chunkwise._http, "open_connection", connect)
+        monkeypatch.setattr(chunkwise._net.http, "open_connection", connect)
         yield handlers
         nursery.cancel_scope.cancel()
 
@@ -366,7 +366,7 @@ FAILURES_ON_THE_POOLED_CONNECTION = {
 
 @pytest.mark.parametrize("failure", list(FAILURES_ON_THE_POOLED_CONNECTION))
 async def test_a_retry_on_a_new_connection_is_reported_new_not_reused(failure: str) -> None:
-    """Rule 1 of chunkwise._timings: an attempt's figures are its own.
+    """Rule 1 of chunkwise._core.timings: an attempt's figures are its own.
 
     A request whose first attempt went out on a pooled connection and failed,
     then streamed on a new one, reports ``connection_reused=False`` and the new
@@ -405,7 +405,7 @@ async def test_a_retry_on_a_new_connection_is_reported_new_not_reused(failure: s
 
 
 async def test_a_retry_on_a_pooled_connection_has_no_connect_time_of_the_failed_attempt() -> None:
-    """Rule 1 of chunkwise._timings, the other way round.
+    """Rule 1 of chunkwise._core.timings, the other way round.
 
     A first attempt on a new connection that failed, retried on a connection
     another stream gave back to the pool meanwhile, reports the reuse and no

@@ -3,7 +3,7 @@
 :meth:`trio.SSLStream.receive_some` decrypts one TLS record per call, and a
 server that flushes every event sends one small record each.  trio has no
 public way to take the records it already holds, so each record is a read of
-its own: the cost of public APIs, written down in ``chunkwise._connect``.
+its own: the cost of public APIs, written down in ``chunkwise._net.connect``.
 These tests count reads, never time them: the server writes every record
 before the client reads anything, so what one read can see does not depend
 on scheduling.
@@ -18,7 +18,7 @@ import trio
 import trio.testing
 
 import chunkwise
-from chunkwise import _http11
+from chunkwise._net import http11 as _http11
 from chunkwise.testing import (
     RecordedRequest,
     ResponseWriter,

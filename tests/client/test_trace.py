@@ -1,4 +1,4 @@
-"""One trace hook around each transport step (:mod:`chunkwise._trace`).
+"""One trace hook around each transport step (:mod:`chunkwise._net.trace`).
 
 Each step calls the hook as it starts and as it ends; the stream's timings are
 fed by the same hook, and the terminal event's result is the one place the
@@ -14,7 +14,7 @@ import pytest
 import trio
 
 import chunkwise
-from chunkwise._http import send_http_request
+from chunkwise._net.http import send_http_request
 from chunkwise.testing import ScriptedResponse, open_test_server
 from helpers import choice, chunk, sse
 

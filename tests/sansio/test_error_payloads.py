@@ -17,7 +17,7 @@ import pytest
 
 import chunkwise
 from chunkwise import StreamError
-from chunkwise._http import parse_error_body
+from chunkwise._net.http import parse_error_body
 from chunkwise_tools._convert import exception_to_json
 
 Fields = tuple[str, str | None, int | str | None, str | None]

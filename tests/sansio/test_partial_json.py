@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import chunkwise
-from chunkwise._partial_json import DEFAULT_MAX_DEPTH
-from chunkwise._payloads import parse_json
+from chunkwise._core.partial_json import DEFAULT_MAX_DEPTH
+from chunkwise._core.payloads import parse_json
 from helpers import grows, json_texts, same_json, split_text
 
 SETTINGS = settings(

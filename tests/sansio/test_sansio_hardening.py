@@ -4,7 +4,7 @@
   ``feed()`` or from ``end()``: JSON nested past the recursion limit, integers
   past the digit limit, a line cut off over ``max_event_size`` at end of stream.
   Each becomes a failed result with a typed error, keeping what came before.
-* ``chunkwise._payloads``: every JSON failure is one typed error, and values
+* ``chunkwise._core.payloads``: every JSON failure is one typed error, and values
   are copied, written back and described without recursion limits.
 * A result never changes after it was handed out, whatever the caller does
   with its own chunks or with the values a result gives it.
@@ -24,7 +24,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import chunkwise
-from chunkwise._payloads import DATA_LIMIT, copy_json, dump_json, load_json, parse_json, preview
+from chunkwise._core.payloads import (
+    DATA_LIMIT,
+    copy_json,
+    dump_json,
+    load_json,
+    parse_json,
+    preview,
+)
 from helpers import accumulate, byte_reads, choice, chunk, parse_chat, sse, terminal, tool
 
 # --- ChatStreamParser never raises -----------------------------------------------------

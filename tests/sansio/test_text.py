@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chunkwise._text import BATCH, Fragments
+from chunkwise._core.text import BATCH, Fragments
 
 # One operation: append a fragment, replace the whole text, or take a snapshot.
 operations = st.lists(

@@ -18,8 +18,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import chunkwise
-from chunkwise._timings import GapHistogram, TimingRecorder, Timings
-from chunkwise._trace import Timed
+from chunkwise._core.timings import GapHistogram, TimingRecorder, Timings
+from chunkwise._net.trace import Timed
 from helpers import (
     DATA,
     accumulate,

@@ -11,9 +11,9 @@ import pytest
 import trio
 import trio.testing
 
-from chunkwise._endpoint import Endpoint
-from chunkwise._errors import HTTPStatusError
-from chunkwise._http import open_http_response
+from chunkwise._core.endpoint import Endpoint
+from chunkwise._core.errors import HTTPStatusError
+from chunkwise._net.http import open_http_response
 from chunkwise.testing import (
     LoopbackServer,
     RecordedRequest,

@@ -26,8 +26,8 @@ The modules behind it: ``accumulator`` (chunks to events and a result),
 
 from typing import TYPE_CHECKING
 
-from .._events import ChoiceFinished
-from .._names import fixup_module_metadata, lazy_getattr
+from .._core.events import ChoiceFinished
+from .._core.names import fixup_module_metadata, lazy_getattr
 from .accumulator import Accumulator
 from .events import ChatEvent as Event
 from .events import (

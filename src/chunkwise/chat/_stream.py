@@ -13,10 +13,10 @@ from typing import Any
 
 import trio
 
-from .._endpoint import Endpoint
-from .._http11 import Connection
-from .._pool import ConnectionPool
-from .._sse import DEFAULT_MAX_EVENT_SIZE
+from .._core.endpoint import Endpoint
+from .._core.sse import DEFAULT_MAX_EVENT_SIZE
+from .._net.http11 import Connection
+from .._net.pool import ConnectionPool
 from .._stream import Api
 from .._stream import Stream as _Stream
 from .._stream import complete as _complete

@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 :class:`Accumulator` is the chat form of the chunk accumulator both chunk
-APIs share (:class:`~chunkwise._chunks.ChunkAccumulator`): it takes chunks one
+APIs share (:class:`~chunkwise._core.chunks.ChunkAccumulator`): it takes chunks one
 at a time, either as already-decoded mappings
 (:meth:`~Accumulator.feed`, e.g. ``chunk.model_dump()`` from the
 official SDK) or as server-sent events (:meth:`~Accumulator.feed_sse`,
@@ -19,11 +19,11 @@ Strings are immutable; the mutable values a result holds are never mutated
 afterwards: usage is replaced, not updated; a choice's ``logprobs`` are copied
 before the next merge when a snapshot holds them (copy on write); and what
 :meth:`~Accumulator.feed` keeps from the caller's mapping is copied
-(see :mod:`chunkwise._payloads`), so the caller cannot change it either.
+(see :mod:`chunkwise._core.payloads`), so the caller cannot change it either.
 
 Rules
 -----
-The rules both chunk APIs share are :mod:`chunkwise._chunks`'s: the one
+The rules both chunk APIs share are :mod:`chunkwise._core.chunks`'s: the one
 terminal event (1), the derived status (2), how a choice finishes, ``[DONE]``
 included (3), error payloads (4), usage (5), ``logprobs`` (6).  Chat's own:
 
@@ -36,7 +36,7 @@ included (3), error payloads (4), usage (5), ``logprobs`` (6).  Chat's own:
    one counted anomaly per choice.  Text after a choice finished is an
    anomaly, not appended.
 3. A structured output (``response_format``) is checked once, at the end,
-   for each finished choice (:mod:`chunkwise._structured`): a choice cut
+   for each finished choice (:mod:`chunkwise._core.structured`): a choice cut
    short (``length``, ``content_filter``) gets a "cut short" error unparsed,
    a choice finished by ``[DONE]`` alone is parsed (the server said it is over).
 
@@ -50,13 +50,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .._chunks import ChunkAccumulator, merge_logprobs
-from .._errors import InvalidChunk
-from .._events import Event
-from .._partial_json import LiveJSON
-from .._payloads import copy_json, dump_json, preview
-from .._structured import CUT_SHORT, OutputSchema
-from .._tools import ToolSchemas, complete_tool_call
+from .._core.chunks import ChunkAccumulator, merge_logprobs
+from .._core.errors import InvalidChunk
+from .._core.events import Event
+from .._core.partial_json import LiveJSON
+from .._core.payloads import copy_json, dump_json, preview
+from .._core.structured import CUT_SHORT, OutputSchema
+from .._core.tools import ToolSchemas, complete_tool_call
 from .choices import ChoiceState, ToolCallState, read_parts
 from .events import (
     ReasoningDelta,

@@ -17,17 +17,17 @@ Rules kept here:
    ``thinking`` is a list of text parts, or a string) is reasoning; any other
    part is returned as not understood, for the accumulator to report.
 
-``logprobs`` merge as legacy completions' do (:func:`chunkwise._chunks.merge_logprobs`).
+``logprobs`` merge as legacy completions' do (:func:`chunkwise._core.chunks.merge_logprobs`).
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from .._errors import StructuredOutputError
-from .._partial_json import LiveJSON
-from .._results import ToolCall
-from .._text import Fragments
+from .._core.errors import StructuredOutputError
+from .._core.partial_json import LiveJSON
+from .._core.results import ToolCall
+from .._core.text import Fragments
 from .results import ChoiceResult
 
 __all__ = [

@@ -13,9 +13,9 @@ from typing import ClassVar, TypeAlias
 
 import attrs
 
-from .._events import ChoiceFinished, Event, Family, LifecycleEvent
-from .._json_patches import Patch
-from .._results import ToolCall
+from .._core.events import ChoiceFinished, Event, Family, LifecycleEvent
+from .._core.json_patches import Patch
+from .._core.results import ToolCall
 
 __all__ = [
     "ChoiceEvent",

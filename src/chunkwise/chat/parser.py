@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .._parser import StreamParser
-from .._sse import DEFAULT_MAX_EVENT_SIZE
+from .._core.parser import StreamParser
+from .._core.sse import DEFAULT_MAX_EVENT_SIZE
 from .accumulator import Accumulator
 from .results import Result
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import attrs
 
-from .._errors import StructuredOutputError
-from .._payloads import copy_json
-from .._results import ChunkResult, ToolCall, choices_of
+from .._core.errors import StructuredOutputError
+from .._core.payloads import copy_json
+from .._core.results import ChunkResult, ToolCall, choices_of
 
 __all__ = ["ChoiceResult", "Result"]
 

@@ -22,8 +22,8 @@ and ``_stream`` (the trio half).
 
 from typing import TYPE_CHECKING
 
-from .._events import ChoiceFinished
-from .._names import fixup_module_metadata, lazy_getattr
+from .._core.events import ChoiceFinished
+from .._core.names import fixup_module_metadata, lazy_getattr
 from .accumulator import Accumulator
 from .events import CompletionEvent as Event
 from .events import TextDelta

@@ -4,10 +4,10 @@ Theory of operation
 -------------------
 :class:`Accumulator` is :class:`~chunkwise.chat.Accumulator`'s twin
 for ``POST /completions``, the same chunk accumulator
-(:class:`~chunkwise._chunks.ChunkAccumulator`): it takes chunks as decoded mappings
+(:class:`~chunkwise._core.chunks.ChunkAccumulator`): it takes chunks as decoded mappings
 (:meth:`~Accumulator.feed`) or as server-sent events
 (:meth:`~Accumulator.feed_sse`, ``[DONE]`` checked before JSON,
-error payloads recognised by :func:`~chunkwise._payloads.parse_error_payload`,
+error payloads recognised by :func:`~chunkwise._core.payloads.parse_error_payload`,
 the one reading of every error shape).  A chunk's choices carry ``text``
 directly (no ``delta``), kept per ``index``: several prompts, and ``n``, give
 several choices.  Identifying fields (id, model, created, system_fingerprint)
@@ -16,13 +16,13 @@ are assigned once, from the first chunk with a valid value: TGI's empty
 
 A :class:`~chunkwise.completions.Result` never changes once handed out: usage is
 replaced, not updated; ``logprobs`` are merged copy-on-write
-(:func:`~chunkwise._chunks.merge_logprobs`, shared with chat); what
+(:func:`~chunkwise._core.chunks.merge_logprobs`, shared with chat); what
 :meth:`~Accumulator.feed` keeps from the caller's mapping is
 copied.
 
 Rules
 -----
-The rules both chunk APIs share are :mod:`chunkwise._chunks`'s, as for chat:
+The rules both chunk APIs share are :mod:`chunkwise._core.chunks`'s, as for chat:
 the one terminal event (1), the derived status (2), how a choice finishes,
 ``[DONE]`` included (3), error payloads (4), usage (5), ``logprobs`` (6).
 Legacy completions' own:
@@ -41,11 +41,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._chunks import ChunkAccumulator, merge_logprobs
-from .._errors import InvalidChunk
-from .._events import Event
-from .._payloads import copy_json, preview
-from .._text import Fragments
+from .._core.chunks import ChunkAccumulator, merge_logprobs
+from .._core.errors import InvalidChunk
+from .._core.events import Event
+from .._core.payloads import copy_json, preview
+from .._core.text import Fragments
 from .events import TextDelta
 from .results import ChoiceResult, Result
 

@@ -11,7 +11,7 @@ from typing import ClassVar, TypeAlias
 
 import attrs
 
-from .._events import ChoiceFinished, Event, Family, LifecycleEvent
+from .._core.events import ChoiceFinished, Event, Family, LifecycleEvent
 
 __all__ = ["CompletionEvent", "TextDelta"]
 

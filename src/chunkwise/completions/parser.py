@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .._parser import StreamParser
-from .._sse import DEFAULT_MAX_EVENT_SIZE
+from .._core.parser import StreamParser
+from .._core.sse import DEFAULT_MAX_EVENT_SIZE
 from .accumulator import Accumulator
 from .results import Result
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import attrs
 
-from .._results import ChunkResult, choices_of
+from .._core.results import ChunkResult, choices_of
 
 __all__ = ["ChoiceResult", "Result"]
 

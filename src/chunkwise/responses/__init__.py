@@ -29,7 +29,7 @@ The modules behind it: ``accumulator`` (events to typed events and a result),
 
 from typing import TYPE_CHECKING
 
-from .._names import fixup_module_metadata, lazy_getattr
+from .._core.names import fixup_module_metadata, lazy_getattr
 from .accumulator import Accumulator
 from .events import (
     OutputEvent,

@@ -15,12 +15,12 @@ from typing import Any
 
 import trio
 
-from .._endpoint import Endpoint
-from .._http11 import Connection
-from .._pool import ConnectionPool
+from .._core.endpoint import Endpoint
+from .._core.sse import DEFAULT_MAX_EVENT_SIZE
+from .._net.http11 import Connection
+from .._net.pool import ConnectionPool
 from .._resume import Attach
 from .._resume import cancel as _cancel
-from .._sse import DEFAULT_MAX_EVENT_SIZE
 from .._stream import Api
 from .._stream import Stream as _Stream
 from .._stream import complete as _complete

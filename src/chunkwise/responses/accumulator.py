@@ -43,7 +43,7 @@ Rules
 5. Errors arrive as an ``error`` event, flat (``code``, ``message`` at the top)
    or nested (``{"error": {...}}``), as llama.cpp's bare ``{"error": {...}}``
    frame without ``type``, or as the terminal response's ``error``.  Each is
-   read by :func:`~chunkwise._payloads.parse_error_payload`; the stream goes
+   read by :func:`~chunkwise._core.payloads.parse_error_payload`; the stream goes
    on until its terminal event (OpenAI sends ``response.failed`` after the
    ``error`` event), and ends ``failed``.
 6. The outcome comes from the terminal response's ``status``, not from the
@@ -63,7 +63,7 @@ Rules
 9. A result never changes once handed out: snapshots are new objects, values
    taken from the caller's mappings are copied.
 10. A structured output (``text.format``) is checked once, when the terminal
-    event ends the answer (:mod:`chunkwise._structured`): ``completed`` is
+    event ends the answer (:mod:`chunkwise._core.structured`): ``completed`` is
     parsed; ``incomplete`` (``max_output_tokens``...) gets a "cut short"
     error unparsed, as a chat choice cut by ``length`` does.
 11. A stream may go on over connections (:meth:`resume`; sequence numbers drop
@@ -76,15 +76,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from .._anomalies import AnomalyLog
-from .._errors import (
+from .._core.anomalies import AnomalyLog
+from .._core.errors import (
     ChunkwiseError,
     InvalidChunk,
     InvalidJSON,
     StreamError,
     StructuredOutputError,
 )
-from .._events import (
+from .._core.events import (
     Event,
     StreamCompleted,
     StreamErrorReceived,
@@ -92,13 +92,13 @@ from .._events import (
     StreamIncomplete,
     UsageReported,
 )
-from .._names import warn_renamed
-from .._payloads import copy_json, load_object, parse_error_event, parse_error_payload, preview
-from .._results import Anomaly, IncompleteReason, Status
-from .._sse import ServerSentEvent
-from .._structured import OutputSchema
-from .._timings import event_server_timings
-from .._tools import ToolSchemas, complete_tool_call
+from .._core.names import warn_renamed
+from .._core.payloads import copy_json, load_object, parse_error_event, parse_error_payload, preview
+from .._core.results import Anomaly, IncompleteReason, Status
+from .._core.sse import ServerSentEvent
+from .._core.structured import OutputSchema
+from .._core.timings import event_server_timings
+from .._core.tools import ToolSchemas, complete_tool_call
 from .events import (
     OutputItemAdded,
     OutputItemDone,
@@ -723,7 +723,7 @@ def check_structured(
     ``incomplete``: the same, cut short with the server's reason; any other
     status: the answer did not finish, ``(None, None)``.  ``(None, None)`` also
     when no message has text (a refusal, only calls); cut short when a
-    message's status is not ``completed`` (:mod:`chunkwise._structured`, rule 2).
+    message's status is not ``completed`` (:mod:`chunkwise._core.structured`, rule 2).
     """
     if status == "completed":
         cut_short = None

@@ -14,8 +14,8 @@ from typing import ClassVar, TypeAlias
 
 import attrs
 
-from .._events import Event, Family, LifecycleEvent
-from .._json_patches import Patch
+from .._core.events import Event, Family, LifecycleEvent
+from .._core.json_patches import Patch
 from .results import FunctionCall, OutputItem
 
 __all__ = [

@@ -26,7 +26,7 @@ more than its length (no scan of the items or parts so far).
 
 The tables say which events carry a part's text, and where it goes.
 
-Live values (:mod:`chunkwise._partial_json`): a function call's arguments are
+Live values (:mod:`chunkwise._core.partial_json`): a function call's arguments are
 previewed as they stream (:meth:`ItemState.add_arguments`), and, when the
 request's ``text.format`` asks for JSON, so is the message text
 (:attr:`ItemTable.preview`, fed by :meth:`ItemTable.append`).  A final text
@@ -39,11 +39,11 @@ from __future__ import annotations
 from collections.abc import Container, Iterator, Mapping
 from typing import Any, Literal
 
-from .._anomalies import AnomalyLog
-from .._errors import InvalidJSON
-from .._events import Event
-from .._partial_json import LiveJSON
-from .._text import Fragments
+from .._core.anomalies import AnomalyLog
+from .._core.errors import InvalidJSON
+from .._core.events import Event
+from .._core.partial_json import LiveJSON
+from .._core.text import Fragments
 from .events import (
     ReasoningDelta,
     ReasoningSummaryDelta,

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .._events import Event
-from .._parser import StreamParser
-from .._sse import DEFAULT_MAX_EVENT_SIZE
+from .._core.events import Event
+from .._core.parser import StreamParser
+from .._core.sse import DEFAULT_MAX_EVENT_SIZE
 from .accumulator import Accumulator
 from .results import Result
 

@@ -16,10 +16,10 @@ from typing import Any
 
 import attrs
 
-from .._errors import ChunkwiseError, StreamError, StructuredOutputError
-from .._payloads import copy_json
-from .._results import Anomaly, IncompleteReason, Status, ToolCall
-from .._timings import Timings
+from .._core.errors import ChunkwiseError, StreamError, StructuredOutputError
+from .._core.payloads import copy_json
+from .._core.results import Anomaly, IncompleteReason, Status, ToolCall
+from .._core.timings import Timings
 
 __all__ = ["ContentPart", "FunctionCall", "OutputItem", "Result"]
 

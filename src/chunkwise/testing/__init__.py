@@ -23,7 +23,7 @@ Everything runs in the caller's task tree: leaving an ``async with`` cancels the
 server and closes every connection, and a handler that raises fails the test.
 """
 
-from .._names import fixup_module_metadata
+from .._core.names import fixup_module_metadata
 from ._http_server import (
     Handler,
     LoopbackServer,

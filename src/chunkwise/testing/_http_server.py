@@ -61,11 +61,11 @@ import attrs
 import h11
 import trio
 
-from .._connect import socket_of
-from .._endpoint import Endpoint
-from .._retries import Retries
-from .._tasks import close_now, exceptions_unwrapped
-from .._util import url_host
+from .._core.endpoint import Endpoint
+from .._core.retries import Retries
+from .._core.util import url_host
+from .._net.connect import socket_of
+from .._net.tasks import close_now, exceptions_unwrapped
 from ..types import Headers
 from ._responses import RecordedRequest, ResponseWriter, ScriptedResponse
 

@@ -16,7 +16,7 @@ import pytest
 import trio
 
 import chunkwise
-from chunkwise._http import connect
+from chunkwise._net.http import connect
 from chunkwise_tools.server import ServerOptions, open_chat_server
 from helpers import KEY_VAR, run_main
 

@@ -18,7 +18,7 @@ import trio
 import trio.testing
 
 import chunkwise
-from chunkwise._http import open_http_response
+from chunkwise._net.http import open_http_response
 from chunkwise.testing import LoopbackServer, RecordedRequest
 from chunkwise.types import Headers
 from chunkwise_tools._convert import completion_document

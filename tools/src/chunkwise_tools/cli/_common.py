@@ -17,7 +17,7 @@ character shows it as an escape instead of failing (:func:`tolerate_stdout`).
 
 A request that failed is explained by :func:`describe_failure`: the library's
 error says what went wrong and what it suggests (no key was sent, did you mean
-``<base>/v1``?, see :func:`chunkwise._http.status_hint`); the command line adds
+``<base>/v1``?, see :func:`chunkwise._net.http.status_hint`); the command line adds
 which of its options or variables to change.
 
 :func:`probe_exchange` is the one probe request (``probe`` of either API):
@@ -444,7 +444,7 @@ class Failure:
 def describe_failure(exc: ChunkwiseError, endpoint: Endpoint, key_variable: str) -> Failure:
     """``exc`` on one line (the key masked), with a hint when the cause is a likely slip.
 
-    The library decides what a status suggests (:func:`~chunkwise._http.status_hint`,
+    The library decides what a status suggests (:func:`~chunkwise._net.http.status_hint`,
     also for an error rebuilt from a recording); the hint says it in the
     command's terms: a 401 or 403 when no key was sent names the unset
     variable, a 404 from a base URL without a version segment the

@@ -40,7 +40,7 @@ is then reported as incomplete, and the exit status is 130.
 
 The API key never reaches the output: it is only read from the environment
 variable named by ``--api-key-env``, and every error or JSON line is passed
-through :func:`~chunkwise._util.redact` in case a server quotes it back.  A
+through :func:`~chunkwise._core.util.redact` in case a server quotes it back.  A
 failed request is explained by :func:`~._common.describe_failure`, with a hint
 when the cause is a likely slip (no key sent, a base URL without ``/v1``).
 """

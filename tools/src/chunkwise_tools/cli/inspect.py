@@ -22,7 +22,7 @@ server-sent event is found at all (an HTML page, a JSON document).
 When ``FILE.times.json`` (the timing sidecar ``chunkwise record`` writes) is
 beside ``FILE``, a timeline follows the summary (``--json``: a ``timeline``
 member): the body is parsed a second time, read by read as recorded, with a
-:class:`~chunkwise._timings.TimingRecorder` whose clock is the recorded
+:class:`~chunkwise._core.timings.TimingRecorder` whose clock is the recorded
 times, so every figure (time to first token, the gap statistics) has the very
 definition a live stream's ``result.timings`` has.  The longest stalls
 (gaps between reads carrying output) are listed with where in the answer's

@@ -19,7 +19,7 @@ the third, since a completion has no tools, a long answer cut by
 :class:`Plan` (:data:`CHAT_PLAN`, :data:`COMPLETIONS_PLAN`); the requests, the
 wire analysis and the findings are the same code.
 
-Each response body is read through :func:`chunkwise._http.open_http_response`
+Each response body is read through :func:`chunkwise._net.http.open_http_response`
 and every read is fed both to a :class:`~chunkwise.chat.Parser` (what a
 client reconstructs: status, finish reasons, usage, first-token time) and kept
 for the wire-level analysis, which needs the raw bytes: keep-alive comments,

@@ -17,7 +17,7 @@ so the ``Authorization`` header cannot end up in the file.  A server may still
 quote the key back (a careless relay's "invalid key" message): the bytes are
 written unchanged all the same, and a warning on stderr says that the file
 holds the key (without printing it), for a key long enough to be a secret
-(:data:`~chunkwise._util.MIN_SECRET_LENGTH`).
+(:data:`~chunkwise._core.util.MIN_SECRET_LENGTH`).
 
 Beside ``FILE`` goes ``FILE.times.json``, the recording's timing: the response
 head's time and each read's byte offset and time, in seconds since the request
@@ -35,7 +35,7 @@ is made the same way, and only the status line on stderr reads the stream, with
 that API's parser (:data:`~._options.COMMAND_APIS`).
 
 The request goes through the client's one request lifecycle,
-:func:`~chunkwise._http.open_http_response`, with ``check=False`` so that an
+:func:`~chunkwise._net.http.open_http_response`, with ``check=False`` so that an
 error status or another content type is handed over to be recorded instead of
 raised.
 """
@@ -344,7 +344,7 @@ async def record_response(
     """POST ``body`` to ``path``; write the response head and body bytes to ``out`` as they arrive.
 
     ``transport`` (tests) is an already connected stream, as for
-    :func:`~chunkwise._http.send_http_request`.  Fills in ``recording`` as it
+    :func:`~chunkwise._net.http.send_http_request`.  Fills in ``recording`` as it
     goes, so a caller interrupted halfway still knows what was written.
     Raises the transport's errors; errors after the head arrived leave ``out``
     holding everything received before.

@@ -441,7 +441,7 @@ def _parse_body(body: bytes) -> Any:
 
     ``NaN``, ``Infinity`` and ``-Infinity`` are not JSON: Python's ``json.loads``
     takes them as numbers, OpenAI refuses the body as unparseable, and so does
-    this (:func:`~chunkwise._payloads.parse_json`).  Encodings are detected as
+    this (:func:`~chunkwise._core.payloads.parse_json`).  Encodings are detected as
     ``json.loads`` does for bytes.
 
     Raises:

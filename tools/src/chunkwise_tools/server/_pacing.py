@@ -31,7 +31,7 @@ A JSON object::
 ``offset`` is the position of the read's first byte in the recorded body (after
 transfer decoding: the bytes after the head in ``FILE``), ``seconds`` the read's
 stamp (when its bytes arrived where the transport can tell, else when the read
-returned: :mod:`chunkwise._timings`), since the request was sent.  A read's
+returned: :mod:`chunkwise._core.timings`), since the request was sent.  A read's
 bytes run to the next read's offset (the last one's to ``body_bytes``).
 ``complete`` is false when the recording stopped before the body ended
 (interrupted, connection lost).

@@ -39,8 +39,8 @@ from urllib.parse import unquote, urlsplit
 
 import attrs
 
-from ._errors import InvalidEndpoint
-from ._util import authority
+from .errors import InvalidEndpoint
+from .util import authority
 
 __all__ = ["Proxy", "bypasses_proxy", "parse_proxy_url", "proxy_from_environment", "select_proxy"]
 

@@ -8,7 +8,7 @@ managers own nurseries as an implementation detail, so a caller who raised
 ``ValueError`` in the block, or whose consumer task did, must get that
 ``ValueError`` back: not a group, and not a copy whose chain we rewrote.
 :func:`exceptions_unwrapped` is the one place where that happens.  It re-raises
-the single real exception *as itself* (:func:`~chunkwise._errors.raise_itself`):
+the single real exception *as itself* (:func:`~chunkwise._core.errors.raise_itself`):
 its ``__cause__``, ``__traceback__`` and ``__context__`` are what they were when
 it was raised (``raise exc from None`` would erase the cause; a bare
 ``raise exc`` inside ``except`` would chain the group as context).
@@ -23,7 +23,7 @@ from collections.abc import Iterator
 
 import trio
 
-from ._errors import raise_itself
+from .._core.errors import raise_itself
 
 if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup

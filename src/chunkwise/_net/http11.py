@@ -7,7 +7,7 @@ h11 parses the whole response: the head, and the body in every framing
 and translates outcomes.  :class:`Connection` takes an origin and a prepared
 request, not the whole endpoint (httpcore's ``_async/http11.py`` is the
 model): the request lifecycle (connecting, retries, checking the response) is
-:mod:`chunkwise._http`'s.
+:mod:`chunkwise._net.http`'s.
 
 A chunked body costs one h11 ``Data`` event a chunk and one ``NEED_DATA``
 answer a read: about five microseconds a read, which only a load test of a few
@@ -34,7 +34,7 @@ any                   ``aclose()``                                        CLOSED
 ===================== =================================================== =============
 
 A failure while sending leaves the state as it was: the attempt that sent is
-abandoned and the connection closed (:mod:`chunkwise._http`).  In FAILED
+abandoned and the connection closed (:mod:`chunkwise._net.http`).  In FAILED
 every :meth:`Connection.receive_some` raises the error again; in DONE it
 returns ``b""``; in CLOSED it raises :exc:`trio.ClosedResourceError`.  Only a
 DONE connection whose h11 says both sides are done is :attr:`reusable`.
@@ -57,7 +57,7 @@ Rules
    so a truncated stream loses nothing that arrived.
 
 On a plain TCP connection under Linux the socket is read through
-:mod:`chunkwise._arrivals`, and each read is stamped by the kernel as its bytes
+:mod:`chunkwise._net.arrivals`, and each read is stamped by the kernel as its bytes
 arrive: ``Connection.arrived`` is when the last bytes handed out reached this
 host, on trio's clock, or ``None`` where there is no such stamp (TLS, another
 platform, a test's clock).
@@ -75,9 +75,7 @@ from typing import Any
 import h11
 import trio
 
-from ._arrivals import open_reader
-from ._connect import Origin, socket_of
-from ._errors import (
+from .._core.errors import (
     ChunkwiseError,
     ConnectionLost,
     IdleTimeout,
@@ -86,8 +84,10 @@ from ._errors import (
     RemoteProtocolError,
     raise_itself,
 )
-from ._request import Request
-from ._tasks import close_now
+from .arrivals import open_reader
+from .connect import Origin, socket_of
+from .request import Request
+from .tasks import close_now
 
 __all__ = ["Connection", "State"]
 

@@ -2,7 +2,7 @@
 
 The one place :class:`~chunkwise.HTTPStatusError` is built from a response's
 head and body (:func:`http_status_error`): the client raises it
-(:mod:`chunkwise._http`), and the tools that read a response kept as it is
+(:mod:`chunkwise._net.http`), and the tools that read a response kept as it is
 show the same error.
 """
 
@@ -14,11 +14,11 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from ._endpoint import Endpoint
-from ._errors import HTTPStatusError, StreamError
-from ._headers import Headers
-from ._payloads import parse_error_payload, parse_json
-from ._retries import retry_after
+from .._core.endpoint import Endpoint
+from .._core.errors import HTTPStatusError, StreamError
+from .._core.headers import Headers
+from .._core.payloads import parse_error_payload, parse_json
+from .._core.retries import retry_after
 
 __all__ = ["StatusHint", "http_status_error", "parse_error_body", "status_hint"]
 
@@ -109,7 +109,7 @@ def status_hint(status_code: int, endpoint: Endpoint) -> StatusHint:
 def parse_error_body(body: bytes) -> StreamError | None:
     """The server's error in an HTTP error body, or ``None`` when the body is not JSON.
 
-    Any JSON body is read by :func:`~chunkwise._payloads.parse_error_payload`,
+    Any JSON body is read by :func:`~chunkwise._core.payloads.parse_error_payload`,
     the same rules as errors inside a stream.  An empty body, HTML, bytes in no
     Unicode encoding and JSON nested too deeply to parse give ``None``.
     """

@@ -7,7 +7,7 @@ and ``text_completion``), so one mechanism accumulates both:
 :class:`ChunkAccumulator` takes chunks one at a time, as decoded mappings
 (:meth:`~ChunkAccumulator.feed`) or as server-sent events
 (:meth:`~ChunkAccumulator.feed_sse`, ``[DONE]`` checked before JSON, error
-payloads recognised by :func:`~chunkwise._payloads.parse_error_payload`, the
+payloads recognised by :func:`~chunkwise._core.payloads.parse_error_payload`, the
 one reading of every error shape), and keeps what every chunk may carry: the
 identifying fields (id, model, created, system_fingerprint: assigned once,
 from the first chunk with a valid value, an empty string being no value),
@@ -17,12 +17,12 @@ usage, server timings, an error, the anomalies, and one state per choice
 choice of a chunk is read (``_choice``), what finishing and closing a choice
 do besides (``_choice_finished``, ``_choice_closed``), and its result
 (``_new_result``).  API packages never import each other; both results share
-their fields through :class:`~chunkwise._results.ChunkResult`.
+their fields through :class:`~chunkwise._core.results.ChunkResult`.
 
 A result never changes once handed out: usage is replaced, not updated;
 ``logprobs`` are merged copy-on-write; what
 :meth:`~ChunkAccumulator.feed` keeps from the caller's mapping is
-copied (see :mod:`chunkwise._payloads`).
+copied (see :mod:`chunkwise._core.payloads`).
 
 Rules kept here (each API's module lists its own after these):
 
@@ -64,9 +64,9 @@ from abc import abstractmethod
 from collections.abc import Mapping
 from typing import Any, Generic, Protocol, TypeVar
 
-from ._anomalies import AnomalyLog
-from ._errors import ChunkwiseError, InvalidChunk, StreamError
-from ._events import (
+from .anomalies import AnomalyLog
+from .errors import ChunkwiseError, InvalidChunk, StreamError
+from .events import (
     ChoiceFinished,
     Event,
     StreamCompleted,
@@ -75,11 +75,11 @@ from ._events import (
     StreamIncomplete,
     UsageReported,
 )
-from ._names import warn_renamed
-from ._payloads import DATA_LIMIT, copy_json, load_json, load_object, parse_error_payload, preview
-from ._results import Anomaly, IncompleteReason, Status
-from ._sse import ServerSentEvent
-from ._timings import take_server_timings
+from .names import warn_renamed
+from .payloads import DATA_LIMIT, copy_json, load_json, load_object, parse_error_payload, preview
+from .results import Anomaly, IncompleteReason, Status
+from .sse import ServerSentEvent
+from .timings import take_server_timings
 
 __all__ = ["ChoiceLike", "ChunkAccumulator", "LogprobsOwner", "merge_logprobs"]
 
@@ -265,7 +265,7 @@ class ChunkAccumulator(Generic[S, R]):
         self._error = error
         return self._finish()
 
-    # -- the round-3 spellings (chunkwise._names.RENAMED) ----------------------
+    # -- the round-3 spellings (chunkwise._core.names.RENAMED) ----------------------
 
     #: The public name of the API's accumulator, for the deprecation warnings.
     _public_name = "chunkwise.chat.Accumulator"

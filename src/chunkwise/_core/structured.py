@@ -30,9 +30,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ._errors import StructuredOutputError
-from ._payloads import parse_json
-from ._tools import jsonschema_module, make_validator, schema_problem
+from .errors import StructuredOutputError
+from .payloads import parse_json
+from .tools import jsonschema_module, make_validator, schema_problem
 
 __all__ = ["CUT_SHORT", "OutputSchema"]
 

@@ -37,8 +37,8 @@ from typing import Any, ClassVar, Generic, Literal, TypeAlias, TypeVar
 
 import attrs
 
-from ._errors import ChunkwiseError, StreamError
-from ._results import Anomaly, IncompleteReason
+from .errors import ChunkwiseError, StreamError
+from .results import Anomaly, IncompleteReason
 
 __all__ = [
     "AnomalyDetected",

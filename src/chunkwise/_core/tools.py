@@ -17,9 +17,9 @@ from typing import Any, TypeVar
 
 import attrs
 
-from ._errors import ToolArgumentsError
-from ._payloads import parse_json
-from ._results import ToolCall
+from .errors import ToolArgumentsError
+from .payloads import parse_json
+from .results import ToolCall
 
 __all__ = [
     "NO_JSONSCHEMA",

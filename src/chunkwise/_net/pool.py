@@ -45,7 +45,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import attrs
 import trio
 
-from ._checks import non_negative_int, non_negative_seconds, positive_int
+from .._core.checks import non_negative_int, non_negative_seconds, positive_int
 
 __all__ = ["ConnectionPool", "PoolSettings", "PoolStats", "Poolable", "Slot"]
 

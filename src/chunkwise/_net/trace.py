@@ -25,13 +25,13 @@ step                where                              info when complete
 =================== ================================== =============================
 
 A stamp is trio's clock, or ``None`` where the transport knows no better
-(:mod:`chunkwise._arrivals`).  Every event also goes to the logging
+(:mod:`chunkwise._net.arrivals`).  Every event also goes to the logging
 (:func:`log_event`): the retries at ``INFO`` on ``chunkwise``, as they always
 were, the rest at ``DEBUG`` on ``chunkwise.trace``; a hook given by the caller
 (the stream's timings; later, telemetry, issue 34) is called after.
 
 The stream's timings are computed here, from the hook (:class:`Timed`, whose
-recorder's :meth:`~chunkwise._timings.TimingRecorder.trace` is the hook) and
+recorder's :meth:`~chunkwise._core.timings.TimingRecorder.trace` is the hook) and
 from what each read carried (:meth:`Timed.carried`: an event, output, answer
 text), and they reach the final result in one place: when the parser returns
 the terminal event, :meth:`Timed.carried` replaces the event's result by
@@ -49,9 +49,9 @@ from typing import Any, Generic, TypeVar
 
 import attrs
 
-from ._events import Event, StreamCompleted, StreamFailed, StreamIncomplete
-from ._parser import StreamParser
-from ._timings import TimingRecorder, Timings
+from .._core.events import Event, StreamCompleted, StreamFailed, StreamIncomplete
+from .._core.parser import StreamParser
+from .._core.timings import TimingRecorder, Timings
 
 __all__ = ["Timed", "Trace", "TraceHook", "log_event", "traced"]
 

@@ -31,8 +31,8 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
-from ._checks import non_negative_int, non_negative_seconds
-from ._errors import (
+from .checks import non_negative_int, non_negative_seconds
+from .errors import (
     ChunkwiseError,
     ConnectionLost,
     ConnectTimeout,

@@ -4,7 +4,7 @@ Each API package (:mod:`chunkwise.chat`, :mod:`chunkwise.responses`,
 :mod:`chunkwise.completions`) holds its own result classes in its
 ``results`` module; this module holds only what they share: the
 :data:`Status`, the :class:`IncompleteReason`, the :class:`Anomaly`, and the
-values the events of :mod:`chunkwise._events` carry: :class:`ToolCall` (a
+values the events of :mod:`chunkwise._core.events` carry: :class:`ToolCall` (a
 chat tool call) and the Responses API's :class:`OutputItem`,
 :class:`ContentPart` and :class:`FunctionCall` (a :class:`ToolCall` with the
 ``call_id`` the next request answers with).
@@ -18,9 +18,9 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 
 import attrs
 
-from ._errors import ChunkwiseError, StreamError, ToolArgumentsError, raise_itself
-from ._payloads import copy_json, parse_json
-from ._timings import Timings
+from .errors import ChunkwiseError, StreamError, ToolArgumentsError, raise_itself
+from .payloads import copy_json, parse_json
+from .timings import Timings
 
 __all__ = [
     "Anomaly",

@@ -11,7 +11,7 @@ refusal, reasoning or tool-argument deltas) and which carried visible answer
 text; it keeps the first and last of those and the statistics of the gaps
 between consecutive output reads.  The stamps come from the transport's trace
 hook (:meth:`TimingRecorder.trace`); when the parser returns the terminal
-event, :class:`chunkwise._trace.Timed` takes the final :class:`Timings` and
+event, :class:`chunkwise._net.trace.Timed` takes the final :class:`Timings` and
 puts it on that event's result, the one place it is attached.
 
 This module is sans-IO: the clock is given to the recorder (the trio layer
@@ -26,7 +26,7 @@ Rules
    and the wait for a pool's slot happen before ``started``.
 2. A read has one stamp: when its last bytes reached this host, where the
    transport knows (the kernel's receive timestamp of a plain TCP connection on
-   Linux, :mod:`chunkwise._arrivals`), else when the read returned; never
+   Linux, :mod:`chunkwise._net.arrivals`), else when the read returned; never
    before the response head or the previous read.  Events parsed from one read
    are simultaneous as far as timings go, so a gap is between two *reads* that
    carried output, never between two events of one read.
@@ -53,7 +53,7 @@ from typing import Any
 
 import attrs
 
-from ._payloads import copy_json
+from .payloads import copy_json
 
 __all__ = [
     "SERVER_TIMING_KEYS",
@@ -254,7 +254,7 @@ class TimingRecorder:
     the request goes out, :meth:`read` once per read of the body (then
     :meth:`event` and :meth:`output` for what that read carried), and
     :meth:`end` when the reading stops; :meth:`final` is taken when the
-    stream ends (:class:`chunkwise._trace.Timed`).  :meth:`timings` gives the figures so far.
+    stream ends (:class:`chunkwise._net.trace.Timed`).  :meth:`timings` gives the figures so far.
     """
 
     __slots__ = (
@@ -301,7 +301,7 @@ class TimingRecorder:
         self._output_read = 0  # the last read counted as output
         self.gaps = GapHistogram()
 
-    # -- the request (chunkwise._http) ------------------------------------------
+    # -- the request (chunkwise._net.http) ------------------------------------------
 
     def start_attempt(self) -> None:
         """An attempt begins: what earlier attempts stamped is forgotten (rule 1)."""
@@ -324,7 +324,7 @@ class TimingRecorder:
         self.first_byte = first_byte if first_byte is not None else self.response_head
 
     def trace(self, name: str, info: Mapping[str, Any]) -> None:
-        """A trace hook (:mod:`chunkwise._trace`): each transport step's stamp, taken now."""
+        """A trace hook (:mod:`chunkwise._net.trace`): each transport step's stamp, taken now."""
         if name == "receive_body.complete":
             self.read(info["arrived"])
         elif name == "attempt.started":

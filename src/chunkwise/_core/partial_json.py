@@ -41,7 +41,7 @@ Rules this module keeps:
    shows.  In ``strings="whole"`` mode a string is shown only once closed.
 3. The end value is :func:`json.loads` of the whole text, bit for bit, with the
    same rejections (and ``NaN``/``Infinity`` rejected, as chunkwise's
-   :func:`~chunkwise._payloads.parse_json` rejects them): whitespace around
+   :func:`~chunkwise._core.payloads.parse_json` rejects them): whitespace around
    the value is fine, anything else after it is :class:`InvalidJSON`.
 4. Limits: ``max_depth`` nested containers (128, like openai-node) and
    ``max_size`` characters of text (the SSE event limit).  Past one, and on
@@ -58,9 +58,9 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
-from ._errors import InvalidJSON, LocalProtocolError, raise_itself
-from ._json_patches import Patch, PathItem, thaw
-from ._json_states import (
+from .errors import InvalidJSON, LocalProtocolError, raise_itself
+from .json_patches import Patch, PathItem, thaw
+from .json_states import (
     AFTER,
     ARRAY,
     COLON,
@@ -96,7 +96,7 @@ from ._json_states import (
     WS,
     Frame,
 )
-from ._sse import DEFAULT_MAX_EVENT_SIZE
+from .sse import DEFAULT_MAX_EVENT_SIZE
 
 __all__ = ["DEFAULT_MAX_DEPTH", "LiveJSON", "PartialJSON", "partial_json"]
 

@@ -12,7 +12,7 @@ with no content coding.  Any other response is read up to
 ``timeouts.error_body`` seconds, and raised as a typed error, so callers never
 see a response they would have to reject themselves.
 
-The bytes go through a :class:`~chunkwise._http11.Connection` (h11 over the
+The bytes go through a :class:`~chunkwise._net.http11.Connection` (h11 over the
 trio stream, the idle timeout, every h11 error translated): body bytes are
 handed out as soon as h11 releases them, and an error that follows data is
 raised by the next :meth:`HTTPResponse.receive_some`, after that data.
@@ -26,13 +26,13 @@ and never leaves the socket open.  With a pool (:class:`chunkwise.Client`)
 a connection whose exchange finished cleanly on both sides (h11 says both are
 ``DONE``, neither asked to close) goes back to the pool instead
 (:meth:`HTTPResponse.release`); anything else is still closed at once, by the
-pool, which counts it and logs why (:mod:`chunkwise._pool`, rule 6).
+pool, which counts it and logs why (:mod:`chunkwise._net.pool`, rule 6).
 
 :func:`attempt` makes exactly one try: it takes a pooled connection or opens
 one, sends the request, reads the head and checks it, and returns the response
 or what failed (:class:`Failed`), its connection already closed.
 :func:`send_http_request` is only the retry loop around it
-(:mod:`chunkwise._retries`): a failed attempt is sent again after its backoff,
+(:mod:`chunkwise._core.retries`): a failed attempt is sent again after its backoff,
 within ``Retries``, so a caller only ever sees the response of the attempt
 that is streaming, or the last failure with the attempts counted
 (``with_attempts``).  An attempt on a reused connection that was lost before
@@ -45,11 +45,11 @@ trio's, the operating system's, ssl's and h11's exceptions become chunkwise's
 (:class:`~chunkwise.ChunkwiseError`) where chunkwise calls them, and nowhere
 else (``tests/test_architecture.py`` holds every other module to it):
 
-- opening a connection, in :mod:`chunkwise._connect`: ``OSError`` and a
+- opening a connection, in :mod:`chunkwise._net.connect`: ``OSError`` and a
   failed handshake are :class:`~chunkwise.TransportError`, the connect
   timeout :class:`~chunkwise.ConnectTimeout`, a proxy's refusal
   :class:`~chunkwise.ProxyError`;
-- the exchange, in :class:`chunkwise._http11.Connection`: a broken or reset
+- the exchange, in :class:`chunkwise._net.http11.Connection`: a broken or reset
   socket is :class:`~chunkwise.ConnectionLost` (:class:`~chunkwise.errors.IncompleteBody`
   inside a body), the idle timeout :class:`~chunkwise.IdleTimeout`, bytes h11
   rejects :class:`~chunkwise.RemoteProtocolError`.
@@ -87,9 +87,8 @@ import attrs
 import h11
 import trio
 
-from ._connect import Origin, open_connection
-from ._endpoint import Endpoint
-from ._errors import (
+from .._core.endpoint import Endpoint
+from .._core.errors import (
     ChunkwiseError,
     ConnectionLost,
     InvalidChunk,
@@ -98,16 +97,17 @@ from ._errors import (
     UnexpectedContentEncoding,
     UnexpectedContentType,
 )
-from ._headers import Headers
-from ._http11 import Connection, State
-from ._payloads import load_object
-from ._pool import ConnectionPool, Slot
-from ._proxy import Proxy
-from ._request import Request, prepare_request
-from ._retries import Retries, retry_delay, with_attempts
-from ._status import StatusHint, http_status_error, parse_error_body, status_hint
-from ._trace import Trace, TraceHook, traced
-from ._util import redact
+from .._core.headers import Headers
+from .._core.payloads import load_object
+from .._core.proxy import Proxy
+from .._core.retries import Retries, retry_delay, with_attempts
+from .._core.util import redact
+from .connect import Origin, open_connection
+from .http11 import Connection, State
+from .pool import ConnectionPool, Slot
+from .request import Request, prepare_request
+from .status import StatusHint, http_status_error, parse_error_body, status_hint
+from .trace import Trace, TraceHook, traced
 
 __all__ = [
     "MAX_ERROR_BODY",
@@ -159,7 +159,7 @@ class HTTPResponse:
         trace: TraceHook | None = None,
     ) -> None:
         self._conn = conn
-        #: Called around each read and the close (:mod:`chunkwise._trace`).
+        #: Called around each read and the close (:mod:`chunkwise._net.trace`).
         self.trace: TraceHook = traced(None) if trace is None else trace
         # With a pool: give the connection back, after the end of the body (True)
         # or at once, not reusable (False).
@@ -195,7 +195,7 @@ class HTTPResponse:
     def arrived(self) -> float | None:
         """When the last bytes :meth:`receive_some` returned reached this host, or ``None``.
 
-        The kernel's receive timestamp on trio's clock (:mod:`chunkwise._arrivals`);
+        The kernel's receive timestamp on trio's clock (:mod:`chunkwise._net.arrivals`);
         ``None`` where there is none (TLS, not Linux, a test's clock).
         """
         return self._conn.arrived
@@ -265,7 +265,7 @@ class HTTPResponse:
 async def connect(endpoint: Endpoint) -> trio.abc.Stream:
     """Open a connection to ``endpoint``: TCP, plus a verified TLS handshake for ``https``.
 
-    Within ``endpoint.timeouts.connect``; see :func:`chunkwise._connect.open_connection`
+    Within ``endpoint.timeouts.connect``; see :func:`chunkwise._net.connect.open_connection`
     for the steps and the errors, each naming its cause.
     """
     return await open_connection(
@@ -304,7 +304,7 @@ async def open_http_response(
     response is released after a complete exchange.
 
     Failures before the response is yielded are retried by
-    ``endpoint.retries`` (see :mod:`chunkwise._retries`); the error raised
+    ``endpoint.retries`` (see :mod:`chunkwise._core.retries`); the error raised
     after the last attempt says how many were made.
 
     ``check=False`` yields whatever final response arrives, error statuses and
@@ -353,7 +353,7 @@ async def send_http_request(
     no generator or context manager alive for as long as the body is read.
 
     ``trace`` is called around each step of each attempt, and of the
-    response's reads (:mod:`chunkwise._trace`), after the logging.
+    response's reads (:mod:`chunkwise._net.trace`), after the logging.
 
     ``method`` ``"GET"`` sends no body (a stored response, :mod:`chunkwise._resume`);
     ``expect`` is the media type a 2xx must have: ``"application/json"`` for

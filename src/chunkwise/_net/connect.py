@@ -16,7 +16,7 @@ every step:
    certificate check), inside the tunnel when there is one.
 
 An ``http`` origin through a proxy needs no tunnel: the request itself is sent
-to the proxy in absolute form (see :func:`chunkwise._request.prepare_request`).
+to the proxy in absolute form (see :func:`chunkwise._net.request.prepare_request`).
 
 Reading TLS
 -----------
@@ -48,12 +48,12 @@ import attrs
 import h11
 import trio
 
-from ._endpoint import Endpoint
-from ._errors import ConnectTimeout, ProxyError, TransportError
-from ._proxy import Proxy
-from ._tasks import close_now, exceptions_unwrapped
-from ._trace import Trace, TraceHook, log_event
-from ._util import authority
+from .._core.endpoint import Endpoint
+from .._core.errors import ConnectTimeout, ProxyError, TransportError
+from .._core.proxy import Proxy
+from .._core.util import authority
+from .tasks import close_now, exceptions_unwrapped
+from .trace import Trace, TraceHook, log_event
 
 if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup
@@ -141,7 +141,7 @@ async def open_connection(
 ) -> trio.abc.Stream:
     """A connected stream to ``origin`` (the module's steps), within ``connect_timeout`` seconds.
 
-    Each step runs in a :class:`~chunkwise._trace.Trace` calling ``trace``:
+    Each step runs in a :class:`~chunkwise._net.trace.Trace` calling ``trace``:
     ``connect_tcp``, ``proxy_tunnel``, ``start_tls``.
 
     Raises:

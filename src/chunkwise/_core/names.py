@@ -206,7 +206,7 @@ def fixup_module_metadata(module_name: str, namespace: Mapping[str, Any]) -> Non
 
 
 def _defined_below(module: str, public: str) -> bool:
-    # chunkwise._events, chunkwise.chat.events (below chunkwise.chat): yes;
+    # chunkwise._core.events, chunkwise.chat.events (below chunkwise.chat): yes;
     # chunkwise.chat, once fixed there: not again for chunkwise.completions.
     if not module.startswith("chunkwise."):
         return False

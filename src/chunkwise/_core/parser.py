@@ -1,7 +1,7 @@
 """Layers 1-3 together: bytes of an SSE body in, stream events out, for every API.
 
 :class:`StreamParser` composes an SSE decoder (a
-:class:`~chunkwise._sse.PairDecoder`: an :class:`~chunkwise.SSEDecoder`
+:class:`~chunkwise._core.sse.PairDecoder`: an :class:`~chunkwise.SSEDecoder`
 giving (event type, data) pairs) and an
 accumulator through their public methods (wsproto's ``WSConnection`` composing
 two machines is the model).  Each API package gives it its accumulator in its
@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import Generic, Protocol, TypeVar
 
-from ._errors import ChunkwiseError, EventTooLarge, LocalProtocolError
-from ._events import Event
-from ._results import Anomaly, IncompleteReason
-from ._sse import DEFAULT_MAX_EVENT_SIZE, PairDecoder
+from .errors import ChunkwiseError, EventTooLarge, LocalProtocolError
+from .events import Event
+from .results import Anomaly, IncompleteReason
+from .sse import DEFAULT_MAX_EVENT_SIZE, PairDecoder
 
 __all__ = ["Accumulator", "StreamParser"]
 

@@ -39,7 +39,7 @@ from typing import Any, Final
 
 import attrs
 
-from ._errors import EventTooLarge, LocalProtocolError, raise_itself
+from .errors import EventTooLarge, LocalProtocolError, raise_itself
 
 __all__ = [
     "DEFAULT_MAX_EVENT_SIZE",

@@ -38,7 +38,7 @@ import reprlib
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from ._errors import InvalidChunk, StreamError
+from .errors import InvalidChunk, StreamError
 
 __all__ = [
     "DATA_LIMIT",

@@ -15,10 +15,10 @@ from typing import Any
 
 import attrs
 
-from ._endpoint import Endpoint
-from ._errors import InvalidRequest
-from ._proxy import Proxy
-from ._version import __version__
+from .._core.endpoint import Endpoint
+from .._core.errors import InvalidRequest
+from .._core.proxy import Proxy
+from .._core.version import __version__
 
 __all__ = ["Request", "encode_request", "prepare_request"]
 
@@ -54,7 +54,7 @@ def prepare_request(
     An ``http`` request through a proxy goes to the proxy in absolute form
     (``POST http://host:port/v1/chat/completions``) with the proxy's
     credentials; an ``https`` one goes through a tunnel (see
-    :mod:`chunkwise._connect`) and is sent exactly as without a proxy, so the
+    :mod:`chunkwise._net.connect`) and is sent exactly as without a proxy, so the
     proxy never sees it.
     """
     target = endpoint.target_for(path)

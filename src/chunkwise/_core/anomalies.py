@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import attrs
 
-from ._events import AnomalyDetected, Event
-from ._results import Anomaly
+from .events import AnomalyDetected, Event
+from .results import Anomaly
 
 __all__ = ["AnomalyLog"]
 

@@ -1,6 +1,6 @@
 """PartialJSON's machine: its states, JSON's lexical tables, and the frame of an open container.
 
-Split from :mod:`chunkwise._partial_json` (whose docstring is the theory of
+Split from :mod:`chunkwise._core.partial_json` (whose docstring is the theory of
 operation): the names the parser reads, kept apart from how it reads them.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from ._json_patches import PathItem, ReadOnlyDict
+from .json_patches import PathItem, ReadOnlyDict
 
 __all__ = [
     "AFTER",

@@ -28,10 +28,10 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from ._errors import InvalidEndpoint
-from ._proxy import Proxy, parse_proxy_url, select_proxy
-from ._retries import Retries
-from ._util import authority, url_host
+from .errors import InvalidEndpoint
+from .proxy import Proxy, parse_proxy_url, select_proxy
+from .retries import Retries
+from .util import authority, url_host
 
 __all__ = ["DEFAULT_BASE_URL", "Endpoint", "Timeouts"]
 
