@@ -38,6 +38,7 @@ LIBRARY_FACES = {
 #: Layers 1-3: no trio, no network; usable on chunks decoded by another client.
 SANS_IO = {
     "chunkwise",
+    "chunkwise._accumulator",
     "chunkwise._anomalies",
     "chunkwise.chat",
     "chunkwise.chat.accumulator",
