@@ -12,17 +12,8 @@ settles, the server's error, usage, the server's own timings, the anomalies,
 the result snapshot and its cache, and the public methods (``feed``,
 ``feed_sse``, ``feed_data``, ``end``, ``fail``, ``note_anomaly``, the
 deprecated ``feed_event``).  Each API fills in what is its own, and nothing
-else:
-
-* ``_data``: an SSE event that is not a JSON object to take (``[DONE]``, empty
-  data, an ``error`` event that is not JSON), and ``_not_an_object``: data
-  that should have been one;
-* ``_take``: one decoded unit, the API's one path from a unit to its effects;
-* ``_close``: what the end of the stream closes (choices, tool calls);
-* ``_settle``: whether the stream that did not fail is complete, and what the
-  outcome decides besides (a structured output, a length check);
-* ``_reported`` and ``_started``: why an incomplete stream is incomplete;
-* ``_snapshot``: the API's result.
+else: the methods under "what an API fills in", its one path from a unit to
+its effects (``_take``) among them.
 
 The chunk APIs share one more layer (:class:`~chunkwise._chunks.ChunkAccumulator`:
 choices per index, ``[DONE]``); the Responses API's is its own
