@@ -112,8 +112,8 @@ class BaseAccumulator(Generic[R]):
     # -- what an API fills in ------------------------------------------------
 
     @abstractmethod
-    def _data(self, kind: str, data: str) -> list[Event] | None:
-        """An SSE event before the stream ended: its events, or None to take it as JSON."""
+    def _special(self, kind: str, data: str) -> list[Event] | None:
+        """An ``error`` event, ``[DONE]`` or empty data: its events, or None to take it as JSON."""
 
     def _not_an_object(self, kind: str, data: str, error: InvalidChunk) -> list[Event]:
         """``data`` is not a JSON object: the stream failed, unless the API knows better."""
@@ -184,9 +184,10 @@ class BaseAccumulator(Generic[R]):
         """:meth:`feed_sse` for an SSE event given as its type and data."""
         if self._ended:
             return [] if self._closing(data) else self._ignore()
-        events = self._data(kind, data)
-        if events is not None:
-            return events
+        if kind == "error" or data == DONE or not data:
+            events = self._special(kind, data)
+            if events is not None:
+                return events
         try:
             unit = load_object(data)
         except InvalidChunk as exc:

@@ -148,7 +148,7 @@ class ChunkAccumulator(BaseAccumulator[R], Generic[S, R]):
         # Rule 1: the server's normal close after its error.
         return data == DONE and self._status == "failed" and not self._done
 
-    def _data(self, kind: str, data: str) -> list[Event] | None:
+    def _special(self, kind: str, data: str) -> list[Event] | None:
         if kind == "error":  # rule 4
             try:
                 payload = load_json(data)
@@ -161,9 +161,7 @@ class ChunkAccumulator(BaseAccumulator[R], Generic[S, R]):
         if data == DONE:
             self._done = True
             return self._finish(by_server=True)
-        if not data:
-            return []  # an empty keep-alive event carries nothing
-        return None
+        return []  # empty data: a keep-alive event carries nothing
 
     def _started(self) -> bool:
         return bool(self._choices)

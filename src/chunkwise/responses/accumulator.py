@@ -203,7 +203,7 @@ class Accumulator(BaseAccumulator[Result]):
     def _closing(self, data: str) -> bool:
         return not data or data == DONE  # rule 1, even after the terminal event (a proxy's)
 
-    def _data(self, kind: str, data: str) -> list[Event] | None:
+    def _special(self, kind: str, data: str) -> list[Event] | None:
         return [] if not data or data == DONE else None  # rule 1: they prove nothing
 
     def _not_an_object(self, kind: str, data: str, error: InvalidChunk) -> list[Event]:
