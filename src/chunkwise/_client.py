@@ -24,13 +24,15 @@ from ._core.sse import DEFAULT_MAX_EVENT_SIZE
 from ._net.http11 import Connection
 from ._net.pool import ConnectionPool, PoolSettings, PoolStats
 from ._net.tasks import require_trio
+from ._stream import ClientApi
 from .chat import Result as ChatResult
-from .chat._stream import ClientChat
+from .chat._stream import API as CHAT
 from .chat._stream import Stream as ChatStream
 from .completions import Result as CompletionResult
-from .completions._stream import ClientCompletions
+from .completions._stream import API as COMPLETIONS
 from .completions._stream import Stream as CompletionStream
 from .responses import Result as ResponseResult
+from .responses._stream import API as RESPONSES
 from .responses._stream import ClientResponses, open_response_stream
 from .responses._stream import Stream as ResponseStream
 
@@ -60,14 +62,14 @@ class Client:
 
     #: :func:`chunkwise.chat.open_stream` and :func:`~chunkwise.chat.complete`
     #: on this client's connections.
-    chat: ClientChat
+    chat: ClientApi[ChatStream, ChatResult]
     #: :func:`chunkwise.responses.open_stream`, :func:`~chunkwise.responses.complete`,
     #: :func:`~chunkwise.responses.attach` and :func:`~chunkwise.responses.cancel`
     #: on this client's connections (resumptions and polls too).
     responses: ClientResponses
     #: :func:`chunkwise.completions.open_stream` and
     #: :func:`~chunkwise.completions.complete` on this client's connections.
-    completions: ClientCompletions
+    completions: ClientApi[CompletionStream, CompletionResult]
 
     def __init__(
         self,
@@ -87,9 +89,9 @@ class Client:
                 idle_expiry=idle_expiry,
             )
         )
-        self.chat = ClientChat(endpoint, self._pool)
-        self.responses = ClientResponses(endpoint, self._pool)
-        self.completions = ClientCompletions(endpoint, self._pool)
+        self.chat = ClientApi(CHAT, endpoint, self._pool)
+        self.responses = ClientResponses(RESPONSES, endpoint, self._pool)
+        self.completions = ClientApi(COMPLETIONS, endpoint, self._pool)
 
     @property
     def idle_connections(self) -> int:

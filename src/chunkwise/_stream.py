@@ -147,6 +147,7 @@ from ._resume import Attach, Resumer
 
 __all__ = [
     "Api",
+    "ClientApi",
     "Stream",
     "StreamBlock",
     "StreamState",
@@ -666,3 +667,36 @@ async def complete(
         api, endpoint, request, max_event_size=max_event_size, pool=pool
     ) as stream:
         return await stream.result()
+
+
+class ClientApi(Generic[S, R]):
+    """An API's namespace on a client's connections: ``client.chat``, ``client.completions``.
+
+    Its :meth:`open_stream` and :meth:`complete` are the namespace's functions
+    (:func:`chunkwise.chat.open_stream`, :func:`chunkwise.chat.complete`...)
+    on the client's connection pool.
+    """
+
+    __slots__ = ("_api", "_endpoint", "_pool")
+
+    def __init__(self, api: Api[S], endpoint: Endpoint, pool: ConnectionPool[Connection]) -> None:
+        self._api = api
+        self._endpoint = endpoint
+        self._pool = pool
+
+    def open_stream(
+        self, request: Mapping[str, Any], *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE
+    ) -> AbstractAsyncContextManager[S]:
+        """The namespace's ``open_stream`` on the client's connections."""
+        return open_stream(
+            self._api, self._endpoint, request, max_event_size=max_event_size, pool=self._pool
+        )
+
+    async def complete(
+        self, request: Mapping[str, Any], *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE
+    ) -> R:
+        """The namespace's ``complete`` on the client's connections."""
+        result: R = await complete(
+            self._api, self._endpoint, request, max_event_size=max_event_size, pool=self._pool
+        )
+        return result

@@ -1,11 +1,12 @@
 """The rules of the Responses layer, one test (or one table) each.
 
-The rules are the ten of :mod:`chunkwise.responses.accumulator` and the
-facts about real streams in RESPONSES.md (OpenAI, vLLM, llama.cpp quirks);
-each test is named for the behaviour it checks.  Streams are built from
-OpenAI's documented shapes (``helpers.text_events``, ``helpers.call_events``)
-and fed either as bytes (:class:`chunkwise.responses.Parser`) or as
-decoded events (:meth:`chunkwise.responses.Accumulator.feed_event`).
+The rules are those of :mod:`chunkwise.responses.accumulator` (after the
+skeleton's, :mod:`chunkwise._accumulator`) and the facts about real streams in
+RESPONSES.md (OpenAI, vLLM, llama.cpp quirks); each test is named for the
+behaviour it checks.  Streams are built from OpenAI's documented shapes
+(``helpers.text_events``, ``helpers.call_events``) and fed either as bytes
+(:class:`chunkwise.responses.Parser`) or as decoded events
+(:meth:`chunkwise.responses.Accumulator.feed_event`).
 """
 
 from __future__ import annotations
@@ -721,7 +722,7 @@ def test_a_completed_response_that_used_max_output_tokens_gets_an_anomaly(
     assert result.status == ("complete" if kind == "response.completed" else "incomplete")
 
 
-# -- rule 8: nothing raises; data after the end; sequence numbers -------------------
+# -- chunkwise._accumulator rules 1, 8: nothing raises, data after the end; rule 9 ---
 
 
 @pytest.mark.parametrize(
@@ -788,7 +789,7 @@ def test_a_second_response_id_is_an_anomaly_and_the_first_is_kept() -> None:
     assert "'resp_2' after 'resp_1'" in result.anomalies[0].detail
 
 
-# -- rule 9: results never change once handed out ---------------------------------
+# -- chunkwise._accumulator rule 7: results never change once handed out ---------
 
 
 def _scramble(value: Any) -> None:

@@ -3,40 +3,28 @@
 Theory of operation
 -------------------
 Both stream ``choices`` per ``index`` in JSON chunks (``chat.completion.chunk``
-and ``text_completion``), so one mechanism accumulates both:
-:class:`ChunkAccumulator` takes chunks one at a time, as decoded mappings
-(:meth:`~ChunkAccumulator.feed`) or as server-sent events
-(:meth:`~ChunkAccumulator.feed_sse`, ``[DONE]`` checked before JSON, error
-payloads recognised by :func:`~chunkwise._core.payloads.parse_error_payload`, the
-one reading of every error shape), and keeps what every chunk may carry: the
-identifying fields (id, model, created, system_fingerprint: assigned once,
-from the first chunk with a valid value, an empty string being no value),
-usage, server timings, an error, the anomalies, and one state per choice
-``index``.  Each API package (:mod:`chunkwise.chat`,
-:mod:`chunkwise.completions`) subclasses it with what is its own: how a
-choice of a chunk is read (``_choice``), what finishing and closing a choice
-do besides (``_choice_finished``, ``_choice_closed``), and its result
+and ``text_completion``), so one layer over the skeleton every API fills in
+(:class:`~chunkwise._core.accumulator.BaseAccumulator`, whose rules come first)
+accumulates both: :class:`ChunkAccumulator` takes a chunk, checks ``[DONE]``
+before JSON, and keeps what every chunk may carry: the identifying fields (id,
+model, created, system_fingerprint: assigned once, from the first chunk with a
+valid value, an empty string being no value), usage, server timings, an error,
+and one state per choice ``index``.  Each API package (:mod:`chunkwise.chat`,
+:mod:`chunkwise.completions`) subclasses it with what is its own: how a choice
+of a chunk is read (``_choice``), what finishing and closing a choice do
+besides (``_choice_finished``, ``_choice_closed``), and its result
 (``_new_result``).  API packages never import each other; both results share
 their fields through :class:`~chunkwise._core.results.ChunkResult`.
 
-A result never changes once handed out: usage is replaced, not updated;
-``logprobs`` are merged copy-on-write; what
-:meth:`~ChunkAccumulator.feed` keeps from the caller's mapping is
-copied (see :mod:`chunkwise._core.payloads`).
-
 Rules kept here (each API's module lists its own after these):
 
-1. The stream has one terminal event.  ``[DONE]``, an error payload, a chunk
-   we cannot interpret, or :meth:`~ChunkAccumulator.end` produce it; anything
-   fed after it is ignored, with one counted anomaly -- except a ``[DONE]``
-   after an error, which is the server's normal close.
-2. The status is derived, never asserted by the server: ``failed`` when an
-   error arrived (an error payload or an error chunk, ``finish_reason:
-   "error"``, input we cannot interpret); ``complete`` when every choice that
-   started finished; ``incomplete`` otherwise.  A missing ``[DONE]`` alone
-   does not make a finished stream incomplete.  An error from outside the
-   data given to :meth:`~ChunkAccumulator.end` (a lost connection, a timeout)
-   is kept only when the stream turns out ``incomplete``.
+1. ``[DONE]``, an error payload, a chunk we cannot interpret, or
+   :meth:`~ChunkAccumulator.end` produce the terminal event; a ``[DONE]``
+   after an error is the server's normal close, not data after the end.
+2. A stream is ``complete`` when every choice that started finished (an
+   error chunk, ``finish_reason: "error"``, makes it ``failed``), and ``empty
+   stream`` when no choice started.  A missing ``[DONE]`` alone does not make
+   a finished stream incomplete.
 3. A choice finishes with a non-empty ``finish_reason``, kept as sent (``""``
    is "not sent": kept while nothing else came, it finishes nothing).
    ``[DONE]`` is the server's own word that the stream is over: a choice still
@@ -52,10 +40,6 @@ Rules kept here (each API's module lists its own after these):
    ``x_groq.usage``), the last one winning.
 6. ``logprobs`` merge by extending their lists, copying a merged dict first
    when a snapshot holds it (copy on write: a result never changes).
-
-Nothing fed to the accumulator raises because of what the *server* sent:
-invalid input ends the stream as ``failed`` with a typed error, and everything
-received before it stays in the result.
 """
 
 from __future__ import annotations
@@ -64,26 +48,14 @@ from abc import abstractmethod
 from collections.abc import Mapping
 from typing import Any, Generic, Protocol, TypeVar
 
-from .anomalies import AnomalyLog
-from .errors import ChunkwiseError, InvalidChunk, StreamError
-from .events import (
-    ChoiceFinished,
-    Event,
-    StreamCompleted,
-    StreamErrorReceived,
-    StreamFailed,
-    StreamIncomplete,
-    UsageReported,
-)
-from .names import warn_renamed
-from .payloads import DATA_LIMIT, copy_json, load_json, load_object, parse_error_payload, preview
-from .results import Anomaly, IncompleteReason, Status
-from .sse import ServerSentEvent
+from .accumulator import DONE, BaseAccumulator
+from .errors import InvalidChunk, StreamError
+from .events import ChoiceFinished, Event
+from .payloads import DATA_LIMIT, copy_json, load_json, parse_error_payload, preview
 from .timings import take_server_timings
 
 __all__ = ["ChoiceLike", "ChunkAccumulator", "LogprobsOwner", "merge_logprobs"]
 
-DONE = "[DONE]"
 METADATA_KEYS = ("id", "model", "created", "system_fingerprint")
 
 
@@ -108,7 +80,7 @@ S = TypeVar("S", bound=ChoiceLike)
 R = TypeVar("R")
 
 
-class ChunkAccumulator(Generic[S, R]):
+class ChunkAccumulator(BaseAccumulator[R], Generic[S, R]):
     """The accumulator both chunk APIs are: choices of type ``S``, results of type ``R``.
 
     A subclass reads a choice of a chunk (``_choice``), builds its result
@@ -117,7 +89,7 @@ class ChunkAccumulator(Generic[S, R]):
     """
 
     def __init__(self) -> None:
-        self._server_timings: Mapping[str, Any] | None = None
+        super().__init__()
         self._choices: dict[int, S] = {}
         self._id: str | None = None
         self._model: str | None = None
@@ -127,14 +99,6 @@ class ChunkAccumulator(Generic[S, R]):
         # sends no system_fingerprint for completions), each chunk only
         # looks that key up.
         self._metadata_missing: tuple[str, ...] = METADATA_KEYS
-        self._usage: Mapping[str, Any] | None = None
-        self._error: ChunkwiseError | None = None
-        self._anomalies = AnomalyLog()
-        self._status: Status = "streaming"
-        self._reason: IncompleteReason | None = None
-        self._done = False
-        self._ended = False
-        self._cache: R | None = None
 
     # -- what a subclass says ----------------------------------------------
 
@@ -158,131 +122,72 @@ class ChunkAccumulator(Generic[S, R]):
     def _choice_closed(self, state: S, events: list[Event]) -> None:
         """The stream ended: ``state`` is as finished as it will be."""
 
-    def _not_an_object(self, data: str, error: InvalidChunk) -> list[Event]:
-        """``data`` is not a JSON object: the stream failed, unless the API knows better."""
-        return self.fail(error)
+    # -- the skeleton filled in ------------------------------------------------
 
-    # -- public API --------------------------------------------------------
+    def feed_chunk(self, chunk: Mapping[str, Any]) -> list[Event]:
+        """Deprecated: :meth:`feed`."""
+        return self._renamed("feed_chunk", chunk)
 
-    @property
-    def result(self) -> R:
-        """A snapshot of everything received so far."""
-        if self._cache is None:
-            self._cache = self._new_result(
-                id=self._id,
-                model=self._model,
-                created=self._created,
-                system_fingerprint=self._fingerprint,
-                choices=tuple(self._choices[i].to_result() for i in sorted(self._choices)),
-                usage=self._usage,
-                error=self._error,
-                status=self._status,
-                reason=self._reason,
-                done_received=self._done,
-                anomalies=self._anomalies.snapshot(),
-                server_timings=self._server_timings,
-            )
-        return self._cache
+    def _snapshot(self) -> R:
+        return self._new_result(
+            id=self._id,
+            model=self._model,
+            created=self._created,
+            system_fingerprint=self._fingerprint,
+            choices=tuple(self._choices[i].to_result() for i in sorted(self._choices)),
+            usage=self._usage,
+            error=self._error,
+            status=self._status,
+            reason=self._reason,
+            done_received=self._done,
+            anomalies=self._anomalies.snapshot(),
+            server_timings=self._server_timings,
+        )
 
-    @property
-    def finished(self) -> bool:
-        """True once the terminal event was produced."""
-        return self._ended
+    def _closing(self, data: str) -> bool:
+        # Rule 1: the server's normal close after its error.
+        return data == DONE and self._status == "failed" and not self._done
 
-    def feed_sse(self, event: ServerSentEvent) -> list[Event]:
-        """Interpret one server-sent event: ``[DONE]``, an error, or a JSON chunk."""
-        return self.feed_data(event.event, event.data)
-
-    def feed_data(self, kind: str, data: str) -> list[Event]:
-        """:meth:`feed_sse` for an SSE event given as its type and data."""
-        if self._ended:
-            if data == DONE and self._status == "failed" and not self._done:
-                return []  # rule 1: the server's normal close after its error
-            return self._ignore()
-        if kind == "error":
+    def _special(self, kind: str, data: str) -> list[Event] | None:
+        if kind == "error":  # rule 4
             try:
                 payload = load_json(data)
             except InvalidChunk:
                 # Not JSON: the text itself is the message.
-                return self._error_payload(
+                return self._server_error(
                     StreamError(data or "the server sent an error event without data")
                 )
-            return self._error_payload(parse_error_payload(payload))
+            return self._server_error(parse_error_payload(payload))
         if data == DONE:
             self._done = True
-            return self._finish(done=True)
-        if not data:
-            return []  # an empty keep-alive event carries nothing
-        try:
-            chunk = load_object(data)
-        except InvalidChunk as exc:
-            return self._not_an_object(data, exc)
-        return self._chunk(chunk, data)
+            return self._finish(by_server=True)
+        return []  # empty data: a keep-alive event carries nothing
 
-    def feed(self, chunk: Mapping[str, Any]) -> list[Event]:
-        """Accumulate one decoded chunk (any mapping).
+    def _started(self) -> bool:
+        return bool(self._choices)
 
-        The values kept from ``chunk`` (usage, logprobs, an error body) are
-        copied: changing ``chunk`` afterwards changes no result.
-        """
-        if self._ended:
-            return self._ignore()
-        if not isinstance(chunk, Mapping):
-            return self.fail(InvalidChunk(f"a chunk must be a mapping, not {type(chunk).__name__}"))
-        return self._chunk(chunk, None)
+    def _settle(self, events: list[Event], by_server: bool) -> bool:
+        # Rule 2.
+        return bool(self._choices) and all(state.finished for state in self._choices.values())
 
-    def end(
-        self, reason: IncompleteReason | None = None, *, error: ChunkwiseError | None = None
-    ) -> list[Event]:
-        """The stream is over: produce the terminal event (unless already produced).
-
-        Choices without a finish_reason stay unfinished (a chat choice's open
-        tool calls are completed with ``finished=False``).  ``reason`` and
-        ``error`` say why the stream stopped early when that is known from
-        outside the data: ``reason`` as an :class:`~chunkwise.IncompleteReason`
-        (e.g. :attr:`~chunkwise.IncompleteReason.CONNECTION_LOST`), ``error``
-        as the :class:`~chunkwise.ChunkwiseError` that stopped it (a lost
-        connection, an idle or stall timeout).  Both are used only if the
-        stream turns out ``incomplete``: its result's ``error`` is then
-        ``error``, its status staying ``incomplete``.  A stream that is
-        complete, or failed for its own reasons, keeps its own status and
-        error.
-        """
-        if self._ended:
-            return []
-        return self._finish(reason, outside=error)
-
-    def note_anomaly(self, anomaly: Anomaly) -> list[Event]:
-        """Record an anomaly seen outside the chunks (e.g. by the SSE layer)."""
-        events: list[Event] = []
-        self._anomaly(events, anomaly.kind, anomaly.detail, anomaly.choice_index)
-        return events
-
-    def fail(self, error: ChunkwiseError) -> list[Event]:
-        """End the stream as ``failed`` with ``error`` (e.g. a protocol error)."""
-        if self._ended:
-            return self._ignore()
-        self._error = error
-        return self._finish()
-
-    # -- the round-3 spellings (chunkwise._core.names.RENAMED) ----------------------
-
-    #: The public name of the API's accumulator, for the deprecation warnings.
-    _public_name = "chunkwise.chat.Accumulator"
-
-    def feed_chunk(self, chunk: Mapping[str, Any]) -> list[Event]:
-        """Deprecated: :meth:`feed`."""
-        warn_renamed(f"{self._public_name}.feed_chunk")
-        return self.feed(chunk)
-
-    def feed_event(self, event: ServerSentEvent) -> list[Event]:
-        """Deprecated: :meth:`feed_sse`."""
-        warn_renamed(f"{self._public_name}.feed_event")
-        return self.feed_sse(event)
+    def _close(self, events: list[Event], by_server: bool) -> None:
+        for index in sorted(self._choices):
+            state = self._choices[index]
+            if by_server and not state.finished:
+                # Rule 3: [DONE] finishes a choice the server never gave a finish_reason.
+                state.finished = True
+                detail = "the stream ended with [DONE]"
+                self._anomaly(events, "missing finish_reason", detail, index)
+            self._choice_closed(state, events)
+        if self._error is None:  # rule 2
+            for index in sorted(self._choices):
+                if self._choices[index].finish_reason == "error":
+                    self._error = StreamError(f'choice {index} finished with finish_reason "error"')
+                    break
 
     # -- chunks --------------------------------------------------------------
 
-    def _chunk(self, chunk: Mapping[str, Any], data: str | None) -> list[Event]:
+    def _take(self, chunk: Mapping[str, Any], kind: str | None, data: str | None) -> list[Event]:
         # ``data`` is None when the chunk is the caller's mapping (feed):
         # whatever the result keeps from it is then copied, so that the caller
         # changing its mapping later cannot change a result already handed out.
@@ -293,9 +198,7 @@ class ChunkAccumulator(Generic[S, R]):
                 self._metadata(chunk)
                 break
         if "timings" in chunk or "metrics" in chunk:
-            found = take_server_timings(chunk, self._server_timings, copy=copy)
-            if found is not self._server_timings:
-                self._server_timings, self._cache = found, None
+            self._take_timings(take_server_timings(chunk, self._server_timings, copy=copy))
         failure: InvalidChunk | None = None
         choices = chunk.get("choices")
         if type(choices) is list:
@@ -321,27 +224,19 @@ class ChunkAccumulator(Generic[S, R]):
                 extra = chunk.get("x_groq")
                 if type(extra) is dict:
                     usage = extra.get("usage")
-            if usage is not None:
-                self._take_usage(usage, events, copy)
+            if isinstance(usage, Mapping):  # rule 5
+                self._take_usage(copy_json(usage) if copy else usage, events)
+            elif usage is not None:
+                self._anomaly(events, "invalid usage", preview(usage))
         if chunk.get("error") is not None or chunk.get("object") == "error":
             # Rule 4: the stream failed because of the server's error, so a
             # malformed rest of the chunk is only an anomaly.
             if failure is not None:
                 self._anomaly(events, "invalid chunk", str(failure))
-            events += self._error_payload(parse_error_payload(copy_json(chunk) if copy else chunk))
+            events += self._server_error(parse_error_payload(copy_json(chunk) if copy else chunk))
         elif failure is not None:
             events += self.fail(failure)
         return events
-
-    def _take_usage(self, usage: Any, events: list[Event], copy: bool) -> None:
-        if isinstance(usage, Mapping):
-            if copy:
-                usage = copy_json(usage)
-            self._usage = usage
-            self._cache = None
-            events.append(UsageReported(usage=usage))
-        else:
-            self._anomaly(events, "invalid usage", preview(usage))
 
     def _metadata(self, chunk: Mapping[str, Any]) -> None:
         # Each field is assigned once, from the first chunk with a valid value
@@ -380,73 +275,6 @@ class ChunkAccumulator(Generic[S, R]):
             state.finished = True
             self._choice_finished(state, events)
             events.append(ChoiceFinished(choice_index=state.index, finish_reason=reason))
-
-    # -- errors, anomalies and the end ------------------------------------
-
-    def _error_payload(self, error: StreamError) -> list[Event]:
-        self._error = error
-        events: list[Event] = [StreamErrorReceived(error=error)]
-        events.extend(self._finish())
-        return events
-
-    def _anomaly(
-        self, events: list[Event], kind: str, detail: str, choice_index: int | None = None
-    ) -> None:
-        self._anomalies.add(events, kind, detail, choice_index)
-        self._cache = None
-
-    def _counted_anomaly(
-        self, events: list[Event], kind: str, detail: str, choice_index: int | None = None
-    ) -> None:
-        self._anomalies.count(events, kind, detail, choice_index)
-        self._cache = None
-
-    def _ignore(self) -> list[Event]:
-        # Rule 1: counted in the result, no event after the terminal one.
-        kind = "data after [DONE]" if self._done else "data after end"
-        self._counted_anomaly([], kind, "events after the terminal event are ignored")
-        return []
-
-    def _finish(
-        self,
-        reason: IncompleteReason | None = None,
-        *,
-        done: bool = False,
-        outside: ChunkwiseError | None = None,
-    ) -> list[Event]:
-        events: list[Event] = []
-        for index in sorted(self._choices):
-            state = self._choices[index]
-            if done and not state.finished:
-                # Rule 3: [DONE] finishes a choice the server never gave a finish_reason.
-                state.finished = True
-                detail = "the stream ended with [DONE]"
-                self._anomaly(events, "missing finish_reason", detail, index)
-            self._choice_closed(state, events)
-        self._ended = True
-        self._cache = None
-        if self._error is None:
-            for index in sorted(self._choices):
-                if self._choices[index].finish_reason == "error":
-                    self._error = StreamError(f'choice {index} finished with finish_reason "error"')
-                    break
-        if self._error is not None:
-            self._status = "failed"
-            events.append(StreamFailed(result=self.result, error=self._error))
-            return events
-        if self._choices and all(state.finished for state in self._choices.values()):
-            self._status = "complete"
-            events.append(StreamCompleted(result=self.result))
-            return events
-        self._status = "incomplete"
-        if not self._choices:
-            self._reason = reason or IncompleteReason.EMPTY_STREAM
-        else:
-            self._reason = reason or IncompleteReason.UNFINISHED
-        # Rule 2: what stopped the stream from outside is its error only now.
-        self._error = outside
-        events.append(StreamIncomplete(result=self.result, reason=self._reason))
-        return events
 
 
 def _identifier(value: Any) -> str | None:

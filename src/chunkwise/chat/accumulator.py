@@ -3,29 +3,24 @@
 Theory of operation
 -------------------
 :class:`Accumulator` is the chat form of the chunk accumulator both chunk
-APIs share (:class:`~chunkwise._core.chunks.ChunkAccumulator`): it takes chunks one
-at a time, either as already-decoded mappings
-(:meth:`~Accumulator.feed`, e.g. ``chunk.model_dump()`` from the
-official SDK) or as server-sent events (:meth:`~Accumulator.feed_sse`,
-which checks ``[DONE]`` before JSON and recognises error payloads), and reads
-each choice's ``delta`` here.  State is kept per choice ``index`` and, inside a
-choice, per tool call.  Fields that
-identify something (id, name, type, role, model, created, system_fingerprint)
-are assigned once, from the first chunk that carries a valid value; fields that
-stream (content, refusal, reasoning, arguments) are concatenated exactly.
-
-A :class:`Result` never changes once handed out, nor does anything in it.
-Strings are immutable; the mutable values a result holds are never mutated
-afterwards: usage is replaced, not updated; a choice's ``logprobs`` are copied
-before the next merge when a snapshot holds them (copy on write); and what
-:meth:`~Accumulator.feed` keeps from the caller's mapping is copied
-(see :mod:`chunkwise._core.payloads`), so the caller cannot change it either.
+APIs share (:class:`~chunkwise._core.chunks.ChunkAccumulator`, over the skeleton
+every API fills in, :class:`~chunkwise._core.accumulator.BaseAccumulator`): it
+takes chunks one at a time, as decoded mappings (:meth:`~Accumulator.feed`,
+e.g. ``chunk.model_dump()`` from the official SDK) or as server-sent events
+(:meth:`~Accumulator.feed_sse`), and reads each choice's ``delta`` here.
+State is kept per choice ``index`` and, inside a choice, per tool call
+(:mod:`chunkwise.chat.choices`).  Fields that identify something (id, name,
+type, role, model, created, system_fingerprint) are assigned once, from the
+first chunk that carries a valid value; fields that stream (content, refusal,
+reasoning, arguments) are concatenated exactly.
 
 Rules
 -----
-The rules both chunk APIs share are :mod:`chunkwise._core.chunks`'s: the one
-terminal event (1), the derived status (2), how a choice finishes, ``[DONE]``
-included (3), error payloads (4), usage (5), ``logprobs`` (6).  Chat's own:
+Every API's rules are :mod:`chunkwise._core.accumulator`'s (the one terminal
+event, the derived status, error payloads, usage, anomalies, results that
+never change, nothing raising); the chunk APIs' are :mod:`chunkwise._core.chunks`'s
+(``[DONE]``, a complete stream, how a choice finishes, error chunks, usage,
+``logprobs``).  Chat's own:
 
 1. A choice that finishes (by its finish_reason, or by ``[DONE]``) completes
    its tool calls with ``finished`` true; a body that just stops leaves the
@@ -39,10 +34,6 @@ included (3), error payloads (4), usage (5), ``logprobs`` (6).  Chat's own:
    for each finished choice (:mod:`chunkwise._core.structured`): a choice cut
    short (``length``, ``content_filter``) gets a "cut short" error unparsed,
    a choice finished by ``[DONE]`` alone is parsed (the server said it is over).
-
-Nothing fed to the accumulator raises because of what the *server* sent:
-invalid input ends the stream as ``failed`` with a typed error, and everything
-received before it stays in :attr:`~Accumulator.result`.
 """
 
 from __future__ import annotations

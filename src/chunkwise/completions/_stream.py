@@ -15,8 +15,6 @@ import trio
 
 from .._core.endpoint import Endpoint
 from .._core.sse import DEFAULT_MAX_EVENT_SIZE
-from .._net.http11 import Connection
-from .._net.pool import ConnectionPool
 from .._stream import Api
 from .._stream import Stream as _Stream
 from .._stream import complete as _complete
@@ -24,7 +22,7 @@ from .._stream import open_stream as _open_stream
 from .parser import Parser
 from .results import Result
 
-__all__ = ["API", "ClientCompletions", "Stream", "complete", "open_stream"]
+__all__ = ["API", "Stream", "complete", "open_stream"]
 
 
 class Stream(_Stream[Result]):
@@ -84,29 +82,3 @@ async def complete(
     raised, so its partial output stays available.
     """
     return await _complete(API, endpoint, request, max_event_size=max_event_size)
-
-
-class ClientCompletions:
-    """``client.completions``: :func:`open_stream` and :func:`complete` on its connections."""
-
-    __slots__ = ("_endpoint", "_pool")
-
-    def __init__(self, endpoint: Endpoint, pool: ConnectionPool[Connection]) -> None:
-        self._endpoint = endpoint
-        self._pool = pool
-
-    def open_stream(
-        self, request: Mapping[str, Any], *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE
-    ) -> AbstractAsyncContextManager[Stream]:
-        """:func:`chunkwise.completions.open_stream` on the client's connections."""
-        return _open_stream(
-            API, self._endpoint, request, max_event_size=max_event_size, pool=self._pool
-        )
-
-    async def complete(
-        self, request: Mapping[str, Any], *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE
-    ) -> Result:
-        """:func:`chunkwise.completions.complete` on the client's connections."""
-        return await _complete(
-            API, self._endpoint, request, max_event_size=max_event_size, pool=self._pool
-        )

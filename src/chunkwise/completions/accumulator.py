@@ -2,30 +2,17 @@
 
 Theory of operation
 -------------------
-:class:`Accumulator` is :class:`~chunkwise.chat.Accumulator`'s twin
-for ``POST /completions``, the same chunk accumulator
-(:class:`~chunkwise._core.chunks.ChunkAccumulator`): it takes chunks as decoded mappings
-(:meth:`~Accumulator.feed`) or as server-sent events
-(:meth:`~Accumulator.feed_sse`, ``[DONE]`` checked before JSON,
-error payloads recognised by :func:`~chunkwise._core.payloads.parse_error_payload`,
-the one reading of every error shape).  A chunk's choices carry ``text``
-directly (no ``delta``), kept per ``index``: several prompts, and ``n``, give
-several choices.  Identifying fields (id, model, created, system_fingerprint)
-are assigned once, from the first chunk with a valid value: TGI's empty
-``id`` is no id.
-
-A :class:`~chunkwise.completions.Result` never changes once handed out: usage is
-replaced, not updated; ``logprobs`` are merged copy-on-write
-(:func:`~chunkwise._core.chunks.merge_logprobs`, shared with chat); what
-:meth:`~Accumulator.feed` keeps from the caller's mapping is
-copied.
+:class:`Accumulator` is :class:`~chunkwise.chat.Accumulator`'s twin for
+``POST /completions``, the same chunk accumulator
+(:class:`~chunkwise._core.chunks.ChunkAccumulator`, over the skeleton every API
+fills in, :class:`~chunkwise._core.accumulator.BaseAccumulator`).  A chunk's
+choices carry ``text`` directly (no ``delta``), kept per ``index``: several
+prompts, and ``n``, give several choices.
 
 Rules
 -----
-The rules both chunk APIs share are :mod:`chunkwise._core.chunks`'s, as for chat:
-the one terminal event (1), the derived status (2), how a choice finishes,
-``[DONE]`` included (3), error payloads (4), usage (5), ``logprobs`` (6).
-Legacy completions' own:
+Every API's rules are :mod:`chunkwise._core.accumulator`'s, the chunk APIs'
+:mod:`chunkwise._core.chunks`'s, as for chat.  Legacy completions' own:
 
 1. ``text`` is appended when it is a non-empty string; a non-string is an
    anomaly, text after the choice finished is an anomaly and not appended.
@@ -33,8 +20,6 @@ Legacy completions' own:
    annotation) starts nothing.
 2. ``data: null`` (llama-server's first event when given several prompts)
    is one counted ``null event`` anomaly, not a failed stream.
-
-Nothing fed to the accumulator raises because of what the server sent.
 """
 
 from __future__ import annotations
@@ -84,7 +69,7 @@ class Accumulator(ChunkAccumulator[ChoiceText, Result]):
     def _new_result(self, **fields: Any) -> Result:
         return Result(**fields)
 
-    def _not_an_object(self, data: str, error: InvalidChunk) -> list[Event]:
+    def _not_an_object(self, kind: str, data: str, error: InvalidChunk) -> list[Event]:
         if data.strip() != "null":
             return self.fail(error)
         # Rule 2: llama-server opens a multi-prompt stream with it.

@@ -21,7 +21,7 @@ from .._net.http11 import Connection
 from .._net.pool import ConnectionPool
 from .._resume import Attach
 from .._resume import cancel as _cancel
-from .._stream import Api
+from .._stream import Api, ClientApi
 from .._stream import Stream as _Stream
 from .._stream import complete as _complete
 from .._stream import open_stream as _open_stream
@@ -197,25 +197,13 @@ def open_response_stream(
     )
 
 
-class ClientResponses:
+class ClientResponses(ClientApi[Stream, Result]):
     """``client.responses``: :func:`open_stream`, :func:`complete`, :func:`attach`, :func:`cancel`.
 
     On the client's connections; resumptions and polls of a background response use them too.
     """
 
-    __slots__ = ("_endpoint", "_pool")
-
-    def __init__(self, endpoint: Endpoint, pool: ConnectionPool[Connection]) -> None:
-        self._endpoint = endpoint
-        self._pool = pool
-
-    def open_stream(
-        self, request: Mapping[str, Any], *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE
-    ) -> AbstractAsyncContextManager[Stream]:
-        """:func:`chunkwise.responses.open_stream` on the client's connections."""
-        return _open_stream(
-            API, self._endpoint, request, max_event_size=max_event_size, pool=self._pool
-        )
+    __slots__ = ()
 
     def attach(
         self,
@@ -232,14 +220,6 @@ class ClientResponses:
             max_event_size=max_event_size,
             pool=self._pool,
             attach=Attach(response_id, starting_after),
-        )
-
-    async def complete(
-        self, request: Mapping[str, Any], *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE
-    ) -> Result:
-        """:func:`chunkwise.responses.complete` on the client's connections."""
-        return await _complete(
-            API, self._endpoint, request, max_event_size=max_event_size, pool=self._pool
         )
 
     async def cancel(self, response_id: str) -> dict[str, Any]:

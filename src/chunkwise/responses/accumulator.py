@@ -2,12 +2,16 @@
 
 Theory of operation
 -------------------
-:class:`Accumulator` takes the events of a streamed ``POST
-/responses`` one at a time, either already decoded (:meth:`feed`, e.g.
+:class:`Accumulator` is the Responses API's form of the skeleton every API
+fills in (:class:`~chunkwise._core.accumulator.BaseAccumulator`, whose rules come
+first: the one terminal event, the derived status, errors from outside the
+data, error payloads, usage, anomalies, results that never change, nothing
+raising).  It takes the events of a streamed ``POST /responses`` one at a
+time, either already decoded (:meth:`~Accumulator.feed`, e.g.
 ``event.model_dump()`` from the official SDK) or as server-sent events
-(:meth:`feed_sse`).  It keeps one state per *output item* and, inside an item,
-per *part*, and builds a :class:`~chunkwise.responses.Result` snapshot on
-demand.
+(:meth:`~Accumulator.feed_sse`).  It keeps one state per *output item* and,
+inside an item, per *part* (:mod:`chunkwise.responses.items`), and builds a
+:class:`~chunkwise.responses.Result` snapshot on demand.
 
 Rules
 -----
@@ -56,46 +60,25 @@ Rules
    ``max_output_tokens`` and a ``completed`` response used that many output
    tokens, an anomaly says the answer may have been cut (llama.cpp reports
    truncation as completed); the status stays what the server said.
-8. Nothing fed raises because of what the *server* sent: data that is not a
-   JSON object ends the stream ``failed`` with a typed error, keeping
-   everything received before.  Anything after the terminal event is
-   ignored, with one counted anomaly.
-9. A result never changes once handed out: snapshots are new objects, values
-   taken from the caller's mappings are copied.
-10. A structured output (``text.format``) is checked once, when the terminal
-    event ends the answer (:mod:`chunkwise._core.structured`): ``completed`` is
-    parsed; ``incomplete`` (``max_output_tokens``...) gets a "cut short"
-    error unparsed, as a chat choice cut by ``length`` does.
-11. A stream may go on over connections (:meth:`resume`; sequence numbers drop
-    what was seen: :class:`~chunkwise.responses.items.SequenceNumbers`), start
-    mid-way (:meth:`start_after`: unknown items expected), or end from a poll.
+8. A structured output (``text.format``) is checked once, when the terminal
+   event ends the answer (:mod:`chunkwise._core.structured`): ``completed`` is
+   parsed; ``incomplete`` (``max_output_tokens``...) gets a "cut short"
+   error unparsed, as a chat choice cut by ``length`` does.
+9. A stream may go on over connections (:meth:`resume`; sequence numbers drop
+   what was seen: :class:`~chunkwise.responses.items.SequenceNumbers`), start
+   mid-way (:meth:`start_after`: unknown items expected), or end from a poll.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
-from .._core.anomalies import AnomalyLog
-from .._core.errors import (
-    ChunkwiseError,
-    InvalidChunk,
-    InvalidJSON,
-    StreamError,
-    StructuredOutputError,
-)
-from .._core.events import (
-    Event,
-    StreamCompleted,
-    StreamErrorReceived,
-    StreamFailed,
-    StreamIncomplete,
-    UsageReported,
-)
-from .._core.names import warn_renamed
-from .._core.payloads import copy_json, load_object, parse_error_event, parse_error_payload, preview
-from .._core.results import Anomaly, IncompleteReason, Status
-from .._core.sse import ServerSentEvent
+from .._core.accumulator import DONE, BaseAccumulator
+from .._core.errors import InvalidChunk, InvalidJSON, StreamError, StructuredOutputError
+from .._core.events import Event
+from .._core.payloads import copy_json, parse_error_event, parse_error_payload, preview
+from .._core.results import IncompleteReason
 from .._core.structured import OutputSchema
 from .._core.timings import event_server_timings
 from .._core.tools import ToolSchemas, complete_tool_call
@@ -123,16 +106,16 @@ from .results import OutputItem, Result
 
 __all__ = ["Accumulator"]
 
-_DONE = "[DONE]"
 _TERMINAL_TYPES = {
     "response.completed": "completed",
     "response.incomplete": "incomplete",
     "response.failed": "failed",
 }
+_TERMINAL_STATUSES = frozenset({"completed", "incomplete", "failed", "cancelled"})
 _LIFECYCLE_TYPES = frozenset({"response.created", "response.queued", "response.in_progress"})
 
 
-class Accumulator:
+class Accumulator(BaseAccumulator[Result]):
     """Accumulate Responses API stream events into typed events and a :class:`Result`.
 
     Args:
@@ -144,6 +127,10 @@ class Accumulator:
         max_output_tokens: The request's, to notice a ``completed`` response using it all (rule 7).
     """
 
+    _public_name = "chunkwise.responses.Accumulator"
+    _unit = "an event"
+    _error_ends = False  # rule 5: the stream goes on to its terminal event
+
     def __init__(
         self,
         *,
@@ -151,6 +138,7 @@ class Accumulator:
         text_format: Mapping[str, Any] | None = None,
         max_output_tokens: int | None = None,
     ) -> None:
+        super().__init__()
         self._schemas = ToolSchemas(tools) if tools is not None else None
         self._output_schema = OutputSchema.from_text_format(text_format)
         self._max_output_tokens = as_index(max_output_tokens)
@@ -160,48 +148,11 @@ class Accumulator:
         self._created_at: int | float | None = None
         self._response_status: str | None = None
         self._incomplete_reason: str | None = None
-        self._usage: Mapping[str, Any] | None = None
-        self._server_timings: Mapping[str, Any] | None = None
-        self._error: ChunkwiseError | None = None
-        self._anomalies = AnomalyLog()
-        self._status: Status = "streaming"
-        self._reason: IncompleteReason | None = None
         self._parsed: Any = None
         self._parse_error: Any = None
         self._numbers = SequenceNumbers()
-        self._ended = False
-        self._cache: Result | None = None
 
-    # -- public API --------------------------------------------------------
-
-    @property
-    def result(self) -> Result:
-        """A snapshot of everything received so far."""
-        if self._cache is None:
-            self._cache = Result(
-                id=self._id,
-                model=self._model,
-                created_at=self._created_at,
-                status=self._status,
-                response_status=self._response_status,
-                incomplete_reason=self._incomplete_reason,
-                reason=self._reason,
-                output=self._items.snapshot(),
-                usage=self._usage,
-                error=self._error,
-                anomalies=self._anomalies.snapshot(),
-                parsed=self._parsed,
-                parse_error=self._parse_error,
-                server_timings=self._server_timings,
-                partial_parsed=None if self._items.preview is None else self._items.preview.value,
-                resumes=self._numbers.resumes,
-            )
-        return self._cache
-
-    @property
-    def finished(self) -> bool:
-        """True once the terminal event was produced."""
-        return self._ended
+    # -- public API (what is not the skeleton's) ---------------------------------
 
     @property
     def last_sequence_number(self) -> int | None:
@@ -227,92 +178,90 @@ class Accumulator:
         self._terminal("GET /responses/{id}", {"response": copy_json(dict(response))}, events)
         return events
 
-    def feed_event(self, event: Mapping[str, Any]) -> list[Event]:
-        """Deprecated: :meth:`feed`."""
-        warn_renamed("chunkwise.responses.Accumulator.feed_event")
-        return self.feed(event)
+    # -- the skeleton filled in ------------------------------------------------
 
-    def feed(self, event: Mapping[str, Any]) -> list[Event]:
-        """Accumulate one decoded stream event (any mapping with a ``type``).
+    def _snapshot(self) -> Result:
+        return Result(
+            id=self._id,
+            model=self._model,
+            created_at=self._created_at,
+            status=self._status,
+            response_status=self._response_status,
+            incomplete_reason=self._incomplete_reason,
+            reason=self._reason,
+            output=self._items.snapshot(),
+            usage=self._usage,
+            error=self._error,
+            anomalies=self._anomalies.snapshot(),
+            parsed=self._parsed,
+            parse_error=self._parse_error,
+            server_timings=self._server_timings,
+            partial_parsed=None if self._items.preview is None else self._items.preview.value,
+            resumes=self._numbers.resumes,
+        )
 
-        What the result keeps from ``event`` is copied: changing it afterwards
-        changes no result.
-        """
-        if self._ended:
-            return self._ignore()
-        if not isinstance(event, Mapping):
-            return self.fail(
-                InvalidChunk(f"an event must be a mapping, not {type(event).__name__}")
-            )
-        return self._event(copy_json(dict(event)), None)
+    def _closing(self, data: str) -> bool:
+        return not data or data == DONE  # rule 1, even after the terminal event (a proxy's)
 
-    def feed_sse(self, event: ServerSentEvent) -> list[Event]:
-        """Interpret one server-sent event of a Responses stream."""
-        return self.feed_data(event.event, event.data)
+    def _special(self, kind: str, data: str) -> list[Event] | None:
+        return [] if not data or data == DONE else None  # rule 1: they prove nothing
 
-    def feed_data(self, kind: str, data: str) -> list[Event]:
-        """:meth:`feed_sse` for an SSE event given as its type and data."""
-        if not data or data == _DONE:
-            return []  # rule 1, even after the terminal event (a proxy's [DONE])
-        if self._ended:
-            return self._ignore()
-        try:
-            value = load_object(data)
-        except InvalidChunk as exc:
-            if kind == "error":  # an error event whose data is not a JSON object: its text
-                return self._error_event(StreamError(data))
-            return self.fail(exc)
-        return self._event(value, kind)
+    def _not_an_object(self, kind: str, data: str, error: InvalidChunk) -> list[Event]:
+        if kind == "error":  # an error event whose data is not a JSON object: its text
+            return self._server_error(StreamError(data))
+        return self.fail(error)
 
-    def end(
-        self, reason: IncompleteReason | None = None, *, error: ChunkwiseError | None = None
-    ) -> list[Event]:
-        """The stream is over: produce the terminal event (unless already produced).
-
-        Without a terminal response event the stream is ``failed`` when the
-        server reported an error, else ``incomplete`` (``reason``, or
-        :attr:`IncompleteReason.UNFINISHED`) with ``error``, what stopped it
-        from outside the data (a lost connection, a timeout), as its error."""
-        if self._ended:
-            return []
-        return self._finish(reason, stopped_by=error)
-
-    def note_anomaly(self, anomaly: Anomaly) -> list[Event]:
-        """Record an anomaly seen outside the events (e.g. by the SSE layer)."""
-        events: list[Event] = []
-        self._anomaly(events, anomaly.kind, anomaly.detail)
-        return events
-
-    def fail(self, error: ChunkwiseError) -> list[Event]:
-        """End the stream as ``failed`` with ``error`` (e.g. a protocol error)."""
-        if self._ended:
-            return self._ignore()
-        self._error = error
-        return self._finish()
-
-    # -- dispatch ------------------------------------------------------------
-
-    def _event(self, data: dict[str, Any], kind: str | None) -> list[Event]:
+    def _take(self, unit: Mapping[str, Any], kind: str | None, data: str | None) -> list[Event]:
+        # Decoded from ``data`` by load_object, a unit is a dict of our own.
+        event = copy_json(dict(unit)) if data is None else cast("dict[str, Any]", unit)
         self._cache = None
         events: list[Event] = []
-        etype = data.get("type")
+        etype = event.get("type")
         if type(etype) is not str:
             if kind is not None and kind != "message":
                 etype = kind  # rule 1: the SSE event field, when type is missing
-            elif "error" in data:
+            elif "error" in event:
                 etype = "error"  # llama.cpp's bare error frame
             else:
-                self._anomaly(events, "event without type", preview(data))
+                self._anomaly(events, "event without type", preview(event))
                 return events
-        if self._numbers.take(data.get("sequence_number"), self._anomalies, events):
-            return events  # a duplicate: already taken (rule 11)
-        if (found := event_server_timings(data, self._server_timings)) is not self._server_timings:
-            self._server_timings, self._cache = found, None
+        if self._numbers.take(event.get("sequence_number"), self._anomalies, events):
+            return events  # a duplicate: already taken (rule 9)
+        self._take_timings(event_server_timings(event, self._server_timings))
         handler = _HANDLERS.get(etype)
         if handler is not None:
-            handler(self, etype, data, events)
+            handler(self, etype, event, events)
         # Anything else (keepalive, hosted tools' progress...) is ignored: rule 1.
         return events
+
+    def _close(self, events: list[Event], by_server: bool) -> None:
+        for item in self._items:
+            if item.type == "function_call":
+                self._complete_call(item, events)  # rule 4: finished is False
+
+    def _settle(self, events: list[Event], by_server: bool) -> bool:
+        # Rule 6: only the terminal event's status counts (a lifecycle event's does not).
+        status = self._response_status if by_server else None
+        if self._output_schema is not None and status is not None:  # rule 8
+            output, why = self._items.snapshot(), self._incomplete_reason
+            self._parsed, self._parse_error = check_structured(
+                self._output_schema, output, status, why
+            )
+        if status != "completed":
+            return False
+        self._check_length(events)  # rule 7
+        return True
+
+    def _reported(self, by_server: bool) -> IncompleteReason | None:
+        # Rule 6: the terminal response said it is not complete.
+        if not by_server or self._response_status not in _TERMINAL_STATUSES:
+            return None
+        if self._response_status == "cancelled" and self._incomplete_reason is None:
+            self._incomplete_reason = "cancelled"
+        return IncompleteReason.SERVER_REPORTED
+
+    def _started(self) -> bool:
+        return len(self._items) > 0 or self._id is not None
 
     # -- items and parts -------------------------------------------------------
 
@@ -332,8 +281,7 @@ class Accumulator:
     def _item_id_changed(self, item: ItemState, item_id: str, events: list[Event]) -> None:
         # Rule 2: the position decides; a server may send a new id on every event.
         detail = f"output {item.index}: {preview(item_id)} after {preview(item.id)}"
-        self._anomalies.count(events, "item id changed", detail)
-        self._cache = None
+        self._counted_anomaly(events, "item id changed", detail)
 
     def _item_added(self, etype: str, data: dict[str, Any], events: list[Event]) -> None:
         raw = data.get("item")
@@ -571,7 +519,7 @@ class Accumulator:
             # llama.cpp streams n > 1 answers as several responses in one body,
             # and a Copilot endpoint sends a new id with every response event.
             detail = f"{preview(response_id)} after {preview(self._id)}; the first is kept"
-            self._anomalies.count(events, "response id changed", detail)
+            self._counted_anomaly(events, "response id changed", detail)
         self._id = self._id or response_id
         self._model = self._model or as_str(response.get("model"))
         created = response.get("created_at")
@@ -599,14 +547,13 @@ class Accumulator:
             self._take_output(output, events)
         usage = response.get("usage")
         if type(usage) is dict:
-            self._usage = usage
-            events.append(UsageReported(usage=usage))
+            self._take_usage(usage, events)
         error = response.get("error")
         if error is not None and self._error is None:
             self._error = parse_error_payload(error)
         elif status == "failed" and self._error is None:
             self._error = StreamError("the response failed without an error")
-        events += self._finish(server=True)
+        events += self._finish(by_server=True)
 
     def _take_output(self, output: list[Any], events: list[Event]) -> None:
         # Rule 3: the terminal output replaces the items, position by position.
@@ -626,68 +573,7 @@ class Accumulator:
             self._anomaly(events, "items missing from the output", preview(unfinished))
 
     def _error_frame(self, etype: str, data: dict[str, Any], events: list[Event]) -> None:
-        events += self._error_event(parse_error_event(data))
-
-    def _error_event(self, error: StreamError) -> list[Event]:
-        # Rule 5: remembered, and the stream goes on to its terminal event.
-        self._cache = None
-        if self._error is None:
-            self._error = error
-        return [StreamErrorReceived(error=error)]
-
-    # -- anomalies and the end -------------------------------------------------
-
-    def _anomaly(self, events: list[Event], kind: str, detail: str) -> None:
-        self._anomalies.add(events, kind, detail)
-        self._cache = None
-
-    def _ignore(self) -> list[Event]:
-        # Rule 8: counted in the result, no event after the terminal one.
-        self._anomalies.count([], "data after end", "events after the terminal event are ignored")
-        self._cache = None
-        return []
-
-    def _finish(
-        self,
-        reason: IncompleteReason | None = None,
-        *,
-        server: bool = False,
-        stopped_by: ChunkwiseError | None = None,
-    ) -> list[Event]:
-        events: list[Event] = []
-        # Rule 6: only the terminal event's status counts (a lifecycle event's does not).
-        status = self._response_status if server else None
-        terminal = status in ("completed", "incomplete", "failed", "cancelled")
-        for item in self._items:
-            if item.type == "function_call":
-                self._complete_call(item, events)  # rule 4: finished is False
-        self._ended = True
-        self._cache = None  # and nothing reads self.result before the terminal event
-        if self._error is not None:  # _terminal sets one for a failed status
-            self._status = "failed"
-            events.append(StreamFailed(result=self.result, error=self._error))
-            return events
-        if self._output_schema is not None and status is not None:  # rule 10
-            output, why = self._items.snapshot(), self._incomplete_reason
-            self._parsed, self._parse_error = check_structured(
-                self._output_schema, output, status, why
-            )
-        if status == "completed":
-            self._check_length(events)  # rule 7
-            self._status = "complete"
-            events.append(StreamCompleted(result=self.result))
-            return events
-        self._status = "incomplete"
-        if terminal:
-            self._reason = IncompleteReason.SERVER_REPORTED
-            if status == "cancelled" and self._incomplete_reason is None:
-                self._incomplete_reason = "cancelled"
-        elif not self._items and self._id is None:  # and what stopped it is its error
-            self._reason, self._error = reason or IncompleteReason.EMPTY_STREAM, stopped_by
-        else:
-            self._reason, self._error = reason or IncompleteReason.UNFINISHED, stopped_by
-        events.append(StreamIncomplete(result=self.result, reason=self._reason))
-        return events
+        events += self._server_error(parse_error_event(data))  # rule 5
 
     def _check_length(self, events: list[Event]) -> None:
         limit, usage = self._max_output_tokens, self._usage
@@ -717,7 +603,7 @@ _HANDLERS: dict[str, Callable[[Accumulator, str, dict[str, Any], list[Event]], N
 def check_structured(
     schema: OutputSchema, output: Sequence[OutputItem], status: str, incomplete_reason: str | None
 ) -> tuple[Any, StructuredOutputError | None]:
-    """The structured output of an answer the server ended with ``status`` (rule 10).
+    """The structured output of an answer the server ended with ``status`` (rule 8).
 
     ``completed``: the text of its messages, checked against ``schema``;
     ``incomplete``: the same, cut short with the server's reason; any other

@@ -172,8 +172,8 @@ class Result:
     usage: Mapping[str, Any] | None = None
     error: ChunkwiseError | None = None
     anomalies: tuple[Anomaly, ...] = ()
-    # Given as ``parsed=``; read through the property, which copies (rule 9 of
-    # the accumulator: a result never changes, even if a caller edits a value).
+    # Given as ``parsed=``; read through the property, which copies (rule 7 of
+    # chunkwise._core.accumulator: a result never changes, even if a caller edits a value).
     _parsed: Any = attrs.field(default=None, alias="parsed")
     parse_error: StructuredOutputError | None = None
     # Measurements, not content: two results of the same answer are equal
