@@ -12,6 +12,7 @@ import importlib
 import re
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -174,3 +175,12 @@ async def test_a_response_is_attached_to_through_the_new_spelling() -> None:
             result = await stream.result()
         assert server.requests[0].target.endswith("/responses/resp_1?stream=true&starting_after=0")
     assert result.output_text == "Hello"
+
+
+def test_the_migration_page_lists_every_renamed_spelling() -> None:
+    # docs/migration.rst is the table users read; RENAMED is what the warnings say.
+    page = (Path(__file__).parents[1] / "docs" / "migration.rst").read_text()
+    rows = dict(re.findall(r"\* - ``([^`]+)``\n\s+- ``([^`]+)``", page))
+    assert rows.keys() == RENAMED.keys()
+    for old, new in RENAMED.items():
+        assert new.startswith(rows[old]), (old, rows[old], new)

@@ -69,7 +69,9 @@ RENAMED: Final[Mapping[str, str]] = {
     "chunkwise.FunctionCallArgumentsDelta": "chunkwise.responses.ToolCallArgumentsDelta",
     "chunkwise.FunctionCallCompleted": "chunkwise.responses.ToolCallCompleted",
     "chunkwise.ResponseStatusChanged": "chunkwise.responses.StatusChanged",
-    "chunkwise.open_response_stream": "chunkwise.responses.open_stream",
+    "chunkwise.open_response_stream": (
+        "chunkwise.responses.open_stream (chunkwise.responses.attach for a response_id)"
+    ),
     "chunkwise.complete_response": "chunkwise.responses.complete",
     "chunkwise.cancel_response": "chunkwise.responses.cancel",
     "chunkwise.CompletionStreamParser": "chunkwise.completions.Parser",
@@ -99,7 +101,9 @@ RENAMED: Final[Mapping[str, str]] = {
     # methods
     "chunkwise.Client.open_chat_stream": "chunkwise.Client.chat.open_stream",
     "chunkwise.Client.complete_chat": "chunkwise.Client.chat.complete",
-    "chunkwise.Client.open_response_stream": "chunkwise.Client.responses.open_stream",
+    "chunkwise.Client.open_response_stream": (
+        "chunkwise.Client.responses.open_stream (Client.responses.attach for a response_id)"
+    ),
     "chunkwise.Client.complete_response": "chunkwise.Client.responses.complete",
     "chunkwise.Client.cancel_response": "chunkwise.Client.responses.cancel",
     "chunkwise.Client.open_completion_stream": "chunkwise.Client.completions.open_stream",
@@ -126,8 +130,6 @@ def warn_renamed(old: str, *, stacklevel: int = 3) -> None:
     ``stacklevel`` 3 points at the caller of the function that calls this.
     """
     new = RENAMED[old]
-    if old in _OLD_SIGNATURES and old.endswith("open_response_stream"):
-        new += " (chunkwise.responses.attach with a response_id)"
     warnings.warn(
         f"{old} is deprecated and will be removed: use {new}",
         DeprecationWarning,
