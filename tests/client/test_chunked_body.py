@@ -22,7 +22,7 @@ from chunkwise._endpoint import Endpoint
 from chunkwise._errors import ChunkwiseError
 from chunkwise._http import open_http_response
 from chunkwise._retries import Retries
-from helpers import pieces_of, split_at
+from helpers.reads import pieces_of, split_at
 
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
 #: h11's default limit on the bytes of an incomplete event (max_incomplete_event_size).

@@ -28,7 +28,7 @@ import pytest
 
 import chunkwise
 from chunkwise_tools.server import ServerOptions, open_chat_server
-from helpers import grows, same_json
+from helpers.json_values import grows, same_json
 
 SCHEMA = {
     "type": "object",

@@ -26,7 +26,8 @@ from chunkwise import Client, Endpoint, HTTPStatusError, InvalidRequest, Retries
 from chunkwise._http import status_hint
 from chunkwise.testing import LoopbackServer, ScriptedResponse, open_test_server
 from chunkwise_tools.server import open_chat_server
-from helpers import KEY, choice, chunk
+from helpers.bodies import choice, chunk
+from helpers.data import KEY
 
 REQUEST: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 STREAM = ScriptedResponse.sse([chunk(choice(content="hi", finish_reason="stop"))])

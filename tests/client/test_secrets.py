@@ -26,7 +26,7 @@ import chunkwise_tools.cli
 from chunkwise import Endpoint, HTTPStatusError, InvalidEndpoint, Timeouts, TransportError
 from chunkwise._http import MAX_ERROR_BODY, open_http_response
 from chunkwise.testing import RecordedRequest, ResponseWriter, ScriptedResponse, open_test_server
-from helpers import choice, chunk, sse
+from helpers.bodies import choice, chunk, sse
 
 KEY = "sk-proj-SECRETfa1afe1c0ffee0ddba11"
 TAIL = KEY[-12:]  # what a partially masked echo would still show

@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import chunkwise
-from helpers import any_text, chunk_values, parse_chat, pieces_of, split_at
+from helpers.reads import parse_chat, pieces_of, split_at
+from helpers.strategies import any_text, chunk_values
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -18,7 +18,8 @@ from chunkwise import (
     UsageReported,
     chat,
 )
-from helpers import accumulate, byte_reads, choice, chunk, parse_chat, split_at, sse, terminal, tool
+from helpers.bodies import choice, chunk, sse, tool
+from helpers.reads import accumulate, byte_reads, parse_chat, split_at, terminal
 
 # -- content and choices ---------------------------------------------------------
 

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 import chunkwise
-from helpers import RECORDINGS, load_vectors, parse_chat, pieces_of, split_at, terminal
+from helpers.data import RECORDINGS, load_vectors
+from helpers.reads import parse_chat, pieces_of, split_at, terminal
 
 VECTORS = load_vectors()
 

@@ -33,7 +33,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import chunkwise
-from helpers import parse_chat, parse_completion, split_at
+from helpers.reads import parse_chat, parse_completion, split_at
 
 #: Stands for a text that is written into the data raw, unescaped.
 RAW = "RAW-TEXT-SLOT-7f3a"

@@ -30,16 +30,8 @@ from chunkwise import (
     completions,
 )
 from chunkwise._fanout import family_of
-from helpers import (
-    accumulate_completion,
-    byte_reads,
-    completion_chunk,
-    parse_completion,
-    split_at,
-    sse,
-    terminal,
-    text_choice,
-)
+from helpers.bodies import completion_chunk, sse, text_choice
+from helpers.reads import accumulate_completion, byte_reads, parse_completion, split_at, terminal
 
 USAGE = {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}
 LEGACY_1 = {

@@ -33,7 +33,8 @@ import attrs
 import pytest
 
 import chunkwise
-from helpers import DATA, RECORDINGS, byte_reads, load_vectors, parse_chat
+from helpers.data import DATA, RECORDINGS, load_vectors
+from helpers.reads import byte_reads, parse_chat
 
 openai = pytest.importorskip("openai")
 

@@ -31,7 +31,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import chunkwise
-from helpers import DATA, byte_reads, parse_completion, split_at
+from helpers.data import DATA
+from helpers.reads import byte_reads, parse_completion, split_at
 
 LLAMA = DATA / "llama_cpp"
 STREAMS = [

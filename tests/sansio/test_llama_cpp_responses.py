@@ -32,7 +32,8 @@ from typing import Any
 import pytest
 
 import chunkwise
-from helpers import DATA, byte_reads
+from helpers.data import DATA
+from helpers.reads import byte_reads
 
 LLAMA = DATA / "llama_cpp"
 STREAMS = ["text", "max_output_tokens", "tool", "tool_max_output_tokens", "error_mid_stream"]

@@ -1,6 +1,6 @@
 """Hypothesis: generated Responses streams give one result however they are split.
 
-The streams (``helpers.response_streams``) hold interleaved items (messages
+The streams (``helpers.strategies.response_streams``) hold interleaved items (messages
 with several parts, refusals, parallel function calls, reasoning summaries),
 unicode with astral characters and combining marks, LF, CRLF or CR line
 endings, keepalive events, comments, a proxy's ``[DONE]``, and, llama.cpp
@@ -16,15 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import chunkwise
-from helpers import (
-    GeneratedResponse,
-    accumulate_response,
-    parse_response,
-    pieces_of,
-    response_streams,
-    split_at,
-    terminal,
-)
+from helpers.reads import accumulate_response, parse_response, pieces_of, split_at, terminal
+from helpers.strategies import GeneratedResponse, response_streams
 
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -3,7 +3,7 @@
 The rules are the ten of :mod:`chunkwise.responses.accumulator` and the
 facts about real streams in RESPONSES.md (OpenAI, vLLM, llama.cpp quirks);
 each test is named for the behaviour it checks.  Streams are built from
-OpenAI's documented shapes (``helpers.text_events``, ``helpers.call_events``)
+OpenAI's documented shapes (``helpers.bodies.text_events``, ``helpers.bodies.call_events``)
 and fed either as bytes (:class:`chunkwise.responses.Parser`) or as
 decoded events (:meth:`chunkwise.responses.Accumulator.feed_event`).
 """
@@ -29,20 +29,17 @@ from chunkwise import (
     UsageReported,
     responses,
 )
-from helpers import (
-    accumulate_response,
-    byte_reads,
+from helpers.bodies import (
     call_events,
     message_item,
     numbered,
-    parse_response,
     response_object,
     response_sse,
     response_usage,
     rotated,
-    terminal,
     text_events,
 )
+from helpers.reads import accumulate_response, byte_reads, parse_response, terminal
 
 # -- building streams ------------------------------------------------------------
 

@@ -36,22 +36,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import chunkwise
-from helpers import (
-    DATA,
-    GeneratedResponse,
-    accumulate_response,
-    byte_reads,
+from helpers.bodies import (
     call_events,
     call_item,
     message_item,
-    parse_response,
     response_object,
     response_sse,
-    response_streams,
     response_usage,
     rotated,
     text_events,
 )
+from helpers.data import DATA
+from helpers.reads import accumulate_response, byte_reads, parse_response
+from helpers.strategies import GeneratedResponse, response_streams
 
 openai = pytest.importorskip("openai")
 

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 import chunkwise
-from helpers import DATA, byte_reads, parse_response, terminal
+from helpers.data import DATA
+from helpers.reads import byte_reads, parse_response, terminal
 
 FOLDER = DATA / "responses"
 VECTORS = sorted(FOLDER.glob("*.sse"))

@@ -25,7 +25,8 @@ from hypothesis import strategies as st
 
 import chunkwise
 from chunkwise._payloads import DATA_LIMIT, copy_json, dump_json, load_json, parse_json, preview
-from helpers import accumulate, byte_reads, choice, chunk, parse_chat, sse, terminal, tool
+from helpers.bodies import choice, chunk, sse, tool
+from helpers.reads import accumulate, byte_reads, parse_chat, terminal
 
 # --- ChatStreamParser never raises -----------------------------------------------------
 

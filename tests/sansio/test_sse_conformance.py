@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 import chunkwise
 from chunkwise import ServerSentEvent, SSEDecoder
-from helpers import byte_reads, decode_sse, ev, pieces_of, reference_decode_sse, split_at
+from helpers.decoders import decode_sse, ev, reference_decode_sse
+from helpers.reads import byte_reads, pieces_of, split_at
 
 
 def assert_events(data: bytes, expected: list[ServerSentEvent], **kwargs: Any) -> None:

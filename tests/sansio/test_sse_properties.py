@@ -3,7 +3,7 @@
 The central property: however a byte stream is cut into reads, the decoder
 reports the same thing as when it gets the stream in one read.  The single
 read is in turn compared with a naive whole-stream transcription of the
-WHATWG algorithm (``helpers.reference_decode_sse``).  The ``max_event_size``
+WHATWG algorithm (``helpers.decoders.reference_decode_sse``).  The ``max_event_size``
 rule (see :class:`chunkwise.SSEDecoder`) is checked at its exact boundary.
 """
 
@@ -16,15 +16,8 @@ import pytest
 from hypothesis import given, settings
 
 import chunkwise
-from helpers import (
-    BOM,
-    SSEOutcome,
-    as_buffers,
-    byte_reads,
-    decode_sse,
-    reference_decode_sse,
-    split_at,
-)
+from helpers.decoders import BOM, SSEOutcome, decode_sse, reference_decode_sse
+from helpers.reads import as_buffers, byte_reads, split_at
 
 SETTINGS = settings(max_examples=200, deadline=None)
 
