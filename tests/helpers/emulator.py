@@ -1,8 +1,11 @@
-"""The one helper that needs the tools: the OpenAI-compatible emulator on a memory network.
+"""The one helper module of the library's tests that needs the tools: their
+OpenAI-compatible emulator, on a memory network or on a loopback socket.
 
-For the library's tests of behaviour only a real server shows (background
-resumption's retrieve and resume requests); everything else in ``tests/``
-uses :mod:`chunkwise.testing`'s scripted servers and imports no tools.
+For the library's tests of behaviour only a real server shows: background
+resumption's create, retrieve and resume requests (``tests/client/test_resume.py``)
+and schema-driven structured output streamed end to end
+(``tests/client/test_live_values_end_to_end.py``).  Everything else in
+``tests/`` uses :mod:`chunkwise.testing`'s scripted servers and imports no tools.
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ from typing import Any, Literal
 import pytest
 import trio
 
-from chunkwise_tools.server import ChatServer, ServerOptions
+from chunkwise.testing import LoopbackServer
+from chunkwise_tools.server import ChatServer, ServerOptions, open_chat_server
 from helpers.servers import MemoryNetwork
 
 
@@ -36,3 +40,11 @@ async def memory_network(
         monkeypatch.setattr(trio, "open_tcp_stream", network.open_tcp_stream)
         yield network
         nursery.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def emulator(**options: Any) -> AsyncIterator[LoopbackServer]:
+    """The emulator (``options`` are its :class:`~chunkwise_tools.server.ServerOptions`)
+    on a loopback socket."""
+    async with open_chat_server(ServerOptions(**options)) as server:
+        yield server
