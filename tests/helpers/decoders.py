@@ -1,13 +1,71 @@
-"""Running the SSE decoder, and a naive transcription of WHATWG to check it against."""
+"""Every SSE decoder the library uses, run the same way, and a naive WHATWG to check them.
+
+:data:`DECODERS` are the public :class:`chunkwise.SSEDecoder` and the pair
+decoder every stream parser uses (``chunkwise._sse.PairDecoder``: the same
+machine, giving ``(event type, data)`` pairs).  Each :class:`Decoder` writes
+an expected event the way its decoder gives it (:meth:`Decoder.ev`,
+:meth:`Decoder.seen`), so one expectation checks both: the pair decoder is
+held to the event type and data, and to the same end-of-stream state
+(``unterminated``, ``last_event_id``, ``retry``, the error).
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 
 import attrs
 
 import chunkwise
+
+# The parsers' decoder has no public name (it is SSEDecoder giving pairs); it
+# is tested here because it is the one every parser runs.
+from chunkwise._sse import PairDecoder
+
+#: What the pair decoder gives for one event.
+Pair = tuple[str, str]
+
+
+@attrs.frozen
+class Decoder:
+    """One decoder class the library uses, and how to write what it gives."""
+
+    name: str
+    cls: type[chunkwise.SSEDecoder] | type[PairDecoder]
+
+    @property
+    def pairs(self) -> bool:
+        """True for the parsers' decoder, which gives ``(event type, data)`` pairs."""
+        return self.cls is PairDecoder
+
+    def ev(
+        self, data: str, *, event: str = "message", id: str = "", retry: int | None = None
+    ) -> Any:
+        """An expected event, as this decoder gives it."""
+        if self.pairs:
+            return (event, data)
+        return chunkwise.ServerSentEvent(event=event, data=data, id=id, retry=retry)
+
+    def seen(self, events: Iterable[Any]) -> list[Any]:
+        """Expected events (:class:`~chunkwise.ServerSentEvent` or pairs) as this decoder
+        gives them: the pair decoder keeps the event type and data."""
+        return [
+            (e.event, e.data) if self.pairs and isinstance(e, chunkwise.ServerSentEvent) else e
+            for e in events
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def data_of(event: Any) -> str:
+    """The data of an event a decoder gave (a :class:`~chunkwise.ServerSentEvent` or a pair)."""
+    return event.data if isinstance(event, chunkwise.ServerSentEvent) else str(event[1])
+
+
+#: Every decoder the library uses.
+DECODERS = (Decoder("SSEDecoder", chunkwise.SSEDecoder), Decoder("PairDecoder", PairDecoder))
 
 BOM = "\ufeff"
 _LINE_END = re.compile(r"\r\n|\r|\n")
@@ -18,7 +76,8 @@ _ASCII_DIGITS = frozenset("0123456789")
 class SSEOutcome:
     """Everything observable after a whole stream has been decoded and ended."""
 
-    events: tuple[chunkwise.ServerSentEvent, ...]
+    #: ServerSentEvents, or (event type, data) pairs from the pair decoder.
+    events: tuple[Any, ...]
     unterminated: bool
     last_event_id: str
     retry: int | None
@@ -29,23 +88,23 @@ def decode_sse(
     *,
     legacy_error_field: bool = False,
     max_event_size: int | None = None,
+    decoder: type[chunkwise.SSEDecoder] | type[PairDecoder] = chunkwise.SSEDecoder,
 ) -> SSEOutcome:
-    """Feed every read to a fresh :class:`chunkwise.SSEDecoder`, then ``end()`` it."""
-    if max_event_size is None:
-        decoder = chunkwise.SSEDecoder(legacy_error_field=legacy_error_field)
-    else:
-        decoder = chunkwise.SSEDecoder(
-            max_event_size=max_event_size, legacy_error_field=legacy_error_field
-        )
-    events: list[chunkwise.ServerSentEvent] = []
+    """Feed every read to a fresh ``decoder`` (:class:`chunkwise.SSEDecoder` unless
+    told), then ``end()`` it."""
+    kwargs: dict[str, Any] = {"legacy_error_field": legacy_error_field}
+    if max_event_size is not None:
+        kwargs["max_event_size"] = max_event_size
+    dec = decoder(**kwargs)
+    events: list[Any] = []
     for read in reads:
-        events.extend(decoder.feed(read))
-    events.extend(decoder.end())
+        events.extend(dec.feed(read))
+    events.extend(dec.end())
     return SSEOutcome(
         events=tuple(events),
-        unterminated=decoder.unterminated,
-        last_event_id=decoder.last_event_id,
-        retry=decoder.retry,
+        unterminated=dec.unterminated,
+        last_event_id=dec.last_event_id,
+        retry=dec.retry,
     )
 
 

@@ -1,4 +1,5 @@
-"""Hypothesis strategies: JSON shaped like chunks, JSON documents, whole Responses streams."""
+"""Hypothesis strategies: SSE streams and reads of them, JSON shaped like chunks, JSON
+documents, and whole chat, legacy completion and Responses bodies."""
 
 from __future__ import annotations
 
@@ -9,7 +10,16 @@ from typing import Any
 import attrs
 from hypothesis import strategies as st
 
-from helpers.bodies import call_events, numbered, response_object, response_usage
+from helpers.bodies import (
+    call_events,
+    completion_chunk,
+    numbered,
+    response_object,
+    response_usage,
+    text_choice,
+)
+from helpers.decoders import BOM
+from helpers.reads import as_buffers, split_at
 
 # --- chunks ----------------------------------------------------------------------------
 
@@ -277,3 +287,158 @@ def response_streams(draw: st.DrawFn) -> GeneratedResponse:
         terminal_end=terminal_end,
         indexed=indexed,
     )
+
+
+# --- SSE streams, and reads of them ----------------------------------------------------
+
+FIELD_NAMES = ["data", "data", "data", "event", "id", "retry", "error", "", "Data", "foo", "data "]
+SEPARATORS = [": ", ":", ":  ", ""]
+LINE_ENDINGS = ["\n", "\r\n", "\r"]
+
+# Characters that stress decoding and splitting: multibyte (2, 3 and 4 bytes),
+# NUL, a mid-stream BOM, Unicode line-ish separators that are *not* SSE line
+# endings, digits (for retry) and the colon and space the parser looks for.
+SPECIAL_CHARS = [*"abz019 :\t\x00é€中😀\u2028\x85\x0b", BOM, "\u200d"]
+value_chars = st.one_of(
+    st.sampled_from(SPECIAL_CHARS),
+    st.characters(codec="utf-8", exclude_characters="\r\n"),
+)
+values = st.text(value_chars, max_size=8)
+digit_values = st.text(st.sampled_from("0123456789"), min_size=1, max_size=4)
+
+
+@st.composite
+def sse_lines(draw: st.DrawFn) -> str:
+    """One line (without its line ending) of a plausible event stream."""
+    if draw(st.integers(0, 3)) == 0:
+        return ""  # a blank line: dispatch
+    name = draw(st.sampled_from(FIELD_NAMES))
+    separator = draw(st.sampled_from(SEPARATORS))
+    retry_digits = name == "retry" and draw(st.booleans())
+    value = draw(digit_values if retry_digits else values)
+    if not separator and name in ("data", "event", "id", "retry", "error"):
+        value = ""  # "data" alone: the field with an empty value
+    return name + separator + value
+
+
+@st.composite
+def sse_streams(draw: st.DrawFn) -> bytes:
+    """A whole encoded event stream: lines, any line endings, optional BOM."""
+    lines = draw(st.lists(sse_lines(), max_size=25))
+    endings = draw(
+        st.lists(st.sampled_from(LINE_ENDINGS), min_size=len(lines), max_size=len(lines))
+    )
+    text = "".join(line + eol for line, eol in zip(lines, endings, strict=True))
+    if draw(st.booleans()):
+        text += draw(sse_lines())  # a last line without a line ending
+    if draw(st.booleans()):
+        text = BOM + text
+    return text.encode("utf-8")
+
+
+# Arbitrary bytes, biased towards the tokens the decoder cares about.
+TOKENS = [
+    b"data:",
+    b"data: ",
+    b"event: ",
+    b"id:",
+    b"retry: ",
+    b"error: ",
+    b":",
+    b"\n",
+    b"\r",
+    b"\r\n",
+    b"\n\n",
+    b"\xef\xbb\xbf",
+    "😀".encode(),
+    "€".encode(),
+    b"\x00",
+    b"12",
+]
+arbitrary_streams = st.lists(
+    st.one_of(st.sampled_from(TOKENS), st.binary(max_size=6)), max_size=30
+).map(b"".join)
+
+
+@st.composite
+def reads_of(draw: st.DrawFn, data: bytes) -> list[bytes | bytearray | memoryview]:
+    """``data`` cut at arbitrary offsets, each read as bytes, bytearray or memoryview."""
+    cuts = draw(st.lists(st.integers(0, len(data)), max_size=10))
+    kinds = draw(st.lists(st.integers(0, 2), max_size=4))
+    return as_buffers(split_at(data, cuts), kinds)
+
+
+# --- whole API bodies ------------------------------------------------------------------
+
+
+@st.composite
+def chat_streams(draw: st.DrawFn) -> tuple[bytes, dict[int, dict[str, Any]]]:
+    """An SSE body and the per-choice reconstruction it must give."""
+    n = draw(st.integers(1, 3))
+    eol = draw(st.sampled_from(["\n", "\r\n", "\r"]))
+    plan: list[tuple[int, dict[str, Any]]] = []
+    expected: dict[int, dict[str, Any]] = {}
+    for index in range(n):
+        pieces = draw(st.lists(any_text, max_size=6))
+        calls = draw(st.lists(st.lists(any_text, min_size=1, max_size=4), max_size=2))
+        expected[index] = {
+            "content": "".join(pieces),
+            "calls": [(f"call_{index}_{i}", "".join(args)) for i, args in enumerate(calls)],
+        }
+        plan.append((index, {"role": "assistant", "content": ""}))
+        plan += [(index, {"content": p}) for p in pieces]
+        for i, args in enumerate(calls):
+            head = {"index": i, "id": f"call_{index}_{i}", "type": "function"}
+            plan.append(
+                (index, {"tool_calls": [{**head, "function": {"name": "f", "arguments": ""}}]})
+            )
+            plan += [
+                (index, {"tool_calls": [{"index": i, "function": {"arguments": a}}]}) for a in args
+            ]
+    # Interleave the choices, keeping each choice's own order.
+    order = draw(st.permutations(range(len(plan))))
+    queues: dict[int, list[dict[str, Any]]] = {i: [] for i in range(n)}
+    for index, delta in plan:
+        queues[index].append(delta)
+    sequence = [plan[i][0] for i in order]
+    lines: list[str] = []
+    for index in sequence:
+        delta = queues[index].pop(0)
+        body = {"id": "x", "choices": [{"index": index, "delta": delta, "finish_reason": None}]}
+        space = draw(st.sampled_from(["", " "]))
+        if draw(st.integers(0, 5)) == 0:
+            lines.append(": keep-alive" + eol)
+        lines.append(f"data:{space}{json.dumps(body, ensure_ascii=draw(st.booleans()))}{eol}{eol}")
+    for index in range(n):
+        finish = {"index": index, "delta": {}, "finish_reason": "stop"}
+        lines.append(f"data: {json.dumps({'choices': [finish]})}{eol}{eol}")
+    usage = {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
+    lines.append(f"data: {json.dumps({'choices': [], 'usage': usage})}{eol}{eol}")
+    lines.append(f"data: [DONE]{eol}{eol}")
+    prefix = "\ufeff" if draw(st.booleans()) else ""
+    return (prefix + "".join(lines)).encode(), expected
+
+
+@st.composite
+def completion_streams(draw: st.DrawFn) -> bytes:
+    """A legacy completions body: interleaved choices, keepalives, a usage chunk, maybe
+    ``[DONE]``, any line ending."""
+    n = draw(st.integers(1, 3))
+    eol = draw(st.sampled_from(["\n", "\r\n", "\r"]))
+    lines: list[str] = []
+    for index in draw(st.lists(st.integers(0, n - 1), max_size=12)):
+        text = draw(st.none() | any_text)
+        lines.append(f"data: {json.dumps(completion_chunk(text_choice(text, index)))}{eol}{eol}")
+        if draw(st.integers(0, 5)) == 0:
+            lines.append(f": keep-alive{eol}{eol}")
+    for index in range(n):
+        reason = draw(st.sampled_from(["stop", "length", None]))
+        lines.append(
+            f"data: {json.dumps(completion_chunk(text_choice('', index, reason)))}{eol}{eol}"
+        )
+    if draw(st.booleans()):
+        usage = {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
+        lines.append(f"data: {json.dumps(completion_chunk(usage=usage))}{eol}{eol}")
+    if draw(st.booleans()):
+        lines.append(f"data: [DONE]{eol}{eol}")
+    return "".join(lines).encode()
