@@ -22,7 +22,7 @@ from typing import Any
 
 import attrs
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import chunkwise
@@ -1174,6 +1174,7 @@ _LINES = st.sampled_from(
 _BLOCKS = st.lists(st.lists(_LINES, max_size=4).map(lambda lines: b"\n".join([*lines, b"", b""])))
 
 
+@settings(deadline=None)
 @given(blocks=_BLOCKS, line_ending=st.sampled_from([b"\n", b"\r\n", b"\r"]))
 def test_resuming_at_any_block_boundary_gives_the_rest_of_the_uncut_stream(
     blocks: list[bytes], line_ending: bytes
