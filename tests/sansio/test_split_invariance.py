@@ -78,6 +78,30 @@ def test_any_reads_of_an_event_stream_give_what_one_read_gives(
     assert decoded(decoder, reads, legacy) == decoded(decoder, [stream], legacy)
 
 
+@st.composite
+def line_reads_of(draw: st.DrawFn, data: bytes) -> list[bytes]:
+    """``data`` cut where lines end and where ``data:`` begins, as servers write: one
+    event or one line a write, so a read is often a whole event after a partial line."""
+    points = sorted(
+        {i + 1 for i, byte in enumerate(data) if byte in b"\r\n"}
+        | {i for i in range(len(data)) if data.startswith(b"data:", i)}
+    )
+    cuts = draw(st.lists(st.sampled_from(points), max_size=12)) if points else []
+    return split_at(data, cuts)
+
+
+@EVERY_DECODER
+@SETTINGS
+@given(data=st.data(), stream=st.one_of(sse_streams(), arbitrary_streams), legacy=st.booleans())
+def test_reads_cut_at_lines_and_events_give_what_one_read_gives(
+    decoder: Decoder, data: st.DataObject, stream: bytes, legacy: bool
+) -> None:
+    # The pair decoder has a path for a read that is one whole data event;
+    # it must notice the line a previous read left unfinished.
+    reads = data.draw(line_reads_of(stream), label="reads")
+    assert decoded(decoder, reads, legacy) == decoded(decoder, [stream], legacy)
+
+
 @EVERY_DECODER
 @SETTINGS
 @given(stream=sse_streams(), legacy=st.booleans())
@@ -151,6 +175,9 @@ def parsed(
     for read in reads:
         events += parser.feed(read)
     events += parser.end()
+    # Whatever the body, a parser ends with exactly one terminal event.
+    terminals = [e for e in events if isinstance(e, chunkwise.TerminalEvent)]
+    assert len(terminals) == 1 and events[-1] is terminals[0], events[-3:]
     return [repr(e) for e in events], repr(parser.result), parser.events_received, parser.finished
 
 
@@ -159,7 +186,8 @@ def bodies(draw: st.DrawFn) -> tuple[str, bytes, int | None]:
     """An API, a body (its own shape, or noise) and maybe a small ``max_event_size``."""
     api = draw(st.sampled_from(sorted(PARSERS)))
     body = draw(API_BODIES[api] | NOISE)
-    limit = draw(st.none() | st.integers(1, 300))
+    # Small limits often: an event over the limit after one that fits.
+    limit = draw(st.none() | st.integers(1, 40) | st.integers(41, 300))
     return api, body, limit
 
 
@@ -170,6 +198,16 @@ def test_any_reads_of_a_body_give_the_events_and_result_of_one_read(
 ) -> None:
     api, raw, limit = body
     reads = data.draw(reads_of(raw), label="reads")
+    assert parsed(api, reads, limit) == parsed(api, [raw], limit)
+
+
+@SETTINGS
+@given(data=st.data(), body=bodies())
+def test_reads_cut_at_lines_and_events_give_the_events_and_result_of_one_read(
+    data: st.DataObject, body: tuple[str, bytes, int | None]
+) -> None:
+    api, raw, limit = body
+    reads = data.draw(line_reads_of(raw), label="reads")
     assert parsed(api, reads, limit) == parsed(api, [raw], limit)
 
 

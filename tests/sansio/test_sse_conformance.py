@@ -695,6 +695,18 @@ def test_mutating_a_fed_bytearray_afterwards_does_not_change_the_result() -> Non
     assert dec.feed(b"data: g\n\n") == [ev("g")]
 
 
+@pytest.mark.parametrize("partial", [b"12", b"da", b"x", b"dat", b"id", b"retr"])
+def test_a_read_that_is_one_whole_event_continues_the_line_a_read_left_unfinished(
+    partial: bytes,
+) -> None:
+    # "da" + "data: x" is the line "dadata: x", an unknown field: no event.
+    # (The pair decoder has a path for a read that is one whole data event.)
+    dec = SSEDecoder()
+    events = dec.feed(partial) + dec.feed(b"data: x\n\n") + dec.feed(b"data: y\n\n")
+    assert events == [ev("y")]
+    assert list(decode_sse([partial + b"data: x\n\ndata: y\n\n"]).events) == [ev("y")]
+
+
 def test_many_events_in_one_read_come_out_in_order() -> None:
     data = b"".join(b"id: %d\ndata: %d\n\n" % (i, i) for i in range(1000))
     dec = SSEDecoder()
