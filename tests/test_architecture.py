@@ -713,3 +713,56 @@ def test_public_names_report_their_public_module(module: object, prefix: str) ->
     assert wrong == {}
     assert repr(chunkwise.chat.Stream) == "<class 'chunkwise.chat.Stream'>"
     assert chunkwise.testing.ScriptedResponse.__module__ == "chunkwise.testing"
+
+
+# --- the library's tests --------------------------------------------------------------------
+
+TESTS = Path(__file__).resolve().parent
+#: The library's tests that need the tools, and why.  The rest run without them.
+NEEDS_THE_TOOLS = {
+    # This file: the rules above hold the tools too.
+    "test_architecture.py",
+    # ``python -m chunkwise`` is the tools' command line (skipped without them).
+    "test_main_module.py",
+    # Behaviour only a real OpenAI-compatible server shows, from the emulator
+    # (through helpers/emulator.py): background resumption's requests, and
+    # schema-driven structured output streamed end to end.
+    "client/test_resume.py",
+    "client/test_live_values_end_to_end.py",
+    # The two helper modules that import the tools, each named for it.
+    "helpers/emulator.py",
+    "helpers/cli.py",
+}
+
+
+def _needs_the_tools(tree: ast.AST) -> bool:
+    """Imports the tools, a helper module that does, or skips without them."""
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names = [node.module]
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "importorskip"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        ):
+            names = [str(node.args[0].value)]
+        if any(
+            name.split(".")[0] == "chunkwise_tools" or name in ("helpers.emulator", "helpers.cli")
+            for name in names
+        ):
+            return True
+    return False
+
+
+def test_the_library_tests_need_the_tools_only_where_listed() -> None:
+    needing = {
+        path.relative_to(TESTS).as_posix()
+        for path in TESTS.rglob("*.py")
+        if _needs_the_tools(ast.parse(path.read_text(encoding="utf-8")))
+    }
+    assert needing == NEEDS_THE_TOOLS

@@ -20,7 +20,7 @@ import pytest
 import chunkwise
 from chunkwise._core.names import RENAMED
 from chunkwise.testing import ScriptedResponse, open_test_server
-from helpers import (
+from helpers.bodies import (
     choice,
     chunk,
     message_item,

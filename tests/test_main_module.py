@@ -13,7 +13,7 @@ import pytest
 
 import chunkwise
 import chunkwise.__main__ as main_module
-from helpers import run_python
+from helpers.processes import run_python
 
 
 def test_python_m_chunkwise_runs_the_command_line_of_the_tools(

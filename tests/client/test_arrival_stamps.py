@@ -29,7 +29,7 @@ import chunkwise
 import chunkwise._net.arrivals
 from chunkwise._net.arrivals import SUPPORTED, open_reader
 from chunkwise.testing import ScriptedResponse, open_test_server
-from helpers import choice, chunk
+from helpers.bodies import choice, chunk
 
 REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 HOLD_UP = 0.3

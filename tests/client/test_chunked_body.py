@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 
 from chunkwise._core.endpoint import Endpoint
 from chunkwise._core.errors import ChunkwiseError
-from chunkwise._core.retries import Retries
 from chunkwise._net.http import open_http_response
-from helpers import pieces_of, split_at
+from chunkwise._core.retries import Retries
+from helpers.reads import pieces_of, split_at
 
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
 #: h11's default limit on the bytes of an incomplete event (max_incomplete_event_size).

@@ -25,7 +25,8 @@ from chunkwise.testing import (
     ScriptedResponse,
     open_test_server,
 )
-from helpers import KEY, choice, chunk
+from helpers.bodies import choice, chunk
+from helpers.data import KEY
 
 REQUEST: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 WORDS = ["Hello", ", ", "world"]

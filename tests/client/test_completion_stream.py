@@ -18,7 +18,8 @@ import trio
 import chunkwise
 from chunkwise import Client, HTTPStatusError, Retries, StreamCompleted, completions
 from chunkwise.testing import ScriptedResponse, open_test_server
-from helpers import KEY, completion_chunk, sse, text_choice
+from helpers.bodies import completion_chunk, sse, text_choice
+from helpers.data import KEY
 
 REQUEST: dict[str, Any] = {"model": "m", "prompt": ["a", "b"], "n": 1}
 WORDS = ["Hello", ", ", "wörld 🙂"]

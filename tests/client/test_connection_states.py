@@ -18,7 +18,8 @@ from chunkwise._net.connect import Origin
 from chunkwise._net.http11 import Connection, State
 from chunkwise._net.request import prepare_request
 from chunkwise._stream import StreamState
-from helpers import choice, chunk, close_delimited, serving, sse
+from helpers.bodies import choice, chunk, sse
+from helpers.servers import close_delimited, serving
 
 ENDPOINT = chunkwise.Endpoint("http://127.0.0.1:9/v1", retries=chunkwise.Retries(max_retries=0))
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 5\r\n\r\n"

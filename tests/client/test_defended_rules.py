@@ -44,8 +44,7 @@ from chunkwise.testing import (
     open_test_server,
 )
 from chunkwise.types import Family, Headers
-from helpers import (
-    KEY,
+from helpers.bodies import (
     choice,
     chunk,
     message_item,
@@ -53,10 +52,11 @@ from helpers import (
     response_object,
     response_sse,
     response_usage,
-    serving,
     sse,
     text_events,
 )
+from helpers.data import KEY
+from helpers.servers import serving
 
 CHAT_REQUEST: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 RESPONSE_REQUEST: dict[str, Any] = {"model": "m", "input": "hi"}

@@ -55,7 +55,7 @@ from chunkwise.testing import (
     tls_contexts,
 )
 from chunkwise.types import Headers
-from helpers import ResettingStream, TrackedStream, serving
+from helpers.servers import ResettingStream, TrackedStream, serving
 
 NO_RETRIES = Retries(max_retries=0)
 KEY = "sk-proj-SECRET0123456789abcdef"

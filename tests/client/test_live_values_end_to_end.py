@@ -27,8 +27,8 @@ from typing import Any
 import pytest
 
 import chunkwise
-from chunkwise_tools.server import ServerOptions, open_chat_server
-from helpers import grows, same_json
+from helpers.emulator import emulator
+from helpers.json_values import grows, same_json
 
 SCHEMA = {
     "type": "object",
@@ -111,7 +111,7 @@ def responses_request(model: str) -> dict[str, Any]:
 
 async def read_chat(model: str, write_size: int | None) -> tuple[chunkwise.chat.Result, Previews]:
     previews = Previews()
-    async with open_chat_server(ServerOptions(write_size=write_size)) as server:
+    async with emulator(write_size=write_size) as server:
         async with chunkwise.chat.open_stream(server.endpoint(), chat_request(model)) as stream:
             async for event in stream:
                 snapshot = stream.snapshot
@@ -134,7 +134,7 @@ async def read_responses(
 ) -> tuple[chunkwise.responses.Result, Previews]:
     previews = Previews()
     request = responses_request(model)
-    async with open_chat_server(ServerOptions(write_size=write_size)) as server:
+    async with emulator(write_size=write_size) as server:
         async with chunkwise.responses.open_stream(server.endpoint(), request) as stream:
             async for event in stream:
                 snapshot = stream.snapshot

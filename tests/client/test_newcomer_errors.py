@@ -25,8 +25,8 @@ import chunkwise
 from chunkwise import Client, Endpoint, HTTPStatusError, InvalidRequest, Retries, TransportError
 from chunkwise._net.http import status_hint
 from chunkwise.testing import LoopbackServer, ScriptedResponse, open_test_server
-from chunkwise_tools.server import open_chat_server
-from helpers import KEY, choice, chunk
+from helpers.bodies import choice, chunk
+from helpers.data import KEY
 
 REQUEST: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 STREAM = ScriptedResponse.sse([chunk(choice(content="hi", finish_reason="stop"))])
@@ -160,7 +160,11 @@ async def test_a_404_asks_did_you_mean_v1_only_without_a_version_path_segment(
 ) -> None:
     """A 404 from a base URL with no version path segment (``/v1``, ``/v2beta``) asks "did
     you mean <base>/v1?"; a ``v1`` inside another segment (``/dev1``) is no version."""
-    async with open_chat_server() as server:
+    # OpenAI's answer to a path it does not know (the tools' emulator gives the same).
+    unknown = ScriptedResponse.error(
+        404, "Unknown request URL", type="invalid_request_error", code="unknown_url"
+    )
+    async with open_test_server(unknown) as server:
         base_url = server.base_url.removesuffix("/v1") + path
         with pytest.raises(HTTPStatusError) as info:
             await chunkwise.chat.complete(Endpoint(base_url, trust_env=False), REQUEST)

@@ -25,7 +25,8 @@ from chunkwise.testing import (
     open_test_server,
 )
 from chunkwise.types import PoolStats
-from helpers import KEY, choice, chunk
+from helpers.bodies import choice, chunk
+from helpers.data import KEY
 
 REQUEST: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 STREAM = ScriptedResponse.sse([chunk(choice(content="hi", finish_reason="stop"))])

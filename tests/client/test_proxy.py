@@ -57,7 +57,7 @@ from chunkwise.testing import (
     ScriptedResponse,
     open_test_server,
 )
-from helpers import choice, chunk, sse
+from helpers.bodies import choice, chunk, sse
 
 KEY = "sk-proj-SECRETpr0xy0123456789abcdef"
 REQUEST: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}

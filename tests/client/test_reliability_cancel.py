@@ -40,7 +40,8 @@ import trio.testing
 import chunkwise
 from chunkwise import Event, IncompleteReason, StreamIncomplete, chat
 from chunkwise.testing import ScriptedResponse, open_test_server
-from helpers import TrackedStream, choice, chunk, serving, sse
+from helpers.bodies import choice, chunk, sse
+from helpers.servers import TrackedStream, serving
 
 REQUEST: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 PIECES = ["Hé", "llo", ", wö", "rld", " 中文", " 😀"]

@@ -38,7 +38,7 @@ from chunkwise.testing import (
     ScriptedResponse,
     open_test_server,
 )
-from helpers import choice, chunk, sse, tool
+from helpers.bodies import choice, chunk, sse, tool
 
 LONG = os.environ.get("CHUNKWISE_LONG_TESTS", "") not in ("", "0")
 #: In the default run, streams other than the text one are cut every STRIDE bytes

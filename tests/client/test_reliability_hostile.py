@@ -43,7 +43,8 @@ from chunkwise.testing import (
     ScriptedResponse,
     open_test_server,
 )
-from helpers import TrackedStream, choice, chunk, serving, sse
+from helpers.bodies import choice, chunk, sse
+from helpers.servers import TrackedStream, serving
 
 KEY = "sk-hostile-0123456789abcdef"
 REQUEST: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}

@@ -18,7 +18,8 @@ import pytest
 import chunkwise
 from chunkwise import Client, HTTPStatusError, Retries, StreamCompleted, responses
 from chunkwise.testing import ScriptedResponse, open_test_server
-from helpers import KEY, sse_typed
+from helpers.bodies import sse_typed
+from helpers.data import KEY
 
 REQUEST: dict[str, Any] = {"model": "m", "input": "hi"}
 WORDS = ["Hello", ", ", "wörld 🙂"]

@@ -1,7 +1,7 @@
 """Resuming background Responses (issue 22): a lost connection loses nothing.
 
 Every connection the client opens reaches a :class:`~chunkwise_tools.server.ChatServer`
-in memory (``helpers.memory_network``) whose background runs live in the test's
+in memory (``helpers.emulator.memory_network``) whose background runs live in the test's
 nursery, in virtual time: cuts, delays, retention and resume windows are exact,
 never timed.
 """
@@ -23,15 +23,9 @@ import trio.testing
 import chunkwise
 from chunkwise import IncompleteReason, responses
 from chunkwise.testing import RecordedRequest, ResponseWriter, ScriptedResponse
-from helpers import (
-    memory_network,
-    message_item,
-    numbered,
-    pieces_of,
-    response_object,
-    sse_typed,
-    text_events,
-)
+from helpers.bodies import message_item, numbered, response_object, sse_typed, text_events
+from helpers.emulator import memory_network
+from helpers.reads import pieces_of
 
 ENDPOINT = chunkwise.Endpoint("http://127.0.0.1:8000/v1")
 TERMINAL = (chunkwise.StreamCompleted, chunkwise.StreamIncomplete, chunkwise.StreamFailed)

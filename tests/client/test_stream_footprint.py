@@ -24,7 +24,8 @@ from chunkwise._net.request import Request
 from chunkwise.chat import _stream as chat_stream
 from chunkwise.responses import _stream as responses_stream
 from chunkwise.testing import RecordedRequest, ResponseWriter
-from helpers import choice, chunk, serving, sse
+from helpers.bodies import choice, chunk, sse
+from helpers.servers import serving
 
 ENDPOINT = chunkwise.Endpoint(base_url="http://127.0.0.1:9/v1", api_key="sk-test-secret")
 REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}

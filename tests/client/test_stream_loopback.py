@@ -17,7 +17,9 @@ import trio
 import chunkwise
 from chunkwise._net.http import connect
 from chunkwise.testing import LoopbackServer, ScriptedResponse, open_test_server
-from helpers import TrackedStream, choice, chunk, parse_chat, sse
+from helpers.bodies import choice, chunk, sse
+from helpers.reads import parse_chat
+from helpers.servers import TrackedStream
 
 REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 BODY = sse(

@@ -51,17 +51,8 @@ from chunkwise import (
     responses,
 )
 from chunkwise.testing import ScriptedResponse, serve_stream
-from helpers import (
-    ResettingStream,
-    TrackedStream,
-    choice,
-    chunk,
-    close_delimited,
-    numbered,
-    serving,
-    sse,
-    sse_typed,
-)
+from helpers.bodies import choice, chunk, numbered, sse, sse_typed
+from helpers.servers import ResettingStream, TrackedStream, close_delimited, serving
 
 # The stall timeout is on in every cell (it must not change any other outcome);
 # the "stalls" server is the one that trips it.

@@ -17,7 +17,8 @@ from chunkwise import (
     chat,
 )
 from chunkwise.testing import ScriptedResponse
-from helpers import choice, chunk, close_delimited, serving, sse, then_hang, tool
+from helpers.bodies import choice, chunk, sse, tool
+from helpers.servers import close_delimited, serving, then_hang
 
 ENDPOINT = chunkwise.Endpoint(base_url="http://127.0.0.1:9/v1", api_key="sk-test-secret")
 REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}

@@ -14,7 +14,8 @@ import trio.testing
 import chunkwise
 from chunkwise import Event, HeadReceived, StreamCompleted, StreamFailed, StreamIncomplete, chat
 from chunkwise.testing import Script
-from helpers import TrackedStream, choice, chunk, close_delimited, serving, sse, then_hang
+from helpers.bodies import choice, chunk, sse
+from helpers.servers import TrackedStream, close_delimited, serving, then_hang
 
 if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import ExceptionGroup

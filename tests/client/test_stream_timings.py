@@ -36,7 +36,8 @@ from chunkwise.testing import (
     open_test_server,
     serve_stream,
 )
-from helpers import choice, chunk, serving, tool
+from helpers.bodies import choice, chunk, tool
+from helpers.servers import serving
 
 REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 RESPONSES_REQUEST = {"model": "m", "input": "hi"}

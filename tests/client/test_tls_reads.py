@@ -26,7 +26,7 @@ from chunkwise.testing import (
     serve_stream,
     tls_contexts,
 )
-from helpers import choice, chunk, sse
+from helpers.bodies import choice, chunk, sse
 
 REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 WORDS = [f"word {i} " for i in range(30)]

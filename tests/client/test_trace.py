@@ -16,7 +16,7 @@ import trio
 import chunkwise
 from chunkwise._net.http import send_http_request
 from chunkwise.testing import ScriptedResponse, open_test_server
-from helpers import choice, chunk, sse
+from helpers.bodies import choice, chunk, sse
 
 REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 BODY = sse(chunk(choice(content="hi", finish_reason="stop")))

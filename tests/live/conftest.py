@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import chunkwise
-from helpers import DATA
+from helpers.data import DATA
 from llama_server.capture import default_model, running_server
 
 

@@ -26,7 +26,8 @@ import pytest
 import trio
 
 import chunkwise
-from helpers import DATA, parse_completion
+from helpers.data import DATA
+from helpers.reads import parse_completion
 
 if not os.environ.get("CHUNKWISE_LLAMA_SERVER"):
     pytest.skip(

@@ -28,7 +28,7 @@ import pytest
 import trio
 
 import chunkwise
-from helpers import DATA
+from helpers.data import DATA
 
 BINARY = os.environ.get("CHUNKWISE_LLAMA_SERVER", "")
 if not BINARY:

@@ -11,71 +11,14 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import chunkwise
-from helpers import any_text, chunk_values, parse_chat, pieces_of, split_at
+from helpers.reads import parse_chat, split_at
+from helpers.strategies import chat_streams, chunk_values
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-@st.composite
-def streams(draw: st.DrawFn) -> tuple[bytes, dict[int, dict[str, Any]]]:
-    """An SSE body and the per-choice reconstruction it must give."""
-    n = draw(st.integers(1, 3))
-    eol = draw(st.sampled_from(["\n", "\r\n", "\r"]))
-    plan: list[tuple[int, dict[str, Any]]] = []
-    expected: dict[int, dict[str, Any]] = {}
-    for index in range(n):
-        pieces = draw(st.lists(any_text, max_size=6))
-        calls = draw(st.lists(st.lists(any_text, min_size=1, max_size=4), max_size=2))
-        expected[index] = {
-            "content": "".join(pieces),
-            "calls": [(f"call_{index}_{i}", "".join(args)) for i, args in enumerate(calls)],
-        }
-        plan.append((index, {"role": "assistant", "content": ""}))
-        plan += [(index, {"content": p}) for p in pieces]
-        for i, args in enumerate(calls):
-            head = {"index": i, "id": f"call_{index}_{i}", "type": "function"}
-            plan.append(
-                (index, {"tool_calls": [{**head, "function": {"name": "f", "arguments": ""}}]})
-            )
-            plan += [
-                (index, {"tool_calls": [{"index": i, "function": {"arguments": a}}]}) for a in args
-            ]
-    # Interleave the choices, keeping each choice's own order.
-    order = draw(st.permutations(range(len(plan))))
-    queues: dict[int, list[dict[str, Any]]] = {i: [] for i in range(n)}
-    for index, delta in plan:
-        queues[index].append(delta)
-    sequence = [plan[i][0] for i in order]
-    lines: list[str] = []
-    for index in sequence:
-        delta = queues[index].pop(0)
-        body = {"id": "x", "choices": [{"index": index, "delta": delta, "finish_reason": None}]}
-        space = draw(st.sampled_from(["", " "]))
-        if draw(st.integers(0, 5)) == 0:
-            lines.append(": keep-alive" + eol)
-        lines.append(f"data:{space}{json.dumps(body, ensure_ascii=draw(st.booleans()))}{eol}{eol}")
-    for index in range(n):
-        finish = {"index": index, "delta": {}, "finish_reason": "stop"}
-        lines.append(f"data: {json.dumps({'choices': [finish]})}{eol}{eol}")
-    usage = {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
-    lines.append(f"data: {json.dumps({'choices': [], 'usage': usage})}{eol}{eol}")
-    lines.append(f"data: [DONE]{eol}{eol}")
-    prefix = "\ufeff" if draw(st.booleans()) else ""
-    return (prefix + "".join(lines)).encode(), expected
-
-
 @SETTINGS
-@given(stream=streams(), data=st.data())
-def test_any_split_gives_the_events_and_result_of_one_read(
-    stream: tuple[bytes, dict[int, dict[str, Any]]], data: st.DataObject
-) -> None:
-    body, _ = stream
-    cuts = data.draw(st.lists(st.integers(1, max(1, len(body) - 1)), max_size=40))
-    assert parse_chat(split_at(body, cuts)) == parse_chat([body])
-
-
-@SETTINGS
-@given(stream=streams())
+@given(stream=chat_streams())
 def test_generated_stream_reconstructs_exactly(
     stream: tuple[bytes, dict[int, dict[str, Any]]],
 ) -> None:
@@ -96,15 +39,6 @@ def test_generated_stream_reconstructs_exactly(
             if isinstance(e, chunkwise.chat.TextDelta) and e.choice_index == index
         ]
         assert "".join(deltas) == want["content"]
-
-
-@SETTINGS
-@given(stream=streams(), size=st.integers(1, 16))
-def test_fixed_size_reads_match_one_read(
-    stream: tuple[bytes, dict[int, dict[str, Any]]], size: int
-) -> None:
-    body, _ = stream
-    assert parse_chat(pieces_of(body, size)) == parse_chat([body])
 
 
 @settings(max_examples=300, deadline=None)

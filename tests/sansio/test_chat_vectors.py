@@ -1,14 +1,15 @@
-"""Provider vectors and recorded OpenAI streams, however the bytes are split."""
+"""Provider vectors and recorded OpenAI streams, whole (the same in any reads: see
+``test_split_invariance.py``, which reads them all)."""
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 import pytest
 
 import chunkwise
-from helpers import RECORDINGS, load_vectors, parse_chat, pieces_of, split_at, terminal
+from helpers.data import RECORDINGS, load_vectors
+from helpers.reads import parse_chat, terminal
 
 VECTORS = load_vectors()
 
@@ -54,20 +55,8 @@ def test_provider_vector_reconstructs_expected_result(vector: dict[str, Any]) ->
     terminal(events)
 
 
-@pytest.mark.parametrize("vector", VECTORS, ids=[v["name"] for v in VECTORS])
-def test_provider_vector_is_split_invariant_at_every_offset(vector: dict[str, Any]) -> None:
-    data = vector["raw"].encode()
-    whole_events, whole = parse_chat([data])
-    for cut in range(1, len(data)):
-        events, result = parse_chat(split_at(data, [cut]))
-        assert result == whole, cut
-        assert events == whole_events, cut
-    events, result = parse_chat(pieces_of(data, 1))
-    assert (events, result) == (whole_events, whole)
-
-
 @pytest.mark.parametrize("path", RECORDINGS, ids=[p.stem for p in RECORDINGS])
-def test_openai_recording_completes_identically_for_any_read_size(path: Any) -> None:
+def test_openai_recording_completes(path: Any) -> None:
     data = path.read_bytes()
     whole_events, whole = parse_chat([data])
     assert whole.status == "complete"
@@ -75,12 +64,6 @@ def test_openai_recording_completes_identically_for_any_read_size(path: Any) -> 
     assert whole.usage is not None
     assert not whole.anomalies
     assert isinstance(terminal(whole_events), chunkwise.StreamCompleted)
-    rng = random.Random(path.stem)
-    for size in (1, 2, 3, 7, 64, 1000):
-        assert parse_chat(pieces_of(data, size)) == (whole_events, whole), size
-    for _ in range(20):
-        cuts = rng.sample(range(1, len(data)), k=min(30, len(data) - 1))
-        assert parse_chat(split_at(data, cuts)) == (whole_events, whole)
 
 
 def test_recording_with_three_choices_keeps_each_choice_apart() -> None:

@@ -1,4 +1,4 @@
-"""Chunk shapes: whatever shape a chunk's text comes in, it is read exactly, at every split.
+"""Chunk shapes: whatever shape a chunk's text comes in, it is read exactly.
 
 A chat delta's ``content``, a tool call's ``arguments`` fragment and a
 completion's ``text`` reach the accumulators in many shapes: escaped or raw,
@@ -13,11 +13,11 @@ goes the general way.  Defended here:
   stay or vary, several choices, finish, usage and error events, tool calls):
   a chat delta carrying only its text gives the events, the result and the
   snapshot changes the same delta gives beside a null field (which takes the
-  general path), and the byte parsers cut anywhere give what the whole body
-  gives;
+  general path);
 * streams as real servers send them (the same chunk but for its text; a
   tool call's arguments in fragments; reasoning beside an empty content)
-  give every text, exactly, at every split;
+  give every text, exactly (whole bodies: reads change nothing, as
+  ``test_split_invariance.py`` proves for every parser);
 * a text reads as :func:`json.loads` reads its chunk: escapes decoded, raw
   control characters refused.
 """
@@ -33,7 +33,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import chunkwise
-from helpers import parse_chat, parse_completion, split_at
+from helpers.reads import parse_chat, parse_completion
 
 #: Stands for a text that is written into the data raw, unescaped.
 RAW = "RAW-TEXT-SLOT-7f3a"
@@ -263,19 +263,6 @@ def test_a_chat_delta_of_only_its_text_gives_what_the_general_path_gives(
     assert fed("chat", events, structured) == fed_generally(events, structured)
 
 
-@pytest.mark.parametrize("api", ["completions", "chat"])
-@settings(max_examples=150, deadline=None)
-@given(data=st.data())
-def test_a_generated_stream_cut_anywhere_gives_what_the_whole_body_gives(
-    api: str, data: st.DataObject
-) -> None:
-    """Split invariance: however the bytes of a stream are cut into reads, whatever its chunks'
-    texts hold, the byte parser gives the events and result of the whole body."""
-    body = body_of(data.draw(streams(api)))
-    cuts = data.draw(st.lists(st.integers(0, len(body)), max_size=8))
-    assert parsed(api, split_at(body, cuts)) == parsed(api, [body])
-
-
 def plain_stream(api: str, texts: Sequence[str]) -> list[Event]:
     """A stream as vLLM or llama.cpp write one: the same chunk but for its text."""
 
@@ -291,18 +278,16 @@ def plain_stream(api: str, texts: Sequence[str]) -> list[Event]:
 
 
 @pytest.mark.parametrize("api", ["completions", "chat"])
-def test_every_split_of_a_stream_the_same_but_for_its_text_gives_what_the_whole_body_gives(
+def test_a_stream_the_same_but_for_its_text_gives_every_text_exactly(
     api: str,
 ) -> None:
     """Chunks repeating but for their text (quotes, backslashes, escapes, astral characters
-    among them) give every text exactly, whatever read boundary cuts them."""
+    among them) give every text exactly."""
     texts = ["Hello", ", ", "wörld", " 🙂", "", ' "quoted"', "\\", "tab\there", "東京", "!"]
     body = body_of(plain_stream(api, texts))
     whole = parsed(api, [body])
     assert whole[1].status == "complete"
     assert (whole[1].text if api == "completions" else whole[1].content) == "".join(texts)
-    for cut in range(len(body) + 1):
-        assert parsed(api, split_at(body, [cut])) == whole, cut
 
 
 def test_a_tool_calls_arguments_in_fragments_are_joined_exactly() -> None:
@@ -332,8 +317,6 @@ def test_a_tool_calls_arguments_in_fragments_are_joined_exactly() -> None:
     assert call.parse_arguments() == {"a": 1, "b": "x"}
     fragments = [e.fragment for e in events if type(e) is chunkwise.chat.ToolCallArgumentsDelta]
     assert fragments == pieces
-    for cut in range(len(body) + 1):
-        assert parse_chat(split_at(body, [cut]), tools=tools) == general, cut
 
 
 # -- reasoning beside an empty content ---------------------------------------------
@@ -348,11 +331,11 @@ ANSWER = ["The", " answer", " answer", "."]
 @pytest.mark.parametrize("beside", ["", None], ids=["empty content", "null content"])
 @pytest.mark.parametrize("reasoning_first", [False, True], ids=["content first", "field first"])
 @pytest.mark.parametrize("separators", [(", ", ": "), (",", ":")], ids=["spaced", "compact"])
-def test_reasoning_beside_an_empty_content_is_kept_whole_at_every_split(
+def test_reasoning_beside_an_empty_content_is_kept_whole(
     field: str, beside: str | None, reasoning_first: bool, separators: tuple[str, str]
 ) -> None:
     """A reasoning token beside ``"content": ""`` or a null content (DeepSeek, vLLM) is kept,
-    every repeated token too, through the bytes cut anywhere as through decoded chunks.
+    every repeated token too, through the bytes as through decoded chunks.
     """
 
     def data(content: str | None, reasoning: str | None) -> str:
@@ -383,8 +366,6 @@ def test_reasoning_beside_an_empty_content_is_kept_whole_at_every_split(
     assert result.content == "".join(ANSWER)
     assert [e.text for e in events if type(e) is chunkwise.chat.ReasoningDelta] == THINKING
     assert [e.text for e in events if type(e) is chunkwise.chat.TextDelta] == ANSWER
-    for cut in range(0, len(body) + 1, 37):  # and read in pieces
-        assert parse_chat(split_at(body, [cut, cut + 11])) == general, cut
 
 
 # -- a text reads as JSON reads it ------------------------------------------------

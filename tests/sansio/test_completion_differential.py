@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 import chunkwise
-from helpers import completion_chunk, parse_completion, sse, text_choice
+from helpers.bodies import completion_chunk, sse, text_choice
+from helpers.reads import parse_completion
 
 openai = pytest.importorskip("openai")
 

@@ -2,9 +2,9 @@
 
 Each row is one wire shape seen from a real server (OpenAI, vLLM, llama.cpp,
 TGI) or one way a stream breaks; the table says what chunkwise must make of it
-(status, text and finish reason per choice, anomalies, error).  The properties
-check that every split of every row's bytes gives the same result, and that
-the accumulator fed decoded chunks agrees with the parser fed bytes.
+(status, text and finish reason per choice, anomalies, error).  Rows are fed
+whole (reads change nothing: ``test_split_invariance.py``); the properties
+check that the accumulator fed decoded chunks agrees with the parser fed bytes.
 """
 
 from __future__ import annotations
@@ -17,8 +17,6 @@ from typing import Any
 
 import attrs
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 import chunkwise
 from chunkwise import (
@@ -30,16 +28,8 @@ from chunkwise import (
     completions,
 )
 from chunkwise._fanout import family_of
-from helpers import (
-    accumulate_completion,
-    byte_reads,
-    completion_chunk,
-    parse_completion,
-    split_at,
-    sse,
-    terminal,
-    text_choice,
-)
+from helpers.bodies import completion_chunk, sse, text_choice
+from helpers.reads import accumulate_completion, parse_completion, terminal
 
 USAGE = {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}
 LEGACY_1 = {
@@ -314,21 +304,6 @@ def check(row: Row, events: list[chunkwise.Event], result: chunkwise.completions
 def test_rule_table(row: Row) -> None:
     events, result = parse_completion([row.body])
     check(row, events, result)
-
-
-@pytest.mark.parametrize("row", ROWS, ids=[row.name for row in ROWS])
-def test_rule_table_one_byte_reads(row: Row) -> None:
-    events, result = parse_completion(byte_reads(row.body))
-    check(row, events, result)
-
-
-@given(data=st.data())
-def test_every_split_gives_the_same_result(data: st.DataObject) -> None:
-    row = data.draw(st.sampled_from(ROWS))
-    cuts = data.draw(st.lists(st.integers(0, len(row.body)), max_size=8))
-    events, result = parse_completion(split_at(row.body, cuts))
-    check(row, events, result)
-    assert result == parse_completion([row.body])[1]
 
 
 @pytest.mark.parametrize(

@@ -33,7 +33,8 @@ import attrs
 import pytest
 
 import chunkwise
-from helpers import DATA, RECORDINGS, byte_reads, load_vectors, parse_chat
+from helpers.data import DATA, RECORDINGS, load_vectors
+from helpers.reads import parse_chat
 
 openai = pytest.importorskip("openai")
 
@@ -165,9 +166,6 @@ def cw_view(result: chunkwise.chat.Result) -> dict[str, Any]:
     }
 
 
-READ_SPLITS = {"one-read": lambda data: [data], "byte-reads": byte_reads}
-
-
 # -- building small streams ------------------------------------------------------
 
 
@@ -210,10 +208,10 @@ def tool_call(**fields: Any) -> dict[str, Any]:
 # -- agreement -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("split", READ_SPLITS)
 @pytest.mark.parametrize("path", RECORDINGS, ids=[p.stem for p in RECORDINGS])
-def test_recording_agrees_with_sdk(client: Any, path: pathlib.Path, split: str) -> None:
-    reads = READ_SPLITS[split](path.read_bytes())
+def test_recording_agrees_with_sdk(client: Any, path: pathlib.Path) -> None:
+    # Whole bodies: reads change nothing (test_split_invariance.py).
+    reads = [path.read_bytes()]
     sdk = run_sdk(client, reads)
     _, result = parse_chat(reads)
     assert sdk.error is None
@@ -225,10 +223,9 @@ def test_every_recording_is_covered() -> None:
     assert len(RECORDINGS) == 12
 
 
-@pytest.mark.parametrize("split", READ_SPLITS)
 @pytest.mark.parametrize("name", AGREEING_VECTORS)
-def test_provider_vector_agrees_with_sdk(client: Any, name: str, split: str) -> None:
-    reads = READ_SPLITS[split](VECTORS[name]["raw"].encode())
+def test_provider_vector_agrees_with_sdk(client: Any, name: str) -> None:
+    reads = [VECTORS[name]["raw"].encode()]
     sdk = run_sdk(client, reads)
     _, result = parse_chat(reads)
     assert sdk.error is None

@@ -18,7 +18,7 @@ import pytest
 
 import chunkwise
 from chunkwise import IncompleteReason
-from helpers import (
+from helpers.bodies import (
     choice,
     chunk,
     completion_chunk,

@@ -17,7 +17,8 @@ import pytest
 
 import chunkwise
 from chunkwise import IncompleteReason, StreamCompleted, StreamFailed, StreamIncomplete
-from helpers import choice, chunk, completion_chunk, terminal, text_choice
+from helpers.bodies import choice, chunk, completion_chunk, text_choice
+from helpers.reads import terminal
 
 Accumulator = chunkwise.chat.Accumulator | chunkwise.completions.Accumulator
 

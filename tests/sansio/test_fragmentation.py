@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import chunkwise
 from chunkwise import StreamCompleted, StreamIncomplete, UsageReported, chat
-from helpers import choice, chunk, parse_chat, split_at, sse, terminal, tool
+from helpers.bodies import choice, chunk, sse, tool
+from helpers.reads import parse_chat, split_at, terminal
 
 USAGE = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
 

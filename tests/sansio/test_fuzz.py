@@ -33,7 +33,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import chunkwise
-from helpers import RECORDINGS, byte_reads, chunk_values, parse_chat, split_at
+from helpers.data import RECORDINGS
+from helpers.reads import byte_reads, parse_chat, split_at
+from helpers.strategies import chunk_values
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "fuzz"))
 import _bytes

@@ -17,21 +17,21 @@ and ``timings``; ``chatcmpl-`` ids; ``data: [DONE]``; ``data: null`` first
 when given several prompts (not with ``n``); chat-style ``logprobs.content``;
 ``echo`` and ``suffix`` accepted and ignored; a 400 for a prompt longer than
 the slot; an error mid-stream as ``data: {"error": ...}`` with no ``[DONE]``.
-chunkwise parses each the same in every split of its bytes.
+chunkwise parses each (whole here; the same in any reads, proven over these captures
+by ``test_split_invariance.py``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import chunkwise
-from helpers import DATA, byte_reads, parse_completion, split_at
+from helpers.data import DATA
+from helpers.reads import parse_completion
 
 LLAMA = DATA / "llama_cpp"
 STREAMS = [
@@ -103,23 +103,10 @@ def captured_id(name: str) -> str:
     return found
 
 
-def whole(data: bytes) -> list[bytes]:
-    return [data]
-
-
-READS: dict[str, Callable[[bytes], list[bytes]]] = {"whole": whole, "1-byte": byte_reads}
-
-
-@pytest.fixture(params=list(READS))
-def reads(request: pytest.FixtureRequest) -> Callable[[bytes], list[bytes]]:
-    split: Callable[[bytes], list[bytes]] = READS[request.param]
-    return split
-
-
 def parse(
-    name: str, split: Callable[[bytes], list[bytes]] = whole
+    name: str,
 ) -> tuple[list[chunkwise.Event], chunkwise.completions.Result]:
-    return parse_completion(split(body(name)))
+    return parse_completion([body(name)])
 
 
 def text_events(deltas: Sequence[str], index: int = 0) -> Iterator[chunkwise.completions.TextDelta]:
@@ -169,33 +156,11 @@ def test_one_token_one_chunk_and_an_empty_chunk_for_the_end_token() -> None:
     assert finals("text")[0]["timings"]["predicted_n"] == 27
 
 
-@pytest.mark.parametrize("name", STREAMS)
-def test_every_split_gives_what_the_whole_body_gives(name: str) -> None:
-    # Results holding an exception compare by identity: the reprs are compared.
-    data = body(name)
-    events, result = parse(name)
-    expected = ([repr(e) for e in events], repr(result))
-    for cut in range(len(data) + 1):
-        split_events, split_result = parse_completion(split_at(data, [cut]))
-        assert ([repr(e) for e in split_events], repr(split_result)) == expected, cut
-    split_events, split_result = parse(name, byte_reads)
-    assert ([repr(e) for e in split_events], repr(split_result)) == expected
-
-
-@settings(max_examples=60, deadline=None)
-@given(name=st.sampled_from(STREAMS), cuts=st.lists(st.integers(0, 10_000), max_size=40))
-def test_any_reads_give_what_the_whole_body_gives(name: str, cuts: list[int]) -> None:
-    events, result = parse(name)
-    split_events, split_result = parse_completion(split_at(body(name), cuts))
-    assert [repr(e) for e in split_events] == [repr(e) for e in events]
-    assert repr(split_result) == repr(result)
-
-
 # -- one prompt ------------------------------------------------------------------------
 
 
-def test_text(reads: Callable[[bytes], list[bytes]]) -> None:
-    events, result = parse("text", reads)
+def test_text() -> None:
+    events, result = parse("text")
     assert result.status == "complete" and result.reason is None and result.error is None
     assert result.id == captured_id("text")
     assert result.model == "tiny"
@@ -218,11 +183,9 @@ def test_text(reads: Callable[[bytes], list[bytes]]) -> None:
     ]
 
 
-def test_max_tokens_cut_inside_a_character_finishes_with_length(
-    reads: Callable[[bytes], list[bytes]],
-) -> None:
+def test_max_tokens_cut_inside_a_character_finishes_with_length() -> None:
     assert request("max_tokens")["max_tokens"] == 18
-    events, result = parse("max_tokens", reads)
+    events, result = parse("max_tokens")
     cut = SENTENCE[: SENTENCE.index("ñ")]
     # The 18th token is ñ's first byte: llama.cpp holds it back and never sends it.
     assert "".join(DELTAS[:17]) == cut
@@ -274,9 +237,9 @@ def test_the_non_streamed_answer_is_the_streams_result() -> None:
 # -- several choices -----------------------------------------------------------------
 
 
-def test_several_prompts_start_with_data_null(reads: Callable[[bytes], list[bytes]]) -> None:
+def test_several_prompts_start_with_data_null() -> None:
     assert request("prompts")["prompt"] == ["Say hi", "Say hi again"]
-    events, result = parse("prompts", reads)
+    events, result = parse("prompts")
     start = "".join(DELTAS[:4])
     assert result.status == "complete"
     assert result.id == captured_id("prompts")
@@ -313,9 +276,9 @@ def test_several_prompts_start_with_data_null(reads: Callable[[bytes], list[byte
     assert events[-1] == chunkwise.StreamCompleted(result=result)
 
 
-def test_n_gives_two_choices_without_data_null(reads: Callable[[bytes], list[bytes]]) -> None:
+def test_n_gives_two_choices_without_data_null() -> None:
     assert request("n")["n"] == 2
-    events, result = parse("n", reads)
+    events, result = parse("n")
     start = "".join(DELTAS[:4])
     assert result.status == "complete"
     assert [(c.index, c.text, c.finish_reason) for c in result.choices] == [
@@ -336,11 +299,9 @@ def test_n_gives_two_choices_without_data_null(reads: Callable[[bytes], list[byt
 # -- logprobs ------------------------------------------------------------------------
 
 
-def test_logprobs_arrive_chat_style_one_entry_per_chunk(
-    reads: Callable[[bytes], list[bytes]],
-) -> None:
+def test_logprobs_arrive_chat_style_one_entry_per_chunk() -> None:
     assert (request("logprobs")["logprobs"], request("logprobs")["max_tokens"]) == (2, 19)
-    events, result = parse("logprobs", reads)
+    events, result = parse("logprobs")
     sent = [c["choices"][0]["logprobs"] for c in chunks("logprobs")]
     # One entry per text chunk; the final chunk has none.  "ñ"'s two byte
     # tokens are one entry, as their text is one chunk.
@@ -381,9 +342,9 @@ def test_a_logprobs_snapshot_never_changes() -> None:
 # -- errors --------------------------------------------------------------------------
 
 
-def test_error_mid_stream_keeps_both_choices_text(reads: Callable[[bytes], list[bytes]]) -> None:
+def test_error_mid_stream_keeps_both_choices_text() -> None:
     assert request("error_mid_stream")["n"] == 2
-    events, result = parse("error_mid_stream", reads)
+    events, result = parse("error_mid_stream")
     received = "".join(DELTAS[:13])
     assert result.status == "failed"
     assert result.done_received is False

@@ -13,8 +13,9 @@ checks): no ``sequence_number``, ``output_index`` or ``content_index`` on any
 event; no ``response.function_call_arguments.done``; no ``[DONE]``;
 ``response.created`` with only ``id``, ``object`` and ``status``; a
 ``completed`` response when ``max_output_tokens`` cut the answer; a mid-stream
-error as a bare ``data: {"error": ...}`` frame.  chunkwise parses each the
-same whole and in one-byte reads.
+error as a bare ``data: {"error": ...}`` frame.  chunkwise parses each (whole
+here; the same in any reads, proven over these captures by
+``test_split_invariance.py``).
 
 The official SDK (openai 3.57.0) is run on the same bytes at the end of the
 file: its ``responses.stream()`` helper keys items by ``output_index`` and
@@ -26,13 +27,13 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
 
 import chunkwise
-from helpers import DATA, byte_reads
+from helpers.data import DATA
 
 LLAMA = DATA / "llama_cpp"
 STREAMS = ["text", "max_output_tokens", "tool", "tool_max_output_tokens", "error_mid_stream"]
@@ -118,19 +119,6 @@ def parse(
     return events, parser.result
 
 
-def whole(data: bytes) -> list[bytes]:
-    return [data]
-
-
-READS: dict[str, Callable[[bytes], list[bytes]]] = {"whole": whole, "1-byte": byte_reads}
-
-
-@pytest.fixture(params=list(READS))
-def reads(request: pytest.FixtureRequest) -> Callable[[bytes], list[bytes]]:
-    split: Callable[[bytes], list[bytes]] = READS[request.param]
-    return split
-
-
 def text_events(
     item_id: str, deltas: Sequence[str], output_index: int = 0
 ) -> Iterator[chunkwise.responses.TextDelta]:
@@ -168,21 +156,11 @@ def test_the_captures_show_llama_cpps_quirks(name: str) -> None:
         assert events[-1]["response"]["status"] == "completed"
 
 
-@pytest.mark.parametrize("name", STREAMS)
-def test_one_byte_reads_give_what_the_whole_body_gives(name: str) -> None:
-    # Results holding an exception (a call's error, the stream's error) compare
-    # by identity, so the comparison is of the reprs.
-    events, result = parse(name, [body(name)])
-    split_events, split_result = parse(name, byte_reads(body(name)))
-    assert [repr(e) for e in split_events] == [repr(e) for e in events]
-    assert repr(split_result) == repr(result)
-
-
 # -- text ----------------------------------------------------------------------------
 
 
-def test_text(reads: Callable[[bytes], list[bytes]]) -> None:
-    events, result = parse("text", reads(body("text")))
+def test_text() -> None:
+    events, result = parse("text", [body("text")])
     [response_id] = ids("text", "id", "response.created")
     [message_id] = ids("text", "id", "response.output_item.added")
 
@@ -214,11 +192,9 @@ def test_text(reads: Callable[[bytes], list[bytes]]) -> None:
     ]
 
 
-def test_max_output_tokens_cut_inside_a_character_and_llama_cpp_says_completed(
-    reads: Callable[[bytes], list[bytes]],
-) -> None:
+def test_max_output_tokens_cut_inside_a_character_and_llama_cpp_says_completed() -> None:
     assert request("max_output_tokens")["max_output_tokens"] == 18
-    events, result = parse("max_output_tokens", reads(body("max_output_tokens")))
+    events, result = parse("max_output_tokens", [body("max_output_tokens")])
     [message_id] = ids("max_output_tokens", "id", "response.output_item.added")
     cut = "".join(CUT_DELTAS)
 
@@ -262,8 +238,8 @@ def test_without_max_output_tokens_nothing_says_the_answer_was_cut() -> None:
 # -- the get_weather tool ------------------------------------------------------------
 
 
-def test_tool_call(reads: Callable[[bytes], list[bytes]]) -> None:
-    events, result = parse("tool", reads(body("tool")))
+def test_tool_call() -> None:
+    events, result = parse("tool", [body("tool")])
     [item_id] = ids("tool", "id", "response.output_item.added")
     [call_id] = ids("tool", "call_id", "response.output_item.added")
 
@@ -313,9 +289,9 @@ def test_tool_call(reads: Callable[[bytes], list[bytes]]) -> None:
     ]
 
 
-def test_tool_call_cut_by_max_output_tokens(reads: Callable[[bytes], list[bytes]]) -> None:
+def test_tool_call_cut_by_max_output_tokens() -> None:
     assert request("tool_max_output_tokens")["max_output_tokens"] == 6
-    events, result = parse("tool_max_output_tokens", reads(body("tool_max_output_tokens")))
+    events, result = parse("tool_max_output_tokens", [body("tool_max_output_tokens")])
     [item_id] = ids("tool_max_output_tokens", "id", "response.output_item.added")
     [call_id] = ids("tool_max_output_tokens", "call_id", "response.output_item.added")
 
@@ -353,8 +329,8 @@ def test_tool_call_cut_by_max_output_tokens(reads: Callable[[bytes], list[bytes]
 # -- the mid-stream error ------------------------------------------------------------
 
 
-def test_error_mid_stream(reads: Callable[[bytes], list[bytes]]) -> None:
-    events, result = parse("error_mid_stream", reads(body("error_mid_stream")))
+def test_error_mid_stream() -> None:
+    events, result = parse("error_mid_stream", [body("error_mid_stream")])
     response_ids = ids("error_mid_stream", "id", "response.created")
     message_ids = ids("error_mid_stream", "id", "response.output_item.added")
 

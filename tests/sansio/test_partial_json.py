@@ -20,7 +20,9 @@ from hypothesis import strategies as st
 import chunkwise
 from chunkwise._core.partial_json import DEFAULT_MAX_DEPTH
 from chunkwise._core.payloads import parse_json
-from helpers import grows, json_texts, same_json, split_text
+from helpers.json_values import grows, same_json
+from helpers.reads import split_text
+from helpers.strategies import json_texts
 
 SETTINGS = settings(
     max_examples=300,

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import pytest
 
 import chunkwise
-from helpers import same_json
+from helpers.json_values import same_json
 
 P = chunkwise.Patch
 

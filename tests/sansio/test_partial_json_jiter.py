@@ -19,7 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import chunkwise
-from helpers import json_texts, same_json
+from helpers.json_values import same_json
+from helpers.strategies import json_texts
 
 jiter = pytest.importorskip("jiter")
 

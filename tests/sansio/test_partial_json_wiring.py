@@ -21,20 +21,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import chunkwise
-from helpers import (
-    accumulate_response,
+from helpers.bodies import (
     call_events,
     call_item,
     choice,
     chunk,
-    json_texts,
     message_item,
     response_object,
-    same_json,
-    split_text,
     text_events,
     tool,
 )
+from helpers.json_values import same_json
+from helpers.reads import accumulate_response, split_text
+from helpers.strategies import json_texts
 
 ARGUMENTS = ['{"ci', 'ty": "Par', 'is", "days": [1', ", 2", '], "metric": tr', "ue}"]
 ANSWER = ['{"name": "Ad', 'a", "langs": ["py', 'thon", "c"], "n": 3', "6}"]

@@ -22,7 +22,8 @@ import pytest
 
 import chunkwise
 from chunkwise.responses import items as response_items
-from helpers import accumulate_response, byte_reads, parse_response, response_sse
+from helpers.bodies import response_sse
+from helpers.reads import accumulate_response, byte_reads, parse_response
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "fuzz"))
 import fuzz_responses

@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 
 from chunkwise import responses
-from helpers import accumulate_response, numbered, response_object
+from helpers.bodies import numbered, response_object
+from helpers.reads import accumulate_response
 
 #: For each part list: the item type, the index key, the part and text event names,
 #: the part type.

@@ -1,6 +1,6 @@
 """Hypothesis: generated Responses streams give one result however they are split.
 
-The streams (``helpers.response_streams``) hold interleaved items (messages
+The streams (``helpers.strategies.response_streams``) hold interleaved items (messages
 with several parts, refusals, parallel function calls, reasoning summaries),
 unicode with astral characters and combining marks, LF, CRLF or CR line
 endings, keepalive events, comments, a proxy's ``[DONE]``, and, llama.cpp
@@ -16,15 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import chunkwise
-from helpers import (
-    GeneratedResponse,
-    accumulate_response,
-    parse_response,
-    pieces_of,
-    response_streams,
-    split_at,
-    terminal,
-)
+from helpers.reads import accumulate_response, parse_response, pieces_of, terminal
+from helpers.strategies import GeneratedResponse, response_streams
 
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -36,22 +29,6 @@ def part_texts(result: chunkwise.responses.Result) -> dict[tuple[int, str, int],
         for which, parts in (("content", item.content), ("summary", item.summary))
         for part in parts
     }
-
-
-@SETTINGS
-@given(stream=response_streams(), data=st.data())
-def test_any_split_gives_the_events_and_result_of_one_read(
-    stream: GeneratedResponse, data: st.DataObject
-) -> None:
-    body = stream.body
-    cuts = data.draw(st.lists(st.integers(0, len(body)), max_size=30))
-    assert parse_response(split_at(body, cuts)) == parse_response([body])
-
-
-@SETTINGS
-@given(stream=response_streams(), size=st.integers(1, 7))
-def test_fixed_size_reads_match_one_read(stream: GeneratedResponse, size: int) -> None:
-    assert parse_response(pieces_of(stream.body, size)) == parse_response([stream.body])
 
 
 @SETTINGS

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import chunkwise
-from helpers import (
+from helpers.bodies import (
     call_item,
     message_item,
     numbered,

@@ -8,24 +8,19 @@ the file's entry in ``expected.json`` (see that folder's README).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import chunkwise
-from helpers import DATA, byte_reads, parse_response, terminal
+from helpers.data import DATA
+from helpers.reads import parse_response, terminal
 
 FOLDER = DATA / "responses"
 VECTORS = sorted(FOLDER.glob("*.sse"))
 with open(FOLDER / "expected.json", encoding="utf-8") as _f:
     EXPECTED: dict[str, dict[str, Any]] = json.load(_f)
-
-SPLITS: dict[str, Callable[[bytes], list[bytes]]] = {
-    "one-read": lambda data: [data],
-    "byte-reads": byte_reads,
-}
 
 
 def view(result: chunkwise.responses.Result) -> dict[str, Any]:
@@ -54,10 +49,10 @@ def test_every_vector_has_an_expectation() -> None:
     assert len(VECTORS) >= 10
 
 
-@pytest.mark.parametrize("split", SPLITS)
 @pytest.mark.parametrize("path", VECTORS, ids=[p.stem for p in VECTORS])
-def test_vector_gives_its_expected_result(path: Path, split: str) -> None:
-    events, result = parse_response(SPLITS[split](path.read_bytes()))
+def test_vector_gives_its_expected_result(path: Path) -> None:
+    # Whole bodies: reads change nothing (test_split_invariance.py).
+    events, result = parse_response([path.read_bytes()])
     assert view(result) == EXPECTED[path.stem]
     end = terminal(events)
     want = {
@@ -70,12 +65,6 @@ def test_vector_gives_its_expected_result(path: Path, split: str) -> None:
     )
     assert type(end) is want[result.status]
     assert end.result == result
-
-
-@pytest.mark.parametrize("path", VECTORS, ids=[p.stem for p in VECTORS])
-def test_one_byte_reads_give_the_events_of_one_read(path: Path) -> None:
-    data = path.read_bytes()
-    assert parse_response(byte_reads(data)) == parse_response([data])
 
 
 @pytest.mark.parametrize("path", VECTORS, ids=[p.stem for p in VECTORS])

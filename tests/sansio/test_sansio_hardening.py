@@ -24,15 +24,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import chunkwise
-from chunkwise._core.payloads import (
-    DATA_LIMIT,
-    copy_json,
-    dump_json,
-    load_json,
-    parse_json,
-    preview,
-)
-from helpers import accumulate, byte_reads, choice, chunk, parse_chat, sse, terminal, tool
+from chunkwise._core.payloads import DATA_LIMIT, copy_json, dump_json, load_json, parse_json, preview
+from helpers.bodies import choice, chunk, sse, tool
+from helpers.reads import accumulate, byte_reads, parse_chat, terminal
 
 # --- ChatStreamParser never raises -----------------------------------------------------
 

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 import chunkwise
-from helpers import choice, chunk, parse_chat, sse, tool
+from helpers.bodies import choice, chunk, sse, tool
+from helpers.reads import parse_chat
 
 SCHEMA_FORMAT: dict[str, Any] = {
     "type": "json_schema",

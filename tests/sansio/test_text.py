@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chunkwise._core.text import BATCH, Fragments
@@ -46,6 +46,7 @@ def test_text_is_every_fragment_since_the_last_replace_in_order(ops: list[tuple[
     assert fragments.text() == expected
 
 
+@settings(deadline=None)
 @given(st.lists(st.text(min_size=1, max_size=8), max_size=2000))
 def test_a_long_answer_holds_few_strings(pieces: list[str]) -> None:
     fragments = Fragments()

@@ -20,23 +20,19 @@ from hypothesis import strategies as st
 import chunkwise
 from chunkwise._core.timings import GapHistogram, TimingRecorder, Timings
 from chunkwise._net.trace import Timed
-from helpers import (
-    DATA,
-    accumulate,
-    accumulate_response,
+from helpers.bodies import (
     choice,
     chunk,
     completion_chunk,
-    load_vectors,
     message_item,
-    parse_chat,
-    parse_response,
     response_object,
     response_sse,
     sse,
     text_choice,
     text_events,
 )
+from helpers.data import DATA, load_vectors
+from helpers.reads import accumulate, accumulate_response, parse_chat, parse_response
 
 
 def hello() -> list[dict[str, Any]]:

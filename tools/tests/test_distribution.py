@@ -11,7 +11,7 @@ from packaging.requirements import Requirement
 
 import chunkwise
 import chunkwise_tools
-from helpers import REPO
+from helpers.data import REPO
 
 
 def _pins(requirements: list[str]) -> list[str]:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from helpers import KEY, KEY_VAR
+from helpers.data import KEY, KEY_VAR
 
 #: What a command reads from the environment, besides the variables named ``OPENAI_*``.
 COMMAND_VARIABLES = ("CHUNKWISE_MODEL", "NO_COLOR", KEY_VAR)
@@ -22,7 +22,7 @@ def _environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """No ``OPENAI_*`` variable, ``$CHUNKWISE_MODEL``, ``$NO_COLOR`` or ``$KEY_VAR``.
 
     Every command-line test starts from this environment, and the processes it
-    starts inherit it (see ``helpers.run_python``).
+    starts inherit it (see ``helpers.processes.run_python``).
     """
     for name in list(os.environ):
         if name.startswith("OPENAI_") or name in COMMAND_VARIABLES:
@@ -44,6 +44,6 @@ def _collector() -> Iterator[None]:
 
 @pytest.fixture
 def api_key(monkeypatch: pytest.MonkeyPatch) -> str:
-    """``$KEY_VAR`` holds :data:`helpers.KEY` (which this returns)."""
+    """``$KEY_VAR`` holds :data:`helpers.data.KEY` (which this returns)."""
     monkeypatch.setenv(KEY_VAR, KEY)
     return KEY

@@ -8,7 +8,8 @@ import pytest
 
 import chunkwise
 from chunkwise_tools.cli._common import anomaly_text
-from helpers import choice, chunk, run_main, sse
+from helpers.bodies import choice, chunk, sse
+from helpers.cli import run_main
 
 
 @pytest.mark.parametrize(

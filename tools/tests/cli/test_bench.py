@@ -35,7 +35,9 @@ from chunkwise_tools.cli._common import COLLECTOR_THRESHOLDS
 from chunkwise_tools.cli.bench import DEFAULT_TIMEOUT, plan_from_args
 from chunkwise_tools.server import ServerOptions, open_chat_server
 from chunkwise_tools.server._pacing import TokenPacing
-from helpers import KEY_VAR, choice, chunk, run_main, sse
+from helpers.bodies import choice, chunk, sse
+from helpers.cli import run_main
+from helpers.data import KEY_VAR
 
 pytestmark = pytest.mark.usefixtures("api_key")
 

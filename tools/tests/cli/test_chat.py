@@ -13,18 +13,10 @@ import trio
 from chunkwise import chat
 from chunkwise.testing import RecordedRequest, ResponseWriter, ScriptedResponse, open_test_server
 from chunkwise_tools.cli import main
-from helpers import (
-    KEY,
-    KEY_VAR,
-    WEATHER_TOOL,
-    choice,
-    chunk,
-    interrupt,
-    run_main,
-    run_python,
-    slow_words,
-    tool,
-)
+from helpers.bodies import choice, chunk, tool
+from helpers.cli import WEATHER_TOOL, run_main, slow_words
+from helpers.data import KEY, KEY_VAR
+from helpers.processes import interrupt, run_python
 
 pytestmark = pytest.mark.usefixtures("api_key")
 

@@ -2,7 +2,7 @@
 
 On a terminal the values are redrawn in place at the bottom of the output
 (``chunkwise_tools/cli/_live.py``), then written in their final form; on a pipe nothing
-moves.  The terminal is played by ``helpers.Terminal`` (every frame a person
+moves.  The terminal is played by ``helpers.cli.Terminal`` (every frame a person
 saw), the region's rules are checked alone, and one test runs the command on
 a real pseudo-terminal.
 """
@@ -26,21 +26,12 @@ from chunkwise_tools.cli._common import describe_tool_call
 from chunkwise_tools.cli._live import LiveRegion, display_width, render_json
 from chunkwise_tools.cli.chat import TextRenderer, add_schema
 from chunkwise_tools.server import ServerOptions, open_chat_server
-from helpers import (
-    KEY_VAR,
-    REPO,
-    Terminal,
-    as_snapshot,
-    choice,
-    chunk,
-    grows,
-    json_texts,
-    run_main,
-    run_python,
-    same_json,
-    sse,
-    tool,
-)
+from helpers.bodies import choice, chunk, sse, tool
+from helpers.cli import Terminal, run_main
+from helpers.data import KEY_VAR, REPO
+from helpers.json_values import as_snapshot, grows, same_json
+from helpers.processes import run_python
+from helpers.strategies import json_texts
 
 pytestmark = pytest.mark.usefixtures("api_key")
 

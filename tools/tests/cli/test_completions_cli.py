@@ -22,7 +22,9 @@ from chunkwise_tools.cli._options import COMMAND_APIS
 from chunkwise_tools.cli.chat import TextRenderer
 from chunkwise_tools.cli.inspect import detect_api
 from chunkwise_tools.server import open_chat_server
-from helpers import KEY, KEY_VAR, choice, chunk, completion_chunk, run_main, sse, text_choice
+from helpers.bodies import choice, chunk, completion_chunk, sse, text_choice
+from helpers.cli import run_main
+from helpers.data import KEY, KEY_VAR
 
 pytestmark = pytest.mark.usefixtures("api_key")
 

@@ -12,7 +12,7 @@ import trio
 from chunkwise_tools.cli import main
 from chunkwise_tools.cli.demo import DEMO_SCHEMA, _Console, run_demo
 from chunkwise_tools.server import SCENARIOS
-from helpers import run_python
+from helpers.processes import run_python
 
 DEMO = SCENARIOS["demo"]
 _TEXT = "  text      │ "

@@ -3,7 +3,7 @@
 On a terminal the ``preview`` consumer's values grow in place below the other
 consumers' lines and leave when complete; on a pipe nothing moves and the
 consumer says how many live updates it showed.  The terminal is played by
-``helpers.Terminal``.
+``helpers.cli.Terminal``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from chunkwise_tools.cli.demo import _Console, run_demo
-from helpers import Terminal, as_snapshot, grows
+from helpers.cli import Terminal
+from helpers.json_values import as_snapshot, grows
 
 CALL = "call 0 arguments, streaming: get_weather"
 ANSWER = "answer, streaming"

@@ -10,7 +10,8 @@ import attrs
 import pytest
 
 import chunkwise
-from helpers import RECORDINGS, REPO, run_python
+from helpers.data import RECORDINGS, REPO
+from helpers.processes import run_python
 
 EXAMPLES = REPO / "examples"
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from chunkwise_tools.server import ServerOptions, open_chat_server
-from helpers import run_python
+from helpers.processes import run_python
 
 
 @pytest.mark.parametrize("name", ["basic_stream", "fan_out", "tool_loop", "deadline"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import REPO
+from helpers.data import REPO
 
 EXAMPLES = sorted(path.name for path in (REPO / "examples").glob("*.py"))
 

@@ -20,7 +20,9 @@ import pytest
 
 from chunkwise.testing import RecordedRequest, ResponseWriter, ScriptedResponse, open_test_server
 from chunkwise_tools.server import ServerOptions, open_chat_server
-from helpers import choice, chunk, run_python, slow_words, tool
+from helpers.bodies import choice, chunk, tool
+from helpers.cli import slow_words
+from helpers.processes import run_python
 
 pytest.importorskip("jsonschema")  # the tool loop validates arguments
 

@@ -18,7 +18,8 @@ import trio
 import chunkwise
 from chunkwise._net.http import connect
 from chunkwise_tools.server import ServerOptions, open_chat_server
-from helpers import KEY_VAR, run_main
+from helpers.cli import run_main
+from helpers.data import KEY_VAR
 
 if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup

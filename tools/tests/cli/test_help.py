@@ -13,7 +13,8 @@ import pytest
 
 from chunkwise_tools.cli import build_parser, main
 from chunkwise_tools.server import open_chat_server
-from helpers import REPO, run_main
+from helpers.cli import run_main
+from helpers.data import REPO
 
 CLI_DOC = (REPO / "tools" / "docs" / "cli.rst").read_text(encoding="utf-8")
 

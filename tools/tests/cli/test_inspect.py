@@ -12,7 +12,9 @@ import pytest
 import chunkwise
 from chunkwise_tools.cli import main
 from chunkwise_tools.cli._common import parse_http_head, split_http_head
-from helpers import DATA, REPO, run_main, run_python
+from helpers.cli import run_main
+from helpers.data import DATA, REPO
+from helpers.processes import run_python
 
 RECORDINGS = DATA / "openai_recordings"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from chunkwise_tools.cli import main
-from helpers import DATA, RECORDINGS
+from helpers.data import DATA, RECORDINGS
 
 RESPONSES = sorted((DATA / "responses").glob("*.sse"))
 RESPONSES += sorted((DATA / "llama_cpp").glob("responses_*.sse"))  # not its completions_*

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from helpers import KEY_VAR, interrupt
+from helpers.data import KEY_VAR
+from helpers.processes import interrupt
 
 pytestmark = pytest.mark.usefixtures("api_key")
 

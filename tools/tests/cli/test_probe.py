@@ -12,7 +12,9 @@ from chunkwise.testing import RecordedRequest, ResponseWriter, ScriptedResponse,
 from chunkwise_tools.cli import _options, main
 from chunkwise_tools.cli.probe import analyze_body
 from chunkwise_tools.server import ServerOptions, open_chat_server
-from helpers import KEY, KEY_VAR, choice, chunk, run_main, sse, tool
+from helpers.bodies import choice, chunk, sse, tool
+from helpers.cli import run_main
+from helpers.data import KEY, KEY_VAR
 
 pytestmark = pytest.mark.usefixtures("api_key")
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 
 from chunkwise.testing import RecordedRequest, ResponseWriter, ScriptedResponse, open_test_server
-from helpers import choice, chunk, run_main, sse
+from helpers.bodies import choice, chunk, sse
+from helpers.cli import run_main
 
 API = "http://api.invalid:8080/v1"  # .invalid never resolves: only the proxy can reach it
 ANSWER = ScriptedResponse(

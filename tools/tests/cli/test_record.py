@@ -13,7 +13,10 @@ from chunkwise_tools.cli import main
 from chunkwise_tools.cli._common import split_http_head
 from chunkwise_tools.cli.record import KeyWatch
 from chunkwise_tools.server import ServerOptions, open_chat_server
-from helpers import KEY, KEY_VAR, choice, chunk, interrupt, run_main, slow_words
+from helpers.bodies import choice, chunk
+from helpers.cli import run_main, slow_words
+from helpers.data import KEY, KEY_VAR
+from helpers.processes import interrupt
 
 pytestmark = pytest.mark.usefixtures("api_key")
 

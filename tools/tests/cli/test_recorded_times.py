@@ -39,7 +39,10 @@ from chunkwise_tools.server._pacing import (
 from chunkwise_tools.server._response_scenarios import RESPONSE_SCENARIOS
 from chunkwise_tools.server._response_wire import response_scenario_events
 from chunkwise_tools.server._scenarios import SCENARIOS, scenario_events
-from helpers import KEY_VAR, choice, chunk, run_main, serving, sse
+from helpers.bodies import choice, chunk, sse
+from helpers.cli import run_main
+from helpers.data import KEY_VAR
+from helpers.servers import serving
 
 pytestmark = pytest.mark.usefixtures("api_key")
 

@@ -19,7 +19,8 @@ from chunkwise_tools.cli import main
 from chunkwise_tools.cli._common import split_http_head
 from chunkwise_tools.cli._options import flat_tool
 from chunkwise_tools.cli.inspect import detect_api
-from helpers import KEY, KEY_VAR, WEATHER_TOOL, run_main
+from helpers.cli import WEATHER_TOOL, run_main
+from helpers.data import KEY, KEY_VAR
 
 pytestmark = pytest.mark.usefixtures("api_key")
 

@@ -23,7 +23,8 @@ import chunkwise
 from chunkwise_tools.cli import main
 from chunkwise_tools.cli._common import COLLECTOR_THRESHOLDS
 from chunkwise_tools.cli.serve import RequestLog
-from helpers import child_environment, collect, read_until, run_main
+from helpers.cli import run_main
+from helpers.processes import child_environment, collect, read_until
 
 
 async def _open_serve() -> trio.Process:

@@ -24,7 +24,11 @@ from chunkwise_tools._convert import tool_call_to_json
 from chunkwise_tools.cli._common import describe_tool_call
 from chunkwise_tools.cli.demo import run_demo
 from chunkwise_tools.server import ServerOptions, open_chat_server
-from helpers import REPO, WEATHER_TOOL, accumulate, choice, chunk, run_python, tool
+from helpers.bodies import choice, chunk, tool
+from helpers.cli import WEATHER_TOOL
+from helpers.data import REPO
+from helpers.processes import run_python
+from helpers.reads import accumulate
 
 pytest.importorskip("jsonschema")  # the "with jsonschema" half of each comparison
 

@@ -25,7 +25,7 @@ from chunkwise_tools.cli import build_parser
 from chunkwise_tools.cli.serve import options_from_args
 from chunkwise_tools.server import RESPONSE_SCENARIOS, ChatServer, ServerOptions, open_chat_server
 from chunkwise_tools.server._response_wire import response_scenario_payloads
-from helpers import Exchange, exchange, http_exchange
+from helpers.servers import Exchange, exchange, http_exchange
 
 if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import ExceptionGroup

@@ -33,8 +33,8 @@ from chunkwise_tools.server._scenarios import (
     scenario_events,
     split_events,
 )
-from helpers import RECORDINGS as RECORDING_PATHS
-from helpers import http_exchange
+from helpers.data import RECORDINGS as RECORDING_PATHS
+from helpers.servers import http_exchange
 
 RECORDINGS = {path.name: path.read_bytes() for path in RECORDING_PATHS}
 NAMES = list(SCENARIOS)

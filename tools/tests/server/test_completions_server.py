@@ -19,7 +19,8 @@ from chunkwise_tools.server import ServerOptions, open_chat_server
 from chunkwise_tools.server._completion_wire import COMPLETION_STYLES, completion_chunks
 from chunkwise_tools.server._request_checks import check_completions_request
 from chunkwise_tools.server._scenarios import SCENARIOS
-from helpers import http_exchange, parse_completion
+from helpers.reads import parse_completion
+from helpers.servers import http_exchange
 
 TEXT = SCENARIOS["text"].text
 STYLES = ["text", *COMPLETION_STYLES]

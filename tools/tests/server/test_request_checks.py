@@ -17,7 +17,7 @@ import pytest
 import chunkwise
 from chunkwise_tools.server import open_chat_server
 from chunkwise_tools.server._request_checks import check_chat_request, check_responses_request
-from helpers import http_exchange
+from helpers.servers import http_exchange
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 CALL = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}

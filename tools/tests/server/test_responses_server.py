@@ -28,7 +28,8 @@ from chunkwise_tools.server._response_wire import (
     response_scenario_events,
     response_scenario_payloads,
 )
-from helpers import byte_reads, http_exchange, pieces_of
+from helpers.reads import byte_reads, pieces_of
+from helpers.servers import http_exchange
 
 NAMES = list(RESPONSE_SCENARIOS)
 

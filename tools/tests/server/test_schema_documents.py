@@ -15,7 +15,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chunkwise._core.structured import OutputSchema
@@ -261,6 +261,7 @@ def _extend(children: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[di
 SCHEMA_TREES = st.recursive(_LEAVES, _extend, max_leaves=12)
 
 
+@settings(deadline=None)
 @given(SCHEMA_TREES)
 def test_generated_schemas_give_valid_documents(schema: dict[str, Any]) -> None:
     try:
@@ -272,6 +273,7 @@ def test_generated_schemas_give_valid_documents(schema: dict[str, Any]) -> None:
     jsonschema.Draft202012Validator(schema).validate(document)
 
 
+@settings(deadline=None)
 @given(SCHEMA_TREES)
 def test_generated_schemas_behind_a_ref(schema: dict[str, Any]) -> None:
     wrapped = {

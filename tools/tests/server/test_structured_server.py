@@ -21,7 +21,7 @@ import chunkwise
 from chunkwise_tools.server import ServerOptions, open_chat_server
 from chunkwise_tools.server._schema_documents import document_for_schema
 from chunkwise_tools.server._structured_answers import JSON_OBJECT_SCHEMA
-from helpers import http_exchange
+from helpers.servers import http_exchange
 
 WEATHER = {
     "type": "object",
