@@ -18,6 +18,7 @@ from typing import Any, Literal
 import attrs
 import trio
 
+from .._core.checks import one_of
 from ..types import Headers
 
 __all__ = ["Framing", "RecordedRequest", "ResponseWriter", "ScriptedResponse"]
@@ -86,7 +87,7 @@ class ScriptedResponse:
     headers: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=_header_pairs)
     body: bytes = b""
     framing: Framing = attrs.field(
-        default="chunked", validator=attrs.validators.in_(("chunked", "content-length", "close"))
+        default="chunked", validator=one_of("chunked", "content-length", "close")
     )
     write_sizes: int | tuple[int, ...] | None = attrs.field(default=None, converter=_write_sizes)
     delay: float = 0.0
