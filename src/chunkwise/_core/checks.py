@@ -45,8 +45,8 @@ __all__ = [
 ]
 
 _repr = reprlib.Repr()
-_repr.maxstring = 60  # a long string is shown by its ends, never whole
-_repr.maxother = 60
+_repr.maxstring = 80  # a long string is shown by its ends, never whole
+_repr.maxother = 100
 
 
 def _anything(_: Any) -> bool:

@@ -39,7 +39,7 @@ from typing import Any, Final
 
 import attrs
 
-from .checks import instance_of, positive_int
+from .checks import Check, instance_of, positive_int
 from .errors import EventTooLarge, LocalProtocolError, raise_itself
 
 __all__ = [
@@ -58,7 +58,14 @@ DEFAULT_MAX_EVENT_SIZE: Final = 16 * 1024 * 1024
 # The decoder's arguments: a wrong type is a TypeError, a wrong value a ValueError.
 _SIZE = positive_int.raising(ValueError, wrong_type=TypeError)
 _FLAG = instance_of(bool, "a bool").raising(TypeError)
-_ID = instance_of(str, "a str").raising(TypeError)
+# No id field can set an id with NULL, CR or LF (WHATWG ignores an id with NULL;
+# CR and LF end the line), so no stream could have sent it.
+_ID = Check(
+    "a str without NULL, CR or LF",
+    lambda value: isinstance(value, str),
+    lambda value: not any(c in value for c in "\0\r\n"),
+    wrong_type=TypeError,
+)
 
 _BOM: Final = "\ufeff"
 # The longest field name we keep; a partial line longer than this without a
@@ -111,10 +118,6 @@ class DecoderCore:
         _SIZE.check("max_event_size", max_event_size)
         _FLAG.check("legacy_error_field", legacy_error_field)
         _ID.check("last_event_id", last_event_id)
-        if any(c in last_event_id for c in "\0\r\n"):
-            # No id field can set such a value (WHATWG ignores an id with
-            # NULL; CR and LF end the line), so no stream could have sent it.
-            raise ValueError("last_event_id cannot contain NULL, CR or LF")
         self.max_event_size = max_event_size
         self.legacy_error_field = legacy_error_field
         self._utf8_tail = b""  # bytes of an incomplete UTF-8 sequence
