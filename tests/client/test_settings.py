@@ -276,6 +276,18 @@ SETTINGS = (
         valid=("chunked", "content-length", "close"),
         invalid=(("gzip", ValueError), (None, ValueError)),
     ),
+    Setting(
+        "write_sizes",
+        lambda value: ScriptedResponse(write_sizes=value),
+        valid=(None, 1, (1, 2)),
+        invalid=tuple((bad, ValueError) for bad in (0, -1, True, (), (1, 0), (1, True))),
+    ),
+    Setting(
+        "times",
+        lambda value: ScriptedResponse(times=value),
+        valid=(None, (), (0.0, 0.0, 1.5)),
+        invalid=(((-1.0,), ValueError), ((2.0, 1.0), ValueError), ((NAN,), ValueError)),
+    ),
 )
 
 VALID = [

@@ -82,6 +82,10 @@ class Check:
         if not self.value_ok(value):
             raise self.error(self.message(name, value))
 
+    def accepts(self, value: Any) -> bool:
+        """Whether :meth:`check` takes ``value`` (to build a check of a sequence)."""
+        return self.type_ok(value) and self.value_ok(value)
+
     def message(self, name: str, value: Any) -> str:
         """Rule 1's message."""
         return f"{name} must be {self.expected}, not {_repr.repr(value)}"
