@@ -18,6 +18,7 @@ from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import Any
 
+from ._core.checks import instance_of
 from ._core.endpoint import Endpoint
 from ._core.names import warn_renamed
 from ._core.sse import DEFAULT_MAX_EVENT_SIZE
@@ -37,6 +38,8 @@ from .responses._stream import ClientResponses, open_response_stream
 from .responses._stream import Stream as ResponseStream
 
 __all__ = ["Client"]
+
+_ENDPOINT = instance_of(Endpoint, "a chunkwise.Endpoint").raising(TypeError)
 
 
 class Client:
@@ -79,8 +82,7 @@ class Client:
         max_idle_connections: int = 20,
         idle_expiry: float = 5.0,
     ) -> None:
-        if not isinstance(endpoint, Endpoint):
-            raise TypeError(f"endpoint must be an Endpoint, not {type(endpoint).__name__}")
+        _ENDPOINT.check("endpoint", endpoint)
         self.endpoint = endpoint
         self._pool: ConnectionPool[Connection] = ConnectionPool(
             PoolSettings(

@@ -46,13 +46,13 @@ Rules
 
 from __future__ import annotations
 
-import math
 import typing
 from collections.abc import Sequence
 from typing import Any
 
 import trio
 
+from ._core.checks import instance_of, one_of, positive_int, size_or_inf
 from ._core.events import Batch, Event, EventsDropped, Family
 
 __all__ = ["DEFAULT_BUFFER_SIZE", "Batch", "Broadcaster", "Family", "family_of"]
@@ -64,6 +64,11 @@ __all__ = ["DEFAULT_BUFFER_SIZE", "Batch", "Broadcaster", "Family", "family_of"]
 DEFAULT_BUFFER_SIZE = 1024
 
 _FAMILIES = typing.get_args(Family)
+
+# subscribe()'s arguments: a wrong type is a TypeError, as trio's channels say.
+_FAMILY = one_of(*_FAMILIES).or_none()
+_BUFFER_SIZE = size_or_inf.raising(ValueError, wrong_type=TypeError)
+_FLAG = instance_of(bool, "a bool").raising(TypeError)
 
 
 def family_of(event: Event) -> Family:
@@ -202,16 +207,13 @@ class Broadcaster:
         lossy: bool = False,
         batched: bool = False,
     ) -> trio.MemoryReceiveChannel[Any]:
-        if family is not None and family not in _FAMILIES:
-            raise ValueError(f"unknown event family {family!r}")
-        if buffer_size != math.inf and (
-            isinstance(buffer_size, bool) or not isinstance(buffer_size, int)
-        ):
-            raise TypeError(f"buffer_size must be an int or math.inf, not {buffer_size!r}")
-        if buffer_size < 0:
-            raise ValueError(f"buffer_size must not be negative, not {buffer_size!r}")
-        if lossy and not 1 <= buffer_size < math.inf:
-            raise ValueError("a lossy subscriber needs a finite buffer_size of at least 1")
+        _FAMILY.check("family", family)
+        _BUFFER_SIZE.check("buffer_size", buffer_size)
+        _FLAG.check("lossy", lossy)
+        _FLAG.check("batched", batched)
+        if lossy:
+            # A lossy channel drops the oldest event to make room: it needs room.
+            positive_int.check("a lossy subscriber's buffer_size", buffer_size)
         if self._terminal is not None:
             # Joining once the end is known: the terminal event, then EndOfChannel.
             late_send, late_receive = trio.open_memory_channel[Any](1)

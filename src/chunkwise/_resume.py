@@ -48,6 +48,7 @@ from urllib.parse import quote
 import attrs
 import trio
 
+from ._core.checks import non_empty_str, non_negative_int
 from ._core.endpoint import Endpoint
 from ._core.errors import ChunkwiseError, HTTPStatusError, UnexpectedContentType
 from ._core.events import Event
@@ -64,29 +65,20 @@ TERMINAL_STATUSES = frozenset({"completed", "incomplete", "failed", "cancelled"}
 
 _log = logging.getLogger("chunkwise")
 
+_RESPONSE_ID = non_empty_str.raising(TypeError)
+
 
 def stored_path(response_id: str, suffix: str = "") -> str:
     """``/responses/{id}`` (plus ``suffix``), the id quoted for a URL path."""
     return f"/responses/{quote(response_id, safe='')}{suffix}"
 
 
-def _check_response_id(response_id: object) -> str:
-    if not isinstance(response_id, str) or not response_id:
-        raise TypeError(f"response_id must be a non-empty str, not {response_id!r}")
-    return response_id
-
-
 @attrs.frozen
 class Attach:
     """Streaming an existing background response: its events after ``starting_after``, or all."""
 
-    response_id: str = attrs.field(converter=_check_response_id)
-    starting_after: int | None = None
-
-    def __attrs_post_init__(self) -> None:
-        after = self.starting_after
-        if after is not None and (type(after) is not int or after < 0):
-            raise ValueError(f"starting_after must be a non-negative int, not {after!r}")
+    response_id: str = attrs.field(validator=_RESPONSE_ID)
+    starting_after: int | None = attrs.field(default=None, validator=non_negative_int.or_none())
 
     @property
     def path(self) -> str:
@@ -211,7 +203,8 @@ async def cancel(
     endpoint: Endpoint, response_id: str, pool: ConnectionPool[Connection] | None = None
 ) -> dict[str, Any]:
     """``POST /responses/{id}/cancel``: the response object the server answers with."""
-    path = stored_path(_check_response_id(response_id), "/cancel")
+    _RESPONSE_ID.check("response_id", response_id)
+    path = stored_path(response_id, "/cancel")
     response = await send_http_request(
         endpoint, b"", path=path, pool=pool, method="POST", expect="application/json"
     )

@@ -625,7 +625,7 @@ def test_done_end_and_misuse() -> None:
         chunkwise.PartialJSON().feed(b"[]")
     with pytest.raises(ValueError, match="strings"):
         chunkwise.PartialJSON("some")
-    with pytest.raises(ValueError, match="positive"):
+    with pytest.raises(ValueError, match="max_depth must be an int >= 1, not 0"):
         chunkwise.PartialJSON(max_depth=0)
     assert chunkwise.PartialJSON().feed("") == ()
 

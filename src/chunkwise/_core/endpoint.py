@@ -18,7 +18,6 @@ never quote a header value or the key.
 from __future__ import annotations
 
 import ipaddress
-import math
 import os
 import re
 import ssl
@@ -28,6 +27,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
+from .checks import instance_of, positive_seconds
 from .errors import InvalidEndpoint
 from .proxy import Proxy, parse_proxy_url, select_proxy
 from .retries import Retries
@@ -57,13 +57,9 @@ _MANAGED_HEADERS = frozenset(
 )
 
 
-def _check_timeout(name: str, value: float | None) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InvalidEndpoint(f"{name} timeout must be a number of seconds or None")
-    if math.isnan(value) or value <= 0:
-        raise InvalidEndpoint(f"{name} timeout must be positive, got {value!r}")
+# Every endpoint setting raises InvalidEndpoint, for a wrong type too: one error
+# type for "this endpoint is wrong", a ValueError as the others are.
+_TIMEOUT = positive_seconds.or_none().raising(InvalidEndpoint)
 
 
 @attrs.frozen(kw_only=True)
@@ -104,10 +100,9 @@ class Timeouts:
     stall: float | None = None
 
     def __attrs_post_init__(self) -> None:
-        _check_timeout("connect", self.connect)
-        _check_timeout("idle", self.idle)
-        _check_timeout("error_body", self.error_body)
-        _check_timeout("stall", self.stall)
+        # Named "connect timeout", not "connect": the word alone says too little.
+        for name in ("connect", "idle", "error_body", "stall"):
+            _TIMEOUT.check(f"{name} timeout", getattr(self, name))
 
 
 @attrs.frozen
@@ -227,24 +222,15 @@ def _convert_headers(
     return tuple(result)
 
 
-def _check_ssl_context(_: Any, __: Any, value: Any) -> None:
-    if value is not None and not isinstance(value, ssl.SSLContext):
-        raise InvalidEndpoint("ssl_context must be an ssl.SSLContext or None")
-
-
-def _check_retries(_: Any, __: Any, value: Any) -> None:
-    if not isinstance(value, Retries):
-        raise InvalidEndpoint(f"retries must be a Retries, not {type(value).__name__}")
+_SSL_CONTEXT = instance_of(ssl.SSLContext, "an ssl.SSLContext").or_none().raising(InvalidEndpoint)
+_TIMEOUTS = instance_of(Timeouts, "a chunkwise.Timeouts").raising(InvalidEndpoint)
+_RETRIES = instance_of(Retries, "a chunkwise.Retries").raising(InvalidEndpoint)
+_TRUST_ENV = instance_of(bool, "a bool").raising(InvalidEndpoint)
 
 
 def _check_proxy(_: Any, __: Any, value: Any) -> None:
     if value is not None:
         parse_proxy_url(value)  # raises InvalidEndpoint, never quoting the URL
-
-
-def _check_timeouts(_: Any, __: Any, value: Any) -> None:
-    if not isinstance(value, Timeouts):
-        raise InvalidEndpoint("timeouts must be a chunkwise.Timeouts")
 
 
 @attrs.frozen(repr=False)
@@ -285,12 +271,12 @@ class Endpoint:
         default=(), kw_only=True, converter=_convert_headers
     )
     ssl_context: ssl.SSLContext | None = attrs.field(
-        default=None, kw_only=True, validator=_check_ssl_context
+        default=None, kw_only=True, validator=_SSL_CONTEXT
     )
-    timeouts: Timeouts = attrs.field(factory=Timeouts, kw_only=True, validator=_check_timeouts)
-    retries: Retries = attrs.field(factory=Retries, kw_only=True, validator=_check_retries)
+    timeouts: Timeouts = attrs.field(factory=Timeouts, kw_only=True, validator=_TIMEOUTS)
+    retries: Retries = attrs.field(factory=Retries, kw_only=True, validator=_RETRIES)
     proxy: str | None = attrs.field(default=None, kw_only=True, repr=False, validator=_check_proxy)
-    trust_env: bool = attrs.field(default=True, kw_only=True)
+    trust_env: bool = attrs.field(default=True, kw_only=True, validator=_TRUST_ENV)
     _parts: _URLParts = attrs.field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:

@@ -58,6 +58,7 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
+from .checks import one_of, positive_int
 from .errors import InvalidJSON, LocalProtocolError, raise_itself
 from .json_patches import Patch, PathItem, thaw
 from .json_states import (
@@ -103,6 +104,9 @@ __all__ = ["DEFAULT_MAX_DEPTH", "LiveJSON", "PartialJSON", "partial_json"]
 #: How deeply arrays and objects may nest (openai-node's partial JSON parser's limit).
 DEFAULT_MAX_DEPTH: Final = 128
 
+_STRINGS = one_of("partial", "whole")
+_COUNT = positive_int.raising(ValueError, wrong_type=TypeError)
+
 
 class PartialJSON:
     """A push parser for one JSON value, showing it as it grows.
@@ -125,10 +129,9 @@ class PartialJSON:
         max_depth: int = DEFAULT_MAX_DEPTH,
         max_size: int = DEFAULT_MAX_EVENT_SIZE,
     ) -> None:
-        if strings not in ("partial", "whole"):
-            raise ValueError(f"strings must be 'partial' or 'whole', not {strings!r}")
-        if max_depth < 1 or max_size < 1:
-            raise ValueError("max_depth and max_size must be positive")
+        _STRINGS.check("strings", strings)
+        _COUNT.check("max_depth", max_depth)
+        _COUNT.check("max_size", max_size)
         self.strings = strings
         self.max_depth = max_depth
         self.max_size = max_size

@@ -39,6 +39,7 @@ from typing import Any, Final
 
 import attrs
 
+from .checks import Check, instance_of, positive_int
 from .errors import EventTooLarge, LocalProtocolError, raise_itself
 
 __all__ = [
@@ -53,6 +54,18 @@ __all__ = [
 #: :class:`SSEDecoder` for how an event is measured).  Large enough for a whole
 #: non-streamed completion sent as one event; small enough to bound memory.
 DEFAULT_MAX_EVENT_SIZE: Final = 16 * 1024 * 1024
+
+# The decoder's arguments: a wrong type is a TypeError, a wrong value a ValueError.
+_SIZE = positive_int.raising(ValueError, wrong_type=TypeError)
+_FLAG = instance_of(bool, "a bool").raising(TypeError)
+# No id field can set an id with NULL, CR or LF (WHATWG ignores an id with NULL;
+# CR and LF end the line), so no stream could have sent it.
+_ID = Check(
+    "a str without NULL, CR or LF",
+    lambda value: isinstance(value, str),
+    lambda value: not any(c in value for c in "\0\r\n"),
+    wrong_type=TypeError,
+)
 
 _BOM: Final = "\ufeff"
 # The longest field name we keep; a partial line longer than this without a
@@ -102,14 +115,9 @@ class DecoderCore:
         legacy_error_field: bool = False,
         last_event_id: str = "",
     ) -> None:
-        if max_event_size < 1:
-            raise ValueError("max_event_size must be positive")
-        if type(last_event_id) is not str:
-            raise TypeError(f"last_event_id must be a str, not {type(last_event_id).__name__}")
-        if any(c in last_event_id for c in "\0\r\n"):
-            # No id field can set such a value (WHATWG ignores an id with
-            # NULL; CR and LF end the line), so no stream could have sent it.
-            raise ValueError("last_event_id cannot contain NULL, CR or LF")
+        _SIZE.check("max_event_size", max_event_size)
+        _FLAG.check("legacy_error_field", legacy_error_field)
+        _ID.check("last_event_id", last_event_id)
         self.max_event_size = max_event_size
         self.legacy_error_field = legacy_error_field
         self._utf8_tail = b""  # bytes of an incomplete UTF-8 sequence

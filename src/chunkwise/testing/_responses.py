@@ -18,6 +18,7 @@ from typing import Any, Literal
 import attrs
 import trio
 
+from .._core.checks import Check, one_of, positive_int
 from ..types import Headers
 
 __all__ = ["Framing", "RecordedRequest", "ResponseWriter", "ScriptedResponse"]
@@ -32,6 +33,20 @@ def _header_pairs(
     return tuple((str(name), str(value)) for name, value in items)
 
 
+_TIMES = Check(
+    "seconds >= 0 that never go back",
+    lambda times: all(t >= 0 for t in times) and all(a <= b for a, b in itertools.pairwise(times)),
+)
+_WRITE_SIZES = Check(
+    "an int >= 1, a non-empty sequence of them, or None",
+    lambda sizes: (
+        sizes is None
+        or positive_int.accepts(sizes)
+        or (type(sizes) is tuple and sizes != () and all(map(positive_int.accepts, sizes)))
+    ),
+)
+
+
 def _int_tuple(values: Iterable[int]) -> tuple[int, ...]:
     return tuple(values)
 
@@ -40,17 +55,13 @@ def _times(value: Iterable[float] | None) -> tuple[float, ...] | None:
     if value is None:
         return None
     times = tuple(float(t) for t in value)
-    if any(t < 0 for t in times) or any(b < a for a, b in itertools.pairwise(times)):
-        raise ValueError("times must be non-negative and never go back")
+    _TIMES.check("times", times)
     return times
 
 
 def _write_sizes(value: int | Iterable[int] | None) -> int | tuple[int, ...] | None:
     sizes = value if value is None or isinstance(value, int) else tuple(value)
-    if sizes is not None and (
-        sizes == () or any(s <= 0 for s in ((sizes,) if isinstance(sizes, int) else sizes))
-    ):
-        raise ValueError("write_sizes must be positive")
+    _WRITE_SIZES.check("write_sizes", sizes)
     return sizes
 
 
@@ -86,7 +97,7 @@ class ScriptedResponse:
     headers: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=_header_pairs)
     body: bytes = b""
     framing: Framing = attrs.field(
-        default="chunked", validator=attrs.validators.in_(("chunked", "content-length", "close"))
+        default="chunked", validator=one_of("chunked", "content-length", "close")
     )
     write_sizes: int | tuple[int, ...] | None = attrs.field(default=None, converter=_write_sizes)
     delay: float = 0.0
