@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 from chunkwise._core.endpoint import Endpoint
 from chunkwise._core.errors import ChunkwiseError
-from chunkwise._net.http import open_http_response
 from chunkwise._core.retries import Retries
+from chunkwise._net.http import open_http_response
 from helpers.reads import pieces_of, split_at
 
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"

@@ -24,7 +24,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import chunkwise
-from chunkwise._core.payloads import DATA_LIMIT, copy_json, dump_json, load_json, parse_json, preview
+from chunkwise._core.payloads import (
+    DATA_LIMIT,
+    copy_json,
+    dump_json,
+    load_json,
+    parse_json,
+    preview,
+)
 from helpers.bodies import choice, chunk, sse, tool
 from helpers.reads import accumulate, byte_reads, parse_chat, terminal
 
