@@ -96,19 +96,22 @@ _LONGEST_FIELD: Final = 5
 
 
 class DecoderState(enum.Enum):
-    """The phase of a decoder, its :attr:`~SSEDecoder.state`.
+    """The phase of an SSE decoder: its :attr:`~chunkwise.SSEDecoder.state`.
 
-    The transitions are in :mod:`chunkwise._core.sse`'s theory of operation.
+    START goes to DECODING at the first character; either goes to FAILED
+    when an event grows past ``max_event_size``, or to ENDED when ``end()``
+    returns.  FAILED and ENDED are final.
     """
 
     #: Nothing decoded yet: a byte order mark may come.
     START = "start"
-    #: Decoding: a first character has been decoded.
+    #: A first character has been decoded.
     DECODING = "decoding"
     #: An event grew past ``max_event_size``; nothing more is decoded, and
-    #: every ``feed()`` and ``end()`` raises :attr:`~SSEDecoder.error` again.
+    #: every ``feed()`` and ``end()`` raises the decoder's ``error`` again.
     FAILED = "failed"
-    #: ``end()`` was called: ``feed()`` raises, ``end()`` returns ``[]``.
+    #: ``end()`` returned: ``feed()`` raises
+    #: :class:`~chunkwise.LocalProtocolError`, ``end()`` returns ``[]``.
     ENDED = "ended"
 
 
