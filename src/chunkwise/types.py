@@ -1,5 +1,7 @@
 """Types and defaults a program receives from chunkwise more often than it names them.
 
+* :class:`DecoderState`: an :class:`~chunkwise.SSEDecoder`'s
+  :attr:`~chunkwise.SSEDecoder.state`;
 * :class:`GapStatistics`: :attr:`Timings.gaps <chunkwise.Timings.gaps>`;
 * :class:`Headers`: a stream's response headers (``stream.headers``);
 * :class:`PoolStats`: a :class:`~chunkwise.Client`'s ``stats``;
@@ -20,7 +22,7 @@ from ._core.endpoint import DEFAULT_BASE_URL
 from ._core.events import Batch, Family, LifecycleEvent
 from ._core.headers import Headers
 from ._core.names import fixup_module_metadata, lazy_getattr
-from ._core.sse import DEFAULT_MAX_EVENT_SIZE
+from ._core.sse import DEFAULT_MAX_EVENT_SIZE, DecoderState
 from ._core.timings import GapStatistics
 
 if TYPE_CHECKING:
@@ -32,6 +34,7 @@ __all__ = [
     "DEFAULT_BUFFER_SIZE",
     "DEFAULT_MAX_EVENT_SIZE",
     "Batch",
+    "DecoderState",
     "Family",
     "GapStatistics",
     "Headers",

@@ -30,12 +30,46 @@ last event ID belongs to the event source, not to one connection: a decoder for
 a reconnection starts from the previous connection's (``last_event_id=``), so
 its events carry that ID until the new stream sets another, as a browser's
 ``EventSource`` does after it reconnects with ``Last-Event-ID``.
+
+States
+------
+A decoder is in one :class:`DecoderState` at a time (``_net/http11.py``'s
+connection is the model); these transitions are all there are:
+
+=================== ======================================================= ========
+from                on                                                      to
+=================== ======================================================= ========
+START               ``feed()`` decodes a first character (a BOM there is    DECODING
+                    dropped)
+DECODING            ``feed()`` or ``end()`` finds an event larger than      FAILED
+                    ``max_event_size``
+START or DECODING   ``end()``                                               ENDED
+=================== ======================================================= ========
+
+One ``feed()`` may take two steps: a first read that overflows goes from START
+through DECODING to FAILED.  In START, bytes that decode to no character yet
+(an empty read, the first bytes of a split character) leave the decoder in
+START, so the BOM check waits for the first character.  FAILED and ENDED are
+final: in FAILED every ``feed()`` and ``end()`` raises the error again; in
+ENDED ``feed()`` raises :class:`~chunkwise.errors.LocalProtocolError` and
+``end()`` returns ``[]``.  A read that completes some events and then
+overflows returns those events and enters FAILED; the next call raises.
+
+Rules
+-----
+1. ``feed()`` costs one comparison of the state: DECODING goes straight to
+   the decoding; the other phases are handled aside (``_feed_aside``).
+2. The phase is only ever the state.  The fields beside it are data: the
+   undecoded UTF-8 tail, ``_skip_lf``, the unfinished line and the event being
+   built, the error FAILED raises, and whether ``end()`` discarded an event
+   (:attr:`SSEDecoder.unterminated`).
 """
 
 from __future__ import annotations
 
+import enum
 from codecs import utf_8_decode as _utf8_decode
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 import attrs
 
@@ -45,6 +79,7 @@ from .errors import EventTooLarge, LocalProtocolError, raise_itself
 __all__ = [
     "DEFAULT_MAX_EVENT_SIZE",
     "DecoderCore",
+    "DecoderState",
     "PairDecoder",
     "SSEDecoder",
     "ServerSentEvent",
@@ -71,6 +106,33 @@ _BOM: Final = "\ufeff"
 # The longest field name we keep; a partial line longer than this without a
 # colon can only be an unknown field.
 _LONGEST_FIELD: Final = 5
+
+
+class DecoderState(enum.Enum):
+    """The phase of an SSE decoder: its :attr:`~chunkwise.SSEDecoder.state`.
+
+    START goes to DECODING at the first character; either goes to FAILED
+    when an event grows past ``max_event_size``, or to ENDED when ``end()``
+    returns.  FAILED and ENDED are final.
+    """
+
+    #: Nothing decoded yet: a byte order mark may come.
+    START = "start"
+    #: A first character has been decoded.
+    DECODING = "decoding"
+    #: An event grew past ``max_event_size``; nothing more is decoded, and
+    #: every ``feed()`` and ``end()`` raises the decoder's ``error`` again.
+    FAILED = "failed"
+    #: ``end()`` returned: ``feed()`` raises
+    #: :class:`~chunkwise.LocalProtocolError`, ``end()`` returns ``[]``.
+    ENDED = "ended"
+
+
+# The states the hot path compares with, as globals (one lookup, not two).
+_START: Final = DecoderState.START
+_DECODING: Final = DecoderState.DECODING
+_FAILED: Final = DecoderState.FAILED
+_ENDED: Final = DecoderState.ENDED
 
 # States of the unfinished line.
 _KEEP: Final = 0  # buffer it (known field, or not yet classified)
@@ -120,11 +182,10 @@ class DecoderCore:
         _ID.check("last_event_id", last_event_id)
         self.max_event_size = max_event_size
         self.legacy_error_field = legacy_error_field
+        self._state = _START
         self._utf8_tail = b""  # bytes of an incomplete UTF-8 sequence
-        self._started = False  # a first character was seen (BOM handling)
         self._skip_lf = False  # the previous text ended with CR
-        self._ended = False
-        self._error: EventTooLarge | None = None
+        self._error: EventTooLarge | None = None  # what FAILED raises
         self._unterminated = False
         # The unfinished line.
         self._pieces: list[str] = []
@@ -141,6 +202,16 @@ class DecoderCore:
         self._id_buffer = last_event_id  # WHATWG's "last event ID buffer"
         self.last_event_id = last_event_id
         self.retry: int | None = None
+
+    @property
+    def state(self) -> DecoderState:
+        """The decoder's phase: START, DECODING, FAILED or ENDED.
+
+        START until a first character is decoded, then DECODING; FAILED once
+        an event grew past ``max_event_size`` (:attr:`error` says how), ENDED
+        once :meth:`end` returned.  FAILED and ENDED are final.
+        """
+        return self._state
 
     @property
     def error(self) -> EventTooLarge | None:
@@ -163,10 +234,42 @@ class DecoderCore:
 
     def _feed(self, data: bytes | bytearray | memoryview) -> list[Any]:
         # ServerSentEvents, or (event type, data) pairs when _pairs is set.
-        if self._error is not None:
-            raise_itself(self._error, fresh_traceback=True)
-        if self._ended:
+        if self._state is not _DECODING:
+            return self._feed_aside(data)
+        # _decode, inlined: a method call is a few percent of a small read.
+        if self._utf8_tail:
+            data = self._utf8_tail + data
+            self._utf8_tail = b""
+        text, used = _utf8_decode(data, "replace", False)
+        if used != len(data):
+            self._utf8_tail = bytes(data[used:])
+        if not text:
+            return []
+        return self._feed_text(text)
+
+    def _feed_aside(self, data: bytes | bytearray | memoryview) -> list[Any]:
+        # feed() in START, FAILED or ENDED (rule 1).
+        if self._state is _FAILED:
+            self._raise_again()
+        if self._state is _ENDED:
             raise LocalProtocolError("feed() called after end()")
+        text = self._decode(data)
+        if not text:
+            return []  # no character yet: still START
+        self._state = _DECODING
+        if text[0] == _BOM:
+            text = text[1:]
+            if not text:
+                return []
+        return self._feed_text(text)
+
+    def _raise_again(self) -> NoReturn:
+        # Every call in FAILED raises the error that entered it.
+        assert self._error is not None  # set with the state, in _raise_too_large
+        raise_itself(self._error, fresh_traceback=True)
+
+    def _decode(self, data: bytes | bytearray | memoryview) -> str:
+        # The complete characters of the undecoded tail and data.
         if self._utf8_tail:
             data = self._utf8_tail + data
             self._utf8_tail = b""
@@ -174,16 +277,16 @@ class DecoderCore:
         if used != len(data):
             # A character split across reads: keep its first bytes.
             self._utf8_tail = bytes(data[used:])
-        if not text:
-            return []
-        return self._feed_text(text)
+        return text
 
     def _end(self) -> list[Any]:
         # end(), for either kind of event.
-        if self._error is not None:
-            raise_itself(self._error, fresh_traceback=True)
-        if self._ended:
+        if self._state is _FAILED:
+            self._raise_again()
+        if self._state is _ENDED:
             return []
+        # What the tail flushes is U+FFFD, never a BOM, and holds no line
+        # ending: it completes no event, so an overflow here raises (FAILED).
         events = self._feed_text(_utf8_decode(self._utf8_tail, "replace", True)[0])
         self._utf8_tail = b""
         if self._pieces:
@@ -192,7 +295,7 @@ class DecoderCore:
             name, value = _split_field("".join(self._pieces))
             if self._is_kept_field(name):
                 self._keep(value)
-        self._ended = True
+        self._state = _ENDED
         if self._has_fields or self._line_len or self._line_state == _DROP_FIELD:
             self._unterminated = True
         self._pieces.clear()
@@ -202,10 +305,6 @@ class DecoderCore:
     # -- internals -------------------------------------------------------
 
     def _feed_text(self, text: str) -> list[Any]:
-        if not self._started and text:
-            self._started = True
-            if text[0] == _BOM:
-                text = text[1:]
         if self._skip_lf and text:
             self._skip_lf = False
             if text[0] == "\n":
@@ -331,6 +430,7 @@ class DecoderCore:
         self._line_len = 0
         self._reset_event()
         error = self._error = EventTooLarge(self.max_event_size)
+        self._state = _FAILED
         raise error
 
     def _process_line(self, line: str) -> None:
