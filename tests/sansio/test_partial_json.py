@@ -77,7 +77,9 @@ def test_every_split_every_mode_follows_the_rules(
             assert text.strip() == text or snapshots[-1] is not None
 
 
-@SETTINGS
+# Fewer examples than the others: each one feeds every character on its own,
+# the slowest shape there is (every split is the next test's business).
+@settings(SETTINGS, max_examples=100)
 @given(text=json_texts)
 def test_one_character_at_a_time_equals_one_piece(text: str) -> None:
     for strings in MODES:
