@@ -61,7 +61,7 @@ all there are (:attr:`Stream.finished` is ``state is ENDED``):
 ============ =========================================================== ==========
 from         on                                                          to
 ============ =========================================================== ==========
-OPENING      somebody listens (then ``ResponseStarted`` is published)    STREAMING
+OPENING      somebody listens (then ``HeadReceived`` is published)      STREAMING
 STREAMING    the body stopped early, on a stream kept (rule 6)           RESUMING
 RESUMING     the server gave the stream back on a new connection         STREAMING
 not ENDED    the reading stopped (rule 2): socket closed, terminal event ENDED

@@ -33,7 +33,7 @@ __all__ = [
 
 
 def result_to_json(result: chat.Result) -> dict[str, Any]:
-    """Convert a :class:`ChatResult` into JSON-compatible data.
+    """Convert a :class:`chunkwise.chat.Result` into JSON-compatible data.
 
     attrs classes become objects of their public fields; exceptions become
     ``{"exception": class name, "message": ..., ...fields}`` (``"exception"``
@@ -73,7 +73,7 @@ def public_fields(value: Any) -> list[tuple[str, Any]]:
     """The public fields of an attrs instance, by name, in order.
 
     A private field given under a public alias and read through a property of
-    that name (``ResponseResult._parsed``, read as ``parsed``, which copies)
+    that name (``responses.Result._parsed``, read as ``parsed``, which copies)
     counts under its public name; other private fields do not count.
     """
     cls = type(value)

@@ -353,7 +353,7 @@ def _pieces(data: bytes, size: int) -> Iterator[memoryview]:
 
 
 def _print_sse(body: bytes, read_size: int) -> int:
-    # The same decoder settings as ChatStreamParser, so these are the events it sees.
+    # The same decoder settings as chunkwise.chat.Parser, so these are the events it sees.
     decoder = SSEDecoder(legacy_error_field=True)
     write = sys.stdout.write
     try:
