@@ -291,6 +291,7 @@ SETTINGS = (
     ),
 )
 
+
 def _label(setting: Setting, value: object) -> str:
     # Without the object's address: xdist's workers must collect the same ids.
     return f"{setting}={re.sub(r' at 0x[0-9a-f]+', '', repr(value))}"
