@@ -263,14 +263,15 @@ class Accumulator(BaseAccumulator[Result]):
             if not self._numbers.mid_way:
                 self._anomaly(events, "event for an unknown item", f"{what}: {preview(data)}")
             item = self._items.new(index, item_id)
-        elif item_id is not None and item.id not in (None, item_id):
-            self._item_id_changed(item, item_id, events)
+        else:
+            self._check_item_id(item, item_id, events)
         return item
 
-    def _item_id_changed(self, item: ItemState, item_id: str, events: list[Event]) -> None:
+    def _check_item_id(self, item: ItemState, item_id: str | None, events: list[Event]) -> None:
         # Rule 2: the position decides; a server may send a new id on every event.
-        detail = f"output {item.index}: {preview(item_id)} after {preview(item.id)}"
-        self._counted_anomaly(events, "item id changed", detail)
+        if item_id is not None and item.id not in (None, item_id):
+            detail = f"output {item.index}: {preview(item_id)} after {preview(item.id)}"
+            self._counted_anomaly(events, "item id changed", detail)
 
     def _item_added(self, etype: str, data: dict[str, Any], events: list[Event]) -> None:
         raw = data.get("item")
@@ -290,8 +291,7 @@ class Accumulator(BaseAccumulator[Result]):
         """Take an item the server sent whole: on ``added`` (``streaming``) or authoritative."""
         item.data = raw
         item_id = as_str(raw.get("id"))
-        if item_id is not None and item.id not in (None, item_id):
-            self._item_id_changed(item, item_id, events)
+        self._check_item_id(item, item_id, events)
         self._items.identify(item, item_id)
         item.type = as_str(raw.get("type")) or item.type
         item.status = as_str(raw.get("status")) or item.status
