@@ -296,11 +296,7 @@ class ItemTable:
             self._by_id[item_id] = item
 
     def alias(self, item: ItemState, key: str | None) -> None:
-        """Events may address ``item`` by ``key`` too, unless another item has that id.
-
-        A function call without an ``id`` of its own may be addressed by its
-        ``call_id`` (some llama.cpp versions write calls that way).
-        """
+        """Events may address ``item`` by ``key`` (a call's ``call_id``: llama.cpp) unless taken."""
         if key is not None:
             self._by_id.setdefault(key, item)
 

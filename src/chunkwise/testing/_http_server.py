@@ -94,7 +94,7 @@ Handler = Callable[[RecordedRequest, "ResponseWriter"], Awaitable[None]]
 """``async def handler(request, writer)``: answer one request through ``writer``."""
 
 Script = Union[ScriptedResponse, "Iterable[ScriptedResponse]", Handler]
-"""One response for every request, responses used in order, or a handler."""
+"""One response for every request, responses used in order (then a 500), or a handler."""
 _UNPARSED = RecordedRequest(method="", target="", http_version="1.1", headers=Headers(()), body=b"")
 _BAD_REQUEST = ScriptedResponse.error(400, "malformed HTTP request", type="invalid_request_error")
 _TOO_LARGE = ScriptedResponse.error(413, "request body too large", type="invalid_request_error")
@@ -477,15 +477,12 @@ async def serve_stream(
 ) -> ServerConnection:
     """Serve ``script`` on one connected stream, e.g. an end of a memory stream pair.
 
-    The same server as :func:`open_test_server`, without a socket: for tests
-    that need virtual time (:func:`trio.testing.memory_stream_pair` with
-    ``autojump_clock``) or lockstep control of each byte.  Returns (and, under
-    ``nursery.start``, starts with) the :class:`ServerConnection`, whose
-    ``requests`` and ``client_closed`` show what the client did.  Runs until
-    the client closes its end, or the script ends the connection and the
-    client then closes; ``stream`` is closed on every path.  An exception
-    raised by a handler propagates out of this call as itself, not wrapped in
-    an exception group (as from :func:`open_test_server`).
+    The same server as :func:`open_test_server`, without a socket: for virtual
+    time or lockstep control of each byte.  Returns (and, under
+    ``nursery.start``, starts with) the :class:`ServerConnection`.  Runs until
+    the client closes its end (after the script ended the connection, if it
+    did); ``stream`` is closed on every path.  A handler's exception propagates
+    as itself, not wrapped in an exception group.
     """
     connection = ServerConnection(index=0)
     task_status.started(connection)
@@ -504,11 +501,7 @@ async def open_test_server(
     ssl_context: ssl.SSLContext | None = None,
     record: bool = True,
 ) -> AsyncIterator[LoopbackServer]:
-    """Run a test server for the duration of an ``async with`` block.
-
-    ``script`` is a :class:`ScriptedResponse` (sent for every request), an iterable
-    of them (used in order; a 500 once exhausted), or an
-    ``async def handler(request, writer)``.
+    """Run a test server answering with ``script`` (a :data:`Script`) for an ``async with`` block.
 
     ``tls=True`` serves HTTPS with a certificate from a throwaway trustme CA for
     ``127.0.0.1``, ``localhost`` and ``::1``; :meth:`LoopbackServer.endpoint` then
