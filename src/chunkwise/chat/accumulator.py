@@ -18,10 +18,9 @@ come first.  Chat's own:
 1. A choice that finishes (by its finish_reason, or by ``[DONE]``) completes
    its tool calls with ``finished`` true; a body that just stops leaves the
    choice unfinished and completes its calls with ``finished`` false.
-2. Text is appended when it is a non-empty string; ``content`` may also be a
-   list of typed parts (:mod:`chunkwise.chat.choices`, rule 2): text parts are
-   content, thinking parts reasoning, in order, and a part not understood is
-   one counted anomaly per choice.  Text after a choice finished is an
+2. Text is appended when it is a non-empty string, or read from a list of
+   typed parts (:mod:`chunkwise.chat.choices`, rule 2; a part not understood
+   is one counted anomaly per choice).  Text after a choice finished is an
    anomaly, not appended.
 3. A structured output (``response_format``) is checked once, at the end,
    for each finished choice (:mod:`chunkwise._core.structured`): a choice cut
