@@ -1,27 +1,10 @@
 """Chat completions (``POST /chat/completions``): parse, accumulate and stream them.
 
-The same shape as every API namespace of chunkwise:
-
-* :class:`Parser`: bytes of a streamed body in (``feed()``, ``end()``), events
-  out, and ``.result`` at any time; sans-IO.
-* :class:`Accumulator`: chunks already decoded by someone else (``feed(mapping)``,
-  e.g. the official SDK's ``chunk.model_dump()``; ``feed_sse(event)`` for a
-  :class:`~chunkwise.ServerSentEvent`; ``end()``); sans-IO.
-* :class:`Result` and its :class:`ChoiceResult` objects: immutable snapshots.
-* The events a chat stream adds to the shared lifecycle events:
-  :class:`TextDelta`, :class:`RefusalDelta`, :class:`ReasoningDelta`,
-  :class:`ChoiceFinished` (the ``"choice"`` family), :class:`ToolCallStarted`,
-  :class:`ToolCallArgumentsDelta`, :class:`ToolCallCompleted` (the
-  ``"tool_call"`` family); :data:`Event` is any event a chat stream's
-  subscriber may receive.
-* Over trio: :func:`open_stream`, :func:`complete` and the :class:`Stream`
-  they hand out (``client.chat`` has the same on a :class:`~chunkwise.Client`'s
-  connections).  They are imported on first use: ``from chunkwise.chat
-  import Parser`` imports neither trio nor h11.
-
-The modules behind it: ``accumulator`` (chunks to events and a result),
-``choices`` (one choice's state while the stream runs), ``events``,
-``results``, ``parser``, and ``_stream`` (the trio half).
+The shape of every API namespace (:doc:`/api`): :class:`Parser` (body bytes
+in) and :class:`Accumulator` (decoded chunks in), both sans-IO, the immutable
+:class:`Result`, the events of :mod:`chunkwise.chat.events`, and over trio
+:func:`open_stream`, :func:`complete` and their :class:`Stream`, imported on
+first use: ``from chunkwise.chat import Parser`` imports neither trio nor h11.
 """
 
 from typing import TYPE_CHECKING

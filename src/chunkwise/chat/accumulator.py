@@ -2,33 +2,25 @@
 
 Theory of operation
 -------------------
-:class:`Accumulator` is the chat form of the chunk accumulator both chunk
-APIs share (:class:`~chunkwise._core.chunks.ChunkAccumulator`, over the skeleton
-every API fills in, :class:`~chunkwise._core.accumulator.BaseAccumulator`): it
-takes chunks one at a time, as decoded mappings (:meth:`~Accumulator.feed`,
-e.g. ``chunk.model_dump()`` from the official SDK) or as server-sent events
-(:meth:`~Accumulator.feed_sse`), and reads each choice's ``delta`` here.
-State is kept per choice ``index`` and, inside a choice, per tool call
-(:mod:`chunkwise.chat.choices`).  Fields that identify something (id, name,
-type, role, model, created, system_fingerprint) are assigned once, from the
-first chunk that carries a valid value; fields that stream (content, refusal,
-reasoning, arguments) are concatenated exactly.
+:class:`Accumulator` is the chat form of the chunk accumulator
+(:class:`~chunkwise._core.chunks.ChunkAccumulator`): it reads each choice's
+``delta``, keeping state per choice ``index`` and, inside a choice, per tool
+call (:mod:`chunkwise.chat.choices`).  Fields that identify something (id,
+name, type, role...) are assigned once, from the first chunk with a valid
+value; fields that stream (content, refusal, reasoning, arguments) are
+concatenated exactly.
 
 Rules
 -----
-Every API's rules are :mod:`chunkwise._core.accumulator`'s (the one terminal
-event, the derived status, error payloads, usage, anomalies, results that
-never change, nothing raising); the chunk APIs' are :mod:`chunkwise._core.chunks`'s
-(``[DONE]``, a complete stream, how a choice finishes, error chunks, usage,
-``logprobs``).  Chat's own:
+Those of :mod:`chunkwise._core.accumulator` and :mod:`chunkwise._core.chunks`
+come first.  Chat's own:
 
 1. A choice that finishes (by its finish_reason, or by ``[DONE]``) completes
    its tool calls with ``finished`` true; a body that just stops leaves the
    choice unfinished and completes its calls with ``finished`` false.
-2. Text is appended when it is a non-empty string; ``content`` may also be a
-   list of typed parts (:mod:`chunkwise.chat.choices`, rule 2): text parts are
-   content, thinking parts reasoning, in order, and a part not understood is
-   one counted anomaly per choice.  Text after a choice finished is an
+2. Text is appended when it is a non-empty string, or read from a list of
+   typed parts (:mod:`chunkwise.chat.choices`, rule 2; a part not understood
+   is one counted anomaly per choice).  Text after a choice finished is an
    anomaly, not appended.
 3. A structured output (``response_format``) is checked once, at the end,
    for each finished choice (:mod:`chunkwise._core.structured`): a choice cut
@@ -66,13 +58,11 @@ class Accumulator(ChunkAccumulator[ChoiceState, Result]):
     """Accumulate chat-completion chunks into events and a :class:`Result`.
 
     Args:
-        tools: The request's ``tools`` list.  When given, each completed tool
-            call's arguments are validated against the matching function's
-            JSON schema (needs the ``jsonschema`` extra).
-        response_format: The request's ``response_format``.  When it asks for
-            JSON (``json_schema`` or ``json_object``), the content of each
-            finished choice is parsed and validated once, at the end
-            (:attr:`ChoiceResult.parsed`, :attr:`ChoiceResult.parse_error`).
+        tools: The request's ``tools``, to validate each completed call's
+            arguments against its function's schema (``jsonschema`` extra).
+        response_format: The request's: when it asks for JSON, each finished
+            choice's content is parsed and validated once, at the end
+            (:attr:`ChoiceResult.parsed`).
     """
 
     def __init__(
@@ -193,6 +183,7 @@ class Accumulator(ChunkAccumulator[ChoiceState, Result]):
         if not isinstance(call_id, str) or not call_id:
             call_id = None
         call = state.find_call(index if type(index) is int else None, call_id)
+        started = call is None
         if call is None:
             tool_index = index if type(index) is int else len(state.tools)
             if tool_index in state.by_index:
@@ -202,9 +193,6 @@ class Accumulator(ChunkAccumulator[ChoiceState, Result]):
             call = ToolCallState(tool_index)
             state.tools.append(call)
             state.by_index[tool_index] = call
-            started = True
-        else:
-            started = False
         if call_id is not None and call.id is None:
             call.id = call_id
         kind = delta.get("type")
@@ -224,12 +212,8 @@ class Accumulator(ChunkAccumulator[ChoiceState, Result]):
             )
         if fragment is not None and not isinstance(fragment, str):
             fragment = self._arguments_text(state.index, fragment, events)
-        if fragment:
-            self._arguments_fragment(state, call, fragment, events)
-
-    def _arguments_fragment(
-        self, state: ChoiceState, call: ToolCallState, fragment: str, events: list[Event]
-    ) -> None:
+        if not fragment:
+            return
         call.args.append(fragment)
         (patches, stop), tool = call.live.feed(fragment), call.index
         events.append(

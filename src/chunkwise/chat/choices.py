@@ -1,11 +1,7 @@
 """The choices of a chat stream as they build up, and how deltas find their tool calls.
 
-Each choice keeps its text (content, refusal, reasoning), its tool calls and
-its finish; the accumulator (:mod:`chunkwise.chat.accumulator`) decides what
-goes in, these classes only hold it and turn it into results, as
-:mod:`chunkwise.responses.items` does for the Responses API.
-
-Rules kept here:
+The accumulator (:mod:`chunkwise.chat.accumulator`) decides what goes in;
+these classes hold it and turn it into results.  Rules kept here:
 
 1. A tool-call delta with an integer ``index`` finds the call with that index,
    unless both carry ids and they differ (some servers reuse index 0): then
@@ -16,8 +12,6 @@ Rules kept here:
    read in order: a ``text`` part is content, a ``thinking`` part (whose
    ``thinking`` is a list of text parts, or a string) is reasoning; any other
    part is returned as not understood, for the accumulator to report.
-
-``logprobs`` merge as legacy completions' do (:func:`chunkwise._core.chunks.merge_logprobs`).
 """
 
 from __future__ import annotations
@@ -57,9 +51,6 @@ class ToolCallState:
         self.snapshot: ToolCall | None = None  # set once completed
         self.live = LiveJSON()  # the arguments' preview
 
-    def arguments(self) -> str:
-        return self.args.text()
-
     def to_result(self) -> ToolCall:
         if self.snapshot is not None:
             return self.snapshot
@@ -68,7 +59,7 @@ class ToolCallState:
             id=self.id,
             type=self.type,
             name=self.name,
-            arguments=self.arguments(),
+            arguments=self.args.text(),
             finished=self.finished,
             partial_arguments=self.live.value,
         )

@@ -34,10 +34,8 @@ __all__ = [
 class TextDelta(Event):
     """Text appended to a choice's ``content``, exactly as sent.
 
-    ``patches``: when the request's ``response_format`` asks for JSON, how
-    this text changed :attr:`ChoiceResult.partial_parsed
-    <chunkwise.chat.ChoiceResult.partial_parsed>` (see :doc:`/live_values`); empty
-    otherwise, and once the content cannot become JSON.
+    ``patches``: how it changed the choice's ``partial_parsed`` when
+    ``response_format`` asks for JSON (:doc:`/live_values`); else empty.
     """
 
     family: ClassVar[Family] = "choice"
@@ -87,9 +85,8 @@ class ToolCallStarted(Event):
 class ToolCallArgumentsDelta(Event):
     """A fragment of a tool call's arguments (unparsed JSON text).
 
-    ``patches``: how the fragment changed the call's
-    :attr:`~chunkwise.ToolCall.partial_arguments` (see :doc:`/live_values`);
-    empty once the arguments cannot become JSON.  A preview: never act on it.
+    ``patches``: how it changed the call's ``partial_arguments``, a preview
+    never to act on (:doc:`/live_values`).
     """
 
     family: ClassVar[Family] = "tool_call"
@@ -105,11 +102,9 @@ class ToolCallArgumentsDelta(Event):
 class ToolCallCompleted(Event):
     """A tool call is over: arguments assembled, parsed and (given tools) validated.
 
-    Sent once per call, when its choice finishes (its finish_reason, or
-    ``[DONE]`` ending the stream: ``call.finished`` true), or at the end of a
-    stream that stopped first, with ``call.finished`` false.  ``call.error``
-    says why the arguments cannot be used;
-    :meth:`chunkwise.ToolCall.parse_arguments` gives them.
+    Sent once per call, when its choice finishes (``call.finished`` true), or
+    at the end of a stream that stopped first (false).  ``call.error`` says
+    why the arguments cannot be used.
     """
 
     family: ClassVar[Family] = "tool_call"

@@ -17,14 +17,8 @@ class Parser(StreamParser[Result]):
     """Sans-IO parser of a streamed chat completion: ``feed()`` bytes, get events.
 
     An :class:`~chunkwise.SSEDecoder` (with llama.cpp's legacy ``error:``
-    field enabled) and a :class:`~chunkwise.chat.Accumulator`.
-
-    Args:
-        tools: The request's ``tools``, to validate tool-call arguments.
-        response_format: The request's ``response_format``: when it asks for
-            JSON, each finished choice's content is parsed and validated
-            (:attr:`ChoiceResult.parsed`).
-        max_event_size: Passed to the :class:`~chunkwise.SSEDecoder`.
+    field enabled) given ``max_event_size``, and a
+    :class:`~chunkwise.chat.Accumulator` given the other arguments.
     """
 
     def __init__(

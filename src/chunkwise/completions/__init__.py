@@ -1,23 +1,7 @@
 """Legacy completions (``POST /completions``): parse, accumulate and stream them.
 
-The same shape as every API namespace of chunkwise (see :mod:`chunkwise.chat`):
-
-* :class:`Parser`: bytes of a streamed body in, events out, ``.result`` at any
-  time; sans-IO.
-* :class:`Accumulator`: chunks already decoded by someone else
-  (``feed(mapping)``, ``feed_sse(event)``, ``end()``); sans-IO.
-* :class:`Result` and its :class:`ChoiceResult` objects: immutable snapshots.
-* The events a completions stream adds to the shared lifecycle events:
-  :class:`TextDelta` and :class:`ChoiceFinished` (the ``"choice"`` family);
-  :data:`Event` is any event a completions stream's subscriber may receive.
-* Over trio: :func:`open_stream`, :func:`complete` and the :class:`Stream`
-  they hand out (``client.completions`` has the same on a
-  :class:`~chunkwise.Client`'s connections).  They are imported on first
-  use: ``from chunkwise.completions import Parser`` imports neither trio nor
-  h11.
-
-The modules behind it: ``accumulator``, ``events``, ``results``, ``parser``,
-and ``_stream`` (the trio half).
+The shape of every API namespace, as :mod:`chunkwise.chat`'s; the trio half
+(:func:`open_stream`, :func:`complete`, :class:`Stream`) is imported on first use.
 """
 
 from typing import TYPE_CHECKING

@@ -2,17 +2,16 @@
 
 Theory of operation
 -------------------
-:class:`Accumulator` is :class:`~chunkwise.chat.Accumulator`'s twin for
-``POST /completions``, the same chunk accumulator
-(:class:`~chunkwise._core.chunks.ChunkAccumulator`, over the skeleton every API
-fills in, :class:`~chunkwise._core.accumulator.BaseAccumulator`).  A chunk's
-choices carry ``text`` directly (no ``delta``), kept per ``index``: several
-prompts, and ``n``, give several choices.
+:class:`Accumulator` is the chunk accumulator
+(:class:`~chunkwise._core.chunks.ChunkAccumulator`) for ``POST /completions``,
+as :class:`~chunkwise.chat.Accumulator` is for chat.  A chunk's choices carry
+``text`` directly (no ``delta``), kept per ``index``: several prompts, and
+``n``, give several choices.
 
 Rules
 -----
-Every API's rules are :mod:`chunkwise._core.accumulator`'s, the chunk APIs'
-:mod:`chunkwise._core.chunks`'s, as for chat.  Legacy completions' own:
+Those of :mod:`chunkwise._core.accumulator` and :mod:`chunkwise._core.chunks`
+come first.  Legacy completions' own:
 
 1. ``text`` is appended when it is a non-empty string; a non-string is an
    anomaly, text after the choice finished is an anomaly and not appended.

@@ -11,16 +11,7 @@ __all__ = ["Parser"]
 
 
 class Parser(StreamParser[Result]):
-    """Sans-IO parser of a streamed legacy completion: ``feed()`` bytes, get events.
-
-    An :class:`~chunkwise.SSEDecoder` (with llama.cpp's legacy ``error:``
-    field enabled) and a :class:`~chunkwise.completions.Accumulator`, composed
-    as :class:`~chunkwise.chat.Parser` composes chat's: ``feed()`` and
-    ``end()`` never raise because of what the server sent.
-
-    Args:
-        max_event_size: Passed to the :class:`~chunkwise.SSEDecoder`.
-    """
+    """Sans-IO parser of a streamed legacy completion, as :class:`~chunkwise.chat.Parser`."""
 
     def __init__(self, *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
         super().__init__(Accumulator(), max_event_size=max_event_size)

@@ -1,30 +1,8 @@
 """The Responses API (``POST /responses``): parse, accumulate, stream and resume it.
 
-The same shape as every API namespace of chunkwise (see :mod:`chunkwise.chat`):
-
-* :class:`Parser`: bytes of a streamed body in, events out, ``.result`` at any
-  time; sans-IO.
-* :class:`Accumulator`: events already decoded by someone else
-  (``feed(mapping)``, e.g. the official SDK's ``event.model_dump()``;
-  ``feed_sse(event)``; ``end()``); sans-IO.
-* :class:`Result`, its :class:`OutputItem` objects with their
-  :class:`ContentPart` objects, and :class:`FunctionCall`: immutable snapshots.
-* The events a Responses stream adds to the shared lifecycle events:
-  :class:`OutputItemAdded`, :class:`TextDelta`, :class:`RefusalDelta`,
-  :class:`ReasoningDelta`, :class:`ReasoningSummaryDelta`,
-  :class:`OutputItemDone` (the ``"choice"`` family), :class:`ToolCallStarted`,
-  :class:`ToolCallArgumentsDelta`, :class:`ToolCallCompleted` (the
-  ``"tool_call"`` family) and :class:`StatusChanged`; :data:`Event` is any
-  event a Responses stream's subscriber may receive.
-* Over trio: :func:`open_stream`, :func:`complete`, :func:`attach` (an
-  existing background response), :func:`cancel`, and the :class:`Stream`
-  they hand out (``client.responses`` has the same on a
-  :class:`~chunkwise.Client`'s connections).  They are imported on first use:
-  ``from chunkwise.responses import Parser`` imports neither trio nor h11.
-
-The modules behind it: ``accumulator`` (events to typed events and a result),
-``items`` (the output items and their parts while the stream runs),
-``events``, ``results``, ``parser``, and ``_stream`` (the trio half).
+The shape of every API namespace, as :mod:`chunkwise.chat`'s, with two more
+functions over trio: :func:`attach` (an existing background response) and
+:func:`cancel`.  The trio half is imported on first use.
 """
 
 from typing import TYPE_CHECKING

@@ -3,40 +3,30 @@
 Theory of operation
 -------------------
 :class:`Accumulator` is the Responses API's form of the skeleton every API
-fills in (:class:`~chunkwise._core.accumulator.BaseAccumulator`, whose rules come
-first: the one terminal event, the derived status, errors from outside the
-data, error payloads, usage, anomalies, results that never change, nothing
-raising).  It takes the events of a streamed ``POST /responses`` one at a
-time, either already decoded (:meth:`~Accumulator.feed`, e.g.
-``event.model_dump()`` from the official SDK) or as server-sent events
-(:meth:`~Accumulator.feed_sse`).  It keeps one state per *output item* and,
-inside an item, per *part* (:mod:`chunkwise.responses.items`), and builds a
+fills in (:class:`~chunkwise._core.accumulator.BaseAccumulator`, whose rules
+come first).  It takes the events of a streamed ``POST /responses`` one at a
+time, decoded (:meth:`~Accumulator.feed`) or as server-sent events
+(:meth:`~Accumulator.feed_sse`), keeps one state per *output item* and, inside
+an item, per *part* (:mod:`chunkwise.responses.items`), and builds a
 :class:`~chunkwise.responses.Result` snapshot on demand.
 
 Rules
 -----
 1. Dispatch is on the data's ``type``; the SSE ``event:`` field is used only
-   when ``type`` is missing.  Unknown event types (``keepalive``,
-   ``response.keep_alive``...) and unknown fields are ignored, never fatal.
-   ``data: [DONE]`` (added by some proxies) and empty data are ignored: they
-   prove nothing.
-2. Items are keyed by ``output_index``; an event without one (llama.cpp)
-   finds its item by ``item_id``, and without that, the item that arrived
-   last.  A new item without an index takes the position after the last one.
-   Parts are keyed by ``content_index`` (``summary_index`` for summaries) the
-   same way.  An event for an item never added creates it, with an anomaly.
+   when ``type`` is missing.  Unknown event types (``keepalive``...) and
+   unknown fields are ignored, never fatal.  ``data: [DONE]`` (added by some
+   proxies) and empty data are ignored: they prove nothing.
+2. Items and parts are found by position (:mod:`chunkwise.responses.items`,
+   rules 1-3).  An event for an item never added creates it, with an anomaly.
    Deltas for a finished item, and ``output_item.added`` again, are anomalies.
    The position decides: an ``item_id`` that differs from its item's id (a
    Copilot endpoint sends new item and response ids with every event) is
    one counted ``item id changed`` anomaly, the item taking the id of its
    latest whole version; a new response id is counted too, the first kept.
-3. Deltas append.  The ``.done`` events (``output_text.done``,
-   ``refusal.done``, ``reasoning_text.done``, ``reasoning_summary_text.done``,
-   ``content_part.done``, ``function_call_arguments.done``,
-   ``output_item.done``) and the terminal response's ``output`` are
-   authoritative: they *replace* what the deltas built, and an anomaly says
-   so when the texts differ.  A terminal ``output`` that is null or empty
-   keeps the items as they are; otherwise an item it puts at another item's
+3. Deltas append.  The ``.done`` events and the terminal response's ``output``
+   are authoritative: they *replace* what the deltas built, with an anomaly
+   when the texts differ.  A terminal ``output`` that is null or empty keeps
+   the items as they are; otherwise an item it puts at another item's
    position replaces that item, and an item it leaves unfinished is kept as
    streamed, each with an anomaly.
 4. A function call is complete, and its arguments parsed and validated once,
@@ -44,26 +34,25 @@ Rules
    comes first; at the end of the stream an unfinished call is completed
    with ``finished`` false.  A later authoritative version replaces it in the
    result (with an anomaly when the arguments differ).
-5. Errors arrive as an ``error`` event, flat (``code``, ``message`` at the top)
-   or nested (``{"error": {...}}``), as llama.cpp's bare ``{"error": {...}}``
-   frame without ``type``, or as the terminal response's ``error``.  Each is
-   read by :func:`~chunkwise._core.payloads.parse_error_payload`; the stream goes
-   on until its terminal event (OpenAI sends ``response.failed`` after the
-   ``error`` event), and ends ``failed``.
+5. Errors arrive as an ``error`` event (flat or nested), as llama.cpp's bare
+   ``{"error": {...}}`` frame without ``type``, or as the terminal response's
+   ``error``, each read by :func:`~chunkwise._core.payloads.parse_error_payload`;
+   the stream goes on to its terminal event (OpenAI sends ``response.failed``
+   after the ``error`` event), and ends ``failed``.
 6. The outcome comes from the terminal response's ``status``, not from the
    event's name: ``completed`` is complete, ``incomplete`` and ``cancelled``
    are incomplete (:attr:`IncompleteReason.SERVER_REPORTED`), ``failed`` is
    failed; an event whose name disagrees with its status gets an anomaly.
    The end of the stream before any terminal event is incomplete, whatever
-   arrived (a lifecycle event's status included), with the partial output kept.
-7. Usage is the terminal response's ``usage``.  When the request set
+   arrived, with the partial output kept.
+7. Usage is the terminal response's.  When the request set
    ``max_output_tokens`` and a ``completed`` response used that many output
    tokens, an anomaly says the answer may have been cut (llama.cpp reports
    truncation as completed); the status stays what the server said.
-8. A structured output (``text.format``) is checked once, when the terminal
-   event ends the answer (:mod:`chunkwise._core.structured`): ``completed`` is
-   parsed; ``incomplete`` (``max_output_tokens``...) gets a "cut short"
-   error unparsed, as a chat choice cut by ``length`` does.
+8. A structured output (``text.format``) is checked once, at the terminal
+   event (:mod:`chunkwise._core.structured`): ``completed`` is parsed;
+   ``incomplete`` gets a "cut short" error unparsed, as a chat choice cut by
+   ``length`` does.
 9. A stream may go on over connections (:meth:`resume`; sequence numbers drop
    what was seen: :class:`~chunkwise.responses.items.SequenceNumbers`), start
    mid-way (:meth:`start_after`: unknown items expected), or end from a poll.
@@ -102,7 +91,7 @@ from .items import (
     as_index,
     as_str,
 )
-from .results import OutputItem, Result
+from .results import FunctionCall, OutputItem, Result
 
 __all__ = ["Accumulator"]
 
@@ -274,14 +263,15 @@ class Accumulator(BaseAccumulator[Result]):
             if not self._numbers.mid_way:
                 self._anomaly(events, "event for an unknown item", f"{what}: {preview(data)}")
             item = self._items.new(index, item_id)
-        elif item_id is not None and item.id not in (None, item_id):
-            self._item_id_changed(item, item_id, events)
+        else:
+            self._check_item_id(item, item_id, events)
         return item
 
-    def _item_id_changed(self, item: ItemState, item_id: str, events: list[Event]) -> None:
+    def _check_item_id(self, item: ItemState, item_id: str | None, events: list[Event]) -> None:
         # Rule 2: the position decides; a server may send a new id on every event.
-        detail = f"output {item.index}: {preview(item_id)} after {preview(item.id)}"
-        self._counted_anomaly(events, "item id changed", detail)
+        if item_id is not None and item.id not in (None, item_id):
+            detail = f"output {item.index}: {preview(item_id)} after {preview(item.id)}"
+            self._counted_anomaly(events, "item id changed", detail)
 
     def _item_added(self, etype: str, data: dict[str, Any], events: list[Event]) -> None:
         raw = data.get("item")
@@ -301,8 +291,7 @@ class Accumulator(BaseAccumulator[Result]):
         """Take an item the server sent whole: on ``added`` (``streaming``) or authoritative."""
         item.data = raw
         item_id = as_str(raw.get("id"))
-        if item_id is not None and item.id not in (None, item_id):
-            self._item_id_changed(item, item_id, events)
+        self._check_item_id(item, item_id, events)
         self._items.identify(item, item_id)
         item.type = as_str(raw.get("type")) or item.type
         item.status = as_str(raw.get("status")) or item.status
@@ -338,7 +327,7 @@ class Accumulator(BaseAccumulator[Result]):
             self._replace_arguments(item, arguments, events)
         if not streaming and item.call is not None and item.call.call_id != item.call_id:
             # Completed before its item was seen whole (a stream attached mid-way).
-            item.call = complete_tool_call(item.streaming_call(True), schemas=self._schemas)
+            item.call = self._completed(item, finished=True)
 
     def _take_part(
         self,
@@ -350,7 +339,7 @@ class Accumulator(BaseAccumulator[Result]):
         *,
         streaming: bool,
     ) -> None:
-        kind = as_str(raw.get("type")) or PART_LISTS[which]
+        kind = as_str(raw.get("type")) or PART_LISTS[which][0]
         text = as_str(raw.get("refusal" if kind == "refusal" else "text"))
         part = self._items.part(item, which, kind, position, retype=True)
         annotations = raw.get("annotations")
@@ -389,7 +378,8 @@ class Accumulator(BaseAccumulator[Result]):
 
     def _part_event(self, etype: str, data: dict[str, Any], events: list[Event]) -> None:
         # content_part.added/.done and reasoning_summary_part.added/.done
-        which, kind, key = PART_EVENTS[etype]
+        which = PART_EVENTS[etype]
+        kind, key = PART_LISTS[which]
         raw = data.get("part")
         if type(raw) is not dict:
             self._anomaly(events, "invalid part", preview(raw))
@@ -402,9 +392,10 @@ class Accumulator(BaseAccumulator[Result]):
         text = data.get("delta")
         if type(text) is not str or not text:
             return
-        which, kind, key = TEXT_DELTAS[etype]
+        which, kind = TEXT_DELTAS[etype]
         item = self._find_item(data, events, etype)
-        part = None if item.done else self._items.part(item, which, kind, data.get(key))
+        index = data.get(PART_LISTS[which][1])
+        part = None if item.done else self._items.part(item, which, kind, index)
         if part is None or part.done:  # the part, or its whole item, is finished
             self._anomaly(events, "delta after done", f"{etype}: {preview(text)}")
             return
@@ -422,10 +413,10 @@ class Accumulator(BaseAccumulator[Result]):
             self._anomaly(events, "not JSON", f"{what}: {stop}")
 
     def _text_done(self, etype: str, data: dict[str, Any], events: list[Event]) -> None:
-        which, kind, key, text_key = TEXT_DONES[etype]
+        which, kind = TEXT_DONES[etype]
         item = self._find_item(data, events, etype)
-        part = self._items.part(item, which, kind, data.get(key))
-        text = as_str(data.get(text_key))
+        part = self._items.part(item, which, kind, data.get(PART_LISTS[which][1]))
+        text = as_str(data.get("refusal" if kind == "refusal" else "text"))
         if text is not None:
             self._replace_text(item, part, text, events)
         part.done = True
@@ -433,19 +424,21 @@ class Accumulator(BaseAccumulator[Result]):
     def _replace_text(
         self, item: ItemState, part: PartState, text: str, events: list[Event]
     ) -> None:
-        # Rule 3: the server's final text wins.
-        current = part.joined()
-        if text == current:
-            return
+        where = f"output {item.index} part {part.index}"
+        if self._differs(part.joined(), text, "final text differs from deltas", where, events):
+            part.text.replace(text)
+            self._items.restart_preview()
+
+    def _differs(
+        self, current: str, final: str, kind: str, where: str, events: list[Event]
+    ) -> bool:
+        """Rule 3: whether the server's final version replaces ``current``, built by deltas."""
+        if final == current:
+            return False
         if current and not self._numbers.missed:
-            self._anomaly(
-                events,
-                "final text differs from deltas",
-                f"output {item.index} part {part.index}: the deltas gave {preview(current)}, "
-                f"the final text is {preview(text)}",
-            )
-        part.text.replace(text)
-        self._items.restart_preview()
+            detail = f"{where}: the deltas gave {preview(current)}, the final {preview(final)}"
+            self._anomaly(events, kind, detail)
+        return True
 
     def _annotation(self, etype: str, data: dict[str, Any], events: list[Event]) -> None:
         annotation = data.get("annotation")
@@ -479,27 +472,22 @@ class Accumulator(BaseAccumulator[Result]):
 
     def _replace_arguments(self, item: ItemState, arguments: str, events: list[Event]) -> None:
         current = item.call.arguments if item.call is not None else item.arguments()
-        if arguments == current:
+        kind, where = "final arguments differ from deltas", f"output {item.index}"
+        if not self._differs(current, arguments, kind, where, events):
             return
-        if current and not self._numbers.missed:
-            self._anomaly(
-                events,
-                "final arguments differ from deltas",
-                f"output {item.index}: the deltas gave {preview(current)}, "
-                f"the final arguments are {preview(arguments)}",
-            )
         item.replace_arguments(arguments)
         if item.call is not None:  # rule 4: the later version replaces the completed one
-            # Authoritative: the server finished it.
-            item.call = complete_tool_call(item.streaming_call(True), schemas=self._schemas)
+            item.call = self._completed(item, finished=True)
 
     def _complete_call(
         self, item: ItemState, events: list[Event], *, finished: bool | None = None
     ) -> None:
-        if item.call is not None:
-            return
-        item.call = complete_tool_call(item.streaming_call(finished), schemas=self._schemas)
-        events.append(ToolCallCompleted(output_index=item.index, call=item.call))
+        if item.call is None:
+            item.call = self._completed(item, finished)
+            events.append(ToolCallCompleted(output_index=item.index, call=item.call))
+
+    def _completed(self, item: ItemState, finished: bool | None) -> FunctionCall:
+        return complete_tool_call(item.streaming_call(finished), schemas=self._schemas)
 
     # -- the response ----------------------------------------------------------
 

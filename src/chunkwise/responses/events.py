@@ -39,9 +39,7 @@ __all__ = [
 class OutputItemAdded(Event):
     """A new output item began (``response.output_item.added``).
 
-    ``output_index`` is the item's position (its arrival position when the
-    server sent none); ``item_type`` is ``"message"``, ``"function_call"``,
-    ``"reasoning"``...
+    ``output_index`` is its position (its arrival position when none was sent).
     """
 
     family: ClassVar[Family] = "choice"
@@ -55,10 +53,8 @@ class OutputItemAdded(Event):
 class TextDelta(Event):
     """Text appended to a message part (``response.output_text.delta``).
 
-    ``patches``: when the request's ``text.format`` asks for JSON, how this
-    text changed :attr:`Result.partial_parsed
-    <chunkwise.responses.Result.partial_parsed>` (see :doc:`/live_values`);
-    empty otherwise, and once the text cannot become JSON.
+    ``patches``: how it changed :attr:`Result.partial_parsed` when
+    ``text.format`` asks for JSON (:doc:`/live_values`); else empty.
     """
 
     family: ClassVar[Family] = "choice"
@@ -141,9 +137,8 @@ class ToolCallStarted(Event):
 class ToolCallArgumentsDelta(Event):
     """A fragment of a function call's arguments (unparsed JSON text).
 
-    ``patches``: how the fragment changed the call's
-    :attr:`~chunkwise.ToolCall.partial_arguments` (see :doc:`/live_values`);
-    empty once the arguments cannot become JSON.  A preview: never act on it.
+    ``patches``: how it changed the call's ``partial_arguments``, a preview
+    never to act on (:doc:`/live_values`).
     """
 
     family: ClassVar[Family] = "tool_call"
@@ -159,11 +154,9 @@ class ToolCallArgumentsDelta(Event):
 class ToolCallCompleted(Event):
     """A function call is over: arguments final, parsed and (given tools) validated.
 
-    Sent once per call, when the server finishes it
-    (``function_call_arguments.done`` or the finished item), or at the end
-    of the stream with ``call.finished`` false.  ``call.error`` says why the
-    arguments cannot be used; :meth:`~chunkwise.ToolCall.parse_arguments`
-    gives them.
+    Sent once per call, when the server finishes it, or at the end of the
+    stream with ``call.finished`` false.  ``call.error`` says why the
+    arguments cannot be used.
     """
 
     family: ClassVar[Family] = "tool_call"
@@ -174,12 +167,9 @@ class ToolCallCompleted(Event):
 
 @attrs.frozen(kw_only=True)
 class StatusChanged(Event):
-    """The server's ``response.status`` changed (``queued``, ``in_progress``...).
+    """A lifecycle event (``response.created``, ``.queued``, ``.in_progress``) changed the status.
 
-    Sent for the lifecycle events of a Responses stream
-    (``response.created``, ``response.queued``, ``response.in_progress``)
-    when they carry a new status; the terminal status is in the terminal
-    event's result (:attr:`~chunkwise.responses.Result.response_status`).
+    The terminal status is in the terminal event's ``result.response_status``.
     """
 
     status: str

@@ -1,11 +1,8 @@
 """The output items of a Responses stream as they build up, and how events find them.
 
-Each item keeps its parts (a message's text and refusals, a reasoning item's
-text and summary) and, for a function call, its argument fragments; the
-accumulator (:mod:`chunkwise.responses.accumulator`) decides what goes in,
-these classes only hold it and turn it into results.
-
-Addressing (rule 2 of the accumulator):
+Each item keeps its parts and, for a function call, its argument fragments;
+the accumulator (:mod:`chunkwise.responses.accumulator`) decides what goes
+in, these classes hold it and turn it into results.  Addressing:
 
 1. An item is found by its ``output_index``; without one (llama.cpp sends
    none), by its ``item_id`` (a function call's ``call_id`` counts too, for
@@ -21,16 +18,12 @@ Addressing (rule 2 of the accumulator):
    without one, it is the part last created with (or given) the same type,
    or a new one after the last part.
 
-Every lookup takes constant time: a stream of many items or parts costs no
-more than its length (no scan of the items or parts so far).
+Every lookup takes constant time: no scan of the items or parts so far.
 
-The tables say which events carry a part's text, and where it goes.
-
-Live values (:mod:`chunkwise._core.partial_json`): a function call's arguments are
-previewed as they stream (:meth:`ItemState.add_arguments`), and, when the
-request's ``text.format`` asks for JSON, so is the message text
-(:attr:`ItemTable.preview`, fed by :meth:`ItemTable.append`).  A final text
-that replaces streamed text restarts the preview from the whole new text, so a
+Live values (:mod:`chunkwise._core.partial_json`): a function call's arguments,
+and the message text when ``text.format`` asks for JSON
+(:attr:`ItemTable.preview`), are previewed as they stream.  A final text that
+replaces streamed text restarts the preview from the whole new text, so a
 result's preview is always that of its own text.
 """
 
@@ -70,34 +63,33 @@ __all__ = [
 
 #: Which list of parts an event addresses.
 Which = Literal["content", "summary"]
-#: The part lists of an item, with the type of a part that does not say.
-PART_LISTS: dict[Which, str] = {"content": "output_text", "summary": "summary_text"}
-#: The events that add or finish a part: (part list, default part type, index key).
-PART_EVENTS: dict[str, tuple[Which, str, str]] = {
-    "response.content_part.added": ("content", "output_text", "content_index"),
-    "response.content_part.done": ("content", "output_text", "content_index"),
-    "response.reasoning_summary_part.added": ("summary", "summary_text", "summary_index"),
-    "response.reasoning_summary_part.done": ("summary", "summary_text", "summary_index"),
+#: Each part list: the type of a part that does not say, and the key of a part's index.
+PART_LISTS: dict[Which, tuple[str, str]] = {
+    "content": ("output_text", "content_index"),
+    "summary": ("summary_text", "summary_index"),
 }
-# The delta events whose text goes to a part: (part list, part type, index key).
-TEXT_DELTAS: dict[str, tuple[Which, str, str]] = {
-    "response.output_text.delta": ("content", "output_text", "content_index"),
-    "response.refusal.delta": ("content", "refusal", "content_index"),
-    "response.reasoning_text.delta": ("content", "reasoning_text", "content_index"),
-    "response.reasoning_summary_text.delta": ("summary", "summary_text", "summary_index"),
+#: The events that add or finish a part, and its list.
+PART_EVENTS: dict[str, Which] = {
+    "response.content_part.added": "content",
+    "response.content_part.done": "content",
+    "response.reasoning_summary_part.added": "summary",
+    "response.reasoning_summary_part.done": "summary",
 }
+# The events whose text goes to a part, by their type's stem (``.delta``
+# appends, ``.done`` replaces): the part's list and type.
+_TEXT_EVENTS: dict[str, tuple[Which, str]] = {
+    "response.output_text": ("content", "output_text"),
+    "response.refusal": ("content", "refusal"),
+    "response.reasoning_text": ("content", "reasoning_text"),
+    "response.reasoning_summary_text": ("summary", "summary_text"),
+}
+TEXT_DELTAS = {f"{stem}.delta": part for stem, part in _TEXT_EVENTS.items()}
+TEXT_DONES = {f"{stem}.done": part for stem, part in _TEXT_EVENTS.items()}
 # The delta event of each kind of content part.
 PART_DELTAS: dict[str, type[TextDelta | RefusalDelta | ReasoningDelta]] = {
     "output_text": TextDelta,
     "refusal": RefusalDelta,
     "reasoning_text": ReasoningDelta,
-}
-# The .done events that replace one part's text: (part list, part type, index key, text key).
-TEXT_DONES: dict[str, tuple[Which, str, str, str]] = {
-    "response.output_text.done": ("content", "output_text", "content_index", "text"),
-    "response.refusal.done": ("content", "refusal", "content_index", "refusal"),
-    "response.reasoning_text.done": ("content", "reasoning_text", "content_index", "text"),
-    "response.reasoning_summary_text.done": ("summary", "summary_text", "summary_index", "text"),
 }
 
 
@@ -203,11 +195,7 @@ class ItemState:
         self.live = LiveJSON.of(arguments)
 
     def streaming_call(self, finished: bool | None = None) -> FunctionCall:
-        """The call as streamed so far (not completed: nothing parsed yet).
-
-        ``finished`` says whether the server finished it; by default, whether
-        the item is done.
-        """
+        """The call as streamed so far, unparsed; ``finished`` by default if the item is done."""
         return FunctionCall(
             index=self.index,
             id=self.id,
@@ -308,11 +296,7 @@ class ItemTable:
             self._by_id[item_id] = item
 
     def alias(self, item: ItemState, key: str | None) -> None:
-        """Events may address ``item`` by ``key`` too, unless another item has that id.
-
-        A function call without an ``id`` of its own may be addressed by its
-        ``call_id`` (some llama.cpp versions write calls that way).
-        """
+        """Events may address ``item`` by ``key`` (a call's ``call_id``: llama.cpp) unless taken."""
         if key is not None:
             self._by_id.setdefault(key, item)
 

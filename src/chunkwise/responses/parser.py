@@ -15,18 +15,10 @@ __all__ = ["Parser"]
 
 
 class Parser(StreamParser[Result]):
-    """Sans-IO parser of a streamed Responses API body (``POST /responses``).
+    """Sans-IO parser of a streamed Responses API body: ``feed()`` bytes, get events.
 
-    An :class:`~chunkwise.SSEDecoder` and a :class:`~chunkwise.responses.Accumulator`.
-
-    Args:
-        tools: The request's ``tools``, to validate function-call arguments.
-        text_format: The request's ``text.format``: when it asks for JSON, the
-            message text of a completed response is parsed and validated
-            (:attr:`Result.parsed`).
-        max_output_tokens: The request's ``max_output_tokens`` (see
-            :class:`~chunkwise.responses.Accumulator`).
-        max_event_size: Passed to the :class:`~chunkwise.SSEDecoder`.
+    An :class:`~chunkwise.SSEDecoder` given ``max_event_size``, and a
+    :class:`~chunkwise.responses.Accumulator` given the other arguments.
     """
 
     def __init__(

@@ -1,12 +1,9 @@
 """Results of a Responses API stream: immutable snapshots of what it delivered so far.
 
-A Responses stream is a list of *output items* (messages, function calls,
-reasoning, and the hosted tools' calls), each with its position
-(``output_index``) and, for messages and reasoning, *parts* holding text.  The
-result mirrors that: :class:`Result` holds :class:`OutputItem`
-objects in output order, each with its :class:`ContentPart` objects, and a
-function call's item holds a :class:`FunctionCall`.  Like a chat result,
-nothing here changes once handed out.
+A :class:`Result` holds the *output items* (messages, function calls,
+reasoning, hosted tools' calls) in output order, each an :class:`OutputItem`
+with its :class:`ContentPart` objects, a function call's with its
+:class:`FunctionCall`.
 """
 
 from __future__ import annotations
@@ -28,17 +25,11 @@ __all__ = ["ContentPart", "FunctionCall", "OutputItem", "Result"]
 class ContentPart:
     """One part of an output item: a message's text or refusal, or reasoning text.
 
-    Attributes:
-        index: The part's ``content_index`` (``summary_index`` for a reasoning
-            summary), or its position when the server sent none.
-        type: ``"output_text"``, ``"refusal"``, ``"reasoning_text"``,
-            ``"summary_text"``, or whatever the server named it.
-        text: The deltas concatenated, or the text of the part's ``.done``
-            event (or of the finished item) once that arrived: those replace
-            what the deltas built.
-        annotations: The part's annotations (citations...), as sent.
-        done: True once the server finished the part (a ``.done`` event, or
-            the finished item).
+    ``index`` is its ``content_index`` (``summary_index`` in a summary), or its
+    position when none was sent; ``type`` as sent (``"output_text"``,
+    ``"refusal"``, ``"reasoning_text"``, ``"summary_text"``...).  ``text`` is
+    the deltas concatenated, replaced by the final text of the part's
+    ``.done`` event or finished item, which also set ``done``.
     """
 
     index: int
@@ -50,13 +41,10 @@ class ContentPart:
 
 @attrs.frozen(kw_only=True)
 class FunctionCall(ToolCall):
-    """One ``function_call`` output item: a call the next request answers.
+    """One ``function_call`` output item, as a :class:`~chunkwise.ToolCall`.
 
-    The fields of :class:`~chunkwise.ToolCall`, where ``index`` is the item's
-    ``output_index``, ``id`` the item's own id (``fc_...``, optional),
-    ``type`` is ``"function_call"`` and ``finished`` is true once the server
-    finished the call (``function_call_arguments.done`` or the finished item).
-    :meth:`~chunkwise.ToolCall.parse_arguments` gives the arguments.
+    ``index`` is the item's ``output_index``, ``id`` its own (``fc_...``);
+    ``finished`` is true once the server finished the call.
 
     Attributes:
         call_id: The id (``call_...``) a ``function_call_output`` item of the
@@ -70,23 +58,15 @@ class FunctionCall(ToolCall):
 class OutputItem:
     """One output item, in the state the stream left it.
 
+    ``index`` is its ``output_index`` (its arrival position when none was
+    sent); ``id``, ``type``, ``status`` and a message's ``role`` as last sent.
+    ``content`` holds a message's parts (or a reasoning item's text), by
+    index, ``summary`` a reasoning item's summary, ``call`` a function call.
+
     Attributes:
-        index: The item's ``output_index``, or its position in arrival order
-            when the server sent none (llama.cpp).
-        id: The item's ``id``, when one was sent.
-        type: ``"message"``, ``"function_call"``, ``"reasoning"``,
-            ``"web_search_call"``... as sent.
-        status: The item's ``status`` as last sent (``"in_progress"``,
-            ``"completed"``, ``"incomplete"``), or None.
-        role: A message's role (``"assistant"``).
-        content: A message's parts (text and refusals), or a reasoning item's
-            ``reasoning_text`` parts, by index.
-        summary: A reasoning item's summary parts, by index.
-        call: The function call, for a ``function_call`` item.
-        data: The item as the server last sent it whole (when it was added,
-            finished, or in the terminal response): every field, including
-            those of item types chunkwise does not interpret.
-        done: True once the server finished the item.
+        data: The item as the server last sent it whole (added, finished, or
+            in the terminal response): every field, including those of item
+            types chunkwise does not interpret.
     """
 
     index: int
@@ -114,51 +94,22 @@ class OutputItem:
 
 @attrs.frozen(kw_only=True)
 class Result:
-    """A snapshot of a Responses API stream, readable at any time.
+    """A snapshot of a Responses API stream, readable at any time; it never changes.
 
-    ``status`` is chunkwise's honest view: ``"streaming"`` until the terminal
-    event, then ``"complete"`` (the server's terminal response says
-    ``completed`` and no error arrived), ``"failed"`` (``error`` says why) or
-    ``"incomplete"`` (``reason`` says why; ``incomplete_reason`` gives the
-    server's own reason when it reported one).  A stream that ends before its
-    terminal event is never complete, whatever text arrived.
+    ``status`` is chunkwise's honest view, ``response_status`` the server's own
+    word and ``incomplete_reason`` its ``incomplete_details.reason``
+    (:doc:`/responses`, "What is honest about status"): a stream that ends
+    before its terminal event is never complete.  ``usage`` is the terminal
+    response's; ``reason``, ``error`` and ``anomalies`` are as a chat
+    result's (:doc:`/streaming`); ``timings`` and ``server_timings``:
+    :doc:`/timings`.
 
     Attributes:
-        id: The response id (``resp_...``).
-        model: The model that answered.
-        status: ``"streaming"``, ``"complete"``, ``"incomplete"`` or ``"failed"``.
-        response_status: The server's own ``response.status`` as last sent
-            (``"completed"``, ``"incomplete"``, ``"failed"``,
-            ``"cancelled"``...), or None when none was sent.
-        incomplete_reason: The server's ``incomplete_details.reason``
-            (``"max_output_tokens"``, ``"content_filter"``...), or None.
-        reason: Why the stream is ``incomplete``: the server said so
-            (:attr:`IncompleteReason.SERVER_REPORTED`), or the stream stopped
-            early (connection lost, idle timeout, cancelled, no terminal event).
-        output: The output items, in output order.
-        usage: The terminal response's ``usage`` (all keys kept), or None.
-        error: The server's error (a :class:`~chunkwise.StreamError`), or the
-            protocol error that stopped parsing; on an ``"incomplete"``
-            stream, what stopped it from outside the data, if anything did
-            (:class:`~chunkwise.ConnectionLost`, :class:`~chunkwise.IdleTimeout`,
-            :class:`~chunkwise.StallTimeout`).
-        anomalies: Recoverable breaks of the rules, recorded rather than hidden.
-        parse_error: Why the text of a completed response is not what its
-            schema asked for (the raw text in ``.raw``), or None.
-        timings: When each part arrived (:class:`~chunkwise.Timings`), on the
-            final result of a stream read by the trio layer; None on
-            snapshots taken while streaming and on sans-IO results.
-        server_timings: What the server itself reported, raw, by the name it
-            used: llama.cpp's ``timings`` object (beside the terminal
-            event's ``response``), vLLM's ``metrics``; None when none.
-        partial_parsed: When ``text.format`` asks for JSON, the message text
-            as far as it has streamed, a read-only live value (see
-            :doc:`/live_values`); None before the value starts or when no
-            JSON was asked for.  A preview, never validated: use
-            :attr:`parsed`.
-        resumes: How many times a background response's stream was resumed
-            on a new connection after the previous one was lost (see
-            :doc:`/reliability`); 0 for a stream read in one go.
+        partial_parsed: When ``text.format`` asks for JSON, the message text as
+            far as it has streamed, a read-only live value (:doc:`/live_values`);
+            never validated: use :attr:`parsed`.
+        resumes: How many times a background response's stream was resumed on a
+            new connection (:doc:`/reliability`); 0 for one read in one go.
     """
 
     id: str | None = None
@@ -187,12 +138,10 @@ class Result:
 
     @property
     def parsed(self) -> Any:
-        """The structured output: the message text parsed and validated.
+        """The message text parsed and validated, when ``text.format`` asked for JSON.
 
-        When the request's ``text.format`` asked for JSON and the response
-        completed, the message text parsed as JSON and validated against the
-        schema; otherwise None (see :attr:`parse_error`).  A new copy on each
-        access.
+        None unless the response completed (see :attr:`parse_error`); a new
+        copy on each access.
         """
         return copy_json(self._parsed)
 

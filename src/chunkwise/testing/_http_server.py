@@ -1,9 +1,4 @@
-"""A real loopback HTTP/1.1 server that replays scripted responses.
-
-Tests of a streaming client are only convincing against real sockets: the kernel
-splits and merges writes, a peer that closes early produces a real EOF or reset,
-and a client that forgets to close its socket leaks a real file descriptor.  This
-module is that server, small enough to read, built on trio and h11 like the client.
+"""A real loopback HTTP/1.1 server replaying scripted responses (why: :mod:`chunkwise.testing`).
 
 Theory of operation
 -------------------
@@ -16,20 +11,18 @@ and runs two tasks per connection, in a nursery owned by that connection:
   client closes (or resets) the connection: it then sets the connection's
   :attr:`ServerConnection.client_closed` event and cancels the response in
   progress.  That event is how tests check that a client closed its socket.
-* the *responder* answers each request in order with a :class:`ResponseWriter`,
-  driven either by a :class:`ScriptedResponse` or by a handler coroutine.
+* the *responder* answers each request in order with a :class:`ResponseWriter`
+  (byte by byte as scripted: :mod:`chunkwise.testing._responses`), driven by a
+  :class:`ScriptedResponse` or by a handler coroutine.
 
-Responses are written byte by byte as scripted, not through h11's writer, so a
-script can produce what a correct server never would: a body cut inside a chunk,
-a ``Content-Length`` that is never reached, a close-delimited body.  When the
-server ends a connection itself (close-delimited framing, a scripted disconnect,
-``Connection: close``) it only shuts down its sending side, and the reader goes
-on until the client closes too, so ``client_closed`` is observable on those paths
-as well.  (A TLS stream cannot half-close; there the server closes outright and
-``client_closed`` is not set.)
+When the server ends a connection itself (close-delimited framing, a scripted
+disconnect, ``Connection: close``) it only shuts down its sending side, and the
+reader goes on until the client closes too, so ``client_closed`` is observable
+on those paths as well.  (A TLS stream cannot half-close; there the server
+closes outright and ``client_closed`` is not set.)
 
 Handlers start in turns, one per pass of trio's scheduler, in arrival order
-(:class:`Turns`, shared by every connection of a server).  A handler's start is
+(a lock shared by every connection of a server).  A handler's start is
 synchronous work: parsing the request, building and scheduling its answer
 (0.4 ms for a paced answer of 100 tokens).  Trio runs every task that is
 ready in one pass and checks its timers only between passes, so 200 requests
@@ -39,10 +32,8 @@ most one handler's start.  No turn is held across anything else: a handler that
 awaits (a write, a sleep, a background response) has already let the next one
 start.
 
-Everything runs in the caller's task tree: :func:`open_test_server` owns a
-nursery, and leaving its ``async with`` cancels the server and closes every
-connection.  A handler that raises takes the server down with it, so a bug in a
-test's handler fails that test instead of hiding behind a 500.
+A handler that raises takes the server down with it, so a bug in a test's
+handler fails that test instead of hiding behind a 500.
 
 TLS needs the ``test`` extra (trustme); it is imported only by :func:`tls_contexts`.
 """
@@ -75,7 +66,6 @@ __all__ = [
     "LoopbackServer",
     "Script",
     "ServerConnection",
-    "Turns",
     "open_test_server",
     "serve_stream",
     "serve_test_server",
@@ -104,7 +94,7 @@ Handler = Callable[[RecordedRequest, "ResponseWriter"], Awaitable[None]]
 """``async def handler(request, writer)``: answer one request through ``writer``."""
 
 Script = Union[ScriptedResponse, "Iterable[ScriptedResponse]", Handler]
-"""One response for every request, responses used in order, or a handler."""
+"""One response for every request, responses used in order (then a 500), or a handler."""
 _UNPARSED = RecordedRequest(method="", target="", http_version="1.1", headers=Headers(()), body=b"")
 _BAD_REQUEST = ScriptedResponse.error(400, "malformed HTTP request", type="invalid_request_error")
 _TOO_LARGE = ScriptedResponse.error(413, "request body too large", type="invalid_request_error")
@@ -119,11 +109,9 @@ class LoopbackServer:
         connections: every accepted connection, in order.
         client_ssl_context: a client context trusting the server, when
             :func:`open_test_server` made the certificate (``tls=True``).
-        record: whether ``requests`` and ``connections`` are kept.  A server
-            that runs for hours (``chunkwise serve`` under a load test) keeps
-            neither: both stay empty, each connection's ``requests`` too, so
-            its memory, and the garbage collector's work, do not grow with
-            every request it answers.
+        record: whether ``requests`` and ``connections`` are kept: a server
+            that runs for hours (``chunkwise serve`` under load) keeps neither,
+            so its memory does not grow with every request it answers.
     """
 
     def __init__(
@@ -146,7 +134,7 @@ class LoopbackServer:
         self.connections: list[ServerConnection] = []
         self._accepted = 0
         self._handler = _as_handler(script)
-        self._turns = Turns()
+        self._turns = trio.Lock()  # handlers start in turns
         # Set by open_test_server to the scope around the caller's block.
         self._cancel_on_error: trio.CancelScope | None = None
         self._changed = trio.Event()
@@ -171,9 +159,7 @@ class LoopbackServer:
         Raises:
             RuntimeError: the server does not record requests.
         """
-        if not self.record:
-            raise RuntimeError("this server does not record requests (record=False)")
-        await trio.lowlevel.checkpoint()
+        await self._checkpoint_recording("requests")
         while len(self.requests) < count:
             await self._changed.wait()
 
@@ -183,9 +169,7 @@ class LoopbackServer:
         Raises:
             RuntimeError: the server does not record connections.
         """
-        if not self.record:
-            raise RuntimeError("this server does not record connections (record=False)")
-        await trio.lowlevel.checkpoint()
+        await self._checkpoint_recording("connections")
         while True:
             for connection in self.connections:
                 if not connection.client_closed.is_set():
@@ -193,6 +177,11 @@ class LoopbackServer:
                     break
             else:
                 return
+
+    async def _checkpoint_recording(self, what: str) -> None:
+        if not self.record:
+            raise RuntimeError(f"this server does not record {what} (record=False)")
+        await trio.lowlevel.checkpoint()
 
     def _notify(self) -> None:
         self._changed.set()
@@ -225,26 +214,6 @@ class LoopbackServer:
             self._cancel_on_error.cancel()
 
 
-class Turns:
-    """Handlers start one per pass of trio's scheduler, first come first served.
-
-    Shared by every connection of a server (theory of operation, above).
-    """
-
-    def __init__(self) -> None:
-        self._lock = trio.Lock()
-
-    async def wait(self) -> None:
-        """Return in a pass of the scheduler where no other handler has started.
-
-        Taking the lock is a checkpoint, and trio's lock is handed to the next
-        waiter only when released: the holder resumes in the next pass and
-        releases at once, the next waiter starts in the pass after that.
-        """
-        async with self._lock:
-            pass
-
-
 class ConnectionServer:
     """Serves HTTP/1.1 requests on one connected stream until either side closes it.
 
@@ -261,11 +230,11 @@ class ConnectionServer:
         *,
         on_request: Callable[[RecordedRequest], None] = lambda request: None,
         on_error: Callable[[], None] = lambda: None,
-        turns: Turns | None = None,
+        turns: trio.Lock | None = None,
         record: bool = True,
     ) -> None:
         self._handler = handler
-        self._turns = turns or Turns()
+        self._turns = turns or trio.Lock()
         self._recording = record
         self.connection = connection
         self._on_request = on_request
@@ -274,11 +243,10 @@ class ConnectionServer:
 
     async def serve(self, stream: trio.abc.Stream) -> None:
         """Serve until the connection ends; the stream is closed on every path."""
-        connection = self.connection
         try:
             async with trio.open_nursery() as nursery:
                 send, receive = trio.open_memory_channel[ScriptedResponse | RecordedRequest](0)
-                nursery.start_soon(self._read_requests, stream, connection, send, nursery)
+                nursery.start_soon(self._read_requests, stream, send, nursery)
                 with receive:
                     async for item in receive:
                         if not await self._respond(stream, item):
@@ -300,24 +268,22 @@ class ConnectionServer:
     async def _read_requests(
         self,
         stream: trio.abc.Stream,
-        connection: ServerConnection,
         send: trio.MemorySendChannel[ScriptedResponse | RecordedRequest],
         nursery: trio.Nursery,
     ) -> None:
         with send:
-            eof = await self._parse_requests(stream, connection, send)
+            eof = await self._parse_requests(stream, send)
         # After a refusal, or once the responder has ended the connection, keep
         # reading anyway: the client's close is what tests wait for.
         while not eof:
             eof = not await _receive(stream)
-        connection.client_closed.set()
+        self.connection.client_closed.set()
         # Nobody is left to read a response: stop writing one.
         nursery.cancel_scope.cancel()
 
     async def _parse_requests(
         self,
         stream: trio.abc.Stream,
-        connection: ServerConnection,
         send: trio.MemorySendChannel[ScriptedResponse | RecordedRequest],
     ) -> bool:
         """Hand over requests until the client closes (True) or we stop listening."""
@@ -352,7 +318,7 @@ class ConnectionServer:
                     body=bytes(body),
                 )
                 if self._recording:
-                    connection.requests.append(request)
+                    self.connection.requests.append(request)
                 self._on_request(request)
                 if not await _offer(send, request):
                     return False
@@ -375,7 +341,11 @@ class ConnectionServer:
                 await writer.play(item)
             return False
         writer = ResponseWriter(stream, item)
-        await self._turns.wait()
+        # Our turn (theory of operation): taking trio's lock is a checkpoint, and the
+        # lock goes to the next waiter only when released, so the next handler
+        # starts in the pass after this one.
+        async with self._turns:
+            pass
         try:
             try:
                 await self._handler(item, writer)
@@ -507,15 +477,12 @@ async def serve_stream(
 ) -> ServerConnection:
     """Serve ``script`` on one connected stream, e.g. an end of a memory stream pair.
 
-    The same server as :func:`open_test_server`, without a socket: for tests
-    that need virtual time (:func:`trio.testing.memory_stream_pair` with
-    ``autojump_clock``) or lockstep control of each byte.  Returns (and, under
-    ``nursery.start``, starts with) the :class:`ServerConnection`, whose
-    ``requests`` and ``client_closed`` show what the client did.  Runs until
-    the client closes its end, or the script ends the connection and the
-    client then closes; ``stream`` is closed on every path.  An exception
-    raised by a handler propagates out of this call as itself, not wrapped in
-    an exception group (as from :func:`open_test_server`).
+    The same server as :func:`open_test_server`, without a socket: for virtual
+    time or lockstep control of each byte.  Returns (and, under
+    ``nursery.start``, starts with) the :class:`ServerConnection`.  Runs until
+    the client closes its end (after the script ended the connection, if it
+    did); ``stream`` is closed on every path.  A handler's exception propagates
+    as itself, not wrapped in an exception group.
     """
     connection = ServerConnection(index=0)
     task_status.started(connection)
@@ -534,11 +501,7 @@ async def open_test_server(
     ssl_context: ssl.SSLContext | None = None,
     record: bool = True,
 ) -> AsyncIterator[LoopbackServer]:
-    """Run a test server for the duration of an ``async with`` block.
-
-    ``script`` is a :class:`ScriptedResponse` (sent for every request), an iterable
-    of them (used in order; a 500 once exhausted), or an
-    ``async def handler(request, writer)``.
+    """Run a test server answering with ``script`` (a :data:`Script`) for an ``async with`` block.
 
     ``tls=True`` serves HTTPS with a certificate from a throwaway trustme CA for
     ``127.0.0.1``, ``localhost`` and ``::1``; :meth:`LoopbackServer.endpoint` then

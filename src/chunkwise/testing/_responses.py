@@ -157,20 +157,14 @@ class RecordedRequest:
         return json.loads(self.body)
 
 
-def _status_line(status: int, reason: str | None) -> bytes:
+def _head(status: int, reason: str | None, fields: Iterable[tuple[str, str]]) -> bytes:
     if reason is None:
         try:
             reason = http.HTTPStatus(status).phrase
         except ValueError:
             reason = ""
-    return f"HTTP/1.1 {status} {reason}\r\n".encode("latin-1")
-
-
-def _head(status: int, reason: str | None, fields: Iterable[tuple[str, str]]) -> bytes:
-    lines = [_status_line(status, reason)]
-    lines.extend(f"{name}: {value}\r\n".encode() for name, value in fields)
-    lines.append(b"\r\n")
-    return b"".join(lines)
+    lines = "".join(f"{name}: {value}\r\n" for name, value in fields)
+    return f"HTTP/1.1 {status} {reason}\r\n".encode("latin-1") + lines.encode() + b"\r\n"
 
 
 def _frame_chunk(data: bytes, declared: int) -> bytes:
