@@ -194,6 +194,26 @@ def test_chat_structured_output_is_previewed_and_parsed_once_at_the_end() -> Non
     assert not seen[-1][1].anomalies
 
 
+def test_chat_structured_output_in_typed_content_parts_is_previewed_like_a_string() -> None:
+    # Content sent as a list of typed parts (Mistral) is the same answer text:
+    # its deltas carry the same patches and the result the same preview.
+    parts = [
+        chunk(choice(role="assistant")),
+        *(chunk(choice(content=[{"type": "text", "text": p}])) for p in ANSWER),
+        chunk(choice(finish_reason="stop")),
+    ]
+    seen = feed_chat(parts, response_format=RESPONSE_FORMAT)
+    mirror = check_mirror(
+        seen,
+        chunkwise.chat.TextDelta,
+        lambda r: r.choice(0).partial_parsed,
+        lambda r: r.choice(0).content,
+    )
+    plain = feed_chat(content_chunks(ANSWER), response_format=RESPONSE_FORMAT)
+    assert [e for e, _ in seen] == [e for e, _ in plain]
+    assert mirror == seen[-1][1].choice(0).parsed == json.loads("".join(ANSWER))
+
+
 def test_chat_without_a_json_format_has_no_preview() -> None:
     for kwargs in ({}, {"response_format": {"type": "text"}}):
         seen = feed_chat(content_chunks(ANSWER), **kwargs)

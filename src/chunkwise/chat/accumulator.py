@@ -169,7 +169,7 @@ class Accumulator(ChunkAccumulator[ChoiceState, Result]):
         for field, text in pieces:
             if field == "content":
                 state.content.append(text)
-                events.append(TextDelta(choice_index=state.index, text=text))
+                self._content_delta(state, text, events)
             else:
                 state.reasoning.append(text)
                 events.append(ReasoningDelta(choice_index=state.index, text=text))
