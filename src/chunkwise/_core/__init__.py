@@ -4,8 +4,8 @@ What is here
 ------------
 The values every API shares (:mod:`.errors`, :mod:`.results`, :mod:`.events`,
 :mod:`.timings`, :mod:`.headers`), the readings of the wire's text
-(:mod:`.payloads`, :mod:`.sse`, :mod:`.text`, :mod:`.partial_json` with its
-:mod:`.json_states` and :mod:`.json_patches`), tool calls and structured outputs
+(:mod:`.payloads`, :mod:`.sse`, :mod:`.text`, :mod:`.partial_json` with
+:mod:`.json_patches`), tool calls and structured outputs
 (:mod:`.tools`, :mod:`.structured`), the chunk accumulator the chunk APIs fill in
 (:mod:`.chunks`), the decoder feeding an accumulator (:mod:`.parser`), the
 anomaly log (:mod:`.anomalies`), the face's name machinery (:mod:`.names`), small
