@@ -14,22 +14,19 @@ Only the unfinished last line is buffered, as a list of pieces with a running
 length, so feeding one large event in tiny reads never rescans or recopies what
 is already buffered: cost stays linear in the input.  A partial line is
 classified as soon as its field name is known: comments and unknown fields are
-dropped piece by piece instead of being buffered, so they cannot grow memory.
-Everything that is buffered for the current event counts against
-``max_event_size`` (the rule is in :class:`SSEDecoder`'s docstring).  While a
-line is still arriving its size is undercounted (the optional space after the
-colon is assumed), never overcounted; the exact count is taken when the line
-ends, or by :meth:`SSEDecoder.end` for a line the stream cut off.  The count
-only grows as a line grows, so whether an event is too large does not depend
-on how the bytes were split into reads.
+dropped piece by piece, so they cannot grow memory.  What is buffered for the
+current event counts against ``max_event_size`` (measured as
+:class:`SSEDecoder` says).  While a line is still arriving its size is
+undercounted (the optional space after the colon is assumed), never
+overcounted; the exact count is taken when the line ends, or by ``end()`` for a
+line the stream cut off.  So whether an event is too large does not depend on
+how the bytes were split into reads.
 
 The ``id`` field sets a buffer; a dispatch (a blank line ending a block, even a
-block without data) commits it to :attr:`SSEDecoder.last_event_id`, as WHATWG
-says.  An ``id`` in a block the stream never terminates is not committed.  The
-last event ID belongs to the event source, not to one connection: a decoder for
-a reconnection starts from the previous connection's (``last_event_id=``), so
-its events carry that ID until the new stream sets another, as a browser's
-``EventSource`` does after it reconnects with ``Last-Event-ID``.
+block without data) commits it to ``last_event_id``, as WHATWG says; an ``id``
+in a block the stream never terminates is not.  A decoder for a reconnection
+starts from the previous connection's ID (``last_event_id=``), as a browser's
+``EventSource`` does (:doc:`/sse`).
 
 States
 ------
@@ -109,12 +106,7 @@ _LONGEST_FIELD: Final = 5
 
 
 class DecoderState(enum.Enum):
-    """The phase of an SSE decoder: its :attr:`~chunkwise.SSEDecoder.state`.
-
-    START goes to DECODING at the first character; either goes to FAILED
-    when an event grows past ``max_event_size``, or to ENDED when ``end()``
-    returns.  FAILED and ENDED are final.
-    """
+    """The phase of an SSE decoder: its :attr:`~chunkwise.SSEDecoder.state` (see :doc:`/sse`)."""
 
     #: Nothing decoded yet: a byte order mark may come.
     START = "start"
@@ -147,9 +139,7 @@ class ServerSentEvent:
     Attributes:
         event: The event type, ``"message"`` when the server gave none.
         data: The data lines joined with ``"\\n"``.
-        id: The last event ID in effect at dispatch: the value of the last
-            valid ``id`` field, in this block or an earlier one (``""`` when
-            none).
+        id: The last event ID in effect at dispatch (``""`` when none).
         retry: The ``retry`` value given in this event's block, if valid.
     """
 
@@ -160,12 +150,7 @@ class ServerSentEvent:
 
 
 class DecoderCore:
-    """The decoding machinery of :class:`SSEDecoder` and :class:`PairDecoder`.
-
-    Both are this machine; they differ only in what a dispatch produces
-    (``_pairs``, a class attribute), and so in the type their ``feed()`` and
-    ``end()`` return.
-    """
+    """The machine of :class:`SSEDecoder` and :class:`PairDecoder`, which differ in ``_pairs``."""
 
     #: Dispatch (event type, data) pairs instead of ServerSentEvents.
     _pairs = False
@@ -205,31 +190,17 @@ class DecoderCore:
 
     @property
     def state(self) -> DecoderState:
-        """The decoder's phase: START, DECODING, FAILED or ENDED.
-
-        START until a first character is decoded, then DECODING; FAILED once
-        an event grew past ``max_event_size`` (:attr:`error` says how), ENDED
-        once :meth:`end` returned.  FAILED and ENDED are final.
-        """
+        """The decoder's phase: START, DECODING, FAILED or ENDED (see the module's table)."""
         return self._state
 
     @property
     def error(self) -> EventTooLarge | None:
-        """The error that stopped the decoder, if any.
-
-        When one read completes some events and then overflows
-        ``max_event_size``, :meth:`feed` returns those events first and sets
-        this; the next call raises it.
-        """
+        """The error that stopped the decoder (FAILED), raised by the next call."""
         return self._error
 
     @property
     def unterminated(self) -> bool:
-        """True when :meth:`end` discarded an event that was never terminated.
-
-        That is a partial line or fields not followed by a blank line; a
-        trailing comment does not count.
-        """
+        """True when ``end()`` discarded a partial line or fields without a blank line after."""
         return self._unterminated
 
     def _feed(self, data: bytes | bytearray | memoryview) -> list[Any]:
@@ -437,31 +408,22 @@ class DecoderCore:
         if line[0] == ":":
             return
         name, value = _split_field(line)
+        self._has_fields = True  # an unknown field is ignored, but belongs to an event
+        if not self._is_kept_field(name):
+            return
+        self._keep(value)
         if name == "data":
-            self._has_fields = True
-            self._keep(value)
             self._data.append(value)
         elif name == "event":
-            self._has_fields = True
-            self._keep(value)
             self._event_type = value
         elif name == "id":
-            self._has_fields = True
-            self._keep(value)
             if "\0" not in value:
                 self._id_buffer = value  # committed at dispatch
         elif name == "retry":
-            self._has_fields = True
-            self._keep(value)
             if value.isascii() and value.isdigit():
                 self.retry = self._retry_in_block = int(value)
-        elif name == "error" and self.legacy_error_field:
-            self._has_fields = True
-            self._keep(value)
-            self._errors.append(value)
         else:
-            # Unknown fields are ignored, but they still belong to an event.
-            self._has_fields = True
+            self._errors.append(value)  # legacy_error_field
 
     def _keep(self, value: str) -> None:
         # The value and the separator before it (see _reset_event).
@@ -507,37 +469,25 @@ class SSEDecoder(DecoderCore):
     """Incremental, sans-IO decoder from bytes to :class:`ServerSentEvent`.
 
     Args:
-        max_event_size: Upper bound on the size of one event, in characters.
-            The size of an event is the total length of the values of its
-            kept field lines (``data``, ``event``, ``id``, ``retry``, and
-            ``error`` with ``legacy_error_field``) plus one between
-            consecutive lines: for an event made of data lines only it is
-            exactly ``len(event.data)``, the joining ``"\\n"`` included.
-            Comments and unknown fields are not kept and do not count.  A
-            line counts as far as it has arrived, so a line cut off by the
-            end of the stream counts too.  An event whose size equals
-            ``max_event_size`` is accepted; one character more raises
-            :class:`~chunkwise.errors.EventTooLarge` (from :meth:`feed`, or from
-            :meth:`end` for a cut-off line), however the bytes were split
-            into reads, before the excess is stored.
-        legacy_error_field: Also accept llama.cpp's legacy ``error:`` field
-            lines: a block with ``error:`` lines and no ``data:`` lines is
-            dispatched as an event of type ``"error"``.  Off by default,
-            because WHATWG says unknown fields are ignored.
-        last_event_id: Where a reconnection starts: the previous
-            connection's :attr:`last_event_id` (the value a client sends as
-            ``Last-Event-ID``).  Events carry it until the stream sets
-            another with an ``id`` field (an empty one resets it), as after
-            WHATWG's reconnection.  Raises :exc:`ValueError` for a value no
-            ``id`` field can set (one with NULL, CR or LF).
+        max_event_size: Upper bound on the size of one event, in characters:
+            the total length of the values of its kept field lines (``data``,
+            ``event``, ``id``, ``retry``, and ``error`` with
+            ``legacy_error_field``) plus one between consecutive lines, so
+            exactly ``len(event.data)`` for data lines only.  A line counts as
+            far as it has arrived.  One character more than the limit raises
+            :class:`~chunkwise.errors.EventTooLarge` (from :meth:`feed`, or
+            :meth:`end` for a cut-off line) before the excess is stored,
+            however the bytes were split.
+        legacy_error_field: Dispatch a block of llama.cpp's legacy ``error:``
+            lines (and no ``data:``) as an event of type ``"error"``.
+        last_event_id: The previous connection's :attr:`last_event_id`, for a
+            reconnection (see :doc:`/sse`).  :exc:`ValueError` for one with
+            NULL, CR or LF, which no ``id`` field can set.
 
     Attributes:
-        last_event_id: The last event ID committed by a dispatch, as WHATWG
-            defines it: an ``id`` field takes effect when its block ends
-            with a blank line, even a block without data; one in a block the
-            stream never terminated does not.
-        retry: The last valid ``retry`` value (it applies at once, as in
-            WHATWG), or None.
+        last_event_id: The last event ID committed by a dispatch (a blank
+            line ending its block), as WHATWG defines it.
+        retry: The last valid ``retry`` value (it applies at once), or None.
     """
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[ServerSentEvent]:
@@ -545,10 +495,7 @@ class SSEDecoder(DecoderCore):
         return self._feed(data)
 
     def end(self) -> list[ServerSentEvent]:
-        """Signal end of stream.
-
-        Flushes the UTF-8 decoder.  Per WHATWG, an event not terminated by a
-        blank line is discarded; :attr:`unterminated` then says so.
+        """Signal end of stream; an unterminated event is discarded (:attr:`unterminated`).
 
         Raises:
             EventTooLarge: the line the stream cut off makes its event larger
@@ -560,9 +507,8 @@ class SSEDecoder(DecoderCore):
 class PairDecoder(DecoderCore):
     """:class:`SSEDecoder`, giving each event as its ``(event type, data)`` pair.
 
-    For the stream parsers, which need nothing else: building a
-    :class:`ServerSentEvent` per event is most of the cost of a small event on
-    the hot path.  The same arguments, rules, errors and attributes.
+    For the stream parsers: building a :class:`ServerSentEvent` is most of the
+    cost of a small event on the hot path.
     """
 
     _pairs = True
@@ -577,7 +523,7 @@ class PairDecoder(DecoderCore):
 
 
 def _split_field(line: str) -> tuple[str, str]:
-    """A field line's name and value (one optional space after the colon removed)."""
+    # A field line's name and value (one optional space after the colon removed).
     name, colon, value = line.partition(":")
     if colon and value[:1] == " ":
         value = value[1:]
