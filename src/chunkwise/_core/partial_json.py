@@ -703,10 +703,7 @@ class LiveJSON:
     """A :class:`PartialJSON` for the accumulators: it stops at its first error instead of raising.
 
     The one way every API previews streamed JSON (tool-call arguments,
-    structured outputs).  :meth:`feed` returns the fragment's patches, and,
-    once, the :class:`InvalidJSON` that stopped the preview (the caller
-    records it as an anomaly); after it, patches are empty and the value stays
-    at the last valid snapshot.  A preview never raises into a stream.
+    structured outputs): a preview never raises into a stream.
     """
 
     __slots__ = ("_parser", "error")
@@ -728,7 +725,7 @@ class LiveJSON:
         return self._parser.value
 
     def feed(self, fragment: str) -> tuple[tuple[Patch, ...], InvalidJSON | None]:
-        """The patches of ``fragment``, and the error if this fragment stopped the preview."""
+        """The patches of ``fragment``, and, once, the error that stopped the preview."""
         if self.error is not None:
             return (), None
         try:

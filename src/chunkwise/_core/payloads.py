@@ -199,12 +199,9 @@ def parse_error_payload(payload: Any) -> StreamError:
 
 
 def parse_error_event(event: Mapping[str, Any]) -> StreamError:
-    """The error of a Responses ``error`` event, in either of its two shapes.
+    """The error of a Responses ``error`` event, nested (``"error": {...}``) or flat.
 
-    Nested, ``{"type": "error", "error": {...}}`` (and llama.cpp's bare
-    ``{"error": {...}}``), is read as any payload; flat, ``{"type": "error",
-    "code", "message", "param"}``, without the event's own ``type``, which
-    names the event, not the error.
+    A flat one is read without the event's own ``type``, which names the event.
     """
     if isinstance(event.get("error"), (Mapping, str)):
         return parse_error_payload(event)

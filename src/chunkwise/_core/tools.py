@@ -41,10 +41,8 @@ NO_TOOLS = "no tools were given"
 class ToolSchemas:
     """The ``parameters`` schemas of a request's function tools, by name.
 
-    Without the optional ``jsonschema`` package the schemas are not checked
-    (``ToolCall.validated`` stays ``None`` and ``ToolCall.validation_skipped``
-    says why); names still are.  The import is tried here, once, so a missing
-    extra never surfaces mid-stream.
+    Without the optional ``jsonschema`` package only the names are checked; the
+    import is tried here, once, so a missing extra never surfaces mid-stream.
     """
 
     def __init__(self, tools: Iterable[Mapping[str, Any]]) -> None:
