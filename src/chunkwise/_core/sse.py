@@ -55,7 +55,8 @@ overflows returns those events and enters FAILED; the next call raises.
 Rules
 -----
 1. ``feed()`` costs one comparison of the state: DECODING goes straight to
-   the decoding; the other phases are handled aside (``_feed_aside``).
+   the decoding; the other phases are handled aside (``_feed_aside``).  SSEDecoder
+   and PairDecoder inherit ``feed()`` itself: no wrapper call on the hot path.
 2. The phase is only ever the state.  The fields beside it are data: the
    undecoded UTF-8 tail, ``_skip_lf``, the unfinished line and the event being
    built, the error FAILED raises, and whether ``end()`` discarded an event
@@ -66,7 +67,7 @@ from __future__ import annotations
 
 import enum
 from codecs import utf_8_decode as _utf8_decode
-from typing import Any, Final, NoReturn
+from typing import Any, Final, Generic, NoReturn, TypeVar
 
 import attrs
 
@@ -82,9 +83,8 @@ __all__ = [
     "ServerSentEvent",
 ]
 
-#: Default limit for one event, in characters of decoded text (see
-#: :class:`SSEDecoder` for how an event is measured).  Large enough for a whole
-#: non-streamed completion sent as one event; small enough to bound memory.
+#: Default limit for one event, in characters (see :class:`SSEDecoder`): enough
+#: for a whole non-streamed completion sent as one event, and bounded.
 DEFAULT_MAX_EVENT_SIZE: Final = 16 * 1024 * 1024
 
 # The decoder's arguments: a wrong type is a TypeError, a wrong value a ValueError.
@@ -112,11 +112,9 @@ class DecoderState(enum.Enum):
     START = "start"
     #: A first character has been decoded.
     DECODING = "decoding"
-    #: An event grew past ``max_event_size``; nothing more is decoded, and
-    #: every ``feed()`` and ``end()`` raises the decoder's ``error`` again.
+    #: An event grew past ``max_event_size``: every call raises ``error`` again.
     FAILED = "failed"
-    #: ``end()`` returned: ``feed()`` raises
-    #: :class:`~chunkwise.LocalProtocolError`, ``end()`` returns ``[]``.
+    #: ``end()`` returned: ``feed()`` raises, ``end()`` returns ``[]``.
     ENDED = "ended"
 
 
@@ -149,7 +147,11 @@ class ServerSentEvent:
     retry: int | None = None
 
 
-class DecoderCore:
+#: What a dispatch gives: a ServerSentEvent, or an (event type, data) pair.
+E = TypeVar("E")
+
+
+class DecoderCore(Generic[E]):
     """The machine of :class:`SSEDecoder` and :class:`PairDecoder`, which differ in ``_pairs``."""
 
     #: Dispatch (event type, data) pairs instead of ServerSentEvents.
@@ -203,20 +205,11 @@ class DecoderCore:
         """True when ``end()`` discarded a partial line or fields without a blank line after."""
         return self._unterminated
 
-    def _feed(self, data: bytes | bytearray | memoryview) -> list[Any]:
-        # ServerSentEvents, or (event type, data) pairs when _pairs is set.
+    def feed(self, data: bytes | bytearray | memoryview) -> list[E]:
+        """Decode the next bytes of the stream and return the events they complete."""
         if self._state is not _DECODING:
             return self._feed_aside(data)
-        # _decode, inlined: a method call is a few percent of a small read.
-        if self._utf8_tail:
-            data = self._utf8_tail + data
-            self._utf8_tail = b""
-        text, used = _utf8_decode(data, "replace", False)
-        if used != len(data):
-            self._utf8_tail = bytes(data[used:])
-        if not text:
-            return []
-        return self._feed_text(text)
+        return self._feed_text(self._decode(data))
 
     def _feed_aside(self, data: bytes | bytearray | memoryview) -> list[Any]:
         # feed() in START, FAILED or ENDED (rule 1).
@@ -250,8 +243,13 @@ class DecoderCore:
             self._utf8_tail = bytes(data[used:])
         return text
 
-    def _end(self) -> list[Any]:
-        # end(), for either kind of event.
+    def end(self) -> list[E]:
+        """Signal end of stream; an unterminated event is discarded (:attr:`unterminated`).
+
+        Raises:
+            EventTooLarge: the line the stream cut off makes its event larger
+                than ``max_event_size``.
+        """
         if self._state is _FAILED:
             self._raise_again()
         if self._state is _ENDED:
@@ -293,9 +291,9 @@ class DecoderCore:
             and "\r" not in text
             and len(text) - 7 <= self.max_event_size
         ):
-            # The hot path of a server that writes one event per read: a
-            # single "data:" line and its blank line, nothing pending.  The
-            # general path below gives the same result, line by line.
+            # The hot path of a server that writes one event per read: one
+            # "data:" line and its blank line, nothing pending (what the
+            # general path below gives, line by line).
             return [("message", text[6:-2] if text[5] == " " else text[5:-2])]
         events: list[Any] = []
         if "\r" in text:
@@ -368,9 +366,8 @@ class DecoderCore:
             self._classify_partial()
             if self._value_start < 0:
                 return
-        # Count the value received so far (and the separator before it), never
-        # more than the complete line will count: so whether an event is too
-        # large does not depend on how the bytes were split.
+        # Count the value so far and its separator, never more than the whole
+        # line will count (the module's split-independence).
         if self._event_size + 1 + self._line_len - self._value_start > self.max_event_size:
             self._raise_too_large()
 
@@ -465,7 +462,7 @@ class DecoderCore:
         self._event_size = -1
 
 
-class SSEDecoder(DecoderCore):
+class SSEDecoder(DecoderCore[ServerSentEvent]):
     """Incremental, sans-IO decoder from bytes to :class:`ServerSentEvent`.
 
     Args:
@@ -490,21 +487,8 @@ class SSEDecoder(DecoderCore):
         retry: The last valid ``retry`` value (it applies at once), or None.
     """
 
-    def feed(self, data: bytes | bytearray | memoryview) -> list[ServerSentEvent]:
-        """Decode the next bytes of the stream and return the events they complete."""
-        return self._feed(data)
 
-    def end(self) -> list[ServerSentEvent]:
-        """Signal end of stream; an unterminated event is discarded (:attr:`unterminated`).
-
-        Raises:
-            EventTooLarge: the line the stream cut off makes its event larger
-                than ``max_event_size`` (see the class docstring).
-        """
-        return self._end()
-
-
-class PairDecoder(DecoderCore):
+class PairDecoder(DecoderCore[tuple[str, str]]):
     """:class:`SSEDecoder`, giving each event as its ``(event type, data)`` pair.
 
     For the stream parsers: building a :class:`ServerSentEvent` is most of the
@@ -512,14 +496,6 @@ class PairDecoder(DecoderCore):
     """
 
     _pairs = True
-
-    def feed(self, data: bytes | bytearray | memoryview) -> list[tuple[str, str]]:
-        """Decode the next bytes; return the (event type, data) of the events they complete."""
-        return self._feed(data)
-
-    def end(self) -> list[tuple[str, str]]:
-        """Signal end of stream, as :meth:`SSEDecoder.end`."""
-        return self._end()
 
 
 def _split_field(line: str) -> tuple[str, str]:
