@@ -214,25 +214,22 @@ class Endpoint:
     """An OpenAI-compatible server: base URL, API key, extra headers.
 
     Args:
-        base_url: e.g. ``"https://api.openai.com/v1"``; requests go to
-            ``base_url + "/chat/completions"``.  Must be ``http`` or ``https``,
-            with a host and no query, fragment or credentials.
+        base_url: e.g. ``"https://api.openai.com/v1"``, to which the API's path
+            is appended: ``http`` or ``https``, with a host and no query,
+            fragment or credentials.
         api_key: sent as ``Authorization: Bearer <key>``; ``None`` or ``""``
-            sends no ``Authorization`` header (local servers).
-        headers: extra request headers, a mapping or ``(name, value)`` pairs.
-            They replace chunkwise's defaults of the same name (``User-Agent``,
-            ``Accept``, ``Content-Type``, ``Authorization``); the framing headers
-            (``Host``, ``Content-Length``, ``Transfer-Encoding``, ``Connection``,
-            ``Accept-Encoding``) cannot be set.
-        ssl_context: for ``https``; defaults to :func:`ssl.create_default_context`
-            (certificate and host name verification on).
+            sends none (local servers).
+        headers: extra request headers, a mapping or ``(name, value)`` pairs,
+            replacing chunkwise's of the same name; the framing headers cannot
+            be set (see :doc:`/relays`).
+        ssl_context: for ``https``; defaults to :func:`ssl.create_default_context`.
         timeouts: see :class:`Timeouts`.
-        retries: see :class:`Retries`: what is tried again, and how patiently,
-            before a stream starts (never after).
-        proxy: an HTTP proxy, ``"http://[user:password@]host[:port]"``;
-            ``None`` reads ``HTTPS_PROXY`` / ``HTTP_PROXY`` / ``ALL_PROXY`` and
-            ``NO_PROXY`` from the environment when ``trust_env`` is true.  The
-            password never appears in a repr or message.
+        retries: see :class:`Retries`: what is tried again before a stream
+            starts (never after).
+        proxy: an HTTP proxy, ``"http://[user:password@]host[:port]"``
+            (see :doc:`/client`); ``None`` reads the environment when
+            ``trust_env`` is true.  The password never appears in a repr or
+            message.
         trust_env: read the proxy environment variables (default True).
 
     Raises:

@@ -352,8 +352,7 @@ class PartialJSON:
             if end < len(fragment):
                 self._fail(f"the text is longer than max_size ({self.max_size} characters)", end)
         except InvalidJSON as exc:
-            if self._state == STRING and self._str_shown and self._str_unsent:
-                self._emit_append()
+            self._emit_append()
             self.error_patches = tuple(self._patches)
             self._patches.clear()
             self._error = exc
@@ -363,8 +362,7 @@ class PartialJSON:
             self._offset += end
         state = self._state
         if state == STRING:
-            if self._str_shown and self._str_unsent:
-                self._emit_append()
+            self._emit_append()
             self._fast = FAST_NONE if self._escape or self._high else FAST_STRING
         elif state == NUMBER and self._number_state in N_MORE_DIGITS:
             self._fast = FAST_DIGITS
@@ -519,6 +517,9 @@ class PartialJSON:
             self._str_unsent.append(text)
 
     def _emit_append(self) -> None:
+        # The shown string's text decoded since its last "append" patch, if any.
+        if not self._str_unsent:
+            return
         text = "".join(self._str_unsent)
         self._str_unsent.clear()
         if not self._stack[-1].dirty:
@@ -608,8 +609,7 @@ class PartialJSON:
             return
         shown = self._str_shown
         if shown:
-            if self._str_unsent:
-                self._emit_append()
+            self._emit_append()
             self._str_shown = False
         self._complete(value, placed=shown)
 

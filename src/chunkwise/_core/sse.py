@@ -206,7 +206,11 @@ class DecoderCore(Generic[E]):
         return self._unterminated
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[E]:
-        """Decode the next bytes of the stream and return the events they complete."""
+        """Decode the next bytes of the stream and return the events they complete.
+
+        ``E`` is :class:`ServerSentEvent`, or for :class:`PairDecoder` an
+        ``(event type, data)`` pair.
+        """
         if self._state is not _DECODING:
             return self._feed_aside(data)
         return self._feed_text(self._decode(data))
