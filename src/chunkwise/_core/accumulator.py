@@ -253,7 +253,7 @@ class BaseAccumulator(Generic[R]):
         events.append(UsageReported(usage=usage))
 
     def _take_timings(self, timings: Mapping[str, Any] | None) -> None:
-        # Rule 5: a new mapping when the payload had figures (see _timings).
+        # Rule 5: a new mapping when the payload had figures (take_server_timings).
         if timings is not self._server_timings:
             self._server_timings, self._cache = timings, None
 

@@ -183,7 +183,7 @@ class ToolCall:
     validated: bool | None = None
     validation_skipped: str | None = None
     partial_arguments: Any = None
-    # Set once by the accumulator when the call completes (see _tools), so
+    # Set once when the call completes (tools.complete_tool_call), so
     # parse_arguments() does not parse twice; not part of the public signature.
     _parsed: Any = attrs.field(default=_UNSET, init=False, repr=False, eq=False)
 
