@@ -2,24 +2,18 @@
 
 What is here
 ------------
-The values every API shares (:mod:`.errors`, :mod:`.results`, :mod:`.events`,
-:mod:`.timings`, :mod:`.headers`), the readings of the wire's text
-(:mod:`.payloads`, :mod:`.sse`, :mod:`.text`, :mod:`.partial_json` with its
-:mod:`.json_states` and :mod:`.json_patches`), tool calls and structured outputs
-(:mod:`.tools`, :mod:`.structured`), the chunk accumulator the chunk APIs fill in
-(:mod:`.chunks`), the decoder feeding an accumulator (:mod:`.parser`), the
-anomaly log (:mod:`.anomalies`), the face's name machinery (:mod:`.names`), small
-helpers (:mod:`.util`) and the version (:mod:`.version`).
+The values every API shares (errors, results, events, timings, headers), the
+readings of the wire's text (payloads, sse, text, partial_json and its
+json_patches), tool calls and structured outputs (tools, structured), the
+accumulator skeleton and the chunk APIs' layer over it (accumulator, chunks),
+the decoder feeding an accumulator (parser), the anomaly log, the face's name
+machinery (names), small helpers (util) and the version.
 
-The settings an :class:`~chunkwise.Endpoint` holds are here too
-(:mod:`.endpoint`, :mod:`.retries`, :mod:`.proxy`, and their validators,
-:mod:`.checks`), although only the transport acts on them: they are values,
-validated when built, and they import nothing but the standard library and attrs.
-In :mod:`chunkwise._net` they would make the sans-IO face (``import chunkwise``,
-which exports ``Endpoint``, ``Timeouts`` and ``Retries``) import the transport's
-folder, and the rule "the face imports only the core and the namespaces" would
-need a list of the transport's modules that happen to need no trio -- the list
-this folder replaces.
+The settings an :class:`~chunkwise.Endpoint` holds are here too (endpoint,
+retries, proxy, and their validators, checks), although only the transport acts
+on them: they are values that need no trio, and in :mod:`chunkwise._net` they
+would make the sans-IO face (which exports ``Endpoint``) import the transport's
+folder.
 
 The import rule (``tests/test_architecture.py``, rule 1)
 --------------------------------------------------------

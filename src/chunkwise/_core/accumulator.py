@@ -4,21 +4,15 @@ Theory of operation
 -------------------
 An accumulator takes a stream one unit at a time -- a chunk of chat or
 legacy completions, an event of the Responses API -- either decoded
-(:meth:`~BaseAccumulator.feed`, e.g. ``model_dump()`` of the official SDK's
-objects) or as a server-sent event (:meth:`~BaseAccumulator.feed_sse`), and
-returns the stream events each unit causes.  :class:`BaseAccumulator` holds
-what is the same for every API: the terminal event and the status it
-settles, the server's error, usage, the server's own timings, the anomalies,
-the result snapshot and its cache, and the public methods (``feed``,
-``feed_sse``, ``feed_data``, ``end``, ``fail``, ``note_anomaly``, the
-deprecated ``feed_event``).  Each API fills in what is its own, and nothing
-else: the methods under "what an API fills in", its one path from a unit to
-its effects (``_take``) among them.
-
-The chunk APIs share one more layer (:class:`~chunkwise._core.chunks.ChunkAccumulator`:
-choices per index, ``[DONE]``); the Responses API's is its own
-(:mod:`chunkwise.responses.accumulator`: items, parts, the terminal response).
-Each module lists its own rules after these.
+(:meth:`~BaseAccumulator.feed`, e.g. the official SDK's ``model_dump()``) or as
+a server-sent event (:meth:`~BaseAccumulator.feed_sse`), and returns the
+stream events each unit causes.  :class:`BaseAccumulator` holds what is the
+same for every API: the terminal event and its status, the server's error,
+usage, the server's own timings, the anomalies, the result snapshot and the
+public methods.  Each API fills in the methods under "what an API fills in",
+its one path from a unit to its effects (``_take``) among them.  The chunk
+APIs share one more layer (:class:`~chunkwise._core.chunks.ChunkAccumulator`);
+each module lists its own rules after these.
 
 Rules
 -----
@@ -123,9 +117,8 @@ class BaseAccumulator(Generic[R]):
     def _take(self, unit: Mapping[str, Any], kind: str | None, data: str | None) -> list[Event]:
         """Take one decoded unit, before the stream ended.
 
-        ``kind`` is its SSE event type (None when fed decoded); ``data`` the
-        JSON text it was decoded from, or None when ``unit`` is the caller's
-        mapping: whatever is kept of it is then copied (rule 7).
+        ``kind`` is its SSE event type and ``data`` its JSON text, both None
+        for the caller's mapping, whatever is kept of which is copied (rule 7).
         """
 
     @abstractmethod
@@ -165,8 +158,8 @@ class BaseAccumulator(Generic[R]):
     def feed(self, unit: Mapping[str, Any]) -> list[Event]:
         """Accumulate one decoded unit (any mapping): a chunk, or a Responses event.
 
-        What the result keeps from ``unit`` (usage, logprobs, an error body,
-        items) is copied: changing it afterwards changes no result.
+        What the result keeps from ``unit`` is copied: changing it afterwards
+        changes no result.
         """
         if self._ended:
             return self._ignore()
@@ -199,18 +192,12 @@ class BaseAccumulator(Generic[R]):
     ) -> list[Event]:
         """The stream is over: produce the terminal event (unless already produced).
 
-        What is still open stays unfinished (a chat choice without a
-        finish_reason; its open tool calls, and a Responses stream's, are
-        completed with ``finished=False``).  ``reason`` and ``error`` say why
-        the stream stopped early when that is known from outside the data:
-        ``reason`` as an :class:`~chunkwise.IncompleteReason` (e.g.
-        :attr:`~chunkwise.IncompleteReason.CONNECTION_LOST`), ``error`` as the
-        :class:`~chunkwise.ChunkwiseError` that stopped it (a lost connection,
-        an idle or stall timeout).  Both are used only if the stream turns out
-        ``incomplete`` without the server saying so: its result's ``error`` is
-        then ``error``, its status staying ``incomplete``.  A stream that is
-        complete, or failed for its own reasons, keeps its own status and
-        error.
+        What is still open stays unfinished (open tool calls are completed
+        with ``finished=False``).  ``reason`` (e.g.
+        :attr:`~chunkwise.IncompleteReason.CONNECTION_LOST`) and ``error`` (a
+        lost connection, a timeout) say why the stream stopped early, when
+        that is known from outside the data; they become the result's only if
+        it turns out ``incomplete`` without the server saying so.
         """
         if self._ended:
             return []
@@ -266,7 +253,7 @@ class BaseAccumulator(Generic[R]):
         events.append(UsageReported(usage=usage))
 
     def _take_timings(self, timings: Mapping[str, Any] | None) -> None:
-        # Rule 5: a new mapping when the payload had figures (see _timings).
+        # Rule 5: a new mapping when the payload had figures (take_server_timings).
         if timings is not self._server_timings:
             self._server_timings, self._cache = timings, None
 

@@ -1,14 +1,9 @@
-"""The anomalies of one stream, as both accumulators record them.
+"""The anomalies of one stream (:class:`~chunkwise.Anomaly`), as every accumulator records them.
 
-An anomaly is a recoverable break of a stream's rules (:class:`~chunkwise.Anomaly`).
-Most are recorded each time they happen, each with an
-:class:`~chunkwise.AnomalyDetected` event.  Some happen on every event of a
-misbehaving server (a response id or item id that changes each time, a content
-part type the parser does not know, data after the end): those are *counted*,
-recorded once per kind (and choice) with the details of the first, their
-:attr:`~chunkwise.Anomaly.count` growing with each repetition, and announced
-once, so that a long stream neither floods the consumer with events nor grows
-its result by one anomaly per event.
+Most are recorded and announced (:class:`~chunkwise.AnomalyDetected`) each time.
+What a misbehaving server repeats on every event is *counted*: recorded and
+announced once per kind (and choice), so that a long stream neither floods the
+consumer with events nor grows its result by one anomaly per event.
 """
 
 from __future__ import annotations

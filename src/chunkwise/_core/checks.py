@@ -55,21 +55,13 @@ def _anything(_: Any) -> bool:
 
 @attrs.frozen
 class Check:
-    """One kind of setting: what it accepts, how a refusal reads, what it raises.
+    """One kind of setting: what it accepts, how a refusal reads, what it raises."""
 
-    Attributes:
-        expected: completes ``"{name} must be ..."``, e.g. ``"an int >= 1"``.
-        type_ok: whether the value has an accepted type (rule 4: asked first).
-        value_ok: whether a value of an accepted type is in range.
-        error: what an out-of-range value raises.
-        wrong_type: what a value of the wrong type raises (``None``: ``error``).
-    """
-
-    expected: str
-    type_ok: Callable[[Any], bool]
-    value_ok: Callable[[Any], bool] = _anything
+    expected: str  # completes "{name} must be ...", e.g. "an int >= 1"
+    type_ok: Callable[[Any], bool]  # rule 4: asked first
+    value_ok: Callable[[Any], bool] = _anything  # for a value of an accepted type
     error: type[Exception] = ValueError
-    wrong_type: type[Exception] | None = None
+    wrong_type: type[Exception] | None = None  # None: error
 
     def __call__(self, _: object, attribute: attrs.Attribute[Any], value: Any) -> None:
         """The attrs validator: the field's name is the setting's."""

@@ -3,18 +3,15 @@
 Theory of operation
 -------------------
 Both stream ``choices`` per ``index`` in JSON chunks (``chat.completion.chunk``
-and ``text_completion``), so one layer over the skeleton every API fills in
-(:class:`~chunkwise._core.accumulator.BaseAccumulator`, whose rules come first)
-accumulates both: :class:`ChunkAccumulator` takes a chunk, checks ``[DONE]``
-before JSON, and keeps what every chunk may carry: the identifying fields (id,
-model, created, system_fingerprint: assigned once, from the first chunk with a
-valid value, an empty string being no value), usage, server timings, an error,
-and one state per choice ``index``.  Each API package (:mod:`chunkwise.chat`,
-:mod:`chunkwise.completions`) subclasses it with what is its own: how a choice
-of a chunk is read (``_choice``), what finishing and closing a choice do
-besides (``_choice_finished``, ``_choice_closed``), and its result
-(``_new_result``).  API packages never import each other; both results share
-their fields through :class:`~chunkwise._core.results.ChunkResult`.
+and ``text_completion``), so one layer over
+:class:`~chunkwise._core.accumulator.BaseAccumulator` (whose rules come first)
+accumulates both: :class:`ChunkAccumulator` keeps what every chunk may carry:
+the identifying fields (id, model, created, system_fingerprint: assigned once,
+from the first chunk with a valid value, an empty string being no value),
+usage, server timings, an error, and one state per choice ``index``.  Each API
+package (:mod:`chunkwise.chat`, :mod:`chunkwise.completions`) subclasses it
+with what is its own, under "what a subclass says"; both results share their
+fields through :class:`~chunkwise._core.results.ChunkResult`.
 
 Rules kept here (each API's module lists its own after these):
 
@@ -81,12 +78,7 @@ R = TypeVar("R")
 
 
 class ChunkAccumulator(BaseAccumulator[R], Generic[S, R]):
-    """The accumulator both chunk APIs are: choices of type ``S``, results of type ``R``.
-
-    A subclass reads a choice of a chunk (``_choice``), builds its result
-    (``_new_result``), and may act when a choice finishes or the stream ends
-    (``_choice_finished``, ``_choice_closed``).
-    """
+    """The accumulator both chunk APIs are: choices of type ``S``, results of type ``R``."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -188,11 +180,8 @@ class ChunkAccumulator(BaseAccumulator[R], Generic[S, R]):
     # -- chunks --------------------------------------------------------------
 
     def _take(self, chunk: Mapping[str, Any], kind: str | None, data: str | None) -> list[Event]:
-        # ``data`` is None when the chunk is the caller's mapping (feed):
-        # whatever the result keeps from it is then copied, so that the caller
-        # changing its mapping later cannot change a result already handed out.
         events: list[Event] = []
-        copy = data is None
+        copy = data is None  # the caller's mapping: what is kept is copied
         for key in self._metadata_missing:
             if chunk.get(key) is not None:
                 self._metadata(chunk)
@@ -239,9 +228,8 @@ class ChunkAccumulator(BaseAccumulator[R], Generic[S, R]):
         return events
 
     def _metadata(self, chunk: Mapping[str, Any]) -> None:
-        # Each field is assigned once, from the first chunk with a valid value
-        # (later chunks repeat it, never extend it), whichever chunk that is.
-        # Runs only when a chunk has a value for a field still missing.
+        # Only when a chunk has a value for a field still missing: each is
+        # assigned once (later chunks repeat it, never extend it).
         if self._id is None:
             self._id = _identifier(chunk.get("id"))
         if self._model is None:

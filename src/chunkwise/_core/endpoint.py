@@ -1,18 +1,13 @@
-"""Where to send a chat-completions request, and with which credentials.
+"""Where to send a request, and with which credentials: plain configuration, no I/O.
 
-An :class:`Endpoint` is plain configuration: no sockets, no trio.  Everything that
-could make a request fail before a byte is sent is checked when it is built, so a
-bad URL or a header value carrying ``\\r\\n`` raises :class:`InvalidEndpoint` at
-construction, not somewhere inside a nursery later.
-
-The base URL is used as given, with ``/chat/completions`` appended, because
-OpenAI-compatible servers disagree on the prefix (``/v1``, ``/api/v1``,
-``/v1beta/openai``).  A trailing slash is dropped so both spellings give the same
-request target.
-
-The API key is the one secret.  It is excluded from the attrs-generated repr,
-shown as ``api_key=<set>``; exception messages name the offending header but
-never quote a header value or the key.
+Everything that could make a request fail before a byte is sent is checked when
+an :class:`Endpoint` is built, so a bad URL or a header value carrying
+``\\r\\n`` raises :class:`InvalidEndpoint` at construction, not inside a
+nursery later.  The base URL is used as given, with the API's path appended,
+because OpenAI-compatible servers disagree on the prefix (``/v1``, ``/api/v1``,
+``/v1beta/openai``); a trailing slash is dropped.  The API key is the one
+secret: the repr shows ``api_key=<set>``, and messages name the offending
+header but never quote a header value or the key.
 """
 
 from __future__ import annotations
@@ -64,34 +59,15 @@ _TIMEOUT = positive_seconds.or_none().raising(InvalidEndpoint)
 
 @attrs.frozen(kw_only=True)
 class Timeouts:
-    """Transport time limits, in seconds; ``None`` disables one.
+    """Transport time limits, in seconds; ``None`` disables one (see :doc:`/timeouts`).
 
-    ``connect`` bounds the TCP connection plus, for ``https``, the TLS handshake
-    (:class:`~chunkwise.ConnectTimeout`).  ``idle`` bounds each wait for progress
-    once connected: sending the request, the response head, and every read of the
-    body (:class:`~chunkwise.IdleTimeout`).  It is reset by every byte received,
-    so a long stream never times out while tokens keep arriving.
-
-    The ``idle`` default is generous on purpose: reasoning models can stay silent
-    for minutes before their first token, and the OpenAI SDK allows 600 s.  For a
-    limit on the whole request, wrap it in your own :func:`trio.fail_after`.
-
-    ``error_body`` bounds reading the whole body of a response that is about to be
-    raised as an error (a non-2xx status, or a 2xx that is not an event stream).
-    Such bodies are small and sent at once, so a few seconds is plenty; without it
-    a body that stalls would hold the caller for the idle timeout.  When it expires,
-    the error is raised with the part that arrived, marked ``truncated``.
-
-    ``stall`` (off by default) bounds the wait between *output* events, from
-    the first one on: a text, refusal, reasoning or tool-argument delta.
-    Bytes that carry no output (keep-alive comments, empty or role-only
-    chunks, Responses ``keepalive`` events) keep ``idle`` from expiring but
-    do not reset ``stall``.  It is not a limit on the wait for the first
-    output (prefill and hidden reasoning can take minutes: that wait is
-    ``idle``'s).  Time the stream spends waiting for its own slow subscribers
-    does not count.  When it expires nothing is raised out of the block: the
-    stream ends ``incomplete`` with reason ``stalled``, its partial output
-    kept, and the :class:`~chunkwise.StallTimeout` is recorded on the result.
+    ``connect``: the TCP connection and TLS handshake
+    (:class:`~chunkwise.ConnectTimeout`).  ``idle``: each wait for progress
+    once connected, reset by every byte (:class:`~chunkwise.IdleTimeout`).
+    ``error_body``: reading the body of an error response.  ``stall`` (off by
+    default): the wait between *output* events, from the first one on
+    (:class:`~chunkwise.StallTimeout`).  For a limit on the whole request,
+    use your own :func:`trio.fail_after`.
     """
 
     connect: float | None = 10.0
@@ -238,25 +214,22 @@ class Endpoint:
     """An OpenAI-compatible server: base URL, API key, extra headers.
 
     Args:
-        base_url: e.g. ``"https://api.openai.com/v1"``; requests go to
-            ``base_url + "/chat/completions"``.  Must be ``http`` or ``https``,
-            with a host and no query, fragment or credentials.
+        base_url: e.g. ``"https://api.openai.com/v1"``, to which the API's path
+            is appended: ``http`` or ``https``, with a host and no query,
+            fragment or credentials.
         api_key: sent as ``Authorization: Bearer <key>``; ``None`` or ``""``
-            sends no ``Authorization`` header (local servers).
-        headers: extra request headers, a mapping or ``(name, value)`` pairs.
-            They replace chunkwise's defaults of the same name (``User-Agent``,
-            ``Accept``, ``Content-Type``, ``Authorization``); the framing headers
-            (``Host``, ``Content-Length``, ``Transfer-Encoding``, ``Connection``,
-            ``Accept-Encoding``) cannot be set.
-        ssl_context: for ``https``; defaults to :func:`ssl.create_default_context`
-            (certificate and host name verification on).
+            sends none (local servers).
+        headers: extra request headers, a mapping or ``(name, value)`` pairs,
+            replacing chunkwise's of the same name; the framing headers cannot
+            be set (see :doc:`/relays`).
+        ssl_context: for ``https``; defaults to :func:`ssl.create_default_context`.
         timeouts: see :class:`Timeouts`.
-        retries: see :class:`Retries`: what is tried again, and how patiently,
-            before a stream starts (never after).
-        proxy: an HTTP proxy, ``"http://[user:password@]host[:port]"``;
-            ``None`` reads ``HTTPS_PROXY`` / ``HTTP_PROXY`` / ``ALL_PROXY`` and
-            ``NO_PROXY`` from the environment when ``trust_env`` is true.  The
-            password never appears in a repr or message.
+        retries: see :class:`Retries`: what is tried again before a stream
+            starts (never after).
+        proxy: an HTTP proxy, ``"http://[user:password@]host[:port]"``
+            (see :doc:`/client`); ``None`` reads the environment when
+            ``trust_env`` is true.  The password never appears in a repr or
+            message.
         trust_env: read the proxy environment variables (default True).
 
     Raises:

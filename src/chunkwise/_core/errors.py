@@ -13,16 +13,27 @@ from typing import Any, NoReturn
 
 __all__ = [
     "ChunkwiseError",
+    "ConnectTimeout",
+    "ConnectionLost",
     "EventTooLarge",
     "HTTPStatusError",
+    "IdleTimeout",
+    "IncompleteBody",
     "InvalidChunk",
+    "InvalidEndpoint",
+    "InvalidJSON",
+    "InvalidRequest",
     "LocalProtocolError",
     "ProtocolError",
+    "ProxyError",
     "RemoteProtocolError",
+    "StallTimeout",
     "StreamError",
     "StructuredOutputError",
     "ToolArgumentsError",
     "TransportError",
+    "UnexpectedContentEncoding",
+    "UnexpectedContentType",
 ]
 
 
@@ -199,20 +210,16 @@ class HTTPStatusError(ChunkwiseError):
     """The server answered with a non-2xx status.
 
     ``error`` is the parsed OpenAI-shaped error when the body had one.  ``body``
-    is the start of the body: ``truncated`` is True when it is not all of it,
-    because the body was longer than ``MAX_ERROR_BODY``, took longer than the
-    endpoint's ``timeouts.error_body``, or the connection broke.  The API key
-    never appears here.  ``headers`` are the response's; ``attempts`` is how
-    many times the request was sent (retries), said in the message when more
-    than one.
+    is the start of the body (never the API key): ``truncated`` is True when it
+    is not all of it (longer than ``MAX_ERROR_BODY``, slower than
+    ``timeouts.error_body``, or the connection broke).  ``headers`` are the
+    response's; ``attempts`` is how many times the request was sent.
 
-    What the client knows and the status suggests, also said at the end of the
-    message (``hint``): ``api_key_sent`` is whether the request carried a key
-    at all (an ``Authorization``, ``api-key`` or ``x-api-key`` header), so a
-    401 says "no API key was sent" or "an API key was sent"; for a 404 from a
-    base URL with no version segment, ``suggested_base_url`` is the base URL
-    with ``/v1`` added ("did you mean ...?").  All three are ``None`` for an
-    error built from a recorded response, without the endpoint.
+    ``hint``, also said at the end of the message, is what the client knows
+    and the status suggests: ``api_key_sent`` (whether the request carried a
+    key at all, for a 401) and ``suggested_base_url`` (the base URL with
+    ``/v1`` added, for a 404).  All three are ``None`` for an error built from
+    a recorded response.
     """
 
     attempts: int = 1
@@ -257,18 +264,6 @@ class HTTPStatusError(ChunkwiseError):
 # Every message below is built from the host, port, status and sizes only: never from a
 # header value, so the API key cannot leak into an exception, a log line or a traceback.
 
-__all__ += [
-    "ConnectTimeout",
-    "ConnectionLost",
-    "IdleTimeout",
-    "IncompleteBody",
-    "InvalidEndpoint",
-    "ProxyError",
-    "StallTimeout",
-    "UnexpectedContentEncoding",
-    "UnexpectedContentType",
-]
-
 
 class InvalidEndpoint(ChunkwiseError, ValueError):
     """An :class:`~chunkwise.Endpoint` was given a URL, key or header it cannot use.
@@ -281,12 +276,10 @@ class InvalidEndpoint(ChunkwiseError, ValueError):
 class ConnectTimeout(TransportError):
     """Connecting (TCP and, for ``https``, the TLS handshake) took longer than allowed.
 
-    ``host`` and ``port`` are the API's.  ``tls_handshake`` is True when the TCP
-    connection was made and the time ran out in the TLS handshake: then the
-    server is often not a TLS server at all (a plain-HTTP server waiting for a
-    request line), and the message says so.  ``proxy`` (the proxy's URL, its
-    password masked) is set when the time ran out reaching the proxy or
-    waiting for it to open its tunnel, which the message then names.
+    ``host`` and ``port`` are the API's.  ``tls_handshake``: the time ran out
+    in the TLS handshake (often a plain-HTTP server; the message says so).
+    ``proxy`` (its password masked) is set when the time ran out reaching the
+    proxy or waiting for its tunnel.
     """
 
     def __init__(
@@ -342,10 +335,9 @@ class ProxyError(TransportError):
 
 
 class IdleTimeout(TransportError):
-    """The connection made no progress for longer than allowed.
+    """No response bytes arrived (or the request could not be sent) for ``timeout`` seconds.
 
-    No response bytes arrived (or the request could not be sent) for ``timeout``
-    seconds.  It is an idle timeout, not a limit on the whole response.
+    An idle timeout (``Timeouts.idle``), not a limit on the whole response.
     """
 
     def __init__(self, host: str, port: int, timeout: float) -> None:
@@ -406,18 +398,14 @@ class UnexpectedContentEncoding(RemoteProtocolError):
 
 # --- The request body (layer 5) ------------------------------------------------------------
 
-__all__ += ["InvalidRequest"]
-
 
 class InvalidRequest(ChunkwiseError, TypeError):
     """A request body chunkwise cannot send: not a mapping, or a value JSON cannot encode.
 
-    Raised before anything is sent.  ``path`` names where the bad value is, in
-    the request's own terms (``messages[0].content``; ``""`` for the request
-    itself); the message says what it is and why JSON cannot hold it (an
-    object of another type, NaN or an infinity, a key that is not a string, a
-    lone surrogate, a container that holds itself).  The value itself is not
-    quoted, only its type: a request may carry secrets.
+    Raised before anything is sent.  ``path`` names where the bad value is
+    (``messages[0].content``; ``""`` for the request itself); the message says
+    why JSON cannot hold it, quoting its type, never the value (a request may
+    carry secrets).
     """
 
     def __init__(self, message: str, *, path: str = "") -> None:
@@ -426,15 +414,10 @@ class InvalidRequest(ChunkwiseError, TypeError):
 
 
 class StallTimeout(TransportError):
-    """The server sent no output for longer than ``Timeouts.stall``.
+    """The server sent no output for longer than ``Timeouts.stall`` (see :doc:`/timeouts`).
 
-    Bytes may have kept arriving (keep-alive comments, empty or role-only
-    chunks, Responses ``keepalive`` events), so the idle timeout did not fire,
-    but no text, refusal, reasoning or tool-argument delta did.  Never raised
-    out of the stream's block: the stream ends ``incomplete`` with reason
-    ``stalled``, its partial output kept, and this error is the result's
-    ``error`` (with an anomaly ``"transport error"`` where the stream stopped),
-    as for :class:`IdleTimeout` and :class:`ConnectionLost`.
+    Never raised out of the stream's block: it is the ``error`` of a result
+    ``incomplete`` with reason ``stalled``.
     """
 
     def __init__(self, host: str, port: int, timeout: float) -> None:
@@ -445,8 +428,6 @@ class StallTimeout(TransportError):
 
 
 # --- Live structured values (partial JSON) -------------------------------------------------
-
-__all__ += ["InvalidJSON"]
 
 
 class InvalidJSON(ChunkwiseError, ValueError):

@@ -3,31 +3,16 @@
 Theory of operation
 -------------------
 Every event is a small frozen attrs class, compared by value, and a subclass of
-:class:`Event`.  Its class says three things about it, as class attributes, so
-that nothing else keeps a list of event types:
+:class:`Event`, whose class attributes (its family, whether it carries output
+or visible answer text, whether it ends the stream) say what the stream, the
+timings and the subscribers need to know of it, so that nothing else keeps a
+list of event types.  Dispatch with ``match`` or ``type(event) is ...``.
 
-* :attr:`Event.family`, the family a subscriber asks for
-  (``stream.subscribe("choice")``): ``"choice"`` for the text of a chat or
-  completion choice or of a Responses output item, ``"tool_call"`` for one
-  tool call's progress, ``"lifecycle"`` for the stream itself;
-* :attr:`Event.is_output`: the event carries output (text, refusal, reasoning,
-  tool-call arguments): what timings' ``first_output`` and the stall timeout
-  count;
-* :attr:`Event.is_content`: the output is the visible answer text
-  (``first_content``);
-* :attr:`Event.is_terminal`: the event ends the stream.
-
-This module holds the events every API shares: the lifecycle family (the
-HTTP head, usage, an error the server reported, an anomaly, a lossy
-subscriber's drop report, and exactly one terminal event per stream:
-:class:`StreamCompleted`, :class:`StreamIncomplete` or :class:`StreamFailed`,
-generic in the result they carry) and :class:`ChoiceFinished`, which chat and
-legacy completions share.  Each API's own events are in its namespace
-(:mod:`chunkwise.chat`, :mod:`chunkwise.responses`,
-:mod:`chunkwise.completions`), with the same name for the same concept:
-``TextDelta`` is "answer text appended" in all three.
-
-Dispatch with ``match`` or ``type(event) is ...``.
+This module holds the events every API shares: the lifecycle family (ending
+with exactly one terminal event per stream, generic in the result it carries)
+and :class:`ChoiceFinished`, which chat and legacy completions share.  Each
+API's own events are in its namespace, with the same name for the same
+concept: ``TextDelta`` is "answer text appended" in all three.
 """
 
 from __future__ import annotations
@@ -68,7 +53,10 @@ class Event:
     The class attributes describe the event type, not one event.
     """
 
-    #: The family a subscriber asks for to receive this event.
+    #: The family a subscriber asks for to receive this event
+    #: (``stream.subscribe("choice")``): ``"choice"`` for a choice's or an
+    #: output item's text, ``"tool_call"`` for one tool call's progress,
+    #: ``"lifecycle"`` for the stream itself.
     family: ClassVar[Family] = "lifecycle"
     #: The event carries output: text, refusal, reasoning or tool-call
     #: arguments (timings' ``first_output``, the stall timeout).  Never empty.
@@ -176,10 +164,9 @@ class StreamFailed(Event, Generic[R]):
     error: ChunkwiseError
 
 
-# The terminal events are generic in their result.  The unions name the bare
-# classes (StreamCompleted[Any] to a type checker), so that one subscriber
-# type serves every API and isinstance(event, TerminalEvent) keeps working,
-# which a union of subscripted generics would refuse.
+# The unions name the bare generic classes, so that one subscriber type serves
+# every API and isinstance(event, TerminalEvent) works (a union of
+# subscripted generics would refuse it).
 TerminalEvent: TypeAlias = StreamCompleted | StreamIncomplete | StreamFailed  # type: ignore[type-arg]
 LifecycleEvent: TypeAlias = (
     HeadReceived

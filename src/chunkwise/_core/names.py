@@ -2,10 +2,9 @@
 
 Theory of operation
 -------------------
-Users import the names of :mod:`chunkwise` and of its namespaces
-(:mod:`chunkwise.chat`, :mod:`chunkwise.responses`, :mod:`chunkwise.completions`,
-:mod:`chunkwise.errors`, :mod:`chunkwise.types`); the classes and functions are
-defined in private modules.  Three mechanisms make that work, each once, here:
+Users import the names of :mod:`chunkwise` and of its namespaces; the classes
+and functions are defined in private modules.  Three mechanisms make that
+work, each once, here:
 
 1. :func:`fixup_module_metadata`: a public class or function reports the
    module it is imported from (``chunkwise.chat.Parser``), in reprs,
@@ -139,10 +138,7 @@ def warn_renamed(old: str, *, stacklevel: int = 3) -> None:
 
 def _resolve(spelling: str) -> Any:
     # "chunkwise.chat.Parser" -> the object; "module:attr" names the module at once.
-    if ":" in spelling:
-        module, _, attr = spelling.partition(":")
-        return getattr(importlib.import_module(module), attr)
-    module, _, attr = spelling.rpartition(".")
+    module, _, attr = spelling.partition(":") if ":" in spelling else spelling.rpartition(".")
     return getattr(importlib.import_module(module), attr)
 
 
@@ -152,10 +148,8 @@ def lazy_getattr(
     """A module ``__getattr__``: ``lazy`` names first, then the renamed ones.
 
     ``lazy`` maps a public name to the private module that defines it; the
-    first access imports that module, fixes the object's metadata (rule 1),
-    and keeps it in the module's ``namespace`` so the next access is a plain
-    attribute.  A name of :data:`RENAMED` (``f"{module_name}.{name}"``) warns
-    and resolves to the new spelling's object, every time.
+    first access imports it, fixes its metadata (rule 1) and keeps it in
+    ``namespace``.  A name of :data:`RENAMED` warns, every time.
     """
 
     def __getattr__(name: str) -> Any:
@@ -175,14 +169,10 @@ def lazy_getattr(
 
 
 def fixup_module_metadata(module_name: str, namespace: Mapping[str, Any]) -> None:
-    """Make the public names in ``namespace["__all__"]`` report ``module_name``.
+    """Make the public names in ``namespace["__all__"]`` and their methods report ``module_name``.
 
-    Classes and functions defined in private modules would otherwise show up as
-    ``chunkwise._stream.ChatStream`` in reprs, tracebacks and documentation;
-    users should see the name they import (trio does the same).  Methods of
-    the classes are fixed too.  An object is fixed only when it is defined in a
-    private module or below ``module_name``: a class two namespaces share
-    (``ChoiceFinished``) keeps the first public home it was given.
+    Only an object defined in a private module or below ``module_name``: a
+    class two namespaces share (``ChoiceFinished``) keeps its first public home.
     """
     seen: set[int] = set()
 

@@ -1,12 +1,8 @@
 """Layers 1-3 together: bytes of an SSE body in, stream events out, for every API.
 
-:class:`StreamParser` composes an SSE decoder (a
-:class:`~chunkwise._core.sse.PairDecoder`: an :class:`~chunkwise.SSEDecoder`
-giving (event type, data) pairs) and an
-accumulator through their public methods (wsproto's ``WSConnection`` composing
-two machines is the model).  Each API package gives it its accumulator in its
-own ``parser`` module: :class:`~chunkwise.chat.Parser`,
-:class:`~chunkwise.responses.Parser`, :class:`~chunkwise.completions.Parser`.  Whatever the
+:class:`StreamParser` composes a :class:`~chunkwise._core.sse.PairDecoder` and
+an accumulator through their public methods (wsproto's ``WSConnection`` is the
+model); each API package's ``Parser`` gives it its accumulator.  Whatever the
 server sends, ``feed()`` and ``end()`` do not raise: a stream that cannot be
 interpreted ends with :class:`~chunkwise.StreamFailed`, and ``result`` keeps
 everything received before.
@@ -115,11 +111,8 @@ class StreamParser(Generic[R]):
     ) -> list[Event]:
         """The body is over; return the remaining events, ending with the terminal one.
 
-        ``reason`` tells why the transport stopped early (e.g.
-        :attr:`IncompleteReason.CONNECTION_LOST`), ``error`` what stopped it
-        (e.g. :class:`~chunkwise.ConnectionLost`, :class:`~chunkwise.StallTimeout`);
-        both are used only when the stream turns out incomplete, as the
-        result's ``reason`` and ``error``.
+        ``reason`` and ``error`` say why the transport stopped early, as for
+        the accumulator's ``end()``.
         """
         if self._ended:
             return []
@@ -141,19 +134,15 @@ class StreamParser(Generic[R]):
         return events
 
     def _decode(self, data: bytes | bytearray | memoryview | None) -> list[Event]:
-        # The one path from the decoder to the accumulator, for feed() and for
-        # end() (data None) alike: whatever the server sent, the decoder's only
-        # error (EventTooLarge, which end() raises too when the line the body
-        # cut off is too large) ends the stream as failed instead of escaping,
-        # and the events completed before it are delivered first.
+        # The one path from the decoder to the accumulator, for feed() and end()
+        # (data None): the decoder's only error, EventTooLarge, ends the stream
+        # as failed, after the events completed before it.
         decoder = self._decoder
         try:
             sse_events = decoder.feed(data) if data is not None else decoder.end()
         except EventTooLarge as exc:
             return self._accumulator.fail(exc)
-        # After the terminal event the accumulator ignores events but notes
-        # that they came, whichever read they arrived in.
-        feed = self._accumulator.feed_data
+        feed = self._accumulator.feed_data  # after the end too: it notes what still comes
         if not sse_events:
             return []
         if len(sse_events) == 1 and decoder.error is None:

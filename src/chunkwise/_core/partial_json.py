@@ -56,47 +56,12 @@ Rules this module keeps:
 
 from __future__ import annotations
 
+import re
 from typing import Any, Final, Literal
 
 from .checks import one_of, positive_int
 from .errors import InvalidJSON, LocalProtocolError, raise_itself
-from .json_patches import Patch, PathItem, thaw
-from .json_states import (
-    AFTER,
-    ARRAY,
-    COLON,
-    DELIMITERS,
-    DIGITS,
-    DONE,
-    FAST_DIGITS,
-    FAST_NONE,
-    FAST_STRING,
-    HEX,
-    KEY,
-    KEY_OR_CLOSE,
-    LITERAL,
-    LITERALS,
-    N_COMPLETE,
-    N_DOT,
-    N_E,
-    N_EXP,
-    N_FRAC,
-    N_INT,
-    N_MINUS,
-    N_MORE_DIGITS,
-    N_SIGN,
-    N_ZERO,
-    NUMBER,
-    OBJECT,
-    ROOT,
-    RUN,
-    SIMPLE_ESCAPES,
-    STRING,
-    VALUE,
-    VALUE_OR_CLOSE,
-    WS,
-    Frame,
-)
+from .json_patches import Patch, PathItem, ReadOnlyDict, thaw
 from .sse import DEFAULT_MAX_EVENT_SIZE
 
 __all__ = ["DEFAULT_MAX_DEPTH", "LiveJSON", "PartialJSON", "partial_json"]
@@ -106,6 +71,87 @@ DEFAULT_MAX_DEPTH: Final = 128
 
 _STRINGS = one_of("partial", "whole")
 _COUNT = positive_int.raising(ValueError, wrong_type=TypeError)
+
+# -- states: what the next significant character may be --------------------
+VALUE: Final = 0  # a value (root, after ':', after ',' in an array)
+VALUE_OR_CLOSE: Final = 1  # a value or ']' (after '[')
+KEY: Final = 2  # a key (after ',' in an object)
+KEY_OR_CLOSE: Final = 3  # a key or '}' (after '{')
+COLON: Final = 4  # ':' after a key
+AFTER: Final = 5  # ',' or the container's close, after a value
+STRING: Final = 6  # inside a string (a key or a value)
+NUMBER: Final = 7  # inside a number
+LITERAL: Final = 8  # inside true, false or null
+DONE: Final = 9  # the root value is complete: only whitespace may follow
+
+# -- frame kinds --------------------------------------------------------------
+ROOT: Final = 0
+OBJECT: Final = 1
+ARRAY: Final = 2
+
+# -- number sub-states (RFC 8259 section 6) -----------------------------------
+N_MINUS: Final = 0  # after '-'
+N_ZERO: Final = 1  # a leading 0
+N_INT: Final = 2  # in the integer digits
+N_DOT: Final = 3  # after '.'
+N_FRAC: Final = 4  # in the fraction digits
+N_E: Final = 5  # after 'e' or 'E'
+N_SIGN: Final = 6  # after the exponent's sign
+N_EXP: Final = 7  # in the exponent digits
+N_COMPLETE: Final = frozenset((N_ZERO, N_INT, N_FRAC, N_EXP))
+N_MORE_DIGITS: Final = frozenset((N_INT, N_FRAC, N_EXP))  # more digits keep the sub-state
+
+# -- fast paths of feed(): what a whole fragment may be read as, without the machine
+FAST_NONE: Final = 0
+FAST_STRING: Final = 1  # inside a string, no escape or surrogate pending: a run of text
+FAST_DIGITS: Final = 2  # inside a number's digits: more ASCII digits
+
+# What may end a number, by the kind of the frame holding it (rule 1: a
+# number is shown only once a character that may follow it proves it complete).
+DELIMITERS: Final = {ROOT: " \t\n\r", OBJECT: " \t\n\r,}", ARRAY: " \t\n\r,]"}
+WS: Final = re.compile(r"[ \t\n\r]*")
+RUN: Final = re.compile(r'[^"\\\x00-\x1f]+')
+DIGITS: Final = re.compile(r"[0-9]*")
+HEX: Final = re.compile(r"[0-9a-fA-F]*")
+SIMPLE_ESCAPES: Final = {
+    '"': '"',
+    "\\": "\\",
+    "/": "/",
+    "b": "\b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+}
+LITERALS: Final[dict[str, tuple[str, Any]]] = {
+    "t": ("true", True),
+    "f": ("false", False),
+    "n": ("null", None),
+}
+
+
+class Frame:
+    """An open container (or the root holder) and the views of its children."""
+
+    __slots__ = ("dirty", "dup", "items", "key", "kind", "path", "view", "visible")
+
+    def __init__(self, kind: int, path: tuple[PathItem, ...], visible: bool) -> None:
+        self.kind = kind
+        self.path = path
+        # Shown in the snapshot (False inside a duplicate key's value, which is
+        # parsed silently and shown whole by one "replace").
+        self.visible = visible
+        self.items: Any = {} if kind == OBJECT else []
+        self.key = ""  # the current key (objects)
+        self.dup = False  # the current key was seen before (objects)
+        self.view: Any = None  # the cached read-only view, None when dirty
+        self.dirty = True
+
+    def freeze(self) -> Any:
+        """The read-only view of this container (a copy: the frame may change)."""
+        if self.kind == OBJECT:
+            return ReadOnlyDict(self.items)
+        return tuple(self.items)
 
 
 class PartialJSON:
@@ -250,7 +296,7 @@ class PartialJSON:
                     if self._escape or self._high:
                         pos = self._string(text, pos)
                         continue
-                    # The common case inline (what _string does): a run, then the
+                    # _string's common case inline (_decoded too): a run, then the
                     # closing quote; a backslash or control character goes to _string.
                     run = RUN.match(text, pos)
                     if run is not None:
@@ -306,8 +352,7 @@ class PartialJSON:
             if end < len(fragment):
                 self._fail(f"the text is longer than max_size ({self.max_size} characters)", end)
         except InvalidJSON as exc:
-            if self._state == STRING and self._str_shown and self._str_unsent:
-                self._emit_append()
+            self._emit_append()
             self.error_patches = tuple(self._patches)
             self._patches.clear()
             self._error = exc
@@ -317,8 +362,7 @@ class PartialJSON:
             self._offset += end
         state = self._state
         if state == STRING:
-            if self._str_shown and self._str_unsent:
-                self._emit_append()
+            self._emit_append()
             self._fast = FAST_NONE if self._escape or self._high else FAST_STRING
         elif state == NUMBER and self._number_state in N_MORE_DIGITS:
             self._fast = FAST_DIGITS
@@ -473,6 +517,9 @@ class PartialJSON:
             self._str_unsent.append(text)
 
     def _emit_append(self) -> None:
+        # The shown string's text decoded since its last "append" patch, if any.
+        if not self._str_unsent:
+            return
         text = "".join(self._str_unsent)
         self._str_unsent.clear()
         if not self._stack[-1].dirty:
@@ -489,10 +536,7 @@ class PartialJSON:
             if run is not None:
                 if self._high:
                     self._lone_high()
-                piece = run.group()
-                self._str_parts.append(piece)
-                if self._str_shown:
-                    self._str_unsent.append(piece)
+                self._decoded(run.group())
                 pos = run.end()
                 if pos == end:
                     break
@@ -565,8 +609,7 @@ class PartialJSON:
             return
         shown = self._str_shown
         if shown:
-            if self._str_unsent:
-                self._emit_append()
+            self._emit_append()
             self._str_shown = False
         self._complete(value, placed=shown)
 
@@ -660,10 +703,7 @@ class LiveJSON:
     """A :class:`PartialJSON` for the accumulators: it stops at its first error instead of raising.
 
     The one way every API previews streamed JSON (tool-call arguments,
-    structured outputs).  :meth:`feed` returns the fragment's patches, and,
-    once, the :class:`InvalidJSON` that stopped the preview (the caller
-    records it as an anomaly); after it, patches are empty and the value stays
-    at the last valid snapshot.  A preview never raises into a stream.
+    structured outputs): a preview never raises into a stream.
     """
 
     __slots__ = ("_parser", "error")
@@ -685,7 +725,7 @@ class LiveJSON:
         return self._parser.value
 
     def feed(self, fragment: str) -> tuple[tuple[Patch, ...], InvalidJSON | None]:
-        """The patches of ``fragment``, and the error if this fragment stopped the preview."""
+        """The patches of ``fragment``, and, once, the error that stopped the preview."""
         if self.error is not None:
             return (), None
         try:

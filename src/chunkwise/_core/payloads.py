@@ -4,31 +4,18 @@ Theory of operation
 -------------------
 Everything here takes values a server (or a caller of
 :meth:`~chunkwise.chat.Accumulator.feed`) chose, so nothing here may fail in
-a way the caller did not ask for:
-
-* :func:`parse_json` makes every way JSON text can fail a :class:`ValueError`.
-  Python's parser fails in three ways: a :class:`json.JSONDecodeError` for
-  text that is not JSON, a :class:`RecursionError` for arrays or objects
-  nested deeper than the interpreter's recursion limit, and a plain
-  :class:`ValueError` for integers longer than
-  :func:`sys.get_int_max_str_digits` (a guard against quadratic conversion).
-  The grammar accepted is RFC 8259's: ``NaN``, ``Infinity`` and ``-Infinity``
-  are not JSON (Python accepts them, JavaScript does not), and a NaN would
-  also make a result unequal to itself.  A number too large for a float, such
-  as ``1e999``, is valid JSON and becomes ``inf``, as in JavaScript's
-  ``JSON.parse``.  :func:`load_json` is the same for event data, failing
-  with :class:`~chunkwise.errors.InvalidChunk`.  :data:`scan_json` is the bare C
-  scanner of the same grammar, for a hot path that falls back to them.
-* :func:`copy_json` deep-copies containers without recursion, so a value
-  that could be parsed can always be copied.
-* :func:`dump_json` writes a value back as compact JSON text, or says it
-  cannot (a value parsed at the edge of the recursion limit may be too deep to
-  write from a deeper stack frame).
-* :func:`preview` describes any value in bounded time and space, for anomaly
-  details and messages: never ``repr`` of a whole server value.
-* :func:`parse_error_payload` is the one reading of an OpenAI-shaped error,
-  wherever it arrives (an HTTP error body, an ``event: error``, a chunk with
-  an ``error`` key): it never fails, and any JSON value is some error.
+a way the caller did not ask for.  :func:`parse_json` makes every way JSON
+text can fail a :class:`ValueError`: Python's parser raises
+:class:`json.JSONDecodeError` for text that is not JSON,
+:class:`RecursionError` for nesting deeper than the interpreter's limit, and a
+plain :class:`ValueError` for integers longer than
+:func:`sys.get_int_max_str_digits`.  The grammar is RFC 8259's: ``NaN`` and
+``Infinity`` are not JSON (a NaN would also make a result unequal to itself),
+and ``1e999`` becomes ``inf``, as in JavaScript.  :func:`load_json` and
+:func:`load_object` are the same for event data, failing with
+:class:`~chunkwise.errors.InvalidChunk`.  :func:`copy_json` needs no recursion,
+:func:`dump_json` and :func:`preview` never fail, and
+:func:`parse_error_payload` reads any JSON value as some error.
 """
 
 from __future__ import annotations
@@ -63,11 +50,10 @@ def _reject_constant(name: str) -> Any:
 _DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant)
 
 #: ``scan_json(text, 0)`` returns ``(value, end)``: the C scanner under
-#: :func:`parse_json`, without its wrappers (no surrounding whitespace, no
-#: check that the value ends the text, and it raises StopIteration, ValueError
-#: or RecursionError), so a hot path that parses one value per call can skip
-#: two Python calls.  On any failure, or when ``end`` is not ``len(text)``,
-#: fall back to :func:`parse_json` or :func:`load_json`, for the value or the error.
+#: :func:`parse_json` without its two Python wrappers (no surrounding
+#: whitespace, no check that the value ends the text; it raises StopIteration,
+#: ValueError or RecursionError).  On any failure, or when ``end`` is not
+#: ``len(text)``, fall back to :func:`load_json`, for the value or the error.
 scan_json: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
 
 
@@ -83,9 +69,7 @@ def load_json(data: str) -> Any:
     """Parse event ``data`` as one JSON value.
 
     Raises:
-        InvalidChunk: ``data`` is not JSON, is nested too deeply for the
-            interpreter, or holds a number Python will not convert; the
-            error keeps the first :data:`DATA_LIMIT` characters of ``data``.
+        InvalidChunk: as :func:`parse_json`, keeping the start of ``data``.
     """
     try:
         return parse_json(data)
@@ -98,11 +82,9 @@ def load_json(data: str) -> Any:
 
 
 def load_object(data: str) -> dict[str, Any]:
-    """Parse event ``data`` as one JSON object: what every accumulator reads.
+    """Parse event ``data`` as one JSON object: what every accumulator reads, once per event.
 
-    The hot path, once per event: the bare scanner on compact data that starts
-    with ``{``.  Anything unusual (surrounding space, any failure, another
-    value) goes through :func:`load_json`, for its value or its one typed error.
+    Compact data that starts with ``{`` takes :data:`scan_json` alone.
 
     Raises:
         InvalidChunk: as :func:`load_json`, or the data is JSON but not an object.
@@ -123,10 +105,7 @@ def load_object(data: str) -> dict[str, Any]:
 
 
 def copy_json(value: Any) -> Any:
-    """A deep copy of ``value``'s mappings (as dicts) and lists; other values are shared.
-
-    Iterative, so any depth that could be parsed can be copied.
-    """
+    """A deep copy of ``value``'s mappings (as dicts) and lists, without recursion."""
     if not isinstance(value, (Mapping, list)):
         return value
     root: list[Any] = [None]
@@ -145,11 +124,7 @@ def copy_json(value: Any) -> Any:
 
 
 def dump_json(value: Any) -> str | None:
-    """``value`` as compact JSON text, or None when it has none.
-
-    None when it holds something JSON cannot write (a non-finite float, an
-    object that is not a JSON type) or is nested too deeply to write here.
-    """
+    """``value`` as compact JSON text, or None when JSON cannot write it (or not this deep)."""
     try:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError, RecursionError):
@@ -224,12 +199,9 @@ def parse_error_payload(payload: Any) -> StreamError:
 
 
 def parse_error_event(event: Mapping[str, Any]) -> StreamError:
-    """The error of a Responses ``error`` event, in either of its two shapes.
+    """The error of a Responses ``error`` event, nested (``"error": {...}``) or flat.
 
-    Nested, ``{"type": "error", "error": {...}}`` (and llama.cpp's bare
-    ``{"error": {...}}``), is read as any payload; flat, ``{"type": "error",
-    "code", "message", "param"}``, without the event's own ``type``, which
-    names the event, not the error.
+    A flat one is read without the event's own ``type``, which names the event.
     """
     if isinstance(event.get("error"), (Mapping, str)):
         return parse_error_payload(event)

@@ -115,13 +115,10 @@ def parse_proxy_url(url: str) -> Proxy:
 
 def _variable(environ: Mapping[str, str], name: str) -> str | None:
     """Rule 2: the lowercase spelling wins; an empty lowercase value unsets."""
-    lower = environ.get(name.lower())
-    if lower is not None:
-        return lower.strip() or None
-    upper = environ.get(name.upper())
-    if upper is None:
-        return None
-    return upper.strip() or None
+    value = environ.get(name.lower())
+    if value is None:
+        value = environ.get(name.upper())
+    return None if value is None else value.strip() or None
 
 
 def proxy_from_environment(environ: Mapping[str, str], scheme: str) -> str | None:

@@ -1,13 +1,7 @@
-"""The shared core of results: what every API's result is made of.
+"""What the APIs' results share: :data:`Status`, :class:`IncompleteReason`, :class:`Anomaly`,
+the fields of the chunk APIs' results (:class:`ChunkResult`) and :class:`ToolCall`.
 
-Each API package (:mod:`chunkwise.chat`, :mod:`chunkwise.responses`,
-:mod:`chunkwise.completions`) holds its own result classes in its
-``results`` module; this module holds only what they share: the
-:data:`Status`, the :class:`IncompleteReason`, the :class:`Anomaly`, and the
-values the events of :mod:`chunkwise._core.events` carry: :class:`ToolCall` (a
-chat tool call) and the Responses API's :class:`OutputItem`,
-:class:`ContentPart` and :class:`FunctionCall` (a :class:`ToolCall` with the
-``call_id`` the next request answers with).
+Each API package holds its own result classes in its ``results`` module.
 """
 
 from __future__ import annotations
@@ -66,11 +60,8 @@ class Anomaly:
 
     ``kind`` is a short stable tag (e.g. ``"content after finish"``),
     ``detail`` says what was received, ``choice_index`` where it applies.
-    ``count`` is how many times it happened: kinds a misbehaving server
-    repeats on every event (an id that changes each time, an unknown content
-    part, data after the end) are recorded once, with the first occurrence's
-    ``detail``, and counted; every other anomaly is recorded each time, with
-    ``count`` 1.
+    ``count`` is how many times it happened, for the kinds a misbehaving
+    server repeats on every event (recorded once, with the first ``detail``).
     """
 
     kind: str
@@ -93,10 +84,8 @@ C = TypeVar("C", bound=Indexed)
 class ChunkResult(Generic[C]):
     """What a chat result and a legacy completion's share: their fields, in order, and methods.
 
-    Each of :class:`~chunkwise.chat.Result` and
-    :class:`~chunkwise.completions.Result` is this with its own choice class
-    ``C`` (named in its ``choices`` by :func:`choices_of`), its own docstring
-    and its own shortcut to choice 0.
+    Each API's ``Result`` is this with its own choice class ``C`` (named in
+    its ``choices`` by :func:`choices_of`) and its own shortcut to choice 0.
     """
 
     id: str | None = None
@@ -176,16 +165,11 @@ class ToolCall:
             no schema was checked.
         validation_skipped: Why the arguments of a completed call that parsed
             were not checked against a schema: ``"jsonschema is not
-            installed"`` (the request has tools, but the optional
-            ``jsonschema`` package is missing) or ``"no tools were given"``.
-            None when they were checked (see ``validated``), when ``error``
-            says why they are unusable, and while the call is streaming.  So
-            "not checked" is never mistaken for "rejected".
+            installed"`` or ``"no tools were given"``; else None.  So "not
+            checked" is never mistaken for "rejected".
         partial_arguments: The arguments as far as they have streamed, a
-            read-only live value (see :doc:`/live_values`): None before the
-            value starts; it stops growing where the text cannot become JSON.
-            A preview, never parsed or validated: act on
-            :meth:`parse_arguments` only.
+            read-only live value (see :doc:`/live_values`); a preview, never
+            validated: act on :meth:`parse_arguments` only.
     """
 
     index: int
@@ -199,15 +183,15 @@ class ToolCall:
     validated: bool | None = None
     validation_skipped: str | None = None
     partial_arguments: Any = None
-    # Set once by the accumulator when the call completes (see _tools), so
+    # Set once when the call completes (tools.complete_tool_call), so
     # parse_arguments() does not parse twice; not part of the public signature.
     _parsed: Any = attrs.field(default=_UNSET, init=False, repr=False, eq=False)
 
     def parse_arguments(self) -> Any:
-        """Return the arguments as parsed JSON, or raise :class:`~chunkwise.ToolArgumentsError`.
+        """Return the arguments as parsed JSON (a new value each call), or raise ``error``.
 
-        The raw text stays in :attr:`arguments` either way.  Each call returns
-        a new value, so changing it changes nothing in this call.
+        Raises:
+            ToolArgumentsError: the arguments are not valid JSON, or fail the schema.
         """
         if self.error is not None:
             raise_itself(self.error, fresh_traceback=True)

@@ -14,22 +14,19 @@ Only the unfinished last line is buffered, as a list of pieces with a running
 length, so feeding one large event in tiny reads never rescans or recopies what
 is already buffered: cost stays linear in the input.  A partial line is
 classified as soon as its field name is known: comments and unknown fields are
-dropped piece by piece instead of being buffered, so they cannot grow memory.
-Everything that is buffered for the current event counts against
-``max_event_size`` (the rule is in :class:`SSEDecoder`'s docstring).  While a
-line is still arriving its size is undercounted (the optional space after the
-colon is assumed), never overcounted; the exact count is taken when the line
-ends, or by :meth:`SSEDecoder.end` for a line the stream cut off.  The count
-only grows as a line grows, so whether an event is too large does not depend
-on how the bytes were split into reads.
+dropped piece by piece, so they cannot grow memory.  What is buffered for the
+current event counts against ``max_event_size`` (measured as
+:class:`SSEDecoder` says).  While a line is still arriving its size is
+undercounted (the optional space after the colon is assumed), never
+overcounted; the exact count is taken when the line ends, or by ``end()`` for a
+line the stream cut off.  So whether an event is too large does not depend on
+how the bytes were split into reads.
 
 The ``id`` field sets a buffer; a dispatch (a blank line ending a block, even a
-block without data) commits it to :attr:`SSEDecoder.last_event_id`, as WHATWG
-says.  An ``id`` in a block the stream never terminates is not committed.  The
-last event ID belongs to the event source, not to one connection: a decoder for
-a reconnection starts from the previous connection's (``last_event_id=``), so
-its events carry that ID until the new stream sets another, as a browser's
-``EventSource`` does after it reconnects with ``Last-Event-ID``.
+block without data) commits it to ``last_event_id``, as WHATWG says; an ``id``
+in a block the stream never terminates is not.  A decoder for a reconnection
+starts from the previous connection's ID (``last_event_id=``), as a browser's
+``EventSource`` does (:doc:`/sse`).
 
 States
 ------
@@ -58,7 +55,8 @@ overflows returns those events and enters FAILED; the next call raises.
 Rules
 -----
 1. ``feed()`` costs one comparison of the state: DECODING goes straight to
-   the decoding; the other phases are handled aside (``_feed_aside``).
+   the decoding; the other phases are handled aside (``_feed_aside``).  SSEDecoder
+   and PairDecoder inherit ``feed()`` itself: no wrapper call on the hot path.
 2. The phase is only ever the state.  The fields beside it are data: the
    undecoded UTF-8 tail, ``_skip_lf``, the unfinished line and the event being
    built, the error FAILED raises, and whether ``end()`` discarded an event
@@ -69,7 +67,7 @@ from __future__ import annotations
 
 import enum
 from codecs import utf_8_decode as _utf8_decode
-from typing import Any, Final, NoReturn
+from typing import Any, Final, Generic, NoReturn, TypeVar
 
 import attrs
 
@@ -85,9 +83,8 @@ __all__ = [
     "ServerSentEvent",
 ]
 
-#: Default limit for one event, in characters of decoded text (see
-#: :class:`SSEDecoder` for how an event is measured).  Large enough for a whole
-#: non-streamed completion sent as one event; small enough to bound memory.
+#: Default limit for one event, in characters (see :class:`SSEDecoder`): enough
+#: for a whole non-streamed completion sent as one event, and bounded.
 DEFAULT_MAX_EVENT_SIZE: Final = 16 * 1024 * 1024
 
 # The decoder's arguments: a wrong type is a TypeError, a wrong value a ValueError.
@@ -109,22 +106,15 @@ _LONGEST_FIELD: Final = 5
 
 
 class DecoderState(enum.Enum):
-    """The phase of an SSE decoder: its :attr:`~chunkwise.SSEDecoder.state`.
-
-    START goes to DECODING at the first character; either goes to FAILED
-    when an event grows past ``max_event_size``, or to ENDED when ``end()``
-    returns.  FAILED and ENDED are final.
-    """
+    """The phase of an SSE decoder: its :attr:`~chunkwise.SSEDecoder.state` (see :doc:`/sse`)."""
 
     #: Nothing decoded yet: a byte order mark may come.
     START = "start"
     #: A first character has been decoded.
     DECODING = "decoding"
-    #: An event grew past ``max_event_size``; nothing more is decoded, and
-    #: every ``feed()`` and ``end()`` raises the decoder's ``error`` again.
+    #: An event grew past ``max_event_size``: every call raises ``error`` again.
     FAILED = "failed"
-    #: ``end()`` returned: ``feed()`` raises
-    #: :class:`~chunkwise.LocalProtocolError`, ``end()`` returns ``[]``.
+    #: ``end()`` returned: ``feed()`` raises, ``end()`` returns ``[]``.
     ENDED = "ended"
 
 
@@ -147,9 +137,7 @@ class ServerSentEvent:
     Attributes:
         event: The event type, ``"message"`` when the server gave none.
         data: The data lines joined with ``"\\n"``.
-        id: The last event ID in effect at dispatch: the value of the last
-            valid ``id`` field, in this block or an earlier one (``""`` when
-            none).
+        id: The last event ID in effect at dispatch (``""`` when none).
         retry: The ``retry`` value given in this event's block, if valid.
     """
 
@@ -159,13 +147,12 @@ class ServerSentEvent:
     retry: int | None = None
 
 
-class DecoderCore:
-    """The decoding machinery of :class:`SSEDecoder` and :class:`PairDecoder`.
+#: What a dispatch gives: a ServerSentEvent, or an (event type, data) pair.
+E = TypeVar("E")
 
-    Both are this machine; they differ only in what a dispatch produces
-    (``_pairs``, a class attribute), and so in the type their ``feed()`` and
-    ``end()`` return.
-    """
+
+class DecoderCore(Generic[E]):
+    """The machine of :class:`SSEDecoder` and :class:`PairDecoder`, which differ in ``_pairs``."""
 
     #: Dispatch (event type, data) pairs instead of ServerSentEvents.
     _pairs = False
@@ -205,47 +192,28 @@ class DecoderCore:
 
     @property
     def state(self) -> DecoderState:
-        """The decoder's phase: START, DECODING, FAILED or ENDED.
-
-        START until a first character is decoded, then DECODING; FAILED once
-        an event grew past ``max_event_size`` (:attr:`error` says how), ENDED
-        once :meth:`end` returned.  FAILED and ENDED are final.
-        """
+        """The decoder's phase: START, DECODING, FAILED or ENDED (see the module's table)."""
         return self._state
 
     @property
     def error(self) -> EventTooLarge | None:
-        """The error that stopped the decoder, if any.
-
-        When one read completes some events and then overflows
-        ``max_event_size``, :meth:`feed` returns those events first and sets
-        this; the next call raises it.
-        """
+        """The error that stopped the decoder (FAILED), raised by the next call."""
         return self._error
 
     @property
     def unterminated(self) -> bool:
-        """True when :meth:`end` discarded an event that was never terminated.
-
-        That is a partial line or fields not followed by a blank line; a
-        trailing comment does not count.
-        """
+        """True when ``end()`` discarded a partial line or fields without a blank line after."""
         return self._unterminated
 
-    def _feed(self, data: bytes | bytearray | memoryview) -> list[Any]:
-        # ServerSentEvents, or (event type, data) pairs when _pairs is set.
+    def feed(self, data: bytes | bytearray | memoryview) -> list[E]:
+        """Decode the next bytes of the stream and return the events they complete.
+
+        ``E`` is :class:`ServerSentEvent`, or for :class:`PairDecoder` an
+        ``(event type, data)`` pair.
+        """
         if self._state is not _DECODING:
             return self._feed_aside(data)
-        # _decode, inlined: a method call is a few percent of a small read.
-        if self._utf8_tail:
-            data = self._utf8_tail + data
-            self._utf8_tail = b""
-        text, used = _utf8_decode(data, "replace", False)
-        if used != len(data):
-            self._utf8_tail = bytes(data[used:])
-        if not text:
-            return []
-        return self._feed_text(text)
+        return self._feed_text(self._decode(data))
 
     def _feed_aside(self, data: bytes | bytearray | memoryview) -> list[Any]:
         # feed() in START, FAILED or ENDED (rule 1).
@@ -279,8 +247,13 @@ class DecoderCore:
             self._utf8_tail = bytes(data[used:])
         return text
 
-    def _end(self) -> list[Any]:
-        # end(), for either kind of event.
+    def end(self) -> list[E]:
+        """Signal end of stream; an unterminated event is discarded (:attr:`unterminated`).
+
+        Raises:
+            EventTooLarge: the line the stream cut off makes its event larger
+                than ``max_event_size``.
+        """
         if self._state is _FAILED:
             self._raise_again()
         if self._state is _ENDED:
@@ -322,9 +295,9 @@ class DecoderCore:
             and "\r" not in text
             and len(text) - 7 <= self.max_event_size
         ):
-            # The hot path of a server that writes one event per read: a
-            # single "data:" line and its blank line, nothing pending.  The
-            # general path below gives the same result, line by line.
+            # The hot path of a server that writes one event per read: one
+            # "data:" line and its blank line, nothing pending (what the
+            # general path below gives, line by line).
             return [("message", text[6:-2] if text[5] == " " else text[5:-2])]
         events: list[Any] = []
         if "\r" in text:
@@ -397,9 +370,8 @@ class DecoderCore:
             self._classify_partial()
             if self._value_start < 0:
                 return
-        # Count the value received so far (and the separator before it), never
-        # more than the complete line will count: so whether an event is too
-        # large does not depend on how the bytes were split.
+        # Count the value so far and its separator, never more than the whole
+        # line will count (the module's split-independence).
         if self._event_size + 1 + self._line_len - self._value_start > self.max_event_size:
             self._raise_too_large()
 
@@ -437,31 +409,22 @@ class DecoderCore:
         if line[0] == ":":
             return
         name, value = _split_field(line)
+        self._has_fields = True  # an unknown field is ignored, but belongs to an event
+        if not self._is_kept_field(name):
+            return
+        self._keep(value)
         if name == "data":
-            self._has_fields = True
-            self._keep(value)
             self._data.append(value)
         elif name == "event":
-            self._has_fields = True
-            self._keep(value)
             self._event_type = value
         elif name == "id":
-            self._has_fields = True
-            self._keep(value)
             if "\0" not in value:
                 self._id_buffer = value  # committed at dispatch
         elif name == "retry":
-            self._has_fields = True
-            self._keep(value)
             if value.isascii() and value.isdigit():
                 self.retry = self._retry_in_block = int(value)
-        elif name == "error" and self.legacy_error_field:
-            self._has_fields = True
-            self._keep(value)
-            self._errors.append(value)
         else:
-            # Unknown fields are ignored, but they still belong to an event.
-            self._has_fields = True
+            self._errors.append(value)  # legacy_error_field
 
     def _keep(self, value: str) -> None:
         # The value and the separator before it (see _reset_event).
@@ -503,81 +466,44 @@ class DecoderCore:
         self._event_size = -1
 
 
-class SSEDecoder(DecoderCore):
+class SSEDecoder(DecoderCore[ServerSentEvent]):
     """Incremental, sans-IO decoder from bytes to :class:`ServerSentEvent`.
 
     Args:
-        max_event_size: Upper bound on the size of one event, in characters.
-            The size of an event is the total length of the values of its
-            kept field lines (``data``, ``event``, ``id``, ``retry``, and
-            ``error`` with ``legacy_error_field``) plus one between
-            consecutive lines: for an event made of data lines only it is
-            exactly ``len(event.data)``, the joining ``"\\n"`` included.
-            Comments and unknown fields are not kept and do not count.  A
-            line counts as far as it has arrived, so a line cut off by the
-            end of the stream counts too.  An event whose size equals
-            ``max_event_size`` is accepted; one character more raises
-            :class:`~chunkwise.errors.EventTooLarge` (from :meth:`feed`, or from
-            :meth:`end` for a cut-off line), however the bytes were split
-            into reads, before the excess is stored.
-        legacy_error_field: Also accept llama.cpp's legacy ``error:`` field
-            lines: a block with ``error:`` lines and no ``data:`` lines is
-            dispatched as an event of type ``"error"``.  Off by default,
-            because WHATWG says unknown fields are ignored.
-        last_event_id: Where a reconnection starts: the previous
-            connection's :attr:`last_event_id` (the value a client sends as
-            ``Last-Event-ID``).  Events carry it until the stream sets
-            another with an ``id`` field (an empty one resets it), as after
-            WHATWG's reconnection.  Raises :exc:`ValueError` for a value no
-            ``id`` field can set (one with NULL, CR or LF).
+        max_event_size: Upper bound on the size of one event, in characters:
+            the total length of the values of its kept field lines (``data``,
+            ``event``, ``id``, ``retry``, and ``error`` with
+            ``legacy_error_field``) plus one between consecutive lines, so
+            exactly ``len(event.data)`` for data lines only.  A line counts as
+            far as it has arrived.  One character more than the limit raises
+            :class:`~chunkwise.errors.EventTooLarge` (from :meth:`feed`, or
+            :meth:`end` for a cut-off line) before the excess is stored,
+            however the bytes were split.
+        legacy_error_field: Dispatch a block of llama.cpp's legacy ``error:``
+            lines (and no ``data:``) as an event of type ``"error"``.
+        last_event_id: The previous connection's :attr:`last_event_id`, for a
+            reconnection (see :doc:`/sse`).  :exc:`ValueError` for one with
+            NULL, CR or LF, which no ``id`` field can set.
 
     Attributes:
-        last_event_id: The last event ID committed by a dispatch, as WHATWG
-            defines it: an ``id`` field takes effect when its block ends
-            with a blank line, even a block without data; one in a block the
-            stream never terminated does not.
-        retry: The last valid ``retry`` value (it applies at once, as in
-            WHATWG), or None.
+        last_event_id: The last event ID committed by a dispatch (a blank
+            line ending its block), as WHATWG defines it.
+        retry: The last valid ``retry`` value (it applies at once), or None.
     """
 
-    def feed(self, data: bytes | bytearray | memoryview) -> list[ServerSentEvent]:
-        """Decode the next bytes of the stream and return the events they complete."""
-        return self._feed(data)
 
-    def end(self) -> list[ServerSentEvent]:
-        """Signal end of stream.
-
-        Flushes the UTF-8 decoder.  Per WHATWG, an event not terminated by a
-        blank line is discarded; :attr:`unterminated` then says so.
-
-        Raises:
-            EventTooLarge: the line the stream cut off makes its event larger
-                than ``max_event_size`` (see the class docstring).
-        """
-        return self._end()
-
-
-class PairDecoder(DecoderCore):
+class PairDecoder(DecoderCore[tuple[str, str]]):
     """:class:`SSEDecoder`, giving each event as its ``(event type, data)`` pair.
 
-    For the stream parsers, which need nothing else: building a
-    :class:`ServerSentEvent` per event is most of the cost of a small event on
-    the hot path.  The same arguments, rules, errors and attributes.
+    For the stream parsers: building a :class:`ServerSentEvent` is most of the
+    cost of a small event on the hot path.
     """
 
     _pairs = True
 
-    def feed(self, data: bytes | bytearray | memoryview) -> list[tuple[str, str]]:
-        """Decode the next bytes; return the (event type, data) of the events they complete."""
-        return self._feed(data)
-
-    def end(self) -> list[tuple[str, str]]:
-        """Signal end of stream, as :meth:`SSEDecoder.end`."""
-        return self._end()
-
 
 def _split_field(line: str) -> tuple[str, str]:
-    """A field line's name and value (one optional space after the colon removed)."""
+    # A field line's name and value (one optional space after the colon removed).
     name, colon, value = line.partition(":")
     if colon and value[:1] == " ":
         value = value[1:]

@@ -39,6 +39,8 @@ __all__ = ["CUT_SHORT", "OutputSchema"]
 #: Chat finish reasons that say the content is not the whole answer (rule 2).
 CUT_SHORT = frozenset({"length", "content_filter", "error"})
 
+_JSON_TYPES = ("json_object", "json_schema")
+
 
 class OutputSchema:
     """The JSON a request asked for: a named schema, or any JSON object."""
@@ -51,30 +53,23 @@ class OutputSchema:
     @classmethod
     def from_response_format(cls, response_format: Any) -> OutputSchema | None:
         """Chat's ``response_format``; None unless it asks for JSON."""
-        if not isinstance(response_format, Mapping):
-            return None
-        kind = response_format.get("type")
-        if kind == "json_object":
-            return cls(name=None, schema=None)
-        if kind != "json_schema":
-            return None
-        spec = response_format.get("json_schema")
-        return cls._of(spec if isinstance(spec, Mapping) else {})
+        return cls._of(response_format, nested=True)
 
     @classmethod
     def from_text_format(cls, text_format: Any) -> OutputSchema | None:
         """The Responses API's ``text.format``; None unless it asks for JSON."""
-        if not isinstance(text_format, Mapping):
-            return None
-        kind = text_format.get("type")
-        if kind == "json_object":
-            return cls(name=None, schema=None)
-        if kind != "json_schema":
-            return None
-        return cls._of(text_format)
+        return cls._of(text_format, nested=False)
 
     @classmethod
-    def _of(cls, spec: Mapping[str, Any]) -> OutputSchema:
+    def _of(cls, requested: Any, *, nested: bool) -> OutputSchema | None:
+        # Chat nests the name and schema in "json_schema"; Responses does not.
+        if not isinstance(requested, Mapping) or requested.get("type") not in _JSON_TYPES:
+            return None
+        if requested["type"] == "json_object":
+            return cls(name=None, schema=None)
+        spec = requested.get("json_schema") if nested else requested
+        if not isinstance(spec, Mapping):
+            spec = {}
         name = spec.get("name")
         schema = spec.get("schema")
         return cls(

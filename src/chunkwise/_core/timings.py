@@ -2,44 +2,34 @@
 
 Theory of operation
 -------------------
-The trio layer owns one :class:`TimingRecorder` per stream.  The HTTP layer
-stamps the attempt that streams (its start, the connection, the request sent,
-the response head, the first response byte); the reader stamps each read of the
-socket once, right after it returns, and every event parsed from that read
-shares that stamp.  The recorder is told which reads carried *output* (text,
-refusal, reasoning or tool-argument deltas) and which carried visible answer
-text; it keeps the first and last of those and the statistics of the gaps
-between consecutive output reads.  The stamps come from the transport's trace
-hook (:meth:`TimingRecorder.trace`); when the parser returns the terminal
-event, :class:`chunkwise._net.trace.Timed` takes the final :class:`Timings` and
-puts it on that event's result, the one place it is attached.
-
-This module is sans-IO: the clock is given to the recorder (the trio layer
-gives it :func:`trio.current_time`), so the figures are in the clock's seconds
-and tests run them under trio's ``MockClock`` for exact values.
+The trio layer owns one :class:`TimingRecorder` per stream, fed by the
+transport's trace hook (:meth:`TimingRecorder.trace`): the attempt that
+streams (its start, the connection, the request sent, the response head, the
+first byte) and each read of the body, stamped once.  The recorder is told
+which reads carried *output* (text, refusal, reasoning or tool-argument deltas)
+and which visible answer text; it keeps the first and last of those and the
+statistics of the gaps between consecutive output reads.  When the parser
+returns the terminal event, :class:`chunkwise._net.trace.Timed` puts the final
+:class:`Timings` on that event's result, the one place it is attached.  The
+clock is given (the trio layer's :func:`trio.current_time`), so tests get exact
+figures under ``MockClock``.  The user's view is :doc:`/timings`.
 
 Rules
 -----
-1. Every figure of a :class:`Timings` except ``started`` is seconds since
-   ``started``, the start of the attempt that streamed, or ``None`` when the
-   stream never got that far.  Retries (their failed attempts and their waits)
-   and the wait for a pool's slot happen before ``started``.
-2. A read has one stamp: when its last bytes reached this host, where the
-   transport knows (the kernel's receive timestamp of a plain TCP connection on
-   Linux, :mod:`chunkwise._net.arrivals`), else when the read returned; never
-   before the response head or the previous read.  Events parsed from one read
-   are simultaneous as far as timings go, so a gap is between two *reads* that
-   carried output, never between two events of one read.
-3. Memory per stream is bounded whatever the stream's length: the gaps are
-   kept as a count, a sum, an exact minimum and maximum, and a sparse
-   histogram of at most :data:`GapHistogram.BUCKETS` buckets.
-4. Quantiles are read from that histogram by the nearest-rank method: the
-   ``q``-quantile is the smallest recorded gap ``g`` with at least ``q * count``
-   gaps at or below ``g``.  The bucket holding it is reported by its geometric
-   middle, clamped to the exact minimum and maximum, so a reported quantile is
-   within :data:`GapHistogram.RELATIVE_ERROR` (2.5 %) of the true one for gaps
-   of at least :data:`GapHistogram.SMALLEST` (1 microsecond), and within that
-   microsecond below it.  ``count``, ``mean`` and ``max`` are exact.
+1. Every figure but ``started`` is seconds since ``started``, the start of the
+   attempt that streamed, or ``None`` when the stream never got that far.
+   Retries, their waits and the wait for a pool's slot happen before it.
+2. A read has one stamp: when its last bytes reached this host where the
+   transport knows (:mod:`chunkwise._net.arrivals`), else when the read
+   returned; never before the response head or the previous read.  A gap is
+   between two *reads* that carried output, never two events of one read.
+3. Memory per stream is bounded: the gaps are kept as a count, a sum, an
+   exact minimum and maximum, and at most :data:`GapHistogram.BUCKETS` buckets.
+4. Quantiles are nearest-rank, read from that histogram: the bucket holding the
+   ``q``-quantile is reported by its geometric middle, clamped to the exact
+   minimum and maximum, so within :data:`GapHistogram.RELATIVE_ERROR` (2.5 %)
+   for gaps of at least :data:`GapHistogram.SMALLEST` (1 µs), and within that
+   microsecond below it.
 5. Once the recorder produced the final :class:`Timings`
    (:meth:`TimingRecorder.final`) it is frozen: later calls give the same
    object.
@@ -69,11 +59,9 @@ __all__ = [
 
 @attrs.frozen(kw_only=True)
 class GapStatistics:
-    """The gaps between consecutive reads that carried output, in seconds.
+    """The gaps between consecutive reads that carried output, in seconds (see :doc:`/timings`).
 
-    ``count``, ``mean`` and ``max`` are exact; ``p50``, ``p90`` and ``p99``
-    are nearest-rank quantiles read from a log-bucket histogram, within 2.5 %
-    of the exact value (see :doc:`/timings`).
+    ``count``, ``mean`` and ``max`` are exact; the quantiles within 2.5 %.
     """
 
     count: int
@@ -156,42 +144,30 @@ class GapHistogram:
 
 @attrs.frozen(kw_only=True)
 class Timings:
-    """When each part of a streamed answer arrived (see :doc:`/timings`).
+    """When each part of a streamed answer arrived, on trio's clock (see :doc:`/timings`).
 
     Every figure but ``started`` is in seconds since ``started``, or ``None``
-    when the stream never got there.  Figures come from trio's clock
-    (:func:`trio.current_time`); a read's events share the read's stamp, when
-    its bytes reached this host where the transport can tell (plain TCP on
-    Linux), else when the read returned (see :doc:`/timings`).
+    when the stream never got there; a read's events share the read's stamp.
 
     Attributes:
-        started: When the attempt that streamed began (trio's clock, seconds):
-            after any retry and its wait, and after the wait for a
-            :class:`~chunkwise.Client`'s connection slot.
-        connected: The connection was open (TCP, TLS, proxy tunnel); ``None``
-            on a reused connection or a transport given by the caller.
+        started: When the attempt that streamed began (after retries and the
+            wait for a connection slot).
+        connected: The connection was open; ``None`` on a reused connection
+            or a transport the caller gave.
         request_sent: The request was handed to the socket completely.
         response_head: The response's status line and headers were read.
         first_byte: The first byte of the response arrived.
-        first_event: The first read that completed a server-sent event
-            carrying data (a chunk, a Responses event, ``[DONE]``); comments
-            and empty events do not count.
-        first_output: The first read carrying output: a text, refusal,
-            reasoning or tool-argument delta (never a role-only or empty
-            chunk).
-        first_content: The first read carrying visible answer text
-            (``content`` of a chat choice, ``output_text`` of a Responses
-            message).
+        first_event: The first read completing an event that carries data.
+        first_output: The first read carrying output (text, refusal,
+            reasoning or tool-argument delta): the time to first token.
+        first_content: The first read carrying visible answer text.
         last_output: The last read carrying output.
-        ended: The stream ended: its terminal event was parsed, the body
-            ended, or the reading stopped (error, timeout, cancel).
+        ended: The stream ended, or the reading stopped.
         connection_reused: The request went out on a pooled connection.
-        attempts: Attempts made, the one that streamed included: 1 without
-            retries.
-        output_tokens: The usage's ``completion_tokens`` (chat) or
-            ``output_tokens`` (Responses), when the server reported usage.
-        gaps: Statistics of the gaps between consecutive reads carrying
-            output, or ``None`` with fewer than two such reads.
+        attempts: Attempts made, the one that streamed included.
+        output_tokens: The usage's output token count, when reported.
+        gaps: :class:`~chunkwise.types.GapStatistics` of the gaps between
+            reads carrying output (``None`` with fewer than two).
     """
 
     started: float
@@ -216,10 +192,7 @@ class Timings:
 
     @property
     def time_per_output_token(self) -> float | None:
-        """vLLM's TPOT: ``(last_output - first_output) / (output_tokens - 1)``.
-
-        ``None`` without usage, with fewer than two output tokens, or without output.
-        """
+        """vLLM's TPOT: ``(last_output - first_output) / (output_tokens - 1)``, or ``None``."""
         tokens = self.output_tokens
         if self.first_output is None or self.last_output is None or not tokens or tokens < 2:
             return None
@@ -227,11 +200,7 @@ class Timings:
 
     @property
     def output_tokens_per_second(self) -> float | None:
-        """Decoding speed after the first token: ``1 / time_per_output_token``.
-
-        GuideLLM's ``output_tokens_per_second``; ``None`` when
-        :attr:`time_per_output_token` is ``None`` or zero.
-        """
+        """GuideLLM's decoding speed after the first token: ``1 / time_per_output_token``."""
         tpot = self.time_per_output_token
         return 1 / tpot if tpot else None
 
@@ -250,11 +219,9 @@ def output_tokens_of(usage: Mapping[str, Any] | None) -> int | None:
 class TimingRecorder:
     """The stamps of one stream, taken with ``clock`` (see the module's rules).
 
-    The trio layer calls :meth:`start_attempt` and the ``*_now`` methods as
-    the request goes out, :meth:`read` once per read of the body (then
-    :meth:`event` and :meth:`output` for what that read carried), and
-    :meth:`end` when the reading stops; :meth:`final` is taken when the
-    stream ends (:class:`chunkwise._net.trace.Timed`).  :meth:`timings` gives the figures so far.
+    :meth:`trace` takes the request's steps and each :meth:`read`; then
+    :meth:`event` and :meth:`output` say what that read carried, :meth:`end`
+    that the reading stopped.  :meth:`timings` gives the figures so far.
     """
 
     __slots__ = (
@@ -341,12 +308,7 @@ class TimingRecorder:
     # -- the body (chunkwise._stream) -------------------------------------------
 
     def read(self, arrived: float | None = None) -> float:
-        """Stamp a read of the body; the events parsed from it share the stamp.
-
-        ``arrived`` is when the read's bytes reached this host, when the
-        transport knows (rule 2): the stamp then, never before the head or the
-        previous read's stamp.
-        """
+        """Stamp a read of the body at ``arrived``, when the transport knows it (rule 2)."""
         self.reads += 1
         if arrived is None:
             now = self.clock()
@@ -362,11 +324,7 @@ class TimingRecorder:
             self.first_event = self.read_at
 
     def output(self, content: bool) -> None:
-        """The current read carried output (``content``: visible answer text).
-
-        A read counts once however often this is called for it, and nothing
-        counts once the figures are final.
-        """
+        """The current read carried output (``content``: visible answer text); it counts once."""
         now = self.read_at
         if now is None:
             raise RuntimeError("output() before read()")
@@ -391,11 +349,7 @@ class TimingRecorder:
     # -- the figures -----------------------------------------------------------
 
     def final(self, usage: Mapping[str, Any] | None = None) -> Timings:
-        """The final figures, frozen from now on (rule 5).
-
-        Taken when the stream ends: a terminal event parsed from a read ends
-        the stream at that read's stamp.
-        """
+        """The final figures, frozen from now on (rule 5); the stream ends at the last read."""
         if self._final is None:
             if self.ended is None:
                 self.ended = self.read_at if self.read_at is not None else self.clock()
@@ -439,9 +393,8 @@ def take_server_timings(
 ) -> Mapping[str, Any] | None:
     """``kept`` with the server-timing objects of ``payload`` (a chunk, an event) in it.
 
-    Returns ``kept`` itself when ``payload`` has none, else a new mapping: a
-    result holding the old one never changes.  Only JSON objects are kept, the
-    last one of each name, as sent (``copy``: copied first, for a caller's mapping).
+    ``kept`` itself when there are none, else a new mapping (a result holding
+    the old one never changes); ``copy``: copy them, from a caller's mapping.
     """
     found: dict[str, Any] | None = None
     for key in SERVER_TIMING_KEYS:

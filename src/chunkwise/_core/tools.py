@@ -41,10 +41,8 @@ NO_TOOLS = "no tools were given"
 class ToolSchemas:
     """The ``parameters`` schemas of a request's function tools, by name.
 
-    Without the optional ``jsonschema`` package the schemas are not checked
-    (``ToolCall.validated`` stays ``None`` and ``ToolCall.validation_skipped``
-    says why); names still are.  The import is tried here, once, so a missing
-    extra never surfaces mid-stream.
+    Without the optional ``jsonschema`` package only the names are checked; the
+    import is tried here, once, so a missing extra never surfaces mid-stream.
     """
 
     def __init__(self, tools: Iterable[Mapping[str, Any]]) -> None:
@@ -113,41 +111,31 @@ def complete_tool_call(call: C, *, schemas: ToolSchemas | None) -> C:
     ``call`` is the call as streamed, with ``finished`` saying whether the
     server finished it; the result is a new call of the same class.
     """
-    name, arguments, finished = call.name, call.arguments, call.finished
+    name, arguments = call.name, call.arguments
     parsed: Any = None
-    error: ToolArgumentsError | None = None
+    message: str | None = None  # why the arguments cannot be used
     validated: bool | None = None
     skipped: str | None = None
     try:
         parsed = parse_json(arguments)
     except ValueError as exc:
         what = "are empty" if not arguments else f"are not valid JSON ({exc})"
-        if not finished:
+        if not call.finished:
             what += "; the stream ended before the call finished"
-        error = ToolArgumentsError(
-            f"arguments of tool call {name!r} {what}", raw=arguments, tool_name=name
-        )
-    if error is None and schemas is None:
-        skipped = NO_TOOLS
-    elif error is None and schemas is not None:
-        if name not in schemas:
-            error = ToolArgumentsError(
-                f"tool call names {name!r}, which is not among the request's tools",
-                raw=arguments,
-                tool_name=name,
-            )
-        elif schemas.can_validate:
-            assert name is not None
+        message = f"arguments of tool call {name!r} {what}"
+    else:
+        if schemas is None:
+            skipped = NO_TOOLS
+        elif name is None or name not in schemas:
+            message = f"tool call names {name!r}, which is not among the request's tools"
+        elif not schemas.can_validate:
+            skipped = NO_JSONSCHEMA
+        else:
             problem = schemas.validate(name, parsed)
             validated = problem is None
             if problem is not None:
-                error = ToolArgumentsError(
-                    f"arguments of tool call {name!r} do not match its schema: {problem}",
-                    raw=arguments,
-                    tool_name=name,
-                )
-        else:
-            skipped = NO_JSONSCHEMA
+                message = f"arguments of tool call {name!r} do not match its schema: {problem}"
+    error = None if message is None else ToolArgumentsError(message, raw=arguments, tool_name=name)
     call = attrs.evolve(
         call, completed=True, error=error, validated=validated, validation_skipped=skipped
     )
