@@ -187,7 +187,7 @@ class DecoderCore(Generic[E]):
         self._has_fields = False  # any field line since the last dispatch
         self._event_size = -1  # the current event's size; see _reset_event
         self._id_buffer = last_event_id  # WHATWG's "last event ID buffer"
-        self.last_event_id = last_event_id
+        self.last_event_id: str = last_event_id
         self.retry: int | None = None
 
     @property

@@ -90,10 +90,10 @@ class GapHistogram:
 
     def __init__(self) -> None:
         self._buckets: dict[int, int] = {}
-        self.count = 0
-        self.total = 0.0
-        self.min = math.inf
-        self.max = 0.0
+        self.count: int = 0
+        self.total: float = 0.0
+        self.min: float = math.inf
+        self.max: float = 0.0
 
     def add(self, gap: float) -> None:
         """Record one gap (seconds, at least 0)."""
@@ -246,14 +246,14 @@ class TimingRecorder:
     )
 
     def __init__(self, clock: Callable[[], float]) -> None:
-        self.clock = clock
-        self.attempts = 0
-        self.started = clock()
+        self.clock: Callable[[], float] = clock
+        self.attempts: int = 0
+        self.started: float = clock()
         self._reset()
         self._final: Timings | None = None
 
     def _reset(self) -> None:
-        self.connection_reused = False
+        self.connection_reused: bool = False
         self.connected: float | None = None
         self.request_sent: float | None = None
         self.response_head: float | None = None
@@ -264,9 +264,9 @@ class TimingRecorder:
         self.last_output: float | None = None
         self.ended: float | None = None
         self.read_at: float | None = None  # the stamp of the current read
-        self.reads = 0  # reads stamped
+        self.reads: int = 0  # reads stamped
         self._output_read = 0  # the last read counted as output
-        self.gaps = GapHistogram()
+        self.gaps: GapHistogram = GapHistogram()
 
     # -- the request (chunkwise._net.http) ------------------------------------------
 

@@ -41,15 +41,15 @@ class ToolCallState:
     __slots__ = ("args", "completed", "finished", "id", "index", "live", "name", "snapshot", "type")
 
     def __init__(self, index: int) -> None:
-        self.index = index
+        self.index: int = index
         self.id: str | None = None
         self.type: str | None = None
         self.name: str | None = None
-        self.args = Fragments()
-        self.finished = False
-        self.completed = False
+        self.args: Fragments = Fragments()
+        self.finished: bool = False
+        self.completed: bool = False
         self.snapshot: ToolCall | None = None  # set once completed
-        self.live = LiveJSON()  # the arguments' preview
+        self.live: LiveJSON = LiveJSON()  # the arguments' preview
 
     def to_result(self) -> ToolCall:
         if self.snapshot is not None:
@@ -86,20 +86,20 @@ class ChoiceState:
     )
 
     def __init__(self, index: int) -> None:
-        self.index = index
+        self.index: int = index
         self.role: str | None = None
-        self.content = Fragments()
+        self.content: Fragments = Fragments()
         # Empty until text arrives: empty strings are never appended.
-        self.refusal = Fragments()
-        self.reasoning = Fragments()
+        self.refusal: Fragments = Fragments()
+        self.reasoning: Fragments = Fragments()
         self.tools: list[ToolCallState] = []
         self.by_index: dict[int, ToolCallState] = {}
         self.finish_reason: str | None = None
         # True once a finish_reason arrived, or [DONE] finished the choice.
-        self.finished = False
+        self.finished: bool = False
         self.logprobs: dict[str, Any] | None = None
         # True once a snapshot holds ``logprobs``: the next merge copies it first.
-        self.logprobs_shared = False
+        self.logprobs_shared: bool = False
         # Structured output, checked once at the end (see _structured).
         self.parsed: Any = None
         self.parse_error: StructuredOutputError | None = None

@@ -42,12 +42,12 @@ class ChoiceText:
     __slots__ = ("finish_reason", "finished", "index", "logprobs", "logprobs_shared", "text")
 
     def __init__(self, index: int) -> None:
-        self.index = index
-        self.text = Fragments()
+        self.index: int = index
+        self.text: Fragments = Fragments()
         self.finish_reason: str | None = None
-        self.finished = False
+        self.finished: bool = False
         self.logprobs: dict[str, Any] | None = None
-        self.logprobs_shared = False
+        self.logprobs_shared: bool = False
 
     def to_result(self) -> ChoiceResult:
         self.logprobs_shared = True

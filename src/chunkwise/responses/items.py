@@ -114,11 +114,11 @@ class PartState:
     __slots__ = ("annotations", "done", "index", "text", "type")
 
     def __init__(self, index: int, kind: str) -> None:
-        self.index = index
-        self.type = kind
-        self.text = Fragments()
+        self.index: int = index
+        self.type: str = kind
+        self.text: Fragments = Fragments()
         self.annotations: list[Mapping[str, Any]] = []
-        self.done = False
+        self.done: bool = False
 
     def joined(self) -> str:
         return self.text.text()
@@ -156,7 +156,7 @@ class ItemState:
     )
 
     def __init__(self, index: int) -> None:
-        self.index = index
+        self.index: int = index
         self.id: str | None = None
         self.type: str | None = None
         self.status: str | None = None
@@ -169,11 +169,11 @@ class ItemState:
         self.last: dict[tuple[Which, str], PartState] = {}
         self.name: str | None = None
         self.call_id: str | None = None
-        self.args = Fragments()
+        self.args: Fragments = Fragments()
         self.live: LiveJSON | None = None  # the arguments' preview, from the first fragment
         self.call: FunctionCall | None = None  # set once completed
         self.data: Mapping[str, Any] | None = None
-        self.done = False
+        self.done: bool = False
 
     def arguments(self) -> str:
         return self.args.text()
@@ -380,13 +380,13 @@ class SequenceNumbers:
     __slots__ = ("last", "mid_way", "missed", "resumed", "resumes")
 
     def __init__(self) -> None:
-        self.last = -1  # the last number taken (-1: none)
-        self.resumes = 0
-        self.resumed = False  # rule 2 applies
-        self.mid_way = False  # started after events it never saw
+        self.last: int = -1  # the last number taken (-1: none)
+        self.resumes: int = 0
+        self.resumed: bool = False  # rule 2 applies
+        self.mid_way: bool = False  # started after events it never saw
         # Events were never seen (mid-way, a gap, a poll): a final text that
         # differs from the deltas is expected, not an anomaly.
-        self.missed = False
+        self.missed: bool = False
 
     def resume(self) -> None:
         """A new connection goes on from :attr:`last`."""

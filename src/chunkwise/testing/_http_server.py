@@ -128,7 +128,7 @@ class LoopbackServer:
         self.record = record
         self.host = host
         self.port = port
-        self.base_url = f"{scheme}://{url_host(host)}:{port}/v1"
+        self.base_url: str = f"{scheme}://{url_host(host)}:{port}/v1"
         self.client_ssl_context = client_ssl_context
         self.requests: list[RecordedRequest] = []
         self.connections: list[ServerConnection] = []

@@ -188,7 +188,7 @@ class ResponseWriter:
         self._ended = False
         self._late: list[float] = []
         #: Reset (RST) rather than close (FIN) when the connection ends.
-        self.reset = False
+        self.reset: bool = False
         self._close = request.http_version == "1.0" or "close" in (
             request.headers.get("connection", "").lower()
         )
