@@ -171,11 +171,6 @@ class HTTPResponse:
             trace.info = {"bytes": len(data), "arrived": conn.arrived}
         return data
 
-    @property
-    def arrived(self) -> float | None:
-        """When the last bytes read reached this host (:mod:`~chunkwise._net.arrivals`), or None."""
-        return self._conn.arrived
-
     async def aclose(self) -> None:
         """Close the connection now (unless :meth:`release` gave it back) and free the slot.
 
