@@ -228,20 +228,16 @@ class Connection:
 
     async def receive_head(self) -> h11.Response:
         """The final response's head, 1xx skipped (AWAITING_HEAD to BODY, or FAILED)."""
-        try:
-            while True:
-                event = self._next_event()
-                if event is h11.NEED_DATA:
-                    await self._fill()
-                elif isinstance(event, h11.Response):
-                    self._state = State.BODY
-                    self._expected = _declared_length(event)
-                    return event
-                elif not isinstance(event, h11.InformationalResponse):  # 1xx are skipped
-                    raise _unexpected(event)
-        except ChunkwiseError as exc:
-            self._fail(exc)
-            raise
+        while True:
+            event = self._next_event()
+            if event is h11.NEED_DATA:
+                await self._fill()
+            elif isinstance(event, h11.Response):
+                self._state = State.BODY
+                self._expected = _declared_length(event)
+                return event
+            elif not isinstance(event, h11.InformationalResponse):  # 1xx are skipped
+                raise self._fail(_unexpected(event))
 
     async def receive_some(self) -> bytes:
         if self._state is State.CLOSED:
@@ -264,19 +260,14 @@ class Connection:
         while self._state is State.BODY:
             try:
                 event = self._next_event()
-            except ChunkwiseError as exc:
-                self._fail(exc)
+            except ChunkwiseError:
                 if chunks:
                     break
                 raise
             if event is h11.NEED_DATA:
                 if chunks:
                     break
-                try:
-                    await self._fill()
-                except ChunkwiseError as exc:
-                    self._fail(exc)
-                    raise
+                await self._fill()
                 waited = True
             elif isinstance(event, h11.Data):
                 # h11 hands out a bytearray sliced from its buffer: one copy to
@@ -287,18 +278,19 @@ class Connection:
             elif isinstance(event, h11.EndOfMessage):
                 self._state = State.DONE
             else:
-                raise _unexpected(event)
+                raise self._fail(_unexpected(event))
         if not waited:
             # Nothing was awaited, but callers may rely on this being a checkpoint.
             # Shielded: the bytes already taken from h11 must not be lost to a cancel.
             await trio.lowlevel.cancel_shielded_checkpoint()
         return b"".join(chunks)
 
-    def _fail(self, error: ChunkwiseError) -> None:
-        """Reading failed (to FAILED): ``error`` is raised by every later read."""
+    def _fail(self, error: ChunkwiseError) -> ChunkwiseError:
+        """Reading failed (to FAILED): ``error``, which every later read raises again."""
         self._error = error
         if self._state is not State.CLOSED:
             self._state = State.FAILED
+        return error
 
     def _next_event(self) -> Any:
         if self._starved:
@@ -306,7 +298,7 @@ class Connection:
         try:
             event = self._h11.next_event()
         except h11.RemoteProtocolError as exc:
-            raise self._translate(exc) from exc
+            raise self._fail(self._translate(exc)) from exc
         self._starved = event is h11.NEED_DATA
         return event
 
@@ -327,8 +319,13 @@ class Connection:
         )
 
     async def _fill(self) -> None:
-        """Wait for the next bytes and give them to h11."""
-        self._h11.receive_data(await self._read())
+        """Wait for the next bytes and give them to h11; a failed wait fails the connection."""
+        try:
+            data = await self._read()
+        except ChunkwiseError as exc:
+            self._fail(exc)
+            raise
+        self._h11.receive_data(data)
         self._starved = False
 
     async def _read(self) -> bytes:
