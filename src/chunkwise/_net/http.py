@@ -93,7 +93,7 @@ from .connect import Origin, open_connection
 from .http11 import Connection, State
 from .pool import ConnectionPool, Slot
 from .request import Request, prepare_request
-from .status import StatusHint, http_status_error, parse_error_body, status_hint
+from .status import http_status_error, parse_error_body, status_hint
 from .trace import Trace, TraceHook, traced
 
 __all__ = [
@@ -101,8 +101,6 @@ __all__ = [
     "MAX_JSON_BODY",
     "Failed",
     "HTTPResponse",
-    "Headers",
-    "StatusHint",
     "attempt",
     "connect",
     "http_status_error",
