@@ -59,12 +59,9 @@ is read, and the prepared request is let go once its response is returned.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import (
     AsyncIterator,
-    Awaitable,
-    Callable,
     Hashable,
 )
 from contextlib import asynccontextmanager
@@ -90,7 +87,7 @@ from .._core.proxy import Proxy
 from .._core.retries import Retries, retry_delay, with_attempts
 from .._core.util import redact
 from .connect import Origin, open_connection
-from .http11 import Connection, State
+from .http11 import Connection
 from .pool import ConnectionPool, Slot
 from .request import Request, prepare_request
 from .status import http_status_error, parse_error_body, status_hint
@@ -120,7 +117,8 @@ class HTTPResponse:
 
     __slots__ = (
         "_conn",
-        "_release",
+        "_key",
+        "_pool",
         "_released",
         "_slot",
         "headers",
@@ -134,16 +132,16 @@ class HTTPResponse:
         self,
         conn: Connection,
         head: h11.Response,
-        release: Callable[[bool], Awaitable[None]] | None = None,
-        slot: Slot | None = None,
-        trace: TraceHook | None = None,
+        place: _Place,
+        slot: Slot | None,
+        trace: TraceHook,
     ) -> None:
         self._conn = conn
         #: Called around each read and the close (:mod:`chunkwise._net.trace`).
-        self.trace: TraceHook = traced(None) if trace is None else trace
-        # With a pool: give the connection back, after the end of the body (True)
-        # or at once, not reusable (False).
-        self._release = release
+        self.trace = trace
+        # Without a pool, releasing is closing.
+        self._pool = place.pool
+        self._key = place.key
         self._released = False
         self._slot = slot
         self.status_code: int = head.status_code
@@ -176,13 +174,11 @@ class HTTPResponse:
         """
         try:
             if not self._released:
-                self._released = self._release is not None
+                self._released = self._pool is not None
                 with Trace("close", self.trace) as trace:
                     trace.info = {"reused": False}
-                    if self._release is None:
-                        await self._conn.aclose()
-                    else:
-                        await self._release(False)  # the pool closes it, and counts it closed
+                    why = "the response was closed before its end"
+                    await _close(self._conn, self._pool, self._key, why)
         finally:
             self._free_slot()
         await trio.lowlevel.checkpoint()
@@ -194,16 +190,23 @@ class HTTPResponse:
         connection whose exchange completed goes back to the pool; anything
         else is closed at once.  Either way the pool's slot is given up.
         """
+        conn, pool = self._conn, self._pool
         if self._released:
             await trio.lowlevel.checkpoint()
-        elif self._release is None:
+        elif pool is None:
             await self.aclose()
         else:
             self._released = True
             try:
                 with Trace("close", self.trace) as trace:
-                    await self._release(True)
-                    trace.info = {"reused": self._conn.state is State.IDLE}
+                    try:
+                        await conn.drain(_DRAIN_GRACE, _DRAIN_LIMIT)
+                    finally:
+                        why = conn.why_not_reusable
+                        if why is None:
+                            conn.start_next_exchange()
+                        await pool.give_back(self._key, conn, reusable=why is None, why=why or "")
+                    trace.info = {"reused": why is None}
             finally:
                 self._free_slot()
 
@@ -410,44 +413,35 @@ async def attempt(
                 pass
         with Trace("send_request", hook):
             await conn.send_request(request)
-        # Without a pool, releasing is closing: HTTPResponse does it itself.
-        release = None if pool is None else functools.partial(_release, conn, pool, place.key)
         with Trace("receive_head", hook) as traced_head:
             head = await conn.receive_head()
             traced_head.info = {"first_byte": conn.first_byte_at}
-        response = HTTPResponse(conn, head, release, slot, hook)
+        response = HTTPResponse(conn, head, place, slot, hook)
         if check:
             await _check_response(response, place.endpoint, place.proxy, expect)
-    except ChunkwiseError as exc:
-        await _abandon(conn, slot, pool, place.key, exc)
+    except BaseException as exc:
+        try:
+            if conn is not None:
+                # The error's type only: its message may quote the server.
+                await _close(conn, pool, place.key, f"the attempt failed ({type(exc).__name__})")
+        finally:
+            if slot is not None:
+                slot.release()
+        if not isinstance(exc, ChunkwiseError):
+            raise
         stale = reused and conn is not None and not conn.response_started
         return Failed(exc, stale=stale and isinstance(exc, ConnectionLost))
-    except BaseException as exc:
-        await _abandon(conn, slot, pool, place.key, exc)
-        raise
     return response
 
 
-async def _abandon(
-    conn: Connection | None,
-    slot: Slot | None,
-    pool: ConnectionPool[Connection] | None,
-    key: Hashable,
-    failure: BaseException,
+async def _close(
+    conn: Connection, pool: ConnectionPool[Connection] | None, key: Hashable, why: str
 ) -> None:
-    """Close a failed attempt's connection (through the pool, if any) and give up its slot."""
-    try:
-        if conn is None:
-            pass
-        elif pool is not None:
-            # The error's type only: its message may quote the server.
-            why = f"the attempt failed ({type(failure).__name__})"
-            await pool.give_back(key, conn, reusable=False, why=why)
-        else:
-            await conn.aclose()
-    finally:
-        if slot is not None:
-            slot.release()
+    """Close ``conn`` at once; through the pool, if any, which counts it and logs ``why``."""
+    if pool is None:
+        await conn.aclose()
+    else:
+        await pool.give_back(key, conn, reusable=False, why=why)
 
 
 _NO_RETRIES = Retries(max_retries=0)
@@ -456,20 +450,6 @@ _NO_RETRIES = Retries(max_retries=0)
 #: reused: a stream ends with ``[DONE]`` just before the end of the body.
 _DRAIN_GRACE = 1.0
 _DRAIN_LIMIT = 64 * 1024
-
-
-async def _release(
-    conn: Connection, pool: ConnectionPool[Connection], key: Hashable, finished: bool
-) -> None:
-    """End a response: back to the pool if the caller ``finished`` it and the exchange completed."""
-    try:
-        if finished:
-            await conn.drain(_DRAIN_GRACE, _DRAIN_LIMIT)
-    finally:
-        why = conn.why_not_reusable if finished else "the response was closed before its end"
-        if why is None:
-            conn.start_next_exchange()
-        await pool.give_back(key, conn, reusable=why is None, why=why or "")
 
 
 async def _check_response(
