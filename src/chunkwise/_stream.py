@@ -182,8 +182,7 @@ class Stream(Generic[R]):
         self._resumer = resumer  # a background response's (rule 6)
         self._parser = parser
         self._timings = timings
-        # The error a stall ends the stream with, when Timeouts.stall is set.
-        self._stall = stall
+        self._stall = stall  # the error a stall ends the stream with (Timeouts.stall)
         self._broadcaster = Broadcaster()
         self._state = StreamState.OPENING
         self._ended = trio.Event()  # set on entering ENDED: wakes result()
@@ -192,9 +191,8 @@ class Stream(Generic[R]):
         self._iterator: trio.MemoryReceiveChannel[Event] | None = None
         self._block_left = False
         self._consumers = 0  # consumer tasks running (start_soon)
-        # Set once the block is left and no consumer runs; made at the end of
-        # the reading (before that nothing waits for it), one event fewer per
-        # open stream.
+        # Set once the block is left and no consumer runs; made only when the
+        # reading ends (nothing waits for it before): one event fewer per stream.
         self._nobody_reads: trio.Event | None = None
 
     @property
@@ -565,9 +563,7 @@ class StreamBlock(Generic[S]):
             trace=timings.recorder.trace,
             method=method,
         )
-        # The body is not kept here while the stream runs: the HTTP layer lets
-        # go of it once the request can no longer be sent again.
-        del body
+        del body  # the HTTP layer lets go of it once it cannot be sent again
         stall = endpoint.timeouts.stall
         stalled = None if stall is None else StallTimeout(endpoint.host, endpoint.port, stall)
         resumer = (
@@ -649,12 +645,7 @@ async def complete(
 
 
 class ClientApi(Generic[S, R]):
-    """An API's namespace on a client's connections: ``client.chat``, ``client.completions``.
-
-    Its :meth:`open_stream` and :meth:`complete` are the namespace's functions
-    (:func:`chunkwise.chat.open_stream`, :func:`chunkwise.chat.complete`...)
-    on the client's connection pool.
-    """
+    """An API's namespace on a client's connections: ``client.chat``, ``client.completions``."""
 
     __slots__ = ("_api", "_endpoint", "_pool")
 
@@ -675,7 +666,6 @@ class ClientApi(Generic[S, R]):
         self, request: Mapping[str, Any], *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE
     ) -> R:
         """The namespace's ``complete`` on the client's connections."""
-        result: R = await complete(
+        return await complete(
             self._api, self._endpoint, request, max_event_size=max_event_size, pool=self._pool
         )
-        return result

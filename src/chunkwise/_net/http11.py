@@ -102,9 +102,8 @@ class Connection:
         "_error",
         "_expected",
         "_h11",
-        "_host",
         "_idle",
-        "_port",
+        "_origin",
         "_reader",
         "_received",
         "_starved",
@@ -122,8 +121,7 @@ class Connection:
         self._transport = transport
         self._reader = open_reader(transport)
         self._h11 = h11.Connection(h11.CLIENT)
-        self._host = origin.host
-        self._port = origin.port
+        self._origin = origin
         self._where = origin.authority
         self._idle = math.inf if idle_timeout is None else idle_timeout
         self._state = State.IDLE
@@ -224,7 +222,7 @@ class Connection:
                 ) from exc
             self._state = State.AWAITING_HEAD
             return
-        raise IdleTimeout(self._host, self._port, self._idle)
+        raise IdleTimeout(self._origin.host, self._origin.port, self._idle)
 
     async def receive_head(self) -> h11.Response:
         """The final response's head, 1xx skipped (AWAITING_HEAD to BODY, or FAILED)."""
@@ -351,7 +349,7 @@ class Connection:
                         trio.current_time() if self.arrived is None else self.arrived
                     )
             return bytes(data)  # a no-op for bytes; streams may give bytearray
-        raise IdleTimeout(self._host, self._port, self._idle)
+        raise IdleTimeout(self._origin.host, self._origin.port, self._idle)
 
     async def aclose(self) -> None:
         self._state = State.CLOSED
