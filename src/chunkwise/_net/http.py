@@ -168,13 +168,13 @@ class HTTPResponse:
         return data
 
     async def aclose(self) -> None:
-        """Close the connection now (unless :meth:`release` gave it back) and free the slot.
+        """Close the connection now, once (unless :meth:`release` gave it back); free the slot.
 
         Never blocks; closes even when cancelled.
         """
         try:
             if not self._released:
-                self._released = self._pool is not None
+                self._released = True  # closing twice would trace a second close
                 with Trace("close", self.trace) as trace:
                     trace.info = {"reused": False}
                     why = "the response was closed before its end"
