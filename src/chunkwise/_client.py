@@ -1,14 +1,10 @@
 """A client: connections kept alive and reused across requests to one endpoint.
 
-:class:`Client` is a resource in trio's sense: ``async with Client(endpoint) as
-client`` owns a :class:`~chunkwise._net.pool.ConnectionPool`, and leaving the block
-closes every idle connection.  Requests made through it (``client.chat``,
-``client.responses``, ``client.completions``: each namespace's functions
-bound to the client) are the module-level ones, with the same stream object,
-fan-out, retries and guarantees; the only difference is where their
-connection comes from and where it goes afterwards.
-No task runs in the background: an idle connection the server closed is
-noticed, and discarded, when the next request looks at it.
+Requests made through a :class:`Client` are the namespaces' own functions on
+its :class:`~chunkwise._net.pool.ConnectionPool`: only where their connection
+comes from and where it goes afterwards differ.  No task runs in the
+background: an idle connection the server closed is noticed, and discarded,
+when the next request looks at it.
 """
 
 from __future__ import annotations
@@ -43,7 +39,7 @@ _ENDPOINT = instance_of(Endpoint, "a chunkwise.Endpoint").raising(TypeError)
 
 
 class Client:
-    """Requests to ``endpoint`` over kept-alive connections.
+    """Requests to ``endpoint`` over kept-alive connections (:doc:`/client`).
 
     Args:
         endpoint: where requests go, with its key, timeouts, retries and proxy.
@@ -55,12 +51,8 @@ class Client:
             after 5 to 60 seconds).
 
     Use it as ``async with chunkwise.Client(endpoint) as client:``, then
-    ``client.chat.open_stream(request)``, ``client.responses.complete(request)``
-    and so on: :attr:`chat`, :attr:`responses` and :attr:`completions` hold
-    each namespace's functions on this client's connections.  Leaving the
-    block closes the idle connections.  Streams must have ended by then (they
-    are the caller's: each closes or returns its own connection when its
-    ``async with`` block is left).
+    ``client.chat.open_stream(request)`` and so on.  Leaving the block closes
+    the idle connections; streams must have ended by then.
     """
 
     #: :func:`chunkwise.chat.open_stream` and :func:`~chunkwise.chat.complete`
@@ -102,12 +94,7 @@ class Client:
 
     @property
     def stats(self) -> PoolStats:
-        """A snapshot of this client's connections: open, idle, in use, opened and reused.
-
-        ``stats.reused_total`` growing while ``stats.opened_total`` stays put is
-        connection reuse at work; each step is also logged at DEBUG on the
-        ``chunkwise`` logger (see :doc:`/client`).
-        """
+        """A snapshot of this client's connections: open, idle, in use, opened and reused."""
         return self._pool.stats()
 
     # -- the round-3 spellings (chunkwise._core.names.RENAMED) --------------------

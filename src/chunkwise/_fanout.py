@@ -53,9 +53,9 @@ from typing import Any
 import trio
 
 from ._core.checks import instance_of, one_of, positive_int, size_or_inf
-from ._core.events import Batch, Event, EventsDropped, Family
+from ._core.events import Event, EventsDropped, Family
 
-__all__ = ["DEFAULT_BUFFER_SIZE", "Batch", "Broadcaster", "Family", "family_of"]
+__all__ = ["DEFAULT_BUFFER_SIZE", "Broadcaster"]
 
 #: Events a subscriber may hold unread before the publisher waits (or, for a
 #: lossy subscriber, drops).  A 64 KiB read of short content chunks yields
@@ -69,11 +69,6 @@ _FAMILIES = typing.get_args(Family)
 _FAMILY = one_of(*_FAMILIES).or_none()
 _BUFFER_SIZE = size_or_inf.raising(ValueError, wrong_type=TypeError)
 _FLAG = instance_of(bool, "a bool").raising(TypeError)
-
-
-def family_of(event: Event) -> Family:
-    """The family an event belongs to (its class says, :attr:`Event.family`)."""
-    return event.family
 
 
 class _Subscriber:
@@ -94,8 +89,7 @@ class _Subscriber:
         self.batched = batched
         self.size = size
         self.dropped = 0  # events dropped since the last report (lossy)
-        # Items the channel has not accepted: at most one read's worth, so a
-        # list (small when empty; many streams each have subscribers) will do.
+        # Items the channel has not accepted: at most one read's worth, so a list will do.
         self.pending: list[Any] = []
 
     def offer(self, events: Sequence[Event]) -> None:
@@ -188,10 +182,7 @@ class Broadcaster:
             self._listener.set()
 
     async def wait_for_listener(self) -> None:
-        """Wait until :meth:`listen` was called (at once, without a checkpoint, if it was).
-
-        The publisher's next step, a network read, is the checkpoint.
-        """
+        """Wait until :meth:`listen` was called (without a checkpoint if it was: a read follows)."""
         if not self._listened:
             self._listener = trio.Event()
             try:
@@ -285,9 +276,8 @@ class Broadcaster:
     def close(self, events: Sequence[Event] = ()) -> None:
         """End every channel now, handing over what fits of ``events`` first.
 
-        For a stream torn down by cancellation from outside: ``events`` are
-        ignored when :meth:`finish` already queued the end.  :meth:`finish`
-        ends every channel through here as well.
+        For a stream torn down from outside; ``events`` are ignored when
+        :meth:`finish` already queued the end.
         """
         if self._terminal is None:
             self._end(events)

@@ -3,36 +3,33 @@
 Theory of operation
 -------------------
 A Responses request with ``"background": true`` runs on the server whatever
-happens to the connection that asked for it, and the server keeps its events:
+happens to its connection, and the server keeps its events:
 ``GET /responses/{id}?stream=true&starting_after=N`` streams them again from
 any sequence number, ``GET /responses/{id}`` returns the response object as
-it stands, ``POST /responses/{id}/cancel`` stops it.  This module is the one
-mechanism the trio layer (:mod:`chunkwise._stream`) uses for all of it.
+it stands, ``POST /responses/{id}/cancel`` stops it.
 
-:class:`Resumer` belongs to one stream.  When the stream's connection is lost
-before its terminal event, the reader asks :meth:`Resumer.resume` for what
-comes next: a new :class:`~chunkwise._net.http.HTTPResponse` streaming the events
-after the last sequence number seen (the parser told to drop what it already
-has), or, when that cannot be, the final events of the stream (ended from a
-polled response, or with an anomaly saying why it could not go on).
+:class:`Resumer` belongs to one stream (:mod:`chunkwise._stream`).  When the
+connection is lost before the terminal event, :meth:`Resumer.resume` gives
+what comes next: a new :class:`~chunkwise._net.http.HTTPResponse` streaming the
+events after the last sequence number seen (the parser told to drop what it
+already has), or the stream's final events (ended from a polled response, or
+with an anomaly saying why it could not go on).
 
 Rules
 -----
-1. Only a stream the server keeps is resumed: a request with ``"background":
-   true``, or one attached to with :class:`Attach`; and only once the response
-   id and a sequence number were seen (before that there is nothing to ask for).
+1. Only a stream the server keeps is resumed (``"background": true``, or
+   attached to with :class:`Attach`), and only once the response id and a
+   sequence number were seen.
 2. The endpoint's :class:`~chunkwise.Retries` decide how patiently: each
-   resumption's request is retried as any request is (connection errors, 5xx,
-   ``Retry-After``); a resumption that brought no new event before breaking
-   again is a *miss*, waited for with the backoff; after ``max_retries``
-   misses in a row the stream is ended from a poll instead.
-3. A refusal to stream again (a 4xx other than 408, 409 and 429: the response
-   is too old, or the server has no such route; or a 2xx that is not an event
-   stream) is not retried:
-   ``GET /responses/{id}`` is polled until its status is terminal, waiting
-   the server's ``Retry-After`` when it gives one, else the backoff (capped at
-   ``max_delay``), for as long as the caller's cancel scope allows.  The
-   stream ends from the polled response, with an ``events not seen`` anomaly.
+   resumption's request is retried as any request is; a resumption that
+   brought no new event before breaking again is a *miss*, waited for with the
+   backoff; after ``max_retries`` misses in a row the stream is ended from a poll.
+3. A refusal to stream again (a 4xx other than 408, 409 and 429, or a 2xx that
+   is not an event stream) is not retried: ``GET /responses/{id}`` is polled
+   until its status is terminal, waiting the server's ``Retry-After``, else the
+   backoff (capped at ``max_delay``), for as long as the caller's cancel scope
+   allows.  The stream ends from the polled response, with an ``events not
+   seen`` anomaly.
 4. A resumption or poll that fails for good ends the stream as it would have
    ended without resuming, with a ``resume failed`` anomaly saying why.
 5. Every resumption and every refusal is logged (INFO, ``chunkwise``).
@@ -129,8 +126,7 @@ class Resumer:
     ) -> Resumer | None:
         """The resumer of a stream the server keeps (rule 1), else None.
 
-        Only for an API whose streams the server may keep (``Api.resumable``:
-        the Responses API).  An attached stream's parser is told where it starts.
+        An attached stream's parser is told where it starts.
         """
         if attach is None:
             if request.get("background") is not True:

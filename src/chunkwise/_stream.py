@@ -1,57 +1,44 @@
-"""Layer 5: one streamed answer (chat, Responses API or legacy completion) as a trio resource.
+"""One streamed answer (chat, Responses API or legacy completion) as a trio resource.
 
 Theory of operation
 -------------------
-:func:`chunkwise.chat.open_stream`, :func:`chunkwise.responses.open_stream`
-and :func:`chunkwise.completions.open_stream` (each in its namespace's
-``_stream`` module, with the API's :class:`Api` value) are one
-implementation, :func:`open_stream`, parametrised by an :class:`Api`: the path
-to post to, the sans-IO parser to read the body with, and the stream class to
-hand out.  Everything here is the
-same for every API.
+Each namespace's ``open_stream`` (:func:`chunkwise.chat.open_stream`...) is
+:func:`open_stream` with the API's :class:`Api`: the path to post to, the
+sans-IO parser to read the body with, and the stream class to hand out.
+Everything else is the same for every API.
 
-:func:`open_stream` returns a :class:`StreamBlock`, whose ``__aenter__``
-opens the HTTP response (raising a typed error for a non-2xx status before the
-block is entered) and enters a nursery with one reader task, and whose
-``__aexit__`` leaves them.  The reader receives body bytes, feeds the sans-IO parser
-(the API's ``Parser``), and publishes each read's events through
-a :class:`~chunkwise._fanout.Broadcaster` to every subscriber.  Backpressure
-is lossless by default: a full subscriber makes the reader wait, which stops
-reads from the socket.
-
-Before anything is sent, ``__aenter__`` checks what a newcomer gets wrong:
-not running under trio (:func:`~chunkwise._net.tasks.require_trio`, which names asyncio when it is
-the loop), and a request JSON cannot encode
-(:func:`~chunkwise._net.request.encode_request` raises
-:class:`~chunkwise.InvalidRequest` with the path of the bad value).  Awaiting
+:func:`open_stream` returns a :class:`StreamBlock`.  Its ``__aenter__`` checks
+what a newcomer gets wrong before anything is sent (not running under trio:
+:func:`~chunkwise._net.tasks.require_trio`; a request JSON cannot encode:
+:func:`~chunkwise._net.request.encode_request`), opens the HTTP response
+(raising a typed error for a non-2xx status before the block is entered), and
+enters a nursery with one reader task; its ``__aexit__`` leaves them.  Awaiting
 the block, or entering it with a plain ``with``, raises a :class:`TypeError`
 saying to use ``async with``.
 
-The reader publishes nothing until somebody listens: the first
-:meth:`Stream.subscribe`, ``async for``, or :meth:`Stream.result`.  So
-subscribers created right after entering the block, before the first
-checkpoint, all see every event.  A subscriber created later receives the
-events published after it subscribed (one created after the end receives just
-the terminal event); :attr:`Stream.snapshot` shows what came before.
+The reader receives body bytes, feeds the API's parser, and publishes each
+read's events through a :class:`~chunkwise._fanout.Broadcaster`.  Backpressure
+is lossless by default: a full subscriber makes the reader wait, which stops
+reads from the socket.  Nothing is published until somebody listens (the first
+:meth:`Stream.subscribe`, ``async for``, or :meth:`Stream.result`), so
+subscribers created right after entering the block all see every event; a
+later one receives the events published after it subscribed (after the end,
+just the terminal event), and :attr:`Stream.snapshot` shows what came before.
 
-Reading (STREAMING, RESUMING: the table below) runs in ``_reader_scope``,
-which :meth:`Stream.cancel` and leaving the block cancel.  Ending runs
-once, whatever stopped the reading: it closes the socket, lets the parser
-produce the terminal event, enters ENDED, and hands the rest to
-:meth:`Broadcaster.finish`, which delivers to each subscriber until nobody is
-left who could read; a cancel loses nothing the broadcaster holds.
+Reading runs in ``_reader_scope``, which :meth:`Stream.cancel` and leaving the
+block cancel.  Ending runs once, whatever stopped the reading: it closes the
+socket, lets the parser produce the terminal event, enters ENDED, and hands
+the rest to :meth:`Broadcaster.finish`; a cancel loses nothing the
+broadcaster holds.
 
-Each read is stamped once, by the trace hook (:class:`~chunkwise._net.trace.Timed`):
-the events parsed from it share that stamp, and the terminal event's result
-gets the final figures as its ``timings`` (the one place they are attached).  With
-``Timeouts(stall=...)``, from the first output on, each wait for the next read
-is bounded by the last output's time plus the timeout, moved on by the time
-the reader spent waiting for its own subscribers; a read without output
-(keep-alives, role-only or empty chunks) does not move it.  Expiry ends the
-reading like an idle timeout: reason ``stalled``, and the
-:class:`~chunkwise.StallTimeout` is the result's ``error``, as every transport
-problem that ends a stream is (the status staying ``incomplete``), with a
-``transport error`` anomaly published where the stream stopped.
+Each read is stamped once, by the trace hook (:class:`~chunkwise._net.trace.Timed`),
+and the terminal event's result gets the final figures as its ``timings``.
+With ``Timeouts(stall=...)``, from the first output on, each wait for the next
+read is bounded by the last output's time plus the timeout, moved on by the
+time the reader spent waiting for its own subscribers; a read without output
+does not move it.  Expiry ends the reading like an idle timeout: reason
+``stalled``, the :class:`~chunkwise.StallTimeout` as the result's ``error``
+(status ``incomplete``), and a ``transport error`` anomaly.
 
 States
 ------
@@ -69,46 +56,41 @@ not ENDED    the reading stopped (rule 2): socket closed, terminal event ENDED
 
 Rules
 -----
-These are the promises of the trio layer; each is tested in every cell of
-``tests/test_stream_matrix.py``.
+The promises of the trio layer, each tested in every cell of
+``tests/test_stream_matrix.py``:
 
 1. Leaving the ``async with`` returns promptly on every path: it never waits
    on a subscriber that no running consumer task reads.  Once the block is
-   left, the only readers are the consumer tasks started with
-   :meth:`Stream.start_soon`; when none is running, the broadcaster is
-   told to give up (``_nobody_reads``), and every other wait of the reader is
-   in ``_reader_scope``, which leaving the block cancels.
+   left, the only readers are the consumer tasks of :meth:`Stream.start_soon`;
+   when none runs, the broadcaster is told to give up (``_nobody_reads``),
+   and every other wait of the reader is in ``_reader_scope``, which leaving
+   the block cancels.
 2. The socket is closed before ``__aexit__`` returns, on every path, and
-   before the terminal event is published: the ending phase closes it first,
-   and :func:`open_stream` closes it again on the way out, shielded.  With a
+   before the terminal event is published: the ending phase closes it, and
+   :class:`StreamBlock` closes it again on the way out.  With a
    :class:`~chunkwise.Client`, a stream that reached its clean end gives its
    connection back to the pool instead (after reading the end of the body for
-   at most a second), also before the terminal event; a stream that did not
-   is closed as without a pool.
+   at most a second), also before the terminal event.
 3. Every subscriber whose channel is open and whose consumer is still running
    receives, in order, every event published after it subscribed (lossless)
    or the drop report in their place (lossy), then exactly one terminal
-   event, then :class:`trio.EndOfChannel`.  :meth:`Stream.cancel` and
-   leaving the block early only end the *reading*: the events already parsed
-   are still delivered, so a subscriber from the start has deltas adding up
-   to the text of the result in its terminal event.
+   event, then :class:`trio.EndOfChannel`.  :meth:`Stream.cancel` and leaving
+   the block early only end the *reading*: events already parsed are still
+   delivered, so a subscriber from the start has deltas adding up to the
+   text of the result in its terminal event.
 4. An exception from the block or from one consumer task propagates alone,
    with its own ``__cause__``, ``__context__`` and traceback
-   (:func:`~chunkwise._net.tasks.exceptions_unwrapped`).  Two at once propagate as
-   an :class:`ExceptionGroup`.
-5. A result (``chat.Result``, ``responses.Result``, ``completions.Result``)
-   never changes after it was handed out: results are frozen, and the parser
-   builds a new one for each change.
+   (:func:`~chunkwise._net.tasks.exceptions_unwrapped`).  Two at once propagate
+   as an :class:`ExceptionGroup`.
+5. A result never changes after it was handed out: results are frozen, and
+   the parser builds a new one for each change.
 6. Nothing is sent again once a body has started (:mod:`chunkwise._core.retries`,
-   rule 1), with one deliberate exception: a background Responses stream
-   (``"background": true``, or attached to) whose connection is lost before
-   its terminal event (reset, end of the body, idle or stall timeout, broken
-   framing) is resumed by :class:`~chunkwise._resume.Resumer` after the last
-   sequence number, or ended from a polled response.  The server keeps the
-   events, so nothing is asked twice: the parser drops any event it already
-   has, and rules 1 to 5 hold across the connections (one
-   :class:`HeadReceived`, one terminal event, the reading phase and
-   its cancel scope spanning them all).
+   rule 1), with one exception: a background Responses stream (``"background":
+   true``, or attached to) whose connection is lost before its terminal event
+   is resumed by :class:`~chunkwise._resume.Resumer` after the last sequence
+   number, or ended from a polled response.  The parser drops any event it
+   already has, and rules 1 to 5 hold across the connections (one
+   :class:`HeadReceived`, one terminal event, one reading phase).
 """
 
 from __future__ import annotations
@@ -125,7 +107,7 @@ import trio
 
 from ._core.endpoint import Endpoint
 from ._core.errors import (
-    ConnectionLost,
+    ChunkwiseError,
     IdleTimeout,
     RemoteProtocolError,
     StallTimeout,
@@ -157,12 +139,6 @@ __all__ = [
 
 #: The result type of a stream: the API's ``Result``.
 R = TypeVar("R")
-#: How one response's body ended (Stream._read): the final events (the terminal
-#: one last, when it came), why it stopped early, the transport's error, a
-#: framing error, and whether the body ended cleanly.
-ReadEnd = tuple[
-    list[Event], IncompleteReason | None, TransportError | None, RemoteProtocolError | None, bool
-]
 
 
 class StreamState(enum.Enum):
@@ -206,8 +182,7 @@ class Stream(Generic[R]):
         self._resumer = resumer  # a background response's (rule 6)
         self._parser = parser
         self._timings = timings
-        # The error a stall ends the stream with, when Timeouts.stall is set.
-        self._stall = stall
+        self._stall = stall  # the error a stall ends the stream with (Timeouts.stall)
         self._broadcaster = Broadcaster()
         self._state = StreamState.OPENING
         self._ended = trio.Event()  # set on entering ENDED: wakes result()
@@ -216,9 +191,8 @@ class Stream(Generic[R]):
         self._iterator: trio.MemoryReceiveChannel[Event] | None = None
         self._block_left = False
         self._consumers = 0  # consumer tasks running (start_soon)
-        # Set once the block is left and no consumer runs; made at the end of
-        # the reading (before that nothing waits for it), one event fewer per
-        # open stream.
+        # Set once the block is left and no consumer runs; made only when the
+        # reading ends (nothing waits for it before): one event fewer per stream.
         self._nobody_reads: trio.Event | None = None
 
     @property
@@ -371,9 +345,7 @@ class Stream(Generic[R]):
         parser = self._parser
         broadcaster = self._broadcaster
         final: list[Event] = []  # the last events, the terminal one at the end
-        reason: IncompleteReason | None = None
-        problem: TransportError | None = None
-        invalid: RemoteProtocolError | None = None
+        error: ChunkwiseError | None = None  # what broke the body off
         clean_end = False
         timings = self._timings
         stall = self._stall
@@ -389,7 +361,8 @@ class Stream(Generic[R]):
                     [HeadReceived(status_code=self.status_code, headers=headers)]
                 )
                 while True:
-                    final, reason, problem, invalid, clean_end = await self._read(deadline)
+                    final, error = await self._read(deadline)
+                    clean_end = error is None
                     resumer = self._resumer
                     if resumer is None or parser.finished:
                         break  # the end, or a stream the server does not keep (rule 6)
@@ -397,11 +370,11 @@ class Stream(Generic[R]):
                     clean_end = False
                     await self._response.aclose()
                     self._enter(StreamState.RESUMING)
-                    resumed = await resumer.resume(problem or invalid)
+                    resumed = await resumer.resume(error)
                     if isinstance(resumed, list):  # ended from a poll, or given up
                         final = timings.carried(resumed, read=False)
                         if parser.finished:
-                            reason, problem, invalid = None, None, None
+                            error = None
                         break
                     resumed.trace = traced(timings.recorder.trace)  # its reads are this stream's
                     self._response = resumed
@@ -410,16 +383,19 @@ class Stream(Generic[R]):
                 timings.recorder.end()
                 if clean_end:
                     await self._response.release()
+            reason = _incomplete_reason(error)
             if self._reader_scope.cancelled_caught:
                 reason = IncompleteReason.CANCELLED
             timings.recorder.end()
             await self._response.aclose()
-            if problem is not None:
-                final += parser.note_anomaly(Anomaly(kind="transport error", detail=str(problem)))
-            final += timings.carried(
-                parser.fail(invalid) if invalid is not None else parser.end(reason, error=problem),
-                read=False,
-            )
+            if isinstance(error, RemoteProtocolError):
+                # Invalid body framing (e.g. a bad chunk size line): the stream
+                # fails, like a body the parser cannot interpret.
+                final += timings.carried(parser.fail(error), read=False)
+            else:
+                if error is not None:
+                    final += parser.note_anomaly(Anomaly(kind="transport error", detail=str(error)))
+                final += timings.carried(parser.end(reason, error=error), read=False)
             self._enter(StreamState.ENDED)
             give_up = self._nobody_reads = trio.Event()
             if self._nobody_left():
@@ -433,8 +409,8 @@ class Stream(Generic[R]):
             self._enter(StreamState.ENDED)
             broadcaster.close(final)
 
-    async def _read(self, deadline: float) -> ReadEnd:
-        """Read one response's body until it ends: (final events, reason, problem, invalid, clean).
+    async def _read(self, deadline: float) -> tuple[list[Event], ChunkwiseError | None]:
+        """Read one response's body until it ends: its final events, and what broke it off.
 
         ``deadline`` is the stall timeout's (see :func:`_run`).
         """
@@ -451,18 +427,11 @@ class Stream(Generic[R]):
                     with trio.move_on_at(deadline) as waiting:
                         data = await self._response.receive_some()
                     if waiting.cancelled_caught:
-                        return [], IncompleteReason.STALLED, stall, None, False
-            except IdleTimeout as exc:
-                return [], IncompleteReason.IDLE_TIMEOUT, exc, None, False
-            except (ConnectionLost, TransportError) as exc:
-                return [], IncompleteReason.CONNECTION_LOST, exc, None, False
-            except RemoteProtocolError as exc:
-                # Invalid body framing (e.g. a bad chunk size line) after
-                # some events: the stream fails, like a body the parser
-                # cannot interpret, and keeps what arrived before.
-                return [], None, None, exc, False
+                        return [], stall
+            except (TransportError, RemoteProtocolError) as exc:
+                return [], exc
             if not data:
-                return [], None, None, None, True
+                return [], None
             # One stamp per read, by the trace hook, shared by its events.
             stamp = recorder.read_at
             events = timings.carried(parser.feed(data))
@@ -470,8 +439,7 @@ class Stream(Generic[R]):
             # thousands of open streams that is most of their memory (bench/load.py).
             del data
             if parser.finished:
-                # Published after the socket is released (rule 2).
-                return events, None, None, None, True
+                return events, None  # published after the socket is released (rule 2)
             if stall is None:
                 if events:
                     await broadcaster.publish(events)
@@ -491,6 +459,15 @@ class Stream(Generic[R]):
         if not self.finished:
             self.cancel()  # the caller is done with an unfinished stream
         self._check_readers()
+
+
+def _incomplete_reason(error: ChunkwiseError | None) -> IncompleteReason | None:
+    """Why a body that ``error`` broke off ended early; ``None`` for a body that ended."""
+    if isinstance(error, StallTimeout):
+        return IncompleteReason.STALLED
+    if isinstance(error, IdleTimeout):
+        return IncompleteReason.IDLE_TIMEOUT
+    return None if error is None else IncompleteReason.CONNECTION_LOST
 
 
 S = TypeVar("S", bound=Stream[Any], covariant=True)
@@ -586,9 +563,7 @@ class StreamBlock(Generic[S]):
             trace=timings.recorder.trace,
             method=method,
         )
-        # The body is not kept here while the stream runs: the HTTP layer lets
-        # go of it once the request can no longer be sent again.
-        del body
+        del body  # the HTTP layer lets go of it once it cannot be sent again
         stall = endpoint.timeouts.stall
         stalled = None if stall is None else StallTimeout(endpoint.host, endpoint.port, stall)
         resumer = (
@@ -670,12 +645,7 @@ async def complete(
 
 
 class ClientApi(Generic[S, R]):
-    """An API's namespace on a client's connections: ``client.chat``, ``client.completions``.
-
-    Its :meth:`open_stream` and :meth:`complete` are the namespace's functions
-    (:func:`chunkwise.chat.open_stream`, :func:`chunkwise.chat.complete`...)
-    on the client's connection pool.
-    """
+    """An API's namespace on a client's connections: ``client.chat``, ``client.completions``."""
 
     __slots__ = ("_api", "_endpoint", "_pool")
 
@@ -696,7 +666,6 @@ class ClientApi(Generic[S, R]):
         self, request: Mapping[str, Any], *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE
     ) -> R:
         """The namespace's ``complete`` on the client's connections."""
-        result: R = await complete(
+        return await complete(
             self._api, self._endpoint, request, max_event_size=max_event_size, pool=self._pool
         )
-        return result

@@ -1,35 +1,26 @@
 """The low-level face for tools built on chunkwise (``chunkwise-tools`` is the first).
 
 :mod:`chunkwise` is the face for applications; this module re-exports the few
-pieces under it that a tool measuring, recording or serving streams cannot
-reasonably do without, so such a tool never imports an underscore module (a
-rule ``tests/test_architecture.py`` holds ``chunkwise-tools`` to).  These
-names may change between minor releases more freely than those of
-:mod:`chunkwise`.  The list is short on purpose: a helper only a tool needs
-belongs to that tool.  Each name, and why it is here:
+pieces under it that a tool measuring, recording or serving streams cannot do
+without, so such a tool never imports an underscore module (a rule
+``tests/test_architecture.py`` holds ``chunkwise-tools`` to).  These names may
+change between minor releases more freely than those of :mod:`chunkwise`; a
+helper only a tool needs belongs to that tool.  Each name, and why:
 
-* ``Api``, ``CHAT``, ``RESPONSES``, ``COMPLETIONS``, ``open_stream``: what
-  differs between the APIs (path, request-aware parser, stream class), so a
-  command can open whichever stream ``--api`` names.
-* ``StreamParser``: the API-agnostic sans-IO parser every API's derives from
-  (bytes in, events and a result out), for code that handles all three.
-* ``TimingRecorder``, ``output_tokens_of``, ``Timed``: read stamps and figures
-  with the definitions of ``result.timings``, and a parser's events carried
-  into them as the trio layer does, for bench and record.
+* ``Api``, ``CHAT``, ``RESPONSES``, ``COMPLETIONS``, ``open_stream``: open
+  whichever API's stream a command's ``--api`` names.
+* ``StreamParser``: the sans-IO parser every API's derives from.
+* ``TimingRecorder``, ``output_tokens_of``, ``Timed``: stamps and figures as
+  ``result.timings`` defines them, for bench and record.
 * ``send_http_request``, ``open_http_response``, ``HTTPResponse``: one HTTP
-  exchange without a parser: record keeps the raw bytes, bench times them.
-* ``http_status_error``, ``status_hint``: an error response, and the hint it
-  carries, as the library reports them.
-* ``ConnectionPool``, ``PoolSettings``: bench runs its requests over one pool,
-  as a :class:`~chunkwise.Client` does.
-* ``encode_request``: the library's own validation and encoding of a body.
-* ``OutputSchema``: a structured-output ``json_schema``, as the library checks
-  it; the emulator answers with and checks against it.
+  exchange without a parser (record keeps the raw bytes, bench times them).
+* ``http_status_error``, ``status_hint``: an error response as the library reports it.
+* ``ConnectionPool``, ``PoolSettings``: a pool, as a :class:`~chunkwise.Client` uses.
+* ``encode_request``: the library's validation and encoding of a body.
+* ``OutputSchema``: a structured-output ``json_schema``, as the library checks it.
 * ``load_json``, ``parse_json``: strict JSON as the library reads payloads.
-* ``NO_JSONSCHEMA``: the message a schema check gives without ``jsonschema``,
-  so a tool can say how to install it.
-* ``exceptions_unwrapped``: the one place a nursery's exception group becomes
-  the exception itself.
+* ``NO_JSONSCHEMA``: the message a schema check gives without ``jsonschema``.
+* ``exceptions_unwrapped``: a nursery's exception group back to the exception itself.
 * ``redact``, ``secret``: the one redaction rule for API keys.
 """
 

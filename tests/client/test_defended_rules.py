@@ -33,7 +33,6 @@ from chunkwise import (
     chat,
 )
 from chunkwise._core.retries import retry_delay
-from chunkwise._fanout import family_of
 from chunkwise._net.http import http_status_error
 from chunkwise.testing import (
     Framing,
@@ -388,7 +387,7 @@ async def run_lossy(
             published += [event async for event in witness]
             received += [item async for item in lossy]
     if family is not None:
-        published = [e for e in published if family_of(e) == family or isinstance(e, TerminalEvent)]
+        published = [e for e in published if e.family == family or isinstance(e, TerminalEvent)]
     return LossyRun(published=published, received=_flatten(received), starved=starved)
 
 

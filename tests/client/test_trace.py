@@ -7,6 +7,7 @@ final figures are attached.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -85,3 +86,13 @@ async def test_the_final_result_and_its_terminal_event_carry_the_same_timings() 
     assert result.timings is not None and result.timings is stream.timings
     assert result.timings.request_sent is not None and result.timings.first_output is not None
     assert trio.current_time() >= result.timings.started
+
+
+async def test_a_stream_without_a_pool_traces_one_close(caplog: pytest.LogCaptureFixture) -> None:
+    """The response is closed once: the later closes (release, the block's exit) are no-ops."""
+    caplog.set_level(logging.DEBUG, logger="chunkwise.trace")
+    async with open_test_server(ScriptedResponse(body=BODY)) as server:
+        async with chunkwise.chat.open_stream(server.endpoint(), REQUEST) as stream:
+            await stream.result()
+    closes = [r for r in caplog.records if r.getMessage().startswith("close.started")]
+    assert len(closes) == 1

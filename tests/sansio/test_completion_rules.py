@@ -27,7 +27,6 @@ from chunkwise import (
     chat,
     completions,
 )
-from chunkwise._fanout import family_of
 from helpers.bodies import completion_chunk, sse, text_choice
 from helpers.reads import accumulate_completion, parse_completion, terminal
 
@@ -472,6 +471,6 @@ def test_feed_event_with_decoded_sse_events_gives_the_parsers_result(row: Row) -
 
 def test_text_deltas_are_the_choice_family_and_not_chat_events() -> None:
     delta = completions.TextDelta(choice_index=0, text="x")
-    assert family_of(delta) == "choice"
+    assert delta.family == "choice"
     assert completions.TextDelta not in typing.get_args(chunkwise.chat.Event)
     assert completions.TextDelta in typing.get_args(chunkwise.completions.Event)

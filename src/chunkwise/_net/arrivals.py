@@ -2,50 +2,35 @@
 
 Theory of operation
 -------------------
-A reader that stamps a read with the clock when ``receive_some`` returned
-stamps *when the reader ran*: behind every other task that woke in the same
-batch, and behind whatever the process was busy with.  With a few hundred
-streams whose tokens are due at the same instant, that delay varies from one
-read to the next by milliseconds, and every inter-token gap carried it.
-
-On Linux the kernel stamps each TCP segment as it arrives; ``SO_TIMESTAMPNS``
-hands the stamp of the last segment a ``recvmsg`` returned as ancillary data.
-:func:`open_reader` gives a plain TCP connection a :class:`SocketReader`, which
-reads with the public :meth:`trio.socket.SocketType.recvmsg` of
-:attr:`trio.SocketStream.socket` and converts the stamp to trio's clock, so a
-read's stamp is *when its last bytes reached this host*.
+A read stamped with the clock when ``receive_some`` returned is stamped *when
+the reader ran*: behind every other task woken in the same batch.  With a few
+hundred streams whose tokens are due at the same instant, that delay varies by
+milliseconds from one read to the next, and every inter-token gap carried it.
+On Linux the kernel stamps each TCP segment as it arrives, and
+``SO_TIMESTAMPNS`` hands the stamp of the last segment a ``recvmsg`` returned
+as ancillary data: :class:`SocketReader` reads with it, so a read's stamp is
+*when its last bytes reached this host*, on trio's clock.
 
 Rules
 -----
-1. Only a plain :class:`trio.SocketStream` gets a reader (``http``, or ``http``
-   through a proxy): under TLS a read returns what OpenSSL decrypted, not what
-   one ``recvmsg`` brought, so there trio reads and the reader's clock stays
-   the stamp.
-2. Only on 64-bit Linux (``SO_TIMESTAMPNS`` and its 16-byte ``timespec``,
-   turned on with the public :meth:`trio.socket.SocketType.setsockopt`).
-   Reads are stamped unless the run's clock is a
-   :class:`trio.testing.MockClock`: a test's virtual clock has no relation to
-   the kernel's, and its times must stay exact.  Any other clock is taken to
-   run at the real rate (trio's own does), which is all rule 3 needs.  Under a
-   ``MockClock`` the reader still reads, unstamped.
+1. Only a plain :class:`trio.SocketStream` gets a reader: under TLS a read
+   returns what OpenSSL decrypted, not what one ``recvmsg`` brought.
+2. Only on 64-bit Linux (``SO_TIMESTAMPNS`` and its 16-byte ``timespec``).
+   Reads are stamped unless the run's clock is a :class:`trio.testing.MockClock`
+   (a test's virtual times must stay exact; the reader still reads, unstamped);
+   any other clock is taken to run at the real rate, which is all rule 3 needs.
 3. The kernel's stamp is on the real-time clock.  It is converted by the delay
-   since it, read at once from the real-time clock in integer nanoseconds, taken
-   off trio's clock read at the same moment; so the conversion never drifts,
-   and a negative delay (the real-time clock stepped back) counts as none.
-4. A read without the stamp (stamping off or refused, a message without it)
-   has ``None``: the caller falls back to its clock.
-5. Only public trio APIs: the socket is ``SocketStream.socket`` and each read
-   is one ``await socket.recvmsg(...)``, with trio's checkpoints and
-   cancellation.  Its cost is written down here: trio *tries* the call before
-   it waits for readability, right for a bulk download and wrong for a
-   stream of tokens, where the next one is almost never there yet, so most
-   reads cost a ``recvmsg`` that fails with ``EAGAIN`` (and the
-   ``BlockingIOError`` it raises) before the wait and the call that succeeds.
-   An earlier reader waited first on trio's private standard-library socket
-   to save that call, a sixth of a reader's CPU at 300 streams a token every
-   20 ms (``bench/read_cost.py``); it is gone on purpose (a trio release could
-   break it silently).  The reader never closes anything; closing stays
-   trio's, which wakes a waiting read with :exc:`trio.ClosedResourceError`.
+   since it, read from the real-time clock in integer nanoseconds, taken off
+   trio's clock read at the same moment; so the conversion never drifts, and a
+   negative delay (the real-time clock stepped back) counts as none.
+4. A read without the stamp has ``None``: the caller falls back to its clock.
+5. Only public trio APIs: ``SocketStream.socket`` and one ``await
+   socket.recvmsg(...)`` a read.  The cost: trio *tries* the call before it
+   waits, so most reads of a token stream cost a ``recvmsg`` failing with
+   ``EAGAIN`` first.  An earlier reader waited on trio's private socket to save
+   it (a sixth of a reader's CPU at 300 streams, ``bench/read_cost.py``); it is
+   gone on purpose, as a trio release could break it silently.  The reader
+   never closes anything: closing stays trio's.
 """
 
 from __future__ import annotations
@@ -79,10 +64,7 @@ class SocketReader:
         self.stamped = stamped
 
     async def receive(self, max_bytes: int) -> tuple[bytes, float | None]:
-        """Up to ``max_bytes`` bytes (``b""`` at EOF), and when the last of them arrived.
-
-        The arrival is on trio's clock (rule 3), or ``None`` (rule 4).
-        """
+        """Up to ``max_bytes`` bytes (``b""`` at EOF), and when the last arrived (rules 3, 4)."""
         data, ancillary, _, _ = await self.socket.recvmsg(max_bytes, _ANCILLARY_SIZE)
         if not self.stamped:
             return data, None
@@ -96,14 +78,10 @@ class SocketReader:
 
 
 def open_reader(stream: trio.abc.Stream) -> SocketReader | None:
-    """A :class:`SocketReader` for ``stream`` when rules 1 and 2 allow one, else ``None``.
-
-    Turns the kernel's receive timestamps on when rule 2 allows them.
-    """
+    """A :class:`SocketReader` for ``stream``, stamping if it may, when rules 1 and 2 allow one."""
     if not SUPPORTED or not isinstance(stream, trio.SocketStream):
         return None
     sock = stream.socket
-    # A test's virtual clock has no relation to the kernel's (rule 2).
     stamped = not isinstance(trio.lowlevel.current_clock(), trio.testing.MockClock)
     if stamped:
         try:

@@ -2,37 +2,30 @@
 
 Theory of operation
 -------------------
-:func:`open_connection` turns an :class:`Origin` (scheme, host, port) into a
-connected trio stream ready for HTTP/1.1, under one connect timeout that covers
-every step:
+:func:`open_connection` turns an :class:`Origin` into a connected trio stream
+ready for HTTP/1.1, under one connect timeout covering every step:
 
 1. TCP to the origin, or to the proxy when one is given;
 2. for an ``https`` origin through a proxy, ``CONNECT host:port HTTP/1.1`` with
    ``Host: host:port`` (IPv6 in brackets, the port always present) and the
-   proxy's credentials as ``Proxy-Authorization: Basic ...``, on that request
-   only; a non-2xx answer is a :class:`~chunkwise.ProxyError`.  Bytes that came
-   after the proxy's answer belong to the tunnel and are handed to TLS first;
+   proxy's credentials, on that request only; a non-2xx answer is a
+   :class:`~chunkwise.ProxyError`.  Bytes after the proxy's answer belong to
+   the tunnel and are handed to TLS first;
 3. for ``https``, a verified TLS handshake naming the origin's host (SNI and
    certificate check), inside the tunnel when there is one.
 
-An ``http`` origin through a proxy needs no tunnel: the request itself is sent
-to the proxy in absolute form (see :func:`chunkwise._net.request.prepare_request`).
+An ``http`` origin through a proxy needs no tunnel: the request goes to the
+proxy in absolute form (:func:`chunkwise._net.request.prepare_request`).
 
-Reading TLS
------------
-:meth:`trio.SSLStream.receive_some` decrypts one TLS record per call (OpenSSL's
-``SSL_read`` does), even when one socket read brought dozens: a server that
-flushes every event writes one small record each, so each record costs a trip
-through the event loop, h11 and the parser.  trio has no public way to take
-the records it already holds; an earlier version reached into
-``SSLStream``'s private ``SSLObject`` and buffers to do so, and it is gone on
-purpose: only public trio and ssl APIs are used, and the cost (one read per
-record) is accepted.
+:meth:`trio.SSLStream.receive_some` decrypts one TLS record per call, so a
+server that flushes every event costs a trip through the event loop, h11 and
+the parser per record.  trio has no public way to take the records it already
+holds; an earlier version reached into ``SSLStream``'s privates to do so, and
+it is gone on purpose: the cost (one read per record) is accepted.
 
-Every failure names its cause: ``connection refused``, a name that does not
-resolve, a server that does not speak TLS, a TLS handshake that never
-completed, a proxy that refused.  The proxy's password and the API key never
-appear in a message.
+Every failure names its cause (connection refused, a name that does not
+resolve, a server that does not speak TLS, a handshake that never completed, a
+proxy that refused); the proxy's password and the API key never appear.
 """
 
 from __future__ import annotations
@@ -141,8 +134,8 @@ async def open_connection(
 ) -> trio.abc.Stream:
     """A connected stream to ``origin`` (the module's steps), within ``connect_timeout`` seconds.
 
-    Each step runs in a :class:`~chunkwise._net.trace.Trace` calling ``trace``:
-    ``connect_tcp``, ``proxy_tunnel``, ``start_tls``.
+    Each step is traced (:mod:`~chunkwise._net.trace`): ``connect_tcp``,
+    ``proxy_tunnel``, ``start_tls``.
 
     Raises:
         ConnectTimeout: the timeout expired (``tls_handshake`` says whether the
@@ -199,10 +192,8 @@ def _connect_failure(exc: OSError, host: str) -> str:
 
     trio raises one ``OSError("all attempts to connect ... failed")`` whose cause
     is a group of the error of each address tried; the causes are what matter.
-    A name that does not resolve (:class:`socket.gaierror`) is retried like
-    any connection failure: a resolver can fail for a moment too.
     """
-    if isinstance(exc, socket.gaierror):
+    if isinstance(exc, socket.gaierror):  # retried as any failure: resolvers fail briefly too
         return f"the host name {host} did not resolve ({exc.strerror or exc})"
     cause = exc.__cause__
     attempts = (

@@ -1,43 +1,34 @@
-"""One streaming HTTP/1.1 request: h11 over a trio stream.
+"""One streaming HTTP/1.1 request: h11 over a trio stream, one attempt and the retry loop.
 
 Theory of operation
 -------------------
-:func:`send_http_request` is the whole client (:func:`open_http_response`
-is it plus closing the response at the end of a block).  It connects (TCP,
-then TLS for ``https``, both inside the endpoint's connect timeout), sends the
-request in one ``send_all``, reads the response head, and only returns the
-response when it is one chunkwise can stream: a 2xx ``text/event-stream``
-with no content coding.  Any other response is read up to
-:data:`MAX_ERROR_BODY` bytes, for at most the endpoint's
-``timeouts.error_body`` seconds, and raised as a typed error, so callers never
-see a response they would have to reject themselves.
-
-The bytes go through a :class:`~chunkwise._net.http11.Connection` (h11 over the
-trio stream, the idle timeout, every h11 error translated): body bytes are
-handed out as soon as h11 releases them, and an error that follows data is
-raised by the next :meth:`HTTPResponse.receive_some`, after that data.
-
-The caller owns the response it is given and closes it
-(:meth:`HTTPResponse.aclose`) on every path; that also gives up the pool's slot
-the request held.  Without a pool, one request per connection: the socket is
-closed with :func:`trio.aclose_forcefully`, which never blocks, so leaving the
-``async with`` (error, cancellation, or a stream abandoned halfway) cannot hang
-and never leaves the socket open.  With a pool (:class:`chunkwise.Client`)
-a connection whose exchange finished cleanly on both sides (h11 says both are
-``DONE``, neither asked to close) goes back to the pool instead
-(:meth:`HTTPResponse.release`); anything else is still closed at once, by the
-pool, which counts it and logs why (:mod:`chunkwise._net.pool`, rule 6).
-
 :func:`attempt` makes exactly one try: it takes a pooled connection or opens
-one, sends the request, reads the head and checks it, and returns the response
-or what failed (:class:`Failed`), its connection already closed.
-:func:`send_http_request` is only the retry loop around it
-(:mod:`chunkwise._core.retries`): a failed attempt is sent again after its backoff,
-within ``Retries``, so a caller only ever sees the response of the attempt
-that is streaming, or the last failure with the attempts counted
-(``with_attempts``).  An attempt on a reused connection that was lost before
-any response byte arrived (the server closed the idle connection at that
-moment) is sent once more on a new connection, free of the retry budget.
+one (TCP, then TLS for ``https``, within the connect timeout), sends the
+request in one ``send_all``, reads the head and checks it (:func:`_check_response`),
+and returns the response or what failed (:class:`Failed`), its connection
+already closed.  Only a response chunkwise can stream is returned: a 2xx of the
+expected media type (``text/event-stream``) with no content coding.  Any other
+is read up to :data:`MAX_ERROR_BODY` bytes, for at most ``timeouts.error_body``
+seconds, and raised as a typed error.
+
+:func:`send_http_request` is the retry loop around it
+(:mod:`chunkwise._core.retries`): a failed attempt is sent again after its
+backoff, so a caller sees the response of the attempt that streams, or the
+last failure with the attempts counted (``with_attempts``).  An attempt on a
+reused connection lost before any response byte arrived (the server closed
+the idle connection at that moment) is sent once more on a new connection,
+free of the retry budget.  :func:`open_http_response` is the same in an
+``async with``.
+
+The bytes go through a :class:`~chunkwise._net.http11.Connection`; body bytes
+are handed out as soon as h11 releases them, and an error that follows data
+is raised by the next read, after that data.  The caller owns the response
+and closes it (:meth:`HTTPResponse.aclose`) on every path, which also gives up
+the pool's slot.  Without a pool the socket is closed with
+:func:`trio.aclose_forcefully`, which never blocks; with one, a connection
+whose exchange finished cleanly on both sides goes back to the pool
+(:meth:`HTTPResponse.release`), and anything else is closed by the pool, which
+counts it and logs why (:mod:`chunkwise._net.pool`, rule 6).
 
 Where errors are converted
 --------------------------
@@ -56,28 +47,21 @@ else (``tests/test_architecture.py`` holds every other module to it):
 
 Everything above them (:func:`attempt`, the retry loop, the stream) handles
 chunkwise's exceptions only; a response's status and media type become
-:class:`~chunkwise.HTTPStatusError` and its kin here, in :func:`_check_response`.
+:class:`~chunkwise.HTTPStatusError` and its kin in :func:`_check_response`.
 
-The request is sent completely before the response is read.  Chat requests are
+The request is sent completely before the response is read: chat requests are
 small, so a server that answers before reading the body (an early 413) is not
-worth a second task.
-
-A process may hold thousands of responses open at once (``bench/load.py``), so
-what one keeps is kept small: :class:`HTTPResponse` has no instance dict, a
-request without a pool holds no slot object, no generator is suspended while
-the body is read, and the prepared request (header list and body) is let go
-once its response is returned, since nothing is sent again after that (the
-body stays alive only if the caller keeps a reference of its own).
+worth a second task.  A process may hold thousands of responses open at once
+(``bench/load.py``): :class:`HTTPResponse` has no instance dict, a request
+without a pool holds no slot object, no generator is suspended while the body
+is read, and the prepared request is let go once its response is returned.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import (
     AsyncIterator,
-    Awaitable,
-    Callable,
     Hashable,
 )
 from contextlib import asynccontextmanager
@@ -103,10 +87,10 @@ from .._core.proxy import Proxy
 from .._core.retries import Retries, retry_delay, with_attempts
 from .._core.util import redact
 from .connect import Origin, open_connection
-from .http11 import Connection, State
+from .http11 import Connection
 from .pool import ConnectionPool, Slot
 from .request import Request, prepare_request
-from .status import StatusHint, http_status_error, parse_error_body, status_hint
+from .status import http_status_error, parse_error_body, status_hint
 from .trace import Trace, TraceHook, traced
 
 __all__ = [
@@ -114,8 +98,6 @@ __all__ = [
     "MAX_JSON_BODY",
     "Failed",
     "HTTPResponse",
-    "Headers",
-    "StatusHint",
     "attempt",
     "connect",
     "http_status_error",
@@ -131,16 +113,12 @@ MAX_ERROR_BODY = 64 * 1024
 
 
 class HTTPResponse:
-    """A response whose body is being received (a 2xx event stream, unless unchecked).
-
-    Only :func:`send_http_request` creates these.  ``headers`` is a
-    :class:`Headers`; ``http_version`` is e.g. ``"1.1"``.  Also an async
-    iterator over body chunks (``async for data in response``).
-    """
+    """A response whose body is being received; an async iterator over its body chunks."""
 
     __slots__ = (
         "_conn",
-        "_release",
+        "_key",
+        "_pool",
         "_released",
         "_slot",
         "headers",
@@ -154,18 +132,18 @@ class HTTPResponse:
         self,
         conn: Connection,
         head: h11.Response,
-        release: Callable[[bool], Awaitable[None]] | None = None,
-        slot: Slot | None = None,
-        trace: TraceHook | None = None,
+        place: _Place,
+        slot: Slot | None,
+        trace: TraceHook,
     ) -> None:
         self._conn = conn
         #: Called around each read and the close (:mod:`chunkwise._net.trace`).
-        self.trace: TraceHook = traced(None) if trace is None else trace
-        # With a pool: give the connection back, after the end of the body (True)
-        # or at once, not reusable (False).
-        self._release = release
+        self.trace = trace
+        # Without a pool, releasing is closing.
+        self._pool = place.pool
+        self._key = place.key
         self._released = False
-        self._slot = slot  # a pool's slot, given up when the response is done
+        self._slot = slot
         self.status_code: int = head.status_code
         self.reason: str = head.reason.decode("latin-1")
         self.http_version: str = head.http_version.decode("ascii")
@@ -173,8 +151,6 @@ class HTTPResponse:
 
     async def receive_some(self) -> bytes:
         """The next body bytes, as soon as any arrive; ``b""`` at the clean end.
-
-        Waits at most the endpoint's idle timeout for progress.
 
         Raises:
             IncompleteBody: the server closed or reset the connection inside a
@@ -191,56 +167,46 @@ class HTTPResponse:
             trace.info = {"bytes": len(data), "arrived": conn.arrived}
         return data
 
-    @property
-    def arrived(self) -> float | None:
-        """When the last bytes :meth:`receive_some` returned reached this host, or ``None``.
-
-        The kernel's receive timestamp on trio's clock (:mod:`chunkwise._net.arrivals`);
-        ``None`` where there is none (TLS, not Linux, a test's clock).
-        """
-        return self._conn.arrived
-
     async def aclose(self) -> None:
-        """Close the connection now (unless :meth:`release` gave it back to a pool).
+        """Close the connection now, once (unless :meth:`release` gave it back); free the slot.
 
-        Also gives up the pool's slot the request held, once.  Never blocks;
-        closes even when cancelled.
+        Never blocks; closes even when cancelled.
         """
         try:
-            if self._released:
-                pass
-            elif self._release is not None:
-                self._released = True
+            if not self._released:
+                self._released = True  # closing twice would trace a second close
                 with Trace("close", self.trace) as trace:
                     trace.info = {"reused": False}
-                    await self._release(False)  # the pool closes it, and counts it closed
-            else:
-                with Trace("close", self.trace) as trace:
-                    trace.info = {"reused": False}
-                    await self._conn.aclose()
+                    why = "the response was closed before its end"
+                    await _close(self._conn, self._pool, self._key, why)
         finally:
             self._free_slot()
         await trio.lowlevel.checkpoint()
 
     async def release(self) -> None:
-        """Done with the response: keep the connection for the next request, or close it.
+        """Done with the response: give the connection back to the pool, or close it.
 
-        With a pool, a body whose end is near (read within a short grace) is
-        read to its end, and a connection whose exchange completed goes back
-        to the pool; anything else, and every connection without a pool, is
-        closed at once.  Either way the pool's slot is given up.  Never blocks
-        for longer than that grace.
+        With a pool, the end of the body is read within a short grace, and a
+        connection whose exchange completed goes back to the pool; anything
+        else is closed at once.  Either way the pool's slot is given up.
         """
+        conn, pool = self._conn, self._pool
         if self._released:
             await trio.lowlevel.checkpoint()
-        elif self._release is None:
+        elif pool is None:
             await self.aclose()
         else:
             self._released = True
             try:
                 with Trace("close", self.trace) as trace:
-                    await self._release(True)
-                    trace.info = {"reused": self._conn.state is State.IDLE}
+                    try:
+                        await conn.drain(_DRAIN_GRACE, _DRAIN_LIMIT)
+                    finally:
+                        why = conn.why_not_reusable
+                        if why is None:
+                            conn.start_next_exchange()
+                        await pool.give_back(self._key, conn, reusable=why is None, why=why or "")
+                    trace.info = {"reused": why is None}
             finally:
                 self._free_slot()
 
@@ -263,11 +229,7 @@ class HTTPResponse:
 
 
 async def connect(endpoint: Endpoint) -> trio.abc.Stream:
-    """Open a connection to ``endpoint``: TCP, plus a verified TLS handshake for ``https``.
-
-    Within ``endpoint.timeouts.connect``; see :func:`chunkwise._net.connect.open_connection`
-    for the steps and the errors, each naming its cause.
-    """
+    """:func:`chunkwise._net.connect.open_connection` to ``endpoint``, with its settings."""
     return await open_connection(
         Origin.of(endpoint),
         connect_timeout=endpoint.timeouts.connect,
@@ -287,32 +249,8 @@ async def open_http_response(
 ) -> AsyncIterator[HTTPResponse]:
     """POST ``body`` (JSON) to ``path`` under ``endpoint``'s base URL; yield the response.
 
-    ``path`` is the API's: ``/chat/completions`` (the default) or ``/responses``.
-
-    Sends ``Host``, ``User-Agent: chunkwise/<version>``, ``Accept:
-    text/event-stream``, ``Accept-Encoding: identity``, ``Content-Type:
-    application/json``, ``Content-Length``, ``Authorization: Bearer <key>`` when a
-    key is set, and the endpoint's extra headers.  Informational (1xx) responses
-    are skipped; redirects are not followed.
-
-    ``transport``, when given, is an already connected stream (TLS already
-    applied, if wanted) used instead of connecting; it is closed on exit all the
-    same.  Tests use it with :func:`trio.testing.memory_stream_pair`.
-
-    ``pool`` (a :class:`chunkwise.Client`'s) reuses a kept-alive connection to
-    the same place when one is idle, and takes the connection back when the
-    response is released after a complete exchange.
-
-    Failures before the response is yielded are retried by
-    ``endpoint.retries`` (see :mod:`chunkwise._core.retries`); the error raised
-    after the last attempt says how many were made.
-
-    ``check=False`` yields whatever final response arrives, error statuses and
-    other content types or codings included, for tools that record responses
-    as they are.
-
-    The connection is closed before the ``async with`` block exits, whatever the
-    reason it exits.  :func:`send_http_request` is the same without the block.
+    :func:`send_http_request` in an ``async with``: the connection is closed
+    before the block exits, whatever the reason it exits.
 
     Raises:
         HTTPStatusError: any non-2xx status, with the parsed error body.
@@ -346,18 +284,22 @@ async def send_http_request(
 ) -> HTTPResponse:
     """POST ``body`` and return the response, its body not read yet (retries included).
 
-    Everything is as :func:`open_http_response`, which is this plus closing
-    the response at the end of a block.  The caller owns the response: it must
-    :meth:`~HTTPResponse.aclose` (or :meth:`~HTTPResponse.release`) it on
-    every path, which also gives up the pool's slot.  For a stream, this keeps
-    no generator or context manager alive for as long as the body is read.
+    The caller must :meth:`~HTTPResponse.aclose` (or :meth:`~HTTPResponse.release`)
+    the response on every path.  Informational (1xx) responses are skipped;
+    redirects are not followed.  Failures before the response is returned are
+    retried by ``endpoint.retries``; the error raised after the last attempt
+    says how many were made.
 
-    ``trace`` is called around each step of each attempt, and of the
-    response's reads (:mod:`chunkwise._net.trace`), after the logging.
-
-    ``method`` ``"GET"`` sends no body (a stored response, :mod:`chunkwise._resume`);
-    ``expect`` is the media type a 2xx must have: ``"application/json"`` for
-    a response object read whole (:func:`read_json`).
+    ``path`` is the API's; the headers sent are
+    :func:`~chunkwise._net.request.prepare_request`'s.  ``transport``, when
+    given, is a connected stream used instead of connecting (tests use
+    :func:`trio.testing.memory_stream_pair`), and is tried once.  ``pool`` (a
+    :class:`chunkwise.Client`'s) lends a kept-alive connection and takes it back
+    on release.  ``check=False`` returns whatever final response arrives, for
+    tools that record responses as they are.  ``trace`` is called around each
+    step (:mod:`chunkwise._net.trace`), after the logging.  ``method`` ``"GET"``
+    sends no body (:mod:`chunkwise._resume`); ``expect`` is the media type a
+    2xx must have (``"application/json"`` for :func:`read_json`).
     """
     origin = Origin.of(endpoint)
     proxy = endpoint.select_proxy() if transport is None else None
@@ -371,13 +313,11 @@ async def send_http_request(
     resent = False  # the one free re-send after a reused connection failed
     while True:
         outcome = await attempt(
-            place, request, transport=transport, check=check, expect=expect, trace=hook
+            place, request, transport=transport, check=check, expect=expect, hook=hook
         )
         transport = None  # given for the first attempt only
         if isinstance(outcome, HTTPResponse):
-            # Nothing is sent again: the request (its header list, its body)
-            # need not live as long as the response.
-            return outcome
+            return outcome  # the request is let go: nothing is sent again
         failure = outcome.error
         if outcome.stale and not resent:
             # The server closed the idle connection as the request went out:
@@ -405,7 +345,6 @@ class _Place:
 
     @property
     def key(self) -> Hashable:
-        """The pool's key for connections to this place."""
         return (self.origin, self.proxy)
 
     @property
@@ -419,9 +358,8 @@ class _Place:
 class Failed:
     """An attempt that failed: its error, and whether it failed on a stale pooled connection.
 
-    ``stale``: the request went out on a reused connection that was lost before
-    any byte of a response arrived (the server closed it as the request went
-    out), so it may be sent once more on a new connection.  Not after an idle
+    ``stale``: a reused connection was lost before any response byte arrived,
+    so the request may be sent once more on a new one.  Not after an idle
     timeout: that server took the request.
     """
 
@@ -433,19 +371,17 @@ async def attempt(
     place: _Place,
     request: Request,
     *,
-    transport: trio.abc.Stream | None = None,
-    check: bool = True,
-    expect: str = "text/event-stream",
-    trace: TraceHook | None = None,
+    transport: trio.abc.Stream | None,
+    check: bool,
+    expect: str,
+    hook: TraceHook,
 ) -> HTTPResponse | Failed:
     """Exactly one try: a pooled connection or a new one, the request, the head, its check.
 
-    Returns the response, or what failed (a :class:`~chunkwise.ChunkwiseError`:
-    see "Where errors are converted"), after closing the attempt's connection
-    (through the pool, if any) and giving up its slot.  Anything else (a
-    cancel, a bug) propagates, the connection closed all the same.
+    A :class:`~chunkwise.ChunkwiseError` is returned as :class:`Failed`, anything
+    else (a cancel, a bug) propagates; either way the attempt's connection is
+    closed (through the pool, if any) and its slot given up.
     """
-    hook = traced(None) if trace is None else trace
     pool = place.pool
     slot = None if pool is None else pool.slot()
     if slot is not None:
@@ -477,44 +413,35 @@ async def attempt(
                 pass
         with Trace("send_request", hook):
             await conn.send_request(request)
-        # Without a pool, releasing is closing: HTTPResponse does it itself.
-        release = None if pool is None else functools.partial(_release, conn, pool, place.key)
         with Trace("receive_head", hook) as traced_head:
             head = await conn.receive_head()
             traced_head.info = {"first_byte": conn.first_byte_at}
-        response = HTTPResponse(conn, head, release, slot, hook)
+        response = HTTPResponse(conn, head, place, slot, hook)
         if check:
             await _check_response(response, place.endpoint, place.proxy, expect)
-    except ChunkwiseError as exc:
-        await _abandon(conn, slot, pool, place.key, exc)
+    except BaseException as exc:
+        try:
+            if conn is not None:
+                # The error's type only: its message may quote the server.
+                await _close(conn, pool, place.key, f"the attempt failed ({type(exc).__name__})")
+        finally:
+            if slot is not None:
+                slot.release()
+        if not isinstance(exc, ChunkwiseError):
+            raise
         stale = reused and conn is not None and not conn.response_started
         return Failed(exc, stale=stale and isinstance(exc, ConnectionLost))
-    except BaseException as exc:
-        await _abandon(conn, slot, pool, place.key, exc)
-        raise
     return response
 
 
-async def _abandon(
-    conn: Connection | None,
-    slot: Slot | None,
-    pool: ConnectionPool[Connection] | None,
-    key: Hashable,
-    failure: BaseException,
+async def _close(
+    conn: Connection, pool: ConnectionPool[Connection] | None, key: Hashable, why: str
 ) -> None:
-    """A failed attempt: close its connection (through the pool, if any) and give up its slot."""
-    try:
-        if conn is None:
-            pass
-        elif pool is not None:
-            # The error's type only: its message may quote the server.
-            why = f"the attempt failed ({type(failure).__name__})"
-            await pool.give_back(key, conn, reusable=False, why=why)
-        else:
-            await conn.aclose()
-    finally:
-        if slot is not None:
-            slot.release()
+    """Close ``conn`` at once; through the pool, if any, which counts it and logs ``why``."""
+    if pool is None:
+        await conn.aclose()
+    else:
+        await pool.give_back(key, conn, reusable=False, why=why)
 
 
 _NO_RETRIES = Retries(max_retries=0)
@@ -523,24 +450,6 @@ _NO_RETRIES = Retries(max_retries=0)
 #: reused: a stream ends with ``[DONE]`` just before the end of the body.
 _DRAIN_GRACE = 1.0
 _DRAIN_LIMIT = 64 * 1024
-
-
-async def _release(
-    conn: Connection, pool: ConnectionPool[Connection], key: Hashable, finished: bool
-) -> None:
-    """End a response: back to the pool if the caller ``finished`` it and the exchange completed.
-
-    A response closed before the caller finished it is closed, by the pool,
-    which counts it (and logs why).
-    """
-    try:
-        if finished:
-            await conn.drain(_DRAIN_GRACE, _DRAIN_LIMIT)
-    finally:
-        why = conn.why_not_reusable if finished else "the response was closed before its end"
-        if why is None:
-            conn.start_next_exchange()
-        await pool.give_back(key, conn, reusable=why is None, why=why or "")
 
 
 async def _check_response(
@@ -599,10 +508,10 @@ async def _read_rejected_body(
 ) -> tuple[bytes, bool]:
     """The start of a body that is about to be raised as an error, and whether it was cut.
 
-    Reading stops after :data:`MAX_ERROR_BODY` bytes, after ``timeouts.error_body``
-    seconds, or when the connection breaks: a partial body still makes a useful error,
-    and a body that stalls must not hold the caller for the idle timeout.  Reading goes
-    on past the limit, so a body of exactly the limit is known to be whole.
+    Reading stops after :data:`MAX_ERROR_BODY` bytes (going on past it, so a body
+    of exactly the limit is known to be whole), after ``timeouts.error_body``
+    seconds, or when the connection breaks: a partial body still makes a useful
+    error, and a body that stalls must not hold the caller for the idle timeout.
     """
     received = bytearray()
     complete = False

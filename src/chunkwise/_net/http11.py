@@ -2,19 +2,13 @@
 
 Theory of operation
 -------------------
-h11 parses the whole response: the head, and the body in every framing
-(``Content-Length``, chunked, until the close).  This module only moves bytes
-and translates outcomes.  :class:`Connection` takes an origin and a prepared
-request, not the whole endpoint (httpcore's ``_async/http11.py`` is the
-model): the request lifecycle (connecting, retries, checking the response) is
-:mod:`chunkwise._net.http`'s.
-
-A chunked body costs one h11 ``Data`` event a chunk and one ``NEED_DATA``
-answer a read: about five microseconds a read, which only a load test of a few
-hundred streams sees (``chunkwise bench``).  An earlier version read the chunks
-itself, in one pass a read, to save them; it was a second parser of h11's
-grammar to keep in step with h11's, and it is gone on purpose: h11 reads every
-framing, and the microseconds are the price of one parser.
+h11 parses the whole response, the head and the body in every framing; this
+module only moves bytes and translates outcomes.  :class:`Connection` takes an
+origin and a prepared request (httpcore's ``_async/http11.py`` is the model);
+the request's lifecycle is :mod:`chunkwise._net.http`'s.  A chunked body costs
+one h11 ``Data`` event a chunk, about five microseconds a read that only a
+load test sees; an earlier version read the chunks itself, a second parser of
+h11's grammar, and it is gone on purpose.
 
 States
 ------
@@ -33,36 +27,30 @@ DONE                  ``start_next_exchange()`` (only when reusable)      IDLE
 any                   ``aclose()``                                        CLOSED
 ===================== =================================================== =============
 
-A failure while sending leaves the state as it was: the attempt that sent is
-abandoned and the connection closed (:mod:`chunkwise._net.http`).  In FAILED
-every :meth:`Connection.receive_some` raises the error again; in DONE it
-returns ``b""``; in CLOSED it raises :exc:`trio.ClosedResourceError`.  Only a
-DONE connection whose h11 says both sides are done is :attr:`reusable`.
+A failure while sending leaves the state as it was (the attempt closes the
+connection).  In FAILED every :meth:`Connection.receive_some` raises the error
+again; in DONE it returns ``b""``; in CLOSED it raises
+:exc:`trio.ClosedResourceError`.  Only a DONE connection whose h11 says both
+sides are done is :attr:`reusable`.
 
 Rules
 -----
-1. Every wait for the peer goes through one method, ``Connection._read``, which
-   applies the idle timeout and turns a broken socket into
-   :class:`ConnectionLost` (:class:`IncompleteBody` once the body had begun).
+1. Every wait for the peer goes through ``Connection._read``, which applies the
+   idle timeout and turns a broken socket into :class:`ConnectionLost`
+   (:class:`IncompleteBody` once the body had begun).
 2. Once h11 has answered ``NEED_DATA`` it is not asked again until it was given
-   bytes: a read that ends on ``NEED_DATA`` would otherwise cost one more h11
-   call at the start of the next.
+   bytes (a read ending on ``NEED_DATA`` would cost one more h11 call).
 3. Every h11 error goes through ``Connection._translate``: when the peer had
    closed, it hung up (:class:`ConnectionLost`, or :class:`IncompleteBody` once
    the body had begun); otherwise it sent bytes that are not HTTP
    (:class:`RemoteProtocolError`, in h11's words).
 4. Body bytes are handed out as soon as they arrive.  When a read both delivers
    data and reveals an error (the peer closed mid-chunk), the data is returned
-   first and the error is raised by the next :meth:`Connection.receive_some`,
-   so a truncated stream loses nothing that arrived.
+   first and the next :meth:`Connection.receive_some` raises the error.
 
-On a plain TCP connection under Linux the socket is read through
-:mod:`chunkwise._net.arrivals`, and each read is stamped by the kernel as its bytes
-arrive: ``Connection.arrived`` is when the last bytes handed out reached this
-host, on trio's clock, or ``None`` where there is no such stamp (TLS, another
-platform, a test's clock).
-
-A process may hold thousands of connections open at once (``bench/load.py``):
+On plain TCP under Linux the socket is read through :mod:`chunkwise._net.arrivals`:
+``Connection.arrived`` is when the last bytes handed out reached this host, or
+``None``.  Thousands of connections may be open at once (``bench/load.py``):
 :class:`Connection` has no instance dict.
 """
 
@@ -108,16 +96,14 @@ class State(enum.Enum):
 class Connection:
     """The h11 client state machine and the stream under it: the one place with I/O."""
 
-    # One per open stream, thousands at once: no instance dict.
     __slots__ = (
         "_busy",
         "_eof",
         "_error",
         "_expected",
         "_h11",
-        "_host",
         "_idle",
-        "_port",
+        "_origin",
         "_reader",
         "_received",
         "_starved",
@@ -133,11 +119,9 @@ class Connection:
         self, transport: trio.abc.Stream, origin: Origin, *, idle_timeout: float | None
     ) -> None:
         self._transport = transport
-        # Reads a plain TCP socket directly, with the kernel's arrival stamps.
         self._reader = open_reader(transport)
         self._h11 = h11.Connection(h11.CLIENT)
-        self._host = origin.host
-        self._port = origin.port
+        self._origin = origin
         self._where = origin.authority
         self._idle = math.inf if idle_timeout is None else idle_timeout
         self._state = State.IDLE
@@ -203,8 +187,7 @@ class Connection:
     async def drain(self, grace: float, limit: int) -> None:
         """Read what is left of the body for up to ``grace`` seconds and ``limit`` bytes.
 
-        Only to end an exchange so the connection can be reused: errors just
-        leave it unreusable.
+        Errors just leave the connection unreusable.
         """
         with trio.move_on_after(grace):
             total = 0
@@ -239,24 +222,20 @@ class Connection:
                 ) from exc
             self._state = State.AWAITING_HEAD
             return
-        raise IdleTimeout(self._host, self._port, self._idle)
+        raise IdleTimeout(self._origin.host, self._origin.port, self._idle)
 
     async def receive_head(self) -> h11.Response:
         """The final response's head, 1xx skipped (AWAITING_HEAD to BODY, or FAILED)."""
-        try:
-            while True:
-                event = self._next_event()
-                if event is h11.NEED_DATA:
-                    await self._fill()
-                elif isinstance(event, h11.Response):
-                    self._state = State.BODY
-                    self._expected = _declared_length(event)
-                    return event
-                elif not isinstance(event, h11.InformationalResponse):  # 1xx are skipped
-                    raise _unexpected(event)
-        except ChunkwiseError as exc:
-            self._fail(exc)
-            raise
+        while True:
+            event = self._next_event()
+            if event is h11.NEED_DATA:
+                await self._fill()
+            elif isinstance(event, h11.Response):
+                self._state = State.BODY
+                self._expected = _declared_length(event)
+                return event
+            elif not isinstance(event, h11.InformationalResponse):  # 1xx are skipped
+                raise self._fail(_unexpected(event))
 
     async def receive_some(self) -> bytes:
         if self._state is State.CLOSED:
@@ -279,19 +258,14 @@ class Connection:
         while self._state is State.BODY:
             try:
                 event = self._next_event()
-            except ChunkwiseError as exc:
-                self._fail(exc)
+            except ChunkwiseError:
                 if chunks:
                     break
                 raise
             if event is h11.NEED_DATA:
                 if chunks:
                     break
-                try:
-                    await self._fill()
-                except ChunkwiseError as exc:
-                    self._fail(exc)
-                    raise
+                await self._fill()
                 waited = True
             elif isinstance(event, h11.Data):
                 # h11 hands out a bytearray sliced from its buffer: one copy to
@@ -302,18 +276,19 @@ class Connection:
             elif isinstance(event, h11.EndOfMessage):
                 self._state = State.DONE
             else:
-                raise _unexpected(event)
+                raise self._fail(_unexpected(event))
         if not waited:
             # Nothing was awaited, but callers may rely on this being a checkpoint.
             # Shielded: the bytes already taken from h11 must not be lost to a cancel.
             await trio.lowlevel.cancel_shielded_checkpoint()
         return b"".join(chunks)
 
-    def _fail(self, error: ChunkwiseError) -> None:
-        """Reading failed (to FAILED): ``error`` is raised by every later read."""
+    def _fail(self, error: ChunkwiseError) -> ChunkwiseError:
+        """Reading failed (to FAILED): ``error``, which every later read raises again."""
         self._error = error
         if self._state is not State.CLOSED:
             self._state = State.FAILED
+        return error
 
     def _next_event(self) -> Any:
         if self._starved:
@@ -321,7 +296,7 @@ class Connection:
         try:
             event = self._h11.next_event()
         except h11.RemoteProtocolError as exc:
-            raise self._translate(exc) from exc
+            raise self._fail(self._translate(exc)) from exc
         self._starved = event is h11.NEED_DATA
         return event
 
@@ -342,8 +317,13 @@ class Connection:
         )
 
     async def _fill(self) -> None:
-        """Wait for the next bytes and give them to h11."""
-        self._h11.receive_data(await self._read())
+        """Wait for the next bytes and give them to h11; a failed wait fails the connection."""
+        try:
+            data = await self._read()
+        except ChunkwiseError as exc:
+            self._fail(exc)
+            raise
+        self._h11.receive_data(data)
         self._starved = False
 
     async def _read(self) -> bytes:
@@ -369,7 +349,7 @@ class Connection:
                         trio.current_time() if self.arrived is None else self.arrived
                     )
             return bytes(data)  # a no-op for bytes; streams may give bytearray
-        raise IdleTimeout(self._host, self._port, self._idle)
+        raise IdleTimeout(self._origin.host, self._origin.port, self._idle)
 
     async def aclose(self) -> None:
         self._state = State.CLOSED

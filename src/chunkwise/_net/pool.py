@@ -4,35 +4,33 @@ Theory of operation
 -------------------
 A :class:`ConnectionPool` holds *idle* connections by key (scheme, host, port,
 proxy) and counts the connections *in use*.  A request takes a slot
-(:meth:`ConnectionPool.slot`, cancellable while it waits), then either an idle
+(:meth:`ConnectionPool.slot`, cancellable while it waits), then an idle
 connection for its key (:meth:`ConnectionPool.take`) or a new one it opens
-itself, and gives the connection back at the end (:meth:`ConnectionPool.give_back`)
-with a verdict: reusable or not.  The pool never opens a connection and never
-runs a task: it is bookkeeping around the caller's own I/O, so every wait is in
-the caller's task and cancel scope (trio's rule of no hidden background work).
+itself, and gives the connection back at the end
+(:meth:`ConnectionPool.give_back`), reusable or not.  The pool never opens a
+connection and never runs a task: every wait is in the caller's task and
+cancel scope.
 
 Rules
 -----
 1. At most ``max_connections`` connections are open at once, idle ones included:
-   a request that needs a new connection when the limit is reached first closes
-   the longest-idle one; when every connection is in use it waits for a slot.
+   a request that needs a new connection at the limit first closes the
+   longest-idle one; when every connection is in use it waits for a slot.
 2. A connection is given back as reusable only when the HTTP exchange finished
-   cleanly on both sides and neither side asked to close (the caller's verdict,
-   from h11's states); everything else is closed at once, without blocking.
+   cleanly on both sides and neither side asked to close (the caller's verdict);
+   everything else is closed at once, without blocking.
 3. At most ``max_idle_connections`` are kept idle; the longest-idle goes first.
 4. Before an idle connection is handed out it is checked: idle longer than
    ``idle_expiry`` seconds, or readable while idle (the server closed it, or sent
    something it should not have), means it is closed and the next one is tried.
 5. After :meth:`ConnectionPool.aclose` nothing is kept: idle connections are
    closed, and connections given back later are closed too.
-6. Every connection the pool learns of is accounted for, once each way: it is
-   *in use* from :meth:`ConnectionPool.add` (a new one) or
-   :meth:`ConnectionPool.take` (a reused one) until
+6. Every connection is accounted for, once each way: *in use* from
+   :meth:`ConnectionPool.add` (a new one) or :meth:`ConnectionPool.take` until
    :meth:`ConnectionPool.give_back`, then idle or closed.
    :meth:`ConnectionPool.stats` counts them, and each step is logged at DEBUG on
-   the ``chunkwise`` logger (opened, reused, given back, discarded and why),
-   naming the connection by its number and the place it goes to, the label the
-   caller gave: never a header, so never the key.
+   ``chunkwise`` (opened, reused, given back, discarded and why), naming the
+   connection by its number and the label the caller gave, never the key.
 """
 
 from __future__ import annotations
@@ -55,13 +53,10 @@ _log = logging.getLogger("chunkwise")
 class Poolable(Protocol):
     """What the pool needs of a connection."""
 
-    def readable_while_idle(self) -> bool:
-        """True when bytes or an EOF arrived although no response is expected."""
-        ...
+    def readable_while_idle(self) -> bool: ...
 
     async def aclose(self) -> None:
         """Close at once: never blocks (the pool shields it from cancellation)."""
-        ...
 
 
 async def _close(connection: Poolable) -> None:
@@ -84,10 +79,9 @@ class PoolSettings:
 
 
 class Slot:
-    """One request's slot: a plain class, not a generator, as it lives as long as the request.
+    """One request's slot: ``async with pool.slot():``, or acquired and released by hand.
 
-    Used as ``async with pool.slot():``, or acquired and released by hand by a
-    response that outlives the call which sent its request.
+    A plain class, not a generator: it lives as long as the request.
     """
 
     __slots__ = ("_pool",)
@@ -115,11 +109,8 @@ class Slot:
 class PoolStats:
     """A snapshot of a :class:`~chunkwise.Client`'s connections (``client.stats``).
 
-    ``open`` is ``idle + in_use``: ``idle`` connections wait for the next
-    request, ``in_use`` ones carry a request (a stream, or its error body).
-    ``opened_total`` counts every connection ever opened and ``reused_total``
-    every request sent on a kept-alive connection instead: with one request
-    after another, ``opened_total`` stays at 1 while ``reused_total`` grows.
+    ``open`` is ``idle + in_use``.  ``opened_total`` counts every connection
+    ever opened, ``reused_total`` every request sent on a kept-alive one instead.
     """
 
     open: int
@@ -194,11 +185,7 @@ class ConnectionPool(Generic[C]):
         return Slot(self)
 
     async def take(self, key: Hashable) -> C | None:
-        """An idle connection for ``key`` that passed rule 4, or ``None``.
-
-        When ``None`` is returned the caller opens a new connection, so room is
-        made for it first (rule 1).
-        """
+        """An idle connection for ``key`` that passed rule 4; else ``None``, room made (rule 1)."""
         now = trio.current_time()
         for ident, (entry_key, entry) in reversed(list(self._idle.items())):
             if entry_key != key:
@@ -228,10 +215,7 @@ class ConnectionPool(Generic[C]):
     async def give_back(
         self, key: Hashable, connection: C, *, reusable: bool, why: str = "not reusable"
     ) -> None:
-        """Keep ``connection`` for ``key`` if it is reusable, else close it (rules 2, 3, 5, 6).
-
-        ``why`` is logged when a connection that is not ``reusable`` is closed.
-        """
+        """Keep ``connection`` for ``key`` if it is reusable, else close it, logging ``why``."""
         entry = self._in_use.pop(id(connection), None)
         if entry is None:  # not added: count it now, so it is accounted for all the same
             entry = self._entry(connection, repr(key))

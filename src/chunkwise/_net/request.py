@@ -1,9 +1,8 @@
 """The request chunkwise sends, prepared from an :class:`~chunkwise.Endpoint` and a body.
 
 A :class:`Request` is what a connection puts on the wire and nothing about
-where it goes: the connection takes an origin and a prepared request
-(httpcore's model), so the same connection code serves direct requests,
-tunnelled ones and requests in absolute form through a proxy.
+where it goes (httpcore's model), so one connection code serves direct,
+tunnelled and proxied requests.
 """
 
 from __future__ import annotations
@@ -46,16 +45,15 @@ def prepare_request(
 ) -> Request:
     """The ``POST`` of ``body`` to ``endpoint``; through ``proxy`` for an ``http`` endpoint.
 
-    ``method`` ``"GET"`` sends no body and no ``Content-Type`` or
-    ``Content-Length`` (a stored response: retrieving, streaming it again);
-    a ``POST`` with an empty body (cancelling one) sends no ``Content-Type``.
-    ``accept`` is the media type asked for (JSON for a stored response).
+    Sends ``Host``, ``User-Agent: chunkwise/<version>``, ``Accept: <accept>``,
+    ``Accept-Encoding: identity``, ``Content-Type: application/json`` with a
+    body, ``Content-Length`` unless a ``GET``, ``Authorization: Bearer <key>``
+    when a key is set, and the endpoint's own headers, which replace the
+    defaults of the same name.
 
-    An ``http`` request through a proxy goes to the proxy in absolute form
-    (``POST http://host:port/v1/chat/completions``) with the proxy's
-    credentials; an ``https`` one goes through a tunnel (see
-    :mod:`chunkwise._net.connect`) and is sent exactly as without a proxy, so the
-    proxy never sees it.
+    An ``http`` request through a proxy goes to the proxy in absolute form with
+    the proxy's credentials; an ``https`` one goes through a tunnel
+    (:mod:`chunkwise._net.connect`) exactly as without a proxy.
     """
     target = endpoint.target_for(path)
     headers = _request_headers(endpoint, None if method == "GET" else len(body), accept)

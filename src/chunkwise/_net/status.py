@@ -1,10 +1,4 @@
-"""What an error status says: the typed error built from a response, and the hint it carries.
-
-The one place :class:`~chunkwise.HTTPStatusError` is built from a response's
-head and body (:func:`http_status_error`): the client raises it
-(:mod:`chunkwise._net.http`), and the tools that read a response kept as it is
-show the same error.
-"""
+"""What an error status says: the typed error built from a response, and the hint it carries."""
 
 from __future__ import annotations
 
@@ -35,11 +29,9 @@ def http_status_error(
     """The :class:`HTTPStatusError` for a non-2xx response with this head and body.
 
     The one place the error is built from a response: the client raises it, and
-    tools that read a response kept as is (``chunkwise record`` and
-    ``inspect``) show the same error.  ``body`` is used as given (the client
-    has already cut it to :data:`MAX_ERROR_BODY` and masked an echoed key).
-    With the ``endpoint`` the request went to, the error also says what may
-    fix it (:func:`status_hint`).
+    tools reading a recorded response show the same.  ``body`` is used as given
+    (already cut and redacted).  With the ``endpoint``, the error also says what
+    may fix it (:func:`status_hint`).
     """
     hint = StatusHint() if endpoint is None else status_hint(status_code, endpoint)
     return HTTPStatusError(
@@ -76,10 +68,7 @@ _KEY_HEADERS = frozenset({"authorization", "api-key", "x-api-key"})
 
 
 def status_hint(status_code: int, endpoint: Endpoint) -> StatusHint:
-    """What a newcomer can act on, for an error status from ``endpoint``.
-
-    The one place these hints are decided (the client's errors and the
-    command line both use it):
+    """What a newcomer can act on, for an error status from ``endpoint``:
 
     - 401 says whether a key was sent at all; 403 too, when none was;
     - 404 from a base URL with no version segment (``/v1``, ``/v2beta``...)
@@ -109,9 +98,7 @@ def status_hint(status_code: int, endpoint: Endpoint) -> StatusHint:
 def parse_error_body(body: bytes) -> StreamError | None:
     """The server's error in an HTTP error body, or ``None`` when the body is not JSON.
 
-    Any JSON body is read by :func:`~chunkwise._core.payloads.parse_error_payload`,
-    the same rules as errors inside a stream.  An empty body, HTML, bytes in no
-    Unicode encoding and JSON nested too deeply to parse give ``None``.
+    Read as errors inside a stream are (:func:`~chunkwise._core.payloads.parse_error_payload`).
     """
     try:
         payload = parse_json(body.decode(json.detect_encoding(body)))

@@ -3,17 +3,16 @@
 Exception groups
 ----------------
 A nursery wraps whatever its tasks and its body raise in a
-:class:`BaseExceptionGroup` (trio's strict exception groups).  Our context
-managers own nurseries as an implementation detail, so a caller who raised
-``ValueError`` in the block, or whose consumer task did, must get that
-``ValueError`` back: not a group, and not a copy whose chain we rewrote.
-:func:`exceptions_unwrapped` is the one place where that happens.  It re-raises
-the single real exception *as itself* (:func:`~chunkwise._core.errors.raise_itself`):
-its ``__cause__``, ``__traceback__`` and ``__context__`` are what they were when
-it was raised (``raise exc from None`` would erase the cause; a bare
-``raise exc`` inside ``except`` would chain the group as context).
-Cancellations next to a real exception are its consequence, not news, so they
-are dropped; two real exceptions stay a group.
+:class:`BaseExceptionGroup`.  Our context managers own nurseries as an
+implementation detail, so a caller who raised ``ValueError`` in the block, or
+whose consumer task did, must get that ``ValueError`` back: not a group, and
+not a copy whose chain we rewrote.  :func:`exceptions_unwrapped` is the one
+place where that happens: it re-raises the single real exception *as itself*
+(:func:`~chunkwise._core.errors.raise_itself`), its ``__cause__``,
+``__traceback__`` and ``__context__`` as they were (``raise exc from None``
+would erase the cause; a bare ``raise exc`` inside ``except`` would chain the
+group as context).  Cancellations next to a real exception are its
+consequence, so they are dropped; two real exceptions stay a group.
 """
 
 from __future__ import annotations
@@ -55,11 +54,9 @@ def _leaves(exc: BaseException) -> Iterator[BaseException]:
 
 
 class exceptions_unwrapped:  # lower case: used like the function it was
-    """Re-raise a group's :func:`sole_exception` as itself, chain untouched.
+    """Re-raise a group's :func:`sole_exception` as itself; other groups propagate unchanged.
 
-    Groups with several real exceptions propagate unchanged.  A class rather
-    than a generator: every open stream holds one for as long as it is open,
-    and this one has no instance state at all.
+    A class rather than a generator: every open stream holds one, and this one has no state.
     """
 
     __slots__ = ()
@@ -93,10 +90,8 @@ async def close_now(resource: trio.abc.AsyncResource) -> None:
 def require_trio(what: str) -> None:
     """Raise a :class:`RuntimeError` saying how to run chunkwise unless a trio task runs this.
 
-    chunkwise's I/O is trio's: under asyncio (or any other loop) the first
-    trio call would fail with a message about trio's internals.  Whether an
-    asyncio loop runs is asked only when asyncio was imported, so chunkwise
-    never imports it.
+    Under asyncio the first trio call would fail with a message about trio's
+    internals.  asyncio is asked only when it was imported: chunkwise never imports it.
     """
     try:
         trio.lowlevel.current_task()

@@ -25,19 +25,16 @@ step                where                              info when complete
 =================== ================================== =============================
 
 A stamp is trio's clock, or ``None`` where the transport knows no better
-(:mod:`chunkwise._net.arrivals`).  Every event also goes to the logging
-(:func:`log_event`): the retries at ``INFO`` on ``chunkwise``, as they always
-were, the rest at ``DEBUG`` on ``chunkwise.trace``; a hook given by the caller
-(the stream's timings; later, telemetry, issue 34) is called after.
+(:mod:`chunkwise._net.arrivals`).  Every event goes to the logging first
+(:func:`log_event`: retries at ``INFO`` on ``chunkwise``, the rest at ``DEBUG``
+on ``chunkwise.trace``), then to the caller's hook, if any.
 
-The stream's timings are computed here, from the hook (:class:`Timed`, whose
-recorder's :meth:`~chunkwise._core.timings.TimingRecorder.trace` is the hook) and
-from what each read carried (:meth:`Timed.carried`: an event, output, answer
-text), and they reach the final result in one place: when the parser returns
-the terminal event, :meth:`Timed.carried` replaces the event's result by
-``attrs.evolve(result, timings=...)``, and :attr:`Timed.result` is that result
-from then on.  The parsers and accumulators know nothing of timings: a sans-IO
-result keeps ``timings=None``.
+The stream's timings are computed here: :class:`Timed`'s recorder is the hook,
+and :meth:`Timed.carried` notes what each read carried (an event, output,
+answer text).  They reach the final result in one place: :meth:`Timed.carried`
+replaces the terminal event's result by ``attrs.evolve(result, timings=...)``,
+and :attr:`Timed.result` is that result from then on.  Parsers and
+accumulators know nothing of timings: a sans-IO result keeps ``timings=None``.
 """
 
 from __future__ import annotations
@@ -151,8 +148,8 @@ class Timed(Generic[R]):
     def carried(self, events: list[Event], *, read: bool = True) -> list[Event]:
         """``events`` (what the parser gave), the terminal one given the final timings.
 
-        ``read``: they came from the read the hook stamped last, so they count
-        (an event, output, answer text); events of ``end()`` or ``fail()`` do not.
+        ``read``: they came from the read the hook stamped last, so they count;
+        events of ``end()`` or ``fail()`` do not.
         """
         if read:
             self._observe(events)

@@ -1,8 +1,6 @@
-"""Chat completions over trio: :func:`open_stream`, :func:`complete`, and a client's ``chat``.
+"""Chat completions over trio: :mod:`chunkwise._stream` with the chat path, parser and result.
 
-Imported on first use by :mod:`chunkwise.chat` (its trio half), so that the
-sans-IO half never imports trio.  Everything but the path, the parser and the
-result type is the one stream implementation (:mod:`chunkwise._stream`).
+Imported on first use by :mod:`chunkwise.chat`, so that its sans-IO half never imports trio.
 """
 
 from __future__ import annotations
@@ -53,12 +51,12 @@ def open_stream(
     max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
     transport: trio.abc.Stream | None = None,
 ) -> AbstractAsyncContextManager[Stream]:
-    """Send a streamed chat-completions request and read it in a nursery.
+    """Send a streamed chat-completions request and read it in a nursery (:doc:`/streaming`).
 
     ``request`` is the JSON body you would send to ``/chat/completions``;
     ``"stream": true`` is set for you.  The request's ``tools`` validate
-    tool-call arguments.  Timeouts come from ``endpoint.timeouts`` (connect
-    and idle); bound the whole stream with your own cancel scope.
+    tool-call arguments.  Timeouts come from ``endpoint.timeouts``; bound the
+    whole stream with your own cancel scope.
 
     Raises:
         InvalidRequest: ``request`` is not a mapping or holds a value JSON

@@ -1,8 +1,6 @@
-"""Legacy completions over trio: :func:`open_stream`, :func:`complete`, ``client.completions``.
+"""Legacy completions over trio: :mod:`chunkwise._stream` with their path, parser and result.
 
-Imported on first use by :mod:`chunkwise.completions` (its trio half), so that the
-sans-IO half never imports trio.  Everything but the path, the parser and the
-result type is the one stream implementation (:mod:`chunkwise._stream`).
+Imported on first use by :mod:`chunkwise.completions`, so that its sans-IO half never imports trio.
 """
 
 from __future__ import annotations
@@ -51,11 +49,8 @@ def open_stream(
 ) -> AbstractAsyncContextManager[Stream]:
     """Send a streamed legacy completions request (``POST /completions``) and read it.
 
-    ``request`` is the JSON body you would send to ``/completions``
-    (``model``, ``prompt``: a string or a list of them, ``n``, ``echo``,
-    ``suffix``, ``logprobs``...); ``"stream": true`` is set for you.
-    Everything else is as :func:`chunkwise.chat.open_stream`: the same stream
-    object, fan-out, retries, timeouts, timings and guarantees.
+    ``request`` is the JSON body you would send to ``/completions``; ``"stream":
+    true`` is set for you.  Everything else is as :func:`chunkwise.chat.open_stream`.
 
     Raises:
         InvalidRequest: ``request`` is not a mapping or holds a value JSON
@@ -78,7 +73,6 @@ async def complete(
 ) -> Result:
     """Stream one legacy completion to its end and return its :class:`Result`.
 
-    Check ``result.status``: an incomplete or failed stream is returned, not
-    raised, so its partial output stays available.
+    As :func:`chunkwise.chat.complete`: check ``result.status``.
     """
     return await _complete(API, endpoint, request, max_event_size=max_event_size)

@@ -1,10 +1,7 @@
-"""The Responses API over trio: open, complete, attach, cancel, and a client's ``responses``.
+"""The Responses API over trio: :mod:`chunkwise._stream` plus background responses.
 
-Imported on first use by :mod:`chunkwise.responses` (its trio half), so that
-the sans-IO half never imports trio.  Everything but the path, the parser, the
-result type and the background-response functions is the one stream
-implementation (:mod:`chunkwise._stream`); resuming and attaching are
-:mod:`chunkwise._resume`'s.
+Imported on first use by :mod:`chunkwise.responses`, so that its sans-IO half
+never imports trio.  Resuming, attaching and cancelling are :mod:`chunkwise._resume`'s.
 """
 
 from __future__ import annotations
@@ -43,11 +40,9 @@ __all__ = [
 class Stream(_Stream[Result]):
     """A Responses API answer being streamed; created by :func:`open_stream` or :func:`attach`.
 
-    The same object as :class:`chunkwise.chat.Stream` (subscribers, fan-out,
-    consumer tasks, cancellation and the five rules), for the Responses API:
-    subscribers receive :data:`chunkwise.responses.Event` events (its text
-    events are the ``"choice"`` family, its function calls the
-    ``"tool_call"`` family); the result is a :class:`chunkwise.responses.Result`.
+    Subscribers receive :data:`chunkwise.responses.Event` events (text is the
+    ``"choice"`` family, function calls the ``"tool_call"`` family); the result
+    is a :class:`chunkwise.responses.Result`.
     """
 
     __slots__ = ()
@@ -76,11 +71,9 @@ def open_stream(
     """Send a streamed Responses API request (``POST /responses``) and read it in a nursery.
 
     ``request`` is the JSON body you would send to ``/responses``;
-    ``"stream": true`` is set for you.  The request's ``tools`` validate
-    function-call arguments, its ``text.format`` asks for structured output,
-    its ``max_output_tokens`` is checked against the usage.  Everything else
-    is as :func:`chunkwise.chat.open_stream`: the same stream object, fan-out,
-    retries, timeouts and guarantees.
+    ``"stream": true`` is set for you.  The request's ``tools``,
+    ``text.format`` and ``max_output_tokens`` are checked against the answer.
+    Everything else is as :func:`chunkwise.chat.open_stream`.
 
     With ``"background": true`` in the request, a connection lost before the
     terminal event is resumed after the last event received (or the stream
@@ -138,8 +131,7 @@ async def complete(
 ) -> Result:
     """Stream one Responses API answer to its end and return its :class:`Result`.
 
-    Check ``result.status``: an incomplete or failed stream is returned, not
-    raised, so its partial output stays available.
+    As :func:`chunkwise.chat.complete`: check ``result.status``.
     """
     return await _complete(API, endpoint, request, max_event_size=max_event_size)
 
@@ -163,7 +155,7 @@ async def cancel(endpoint: Endpoint, response_id: str) -> dict[str, Any]:
 def _attach_to(
     request: Mapping[str, Any] | None, response_id: str | None, starting_after: int | None
 ) -> Attach | None:
-    # The round-3 signature: a request (None) or an existing response.
+    # The round-3 signature (chunkwise._core.names.RENAMED): a request or a response id.
     if response_id is None:
         if request is None:
             raise TypeError("open_response_stream() needs a request, or a response_id to attach to")
@@ -198,10 +190,7 @@ def open_response_stream(
 
 
 class ClientResponses(ClientApi[Stream, Result]):
-    """``client.responses``: :func:`open_stream`, :func:`complete`, :func:`attach`, :func:`cancel`.
-
-    On the client's connections; resumptions and polls of a background response use them too.
-    """
+    """``client.responses``: this module's functions on the client's connections (polls too)."""
 
     __slots__ = ()
 
