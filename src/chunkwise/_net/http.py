@@ -138,7 +138,7 @@ class HTTPResponse:
     ) -> None:
         self._conn = conn
         #: Called around each read and the close (:mod:`chunkwise._net.trace`).
-        self.trace = trace
+        self.trace: TraceHook = trace
         # Without a pool, releasing is closing.
         self._pool = place.pool
         self._key = place.key
@@ -147,7 +147,7 @@ class HTTPResponse:
         self.status_code: int = head.status_code
         self.reason: str = head.reason.decode("latin-1")
         self.http_version: str = head.http_version.decode("ascii")
-        self.headers = Headers(head.headers.raw_items())
+        self.headers: Headers = Headers(head.headers.raw_items())
 
     async def receive_some(self) -> bytes:
         """The next body bytes, as soon as any arrive; ``b""`` at the clean end.

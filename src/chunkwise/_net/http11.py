@@ -138,7 +138,7 @@ class Connection:
         self._busy = False
         #: Some bytes of a response arrived (a request that failed before any
         #: did may be sent again on a new connection).
-        self.response_started = False
+        self.response_started: bool = False
         #: When they did (trio's clock), for the stream's timings.
         self.first_byte_at: float | None = None
         #: When the last bytes read reached this host (trio's clock), if the kernel said.

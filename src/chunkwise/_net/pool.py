@@ -137,7 +137,7 @@ class ConnectionPool(Generic[C]):
     """Idle keep-alive connections by key, and a bound on connections open at once."""
 
     def __init__(self, settings: PoolSettings | None = None) -> None:
-        self.settings = settings if settings is not None else PoolSettings()
+        self.settings: PoolSettings = settings if settings is not None else PoolSettings()
         # max_value: giving a slot back twice is a bug, and raises instead of
         # quietly raising the limit.
         limit = self.settings.max_connections

@@ -123,7 +123,7 @@ class Timed(Generic[R]):
 
     def __init__(self, parser: StreamParser[R], recorder: TimingRecorder) -> None:
         self._parser = parser
-        self.recorder = recorder
+        self.recorder: TimingRecorder = recorder
         self._final: Timings | None = None  # once the terminal event was produced
         self._raw: tuple[object, Any] | None = None  # (parser's result, with timings)
 
