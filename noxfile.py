@@ -47,9 +47,11 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def typecheck(session: nox.Session) -> None:
-    """mypy --strict on both distributions and their tests (files and settings: pyproject.toml)."""
+    """mypy --strict on both distributions and their tests (files and settings: pyproject.toml),
+    then pyright's --verifytypes over the library's public face (.ci/verifytypes.py)."""
     session.install("-e", ".[dev]", "-e", "./tools[test]")
     session.run("mypy", "--strict", *session.posargs)
+    session.run("python", ".ci/verifytypes.py")
 
 
 @nox.session(python=PYTHON)
