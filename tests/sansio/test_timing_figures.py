@@ -171,6 +171,20 @@ def test_the_recorder_counts_from_the_attempt_that_streamed() -> None:
     assert timings.ended is None
 
 
+def test_the_request_is_never_sent_after_the_first_byte_of_its_reply_arrived() -> None:
+    # The kernel's arrival stamp of the reply can precede the clock read after
+    # the send returned (loopback): the request was sent by the reply's first byte.
+    clock = Clock()
+    recorder = TimingRecorder(clock)
+    recorder.start_attempt()
+    clock.now += 0.5
+    recorder.request_sent_now()
+    clock.now += 0.25
+    recorder.response_head_now(clock.now - 0.5)  # arrived 0.25 s before the send's stamp
+    timings = recorder.timings()
+    assert (timings.request_sent, timings.first_byte, timings.response_head) == (0.25, 0.25, 0.75)
+
+
 @pytest.mark.parametrize(
     ("arrived", "stamp"),
     [

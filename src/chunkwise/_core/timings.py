@@ -289,6 +289,10 @@ class TimingRecorder:
         """The head was read; ``first_byte`` is the connection's stamp of its first byte."""
         self.response_head = self.clock()
         self.first_byte = first_byte if first_byte is not None else self.response_head
+        if self.request_sent is not None and self.request_sent > self.first_byte:
+            # On loopback the kernel stamps the reply's arrival before the
+            # sender reads its clock after the send: the request was out by then.
+            self.request_sent = self.first_byte
 
     def trace(self, name: str, info: Mapping[str, Any]) -> None:
         """A trace hook (:mod:`chunkwise._net.trace`): each transport step's stamp, taken now."""
