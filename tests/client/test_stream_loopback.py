@@ -7,6 +7,7 @@ server then observes the client's EOF.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -229,3 +230,16 @@ async def test_start_soon_after_the_block_is_refused() -> None:
 
             with pytest.raises(RuntimeError, match="not open"):
                 s.start_soon(consumer)
+
+
+@pytest.mark.parametrize("api", ["chat", "responses", "completions"])
+async def test_an_event_stream_holding_an_error_document_ends_failed(api: str) -> None:
+    # A relay answering 200 text/event-stream with a JSON error body: the
+    # stream ends failed with the error (tests/sansio/test_error_documents.py).
+    error = {"message": "no such model", "type": "invalid_request_error", "code": "model_not_found"}
+    body = json.dumps({"error": error}, indent=2).encode()
+    async with open_test_server(ScriptedResponse(body=body, write_sizes=16)) as server:
+        result = await getattr(chunkwise, api).complete(server.endpoint(), {"model": "m"})
+    assert result.status == "failed"
+    assert isinstance(result.error, chunkwise.StreamError)
+    assert (result.error.message, result.error.code) == ("no such model", "model_not_found")

@@ -6,18 +6,29 @@ model); each API package's ``Parser`` gives it its accumulator.  Whatever the
 server sends, ``feed()`` and ``end()`` do not raise: a stream that cannot be
 interpreted ends with :class:`~chunkwise.StreamFailed`, and ``result`` keeps
 everything received before.
+
+A body that carries no server-sent event at all but is a JSON error document
+(``{"error": {...}}``, vLLM's ``{"object": "error", ...}``, Gemini's
+``[{"error": {...}}]``: what a relay or a server sends for a refused request,
+sometimes with a 200 and an event-stream type) ends ``failed`` with that
+error, as the same document in an ``error`` event would: the parser keeps the
+first :data:`ERROR_DOCUMENT_LIMIT` bytes of a body until its first event.
 """
 
 from __future__ import annotations
 
 from typing import Generic, Protocol, TypeVar
 
-from .errors import ChunkwiseError, EventTooLarge, LocalProtocolError
+from .errors import ChunkwiseError, EventTooLarge, InvalidChunk, LocalProtocolError
 from .events import Event
+from .payloads import dump_json, load_json
 from .results import Anomaly, IncompleteReason
 from .sse import DEFAULT_MAX_EVENT_SIZE, PairDecoder
 
-__all__ = ["Accumulator", "StreamParser"]
+__all__ = ["ERROR_DOCUMENT_LIMIT", "Accumulator", "StreamParser"]
+
+#: The longest body read as a JSON error document when it held no event.
+ERROR_DOCUMENT_LIMIT = 65536
 
 R = TypeVar("R", covariant=True)
 
@@ -58,6 +69,9 @@ class StreamParser(Generic[R]):
         self._accumulator = accumulator
         self._ended = False
         self._events = 0  # server-sent events with data decoded so far
+        # The body's first bytes, until its first event: it may be an error document.
+        self._head: list[bytes] | None = []
+        self._head_size = 0
 
     @property
     def result(self) -> R:
@@ -84,7 +98,16 @@ class StreamParser(Generic[R]):
             raise LocalProtocolError("feed() called after end()")
         if self._decoder.error is not None:
             return []  # the stream already failed; it is over
+        if self._head is not None:
+            self._keep_head(self._head, data)
         return self._decode(data)
+
+    def _keep_head(self, head: list[bytes], data: bytes | bytearray | memoryview) -> None:
+        if self._events or self._head_size + len(data) > ERROR_DOCUMENT_LIMIT:
+            self._head = None  # events came, or too long for an error document
+        else:
+            head.append(bytes(data))
+            self._head_size += len(data)
 
     def restart(self) -> None:
         """The body goes on in a new HTTP response: forget the old one's unfinished event.
@@ -121,7 +144,10 @@ class StreamParser(Generic[R]):
         if accumulator.finished or self._decoder.error is not None:
             return []
         events = self._decode(None)
-        if self._decoder.unterminated:
+        document = self._error_document()
+        if document is not None:  # its lines were no event: nothing was discarded
+            events += accumulator.feed_data("error", document)
+        elif self._decoder.unterminated:
             events += accumulator.note_anomaly(
                 Anomaly(
                     kind="unterminated event",
@@ -132,6 +158,28 @@ class StreamParser(Generic[R]):
             return events
         events += accumulator.end(reason, error=error)
         return events
+
+    def _error_document(self) -> str | None:
+        """The error of a body that held no event and is a JSON error document.
+
+        As the data of an ``error`` event every API reads alike: ``{"error": ...}``.
+        """
+        if self._events or not self._head:
+            return None
+        text = b"".join(self._head).decode("utf-8", "replace")
+        try:
+            value = load_json(text)
+        except InvalidChunk:
+            return None
+        if isinstance(value, list) and value:
+            value = value[0]  # Gemini's form
+        if not isinstance(value, dict):
+            return None
+        if "error" in value:
+            return dump_json({"error": value["error"]})
+        if value.get("object") == "error":  # vLLM's: the document is the error object
+            return dump_json({"error": value})
+        return None
 
     def _decode(self, data: bytes | bytearray | memoryview | None) -> list[Event]:
         # The one path from the decoder to the accumulator, for feed() and end()
