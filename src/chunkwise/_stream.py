@@ -36,7 +36,9 @@ and the terminal event's result gets the final figures as its ``timings``.
 With ``Timeouts(stall=...)``, from the first output on, each wait for the next
 read is bounded by the last output's time plus the timeout, moved on by the
 time the reader spent waiting for its own subscribers; a read without output
-does not move it.  Expiry ends the reading like an idle timeout: reason
+does not move it, and once no output is awaited (every started choice
+finished: :attr:`~chunkwise._core.parser.StreamParser.awaiting_output`) the
+wait is bounded by the idle timeout alone.  Expiry ends the reading like an idle timeout: reason
 ``stalled``, the :class:`~chunkwise.StallTimeout` as the result's ``error``
 (status ``incomplete``), and a ``transport error`` anomaly.
 
@@ -451,6 +453,10 @@ class Stream(Generic[R]):
                 before = trio.current_time()
                 await broadcaster.publish(events)
                 deadline += trio.current_time() - before
+            if stall is not None and not parser.awaiting_output:
+                # Every started choice finished: what may come (usage, [DONE])
+                # is bounded by the idle timeout alone, until output comes again.
+                deadline = math.inf
             del events
 
     def _leave(self) -> None:

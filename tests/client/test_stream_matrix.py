@@ -64,6 +64,7 @@ TERMINAL = (StreamCompleted, StreamIncomplete, StreamFailed)
 N_DELTAS = 12
 DEADLINE = 60.0  # virtual seconds: far beyond any cell's own timing
 LOGPROBS = {"content": [{"token": "x", "logprob": -0.5}]}
+USAGE = {"prompt_tokens": 3, "completion_tokens": 12, "total_tokens": 15}
 
 
 def chat_body(*, done: bool = True, deltas: int = N_DELTAS, finish: bool = True) -> bytes:
@@ -159,7 +160,25 @@ def stalls(body: Any, keepalive: bytes) -> ScriptedResponse:
     )
 
 
-def servers(body: Any, keepalive: bytes) -> dict[str, tuple[ScriptedResponse, bool]]:
+#: What follows each API's answer (its finish), 3 s apart: longer than the stall timeout.
+TAILS = {
+    "chat": (sse(chunk(usage=USAGE), done=False), b"data: [DONE]\n\n"),
+    "completions": (sse(chunk(usage=USAGE), done=False), b"data: [DONE]\n\n"),
+    "responses": (KEEPALIVES["responses"], sse_typed(responses_events()[-1])),
+}
+
+
+def slow_tail(body: Any, tail: tuple[bytes, bytes]) -> ScriptedResponse:
+    """The answer with its finish, then the rest of the stream 3 s a write (issue 32)."""
+    answer = body(done=False)
+    return close_delimited(
+        answer + b"".join(tail), write_sizes=(len(answer), *map(len, tail)), delay=3.0
+    )
+
+
+def servers(
+    body: Any, keepalive: bytes, tail: tuple[bytes, bytes]
+) -> dict[str, tuple[ScriptedResponse, bool]]:
     return {
         # name: (response, whether the server's close shows as a reset)
         "fast-done": (close_delimited(body()), False),
@@ -169,6 +188,7 @@ def servers(body: Any, keepalive: bytes) -> dict[str, tuple[ScriptedResponse, bo
         "trickle": (close_delimited(body(), write_sizes=40, delay=0.01), False),
         "reset": (close_delimited(body()[:600], write_sizes=40, delay=0.01), True),
         "stalls": (stalls(body, keepalive), False),
+        "slow-tail": (slow_tail(body, tail), False),
         # Responses: resumed on a second connection; chat: cut, as "reset".
         "resumed": (
             close_delimited(
@@ -182,9 +202,9 @@ def servers(body: Any, keepalive: bytes) -> dict[str, tuple[ScriptedResponse, bo
 
 
 SERVERS = {
-    "chat": servers(chat_body, KEEPALIVES["chat"]),
-    "responses": servers(responses_body, KEEPALIVES["responses"]),
-    "completions": servers(completions_body, KEEPALIVES["completions"]),
+    "chat": servers(chat_body, KEEPALIVES["chat"], TAILS["chat"]),
+    "responses": servers(responses_body, KEEPALIVES["responses"], TAILS["responses"]),
+    "completions": servers(completions_body, KEEPALIVES["completions"], TAILS["completions"]),
 }
 AnyStream = chunkwise.chat.Stream | chunkwise.responses.Stream | chunkwise.completions.Stream
 AnyResult = chunkwise.chat.Result | chunkwise.responses.Result | chunkwise.completions.Result
@@ -405,6 +425,13 @@ async def test_every_promise_holds(
         # (An unread lossless subscriber holds the reader instead: backpressure.)
         assert final.reason is chunkwise.IncompleteReason.STALLED
         assert isinstance(final.error, chunkwise.StallTimeout)  # what stopped it
+    if server_kind == "slow-tail" and way == "result" and "unread" not in SETUPS[setup]:
+        if api == "responses":
+            # Output is awaited until the terminal event: another item may come.
+            assert final.reason is chunkwise.IncompleteReason.STALLED
+        else:
+            # Every choice finished: usage and [DONE] wait on the idle timeout alone.
+            assert final.status == "complete" and final.usage == USAGE
     torn_down = way in ("consumer-raises", "block-raises", "deadline")
 
     for sub in subs:

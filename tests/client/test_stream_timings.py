@@ -745,3 +745,101 @@ async def test_a_stream_stopped_early_ends_when_the_reading_stopped(
     assert result.timings is not None
     assert result.timings.first_output == result.timings.last_output == 0.0
     assert result.timings.ended == {"cancel": 4.0, "idle timeout": 3.0, "connection lost": 2.0}[way]
+
+
+COMPLETION_TOKEN = data({"object": "text_completion", "choices": [{"index": 0, "text": "t "}]})
+#: API: how to open a stream, its request, its answer, its finish chunk.
+FINISHED: dict[str, tuple[Any, dict[str, Any], bytes, bytes]] = {
+    "chat": (
+        chunkwise.chat.open_stream,
+        REQUEST,
+        CHAT_START + chat_token(0),
+        data(chunk(choice(finish_reason="stop"))),
+    ),
+    "completions": (
+        chunkwise.completions.open_stream,
+        {"model": "m", "prompt": "hi"},
+        COMPLETION_TOKEN,
+        data({"choices": [{"index": 0, "text": "", "finish_reason": "stop"}]}),
+    ),
+}
+
+
+@pytest.mark.parametrize("api", list(FINISHED))
+async def test_the_stall_timeout_never_cuts_an_answer_that_finished(
+    api: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Once every started choice finished, the usage chunk and [DONE] wait on idle alone.
+
+    A server 3 s apart between its finish, usage and [DONE] chunks, under a
+    2 s stall timeout: the answer is complete with its usage, [DONE] read
+    (issue 32: it ended ``stalled``, usage ``None``).
+    """
+    open_stream, request, answer, finish = FINISHED[api]
+
+    async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+        await writer.start()
+        await writer.write(answer)
+        await trio.sleep(1)
+        await writer.write(finish)
+        await trio.sleep(3)
+        await writer.write(data(chunk(usage=USAGE)))
+        await trio.sleep(3)
+        await writer.write(data("[DONE]"))
+        await writer.end()
+
+    async with serving(handler) as (client, _):
+        with trio.fail_after(60):
+            async with open_stream(endpoint(stall=2), request, transport=client) as stream:
+                result = await stream.result()
+    assert result.status == "complete"
+    assert result.error is None and result.reason is None
+    assert result.usage == USAGE
+    assert not [a for a in result.anomalies if a.kind == "transport error"]
+    assert result.timings is not None and result.timings.ended == 7.0
+
+
+async def test_a_choice_still_streaming_keeps_the_stall_timeout(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """With two choices, one finished and one silent, the stall timeout still applies."""
+
+    async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+        await writer.start()
+        await writer.write(data(chunk(choice(0, content="a"), choice(1, content="b"))))
+        await trio.sleep(1)
+        await writer.write(data(chunk(choice(0, finish_reason="stop"))))
+        await trio.sleep_forever()
+
+    async with serving(handler) as (client, _):
+        with trio.fail_after(60):
+            async with chunkwise.chat.open_stream(
+                endpoint(stall=2), REQUEST, transport=client
+            ) as stream:
+                result = await stream.result()
+    assert result.reason is IncompleteReason.STALLED
+    assert result.timings is not None and result.timings.ended == 2.0
+    assert [c.content for c in result.choices] == ["a", "b"]
+
+
+async def test_output_after_every_choice_finished_brings_the_stall_timeout_back(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Choice 1 starting after choice 0 finished: its output is bounded again."""
+
+    async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+        await writer.start()
+        await writer.write(data(chunk(choice(0, content="a"))))
+        await writer.write(data(chunk(choice(0, finish_reason="stop"))))
+        await trio.sleep(5)  # nothing awaited: idle alone
+        await writer.write(data(chunk(choice(1, content="b"))))
+        await trio.sleep_forever()
+
+    async with serving(handler) as (client, _):
+        with trio.fail_after(60):
+            async with chunkwise.chat.open_stream(
+                endpoint(stall=2), REQUEST, transport=client
+            ) as stream:
+                result = await stream.result()
+    assert result.reason is IncompleteReason.STALLED
+    assert result.timings is not None and result.timings.ended == 7.0

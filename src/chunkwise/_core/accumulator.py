@@ -155,6 +155,15 @@ class BaseAccumulator(Generic[R]):
         """True once the terminal event was produced."""
         return self._ended
 
+    @property
+    def awaiting_output(self) -> bool:
+        """True while more output may come: what the stall timeout bounds.
+
+        Until the end by default; the chunk APIs say False once every started
+        choice finished (what may still come is usage and ``[DONE]``).
+        """
+        return not self._ended
+
     def feed(self, unit: Mapping[str, Any]) -> list[Event]:
         """Accumulate one decoded unit (any mapping): a chunk, or a Responses event.
 

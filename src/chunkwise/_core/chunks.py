@@ -116,6 +116,13 @@ class ChunkAccumulator(BaseAccumulator[R], Generic[S, R]):
 
     # -- the skeleton filled in ------------------------------------------------
 
+    @property
+    def awaiting_output(self) -> bool:
+        if self._ended:
+            return False
+        choices = self._choices.values()
+        return not choices or not all(state.finished for state in choices)
+
     def feed_chunk(self, chunk: Mapping[str, Any]) -> list[Event]:
         """Deprecated: :meth:`feed`."""
         return self._renamed("feed_chunk", chunk)

@@ -42,6 +42,9 @@ class Accumulator(Protocol[R]):
     @property
     def finished(self) -> bool: ...
 
+    @property
+    def awaiting_output(self) -> bool: ...
+
     def feed_data(self, kind: str, data: str) -> list[Event]: ...
 
     def end(
@@ -86,6 +89,16 @@ class StreamParser(Generic[R]):
     def finished(self) -> bool:
         """True once the terminal event was produced."""
         return self._accumulator.finished
+
+    @property
+    def awaiting_output(self) -> bool:
+        """True while more output may come (the stall timeout applies only then).
+
+        False once the stream ended, and in chat and legacy completions once
+        every started choice finished: the usage chunk and ``[DONE]`` may still
+        come, bounded by the idle timeout alone.
+        """
+        return self._accumulator.awaiting_output
 
     @property
     def events_received(self) -> int:
