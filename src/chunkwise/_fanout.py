@@ -42,6 +42,9 @@ Rules
 4. A subscriber that closed its receive channel is dropped quietly; the others
    carry on.  One that subscribes once the end is known receives just the
    terminal event, then :class:`trio.EndOfChannel`.
+5. A subscriber of every family (``family=None``) receives every event but
+   the ``"raw"`` family's: those mirror the others, and only a ``"raw"``
+   subscriber asked for them.
 """
 
 from __future__ import annotations
@@ -164,10 +167,13 @@ class Broadcaster:
     """Deliver published events to every subscriber (see the module docstring)."""
 
     # One per open stream, thousands at once: no instance dict.
-    __slots__ = ("_listened", "_listener", "_subscribers", "_terminal")
+    __slots__ = ("_listened", "_listener", "_raw", "_subscribers", "_terminal")
 
     def __init__(self) -> None:
         self._subscribers: list[_Subscriber] = []
+        # A "raw" subscriber came: events may hold RawEvents, which only
+        # raw subscribers receive (rule 5).
+        self._raw = False
         self._terminal: Event | None = None
         self._listened = False
         # Made only while the publisher waits for a first listener: usually
@@ -218,6 +224,8 @@ class Broadcaster:
         self._subscribers.append(
             _Subscriber(send, family, lossy=lossy, batched=batched, size=buffer_size)
         )
+        if family == "raw":
+            self._raw = True
         self.listen()
         return receive
 
@@ -297,9 +305,17 @@ class Broadcaster:
     def _offer(self, events: Sequence[Event]) -> None:
         if not events:
             return
+        cooked: Sequence[Event] | None = None if self._raw else events
         for subscriber in list(self._subscribers):
+            offered = events
+            if subscriber.wanted is None:
+                if cooked is None:  # rule 5: every family but "raw"
+                    cooked = [event for event in events if event.family != "raw"]
+                if not cooked:
+                    continue
+                offered = cooked
             try:
-                subscriber.offer(events)
+                subscriber.offer(offered)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 self._drop(subscriber)
 

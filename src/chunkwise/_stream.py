@@ -269,6 +269,10 @@ class Stream(Generic[R]):
         Args:
             family: ``"choice"``, ``"tool_call"`` or ``"lifecycle"`` to receive
                 only that family; the terminal event reaches every subscriber.
+                ``"raw"``: every server-sent event as received
+                (:class:`~chunkwise.RawEvent`), which no other subscriber
+                receives; the stream's parser makes them from the first
+                raw subscription on.
             buffer_size: Events (batches, when ``batched``) held for this
                 subscriber before the reader waits (or, when ``lossy``, drops):
                 an ``int`` or :data:`math.inf`.
@@ -287,9 +291,12 @@ class Stream(Generic[R]):
                 lossy subscriber without a finite ``buffer_size`` of at least 1.
             TypeError: ``buffer_size`` is neither an ``int`` nor :data:`math.inf`.
         """
-        return self._broadcaster.subscribe(
+        channel = self._broadcaster.subscribe(
             family, buffer_size=buffer_size, lossy=lossy, batched=batched
         )
+        if family == "raw" and not self._parser.raw:
+            self._parser.emit_raw()
+        return channel
 
     def start_soon(
         self, async_fn: Callable[..., Awaitable[object]], *args: object, name: object = None

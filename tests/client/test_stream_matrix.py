@@ -43,6 +43,9 @@ import chunkwise
 from chunkwise import (
     Event,
     EventsDropped,
+    RawEvent,
+    ServerSentEvent,
+    SSEDecoder,
     StreamCompleted,
     StreamFailed,
     StreamIncomplete,
@@ -160,7 +163,8 @@ def stalls(body: Any, keepalive: bytes) -> ScriptedResponse:
     )
 
 
-#: What follows each API's answer (its finish), 3 s apart: longer than the stall timeout.
+#: What follows each API's answer (its finish), 2.4 s apart: longer than the
+#: stall timeout (2 s), and all of it within the "result" way's 5 s.
 TAILS = {
     "chat": (sse(chunk(usage=USAGE), done=False), b"data: [DONE]\n\n"),
     "completions": (sse(chunk(usage=USAGE), done=False), b"data: [DONE]\n\n"),
@@ -169,10 +173,10 @@ TAILS = {
 
 
 def slow_tail(body: Any, tail: tuple[bytes, bytes]) -> ScriptedResponse:
-    """The answer with its finish, then the rest of the stream 3 s a write (issue 32)."""
+    """The answer with its finish, then the rest of the stream 2.4 s a write (issue 32)."""
     answer = body(done=False)
     return close_delimited(
-        answer + b"".join(tail), write_sizes=(len(answer), *map(len, tail)), delay=3.0
+        answer + b"".join(tail), write_sizes=(len(answer), *map(len, tail)), delay=2.4
     )
 
 
@@ -227,7 +231,7 @@ REQUESTS: dict[str, dict[str, Any]] = {
 class Sub:
     """One subscription and what its reader saw."""
 
-    kind: str  # "slow" | "batched" | "unread" | "lossy" | "closed"
+    kind: str  # "slow" | "batched" | "unread" | "lossy" | "closed" | "raw"
     channel: trio.MemoryReceiveChannel[Any]
     events: list[Event] = attrs.Factory(list)
     ended: bool = False  # EndOfChannel seen by the consumer task
@@ -235,7 +239,7 @@ class Sub:
 
     @property
     def consumed(self) -> bool:
-        return self.kind in ("slow", "batched")
+        return self.kind in ("slow", "batched", "raw")
 
 
 def subscribe(stream: AnyStream, kind: str) -> Sub:
@@ -247,6 +251,8 @@ def subscribe(stream: AnyStream, kind: str) -> Sub:
         return Sub(kind, stream.subscribe(buffer_size=3))
     if kind == "lossy":
         return Sub(kind, stream.subscribe(buffer_size=2, lossy=True))
+    if kind == "raw":
+        return Sub(kind, stream.subscribe("raw", buffer_size=1))
     assert kind == "closed"
     sub = Sub(kind, stream.subscribe())
     sub.channel.close()
@@ -269,7 +275,8 @@ SETUPS: dict[str, tuple[str, ...]] = {
     "unread-lossless": ("unread",),
     "unread-lossy": ("lossy",),
     "closed": ("closed",),
-    "several": ("slow", "batched", "unread", "lossy", "closed"),
+    "raw": ("raw",),
+    "several": ("slow", "batched", "unread", "lossy", "closed", "raw"),
 }
 
 
@@ -446,8 +453,23 @@ async def test_every_promise_holds(
                     sub.ended = True
                     break
                 sub.events.extend(item if sub.kind == "batched" else (item,))
-        _check_order(sub, final)
         terminals = [e for e in sub.events if isinstance(e, TERMINAL)]
+        if sub.kind == "raw":
+            whole = (
+                way == "result"
+                and server_kind in WHOLE_BODIES
+                and "unread" not in SETUPS[setup]
+                and (api, server_kind) != ("responses", "slow-tail")  # it stalls
+            )
+            sent = sse_events(script.body)
+            if resumed and api == "responses":  # the resumption's body follows the cut one
+                sent = sse_events(script.body, cut=True) + sse_events(RESUMED_REST.body)
+            _check_raw(sub, sent, whole=whole)
+            if terminals:
+                assert terminals[0].result == final
+            continue
+        assert not any(type(e) is RawEvent for e in sub.events)  # rule 5 of _fanout
+        _check_order(sub, final)
         assert len(terminals) <= 1
         # Rule 5: snapshots never changed after they were handed out.
         for snapshot, copied in sub.snapshots:
@@ -463,6 +485,29 @@ async def test_every_promise_holds(
             assert deltas_text(sub.events) == result_text(final)
         if terminals:
             assert terminals[0].result == final
+
+
+#: Servers whose body a stream read to its end reads whole (the others cut it).
+WHOLE_BODIES = ("fast-done", "fast-no-done", "short-no-done", "trickle", "slow-tail")
+
+
+def sse_events(body: bytes, *, cut: bool = False) -> list[ServerSentEvent]:
+    """What a WHATWG decoder dispatches of ``body`` (``cut``: without its unfinished end)."""
+    decoder = SSEDecoder(legacy_error_field=True)
+    return decoder.feed(body) + ([] if cut else decoder.end())
+
+
+def _check_raw(sub: Sub, sent: list[ServerSentEvent], *, whole: bool) -> None:
+    """A raw subscriber: the body's server-sent events in order, then the terminal event."""
+    ends = [at for at, event in enumerate(sub.events) if isinstance(event, TERMINAL)]
+    assert ends in ([], [len(sub.events) - 1])  # torn down, a consumer may miss the end
+    raw = sub.events[:-1] if ends else sub.events
+    assert all(type(e) is RawEvent for e in raw)
+    received = [e.event for e in raw if type(e) is RawEvent]
+    if whole:
+        assert received == sent  # read to its end: every event once
+    else:
+        assert received == sent[: len(received)]  # as far as the reading went
 
 
 def _check_order(sub: Sub, final: AnyResult) -> None:

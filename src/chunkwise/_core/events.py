@@ -24,6 +24,7 @@ import attrs
 
 from .errors import ChunkwiseError, StreamError
 from .results import Anomaly, IncompleteReason
+from .sse import ServerSentEvent
 
 __all__ = [
     "AnomalyDetected",
@@ -34,6 +35,7 @@ __all__ = [
     "Family",
     "HeadReceived",
     "LifecycleEvent",
+    "RawEvent",
     "StreamCompleted",
     "StreamErrorReceived",
     "StreamFailed",
@@ -43,7 +45,7 @@ __all__ = [
 ]
 
 #: The families a subscriber may ask for.
-Family = Literal["choice", "tool_call", "lifecycle"]
+Family = Literal["choice", "tool_call", "lifecycle", "raw"]
 
 
 @attrs.frozen(kw_only=True)
@@ -121,6 +123,25 @@ class EventsDropped(Event):
     """A lossy subscriber's buffer overflowed and ``count`` events were dropped."""
 
     count: int
+
+
+@attrs.frozen(kw_only=True)
+class RawEvent(Event):
+    """One server-sent event as received, before any API read it (the ``"raw"`` family).
+
+    Every event of the body, in order, for every API: what chunkwise does not
+    model is here.  ``data`` is the event's data decoded as a JSON object,
+    read-only as a live JSON snapshot is (dicts that refuse to change, tuples
+    for arrays), or ``None`` when it is not one (``[DONE]``, text, an array).  A parser emits them
+    only when asked (``Parser(raw=True)``, or a stream's first
+    ``subscribe("raw")``), each ahead of the events it produced; a subscriber
+    of every family (``family=None``) does not receive them.
+    """
+
+    family: ClassVar[Family] = "raw"
+
+    event: ServerSentEvent
+    data: Mapping[str, Any] | None
 
 
 #: The result a terminal event carries: ``chat.Result``, ``responses.Result``...

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import attrs
 
-__all__ = ["Patch", "PathItem", "ReadOnlyDict", "apply_patches", "thaw"]
+__all__ = ["Patch", "PathItem", "ReadOnlyDict", "apply_patches", "freeze", "thaw"]
 
 #: One step of a :attr:`Patch.path`: an object key or an array index.
 PathItem = str | int
@@ -65,6 +65,15 @@ class Patch:
     op: Literal["add", "append", "replace"]
     path: tuple[PathItem, ...]
     value: Any
+
+
+def freeze(value: Any) -> Any:
+    """A read-only copy of a plain JSON value (:func:`thaw` undoes it)."""
+    if type(value) is dict:
+        return ReadOnlyDict({key: freeze(item) for key, item in value.items()})
+    if type(value) is list:
+        return tuple(freeze(item) for item in value)
+    return value
 
 
 def thaw(value: Any) -> Any:

@@ -17,10 +17,11 @@ first :data:`ERROR_DOCUMENT_LIMIT` bytes of a body until its first event.
 
 from __future__ import annotations
 
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from .errors import ChunkwiseError, EventTooLarge, InvalidChunk, LocalProtocolError
-from .events import Event
+from .events import Event, RawEvent
+from .json_patches import freeze
 from .payloads import dump_json, load_json
 from .results import Anomaly, IncompleteReason
 from .sse import DEFAULT_MAX_EVENT_SIZE, PairDecoder
@@ -62,14 +63,23 @@ class StreamParser(Generic[R]):
     Args:
         accumulator: What the SSE events mean (chat or Responses).
         max_event_size: Passed to the :class:`~chunkwise.SSEDecoder`.
+        raw: Emit a :class:`~chunkwise.RawEvent` for every server-sent event,
+            ahead of the events it produced (:meth:`emit_raw` turns it on later).
     """
 
     def __init__(
-        self, accumulator: Accumulator[R], *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE
+        self,
+        accumulator: Accumulator[R],
+        *,
+        max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+        raw: bool = False,
     ) -> None:
         self._max_event_size = max_event_size
-        self._decoder = PairDecoder(max_event_size=max_event_size, legacy_error_field=True)
+        self._raw = False
+        self._decoder = self._new_decoder()
         self._accumulator = accumulator
+        if raw:
+            self.emit_raw()
         self._ended = False
         self._events = 0  # server-sent events with data decoded so far
         # The body's first bytes, until its first event: it may be an error document.
@@ -122,13 +132,33 @@ class StreamParser(Generic[R]):
             head.append(bytes(data))
             self._head_size += len(data)
 
+    @property
+    def raw(self) -> bool:
+        """True when every server-sent event is also emitted as a :class:`~chunkwise.RawEvent`."""
+        return self._raw
+
+    def emit_raw(self) -> None:
+        """From the next event on, emit each server-sent event as a :class:`~chunkwise.RawEvent`.
+
+        What a stream does for its first raw subscriber; the hot path of
+        a parser without raw events pays nothing for them.
+        """
+        self._raw = True
+        self._decoder.whole_events()
+
+    def _new_decoder(self) -> PairDecoder:
+        decoder = PairDecoder(max_event_size=self._max_event_size, legacy_error_field=True)
+        if self._raw:
+            decoder.whole_events()
+        return decoder
+
     def restart(self) -> None:
         """The body goes on in a new HTTP response: forget the old one's unfinished event.
 
         The events of the old body were all delivered; the bytes of an event
         it cut are dropped (the new body starts at an event's beginning).
         """
-        self._decoder = PairDecoder(max_event_size=self._max_event_size, legacy_error_field=True)
+        self._decoder = self._new_decoder()
 
     def fail(self, error: ChunkwiseError) -> list[Event]:
         """End the stream as ``failed`` with ``error``, e.g. a broken body framing.
@@ -207,15 +237,31 @@ class StreamParser(Generic[R]):
         if not sse_events:
             return []
         if len(sse_events) == 1 and decoder.error is None:
-            kind, text = sse_events[0]
-            if text:
-                self._events += 1
-            return feed(kind, text)
+            item = sse_events[0]
+            if isinstance(item, tuple):
+                kind, text = item
+                if text:
+                    self._events += 1
+                return feed(kind, text)
         events: list[Event] = []
-        for kind, text in sse_events:
+        for item in sse_events:
+            if isinstance(item, tuple):
+                kind, text = item
+            else:  # whole events: a raw subscriber's
+                kind, text = item.event, item.data
+                events.append(RawEvent(event=item, data=_json_object(text)))
             if text:
                 self._events += 1
             events += feed(kind, text)
         if decoder.error is not None:
             events += self._accumulator.fail(decoder.error)
         return events
+
+
+def _json_object(text: str) -> Any:
+    """``text`` as a read-only JSON object, or None when it is not one."""
+    try:
+        value = load_json(text)
+    except InvalidChunk:
+        return None
+    return freeze(value) if type(value) is dict else None

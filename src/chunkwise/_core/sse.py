@@ -492,14 +492,19 @@ class SSEDecoder(DecoderCore[ServerSentEvent]):
     """
 
 
-class PairDecoder(DecoderCore[tuple[str, str]]):
+class PairDecoder(DecoderCore[tuple[str, str] | ServerSentEvent]):
     """:class:`SSEDecoder`, giving each event as its ``(event type, data)`` pair.
 
     For the stream parsers: building a :class:`ServerSentEvent` is most of the
-    cost of a small event on the hot path.
+    cost of a small event on the hot path.  After :meth:`whole_events`, it
+    gives whole :class:`ServerSentEvent` objects instead (a raw subscriber's).
     """
 
     _pairs = True
+
+    def whole_events(self) -> None:
+        """From now on, dispatch :class:`ServerSentEvent` objects, not pairs."""
+        self._pairs = False
 
 
 def _split_field(line: str) -> tuple[str, str]:

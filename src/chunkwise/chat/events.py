@@ -13,7 +13,7 @@ from typing import ClassVar, TypeAlias
 
 import attrs
 
-from .._core.events import ChoiceFinished, Event, Family, LifecycleEvent
+from .._core.events import ChoiceFinished, Event, Family, LifecycleEvent, RawEvent
 from .._core.json_patches import Patch
 from .._core.results import ToolCall
 
@@ -117,4 +117,4 @@ class ToolCallCompleted(Event):
 ChoiceEvent: TypeAlias = TextDelta | RefusalDelta | ReasoningDelta | ChoiceFinished
 ToolCallEvent: TypeAlias = ToolCallStarted | ToolCallArgumentsDelta | ToolCallCompleted
 #: Every event a chat stream's subscriber may receive.
-ChatEvent: TypeAlias = ChoiceEvent | ToolCallEvent | LifecycleEvent
+ChatEvent: TypeAlias = ChoiceEvent | ToolCallEvent | LifecycleEvent | RawEvent

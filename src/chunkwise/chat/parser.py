@@ -18,7 +18,9 @@ class Parser(StreamParser[Result]):
 
     An :class:`~chunkwise.SSEDecoder` (with llama.cpp's legacy ``error:``
     field enabled) given ``max_event_size``, and a
-    :class:`~chunkwise.chat.Accumulator` given the other arguments.
+    :class:`~chunkwise.chat.Accumulator` given ``tools`` and
+    ``response_format``.  With ``raw=True`` every server-sent event is also
+    emitted as a :class:`~chunkwise.RawEvent`, ahead of its events.
     """
 
     def __init__(
@@ -27,8 +29,10 @@ class Parser(StreamParser[Result]):
         tools: Iterable[Mapping[str, Any]] | None = None,
         response_format: Mapping[str, Any] | None = None,
         max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+        raw: bool = False,
     ) -> None:
         super().__init__(
             Accumulator(tools=tools, response_format=response_format),
             max_event_size=max_event_size,
+            raw=raw,
         )

@@ -11,7 +11,7 @@ from typing import ClassVar, TypeAlias
 
 import attrs
 
-from .._core.events import ChoiceFinished, Event, Family, LifecycleEvent
+from .._core.events import ChoiceFinished, Event, Family, LifecycleEvent, RawEvent
 
 __all__ = ["CompletionEvent", "TextDelta"]
 
@@ -29,4 +29,4 @@ class TextDelta(Event):
 
 
 #: Every event a completions stream's subscriber may receive.
-CompletionEvent: TypeAlias = TextDelta | ChoiceFinished | LifecycleEvent
+CompletionEvent: TypeAlias = TextDelta | ChoiceFinished | LifecycleEvent | RawEvent

@@ -13,5 +13,5 @@ __all__ = ["Parser"]
 class Parser(StreamParser[Result]):
     """Sans-IO parser of a streamed legacy completion, as :class:`~chunkwise.chat.Parser`."""
 
-    def __init__(self, *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
-        super().__init__(Accumulator(), max_event_size=max_event_size)
+    def __init__(self, *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE, raw: bool = False) -> None:
+        super().__init__(Accumulator(), max_event_size=max_event_size, raw=raw)

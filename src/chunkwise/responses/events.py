@@ -14,7 +14,7 @@ from typing import ClassVar, TypeAlias
 
 import attrs
 
-from .._core.events import Event, Family, LifecycleEvent
+from .._core.events import Event, Family, LifecycleEvent, RawEvent
 from .._core.json_patches import Patch
 from .results import FunctionCall, OutputItem
 
@@ -185,4 +185,4 @@ OutputEvent: TypeAlias = (
 )
 ToolCallEvent: TypeAlias = ToolCallStarted | ToolCallArgumentsDelta | ToolCallCompleted
 #: Every event a Responses stream's subscriber may receive.
-ResponseEvent: TypeAlias = OutputEvent | ToolCallEvent | StatusChanged | LifecycleEvent
+ResponseEvent: TypeAlias = OutputEvent | ToolCallEvent | StatusChanged | LifecycleEvent | RawEvent

@@ -18,7 +18,8 @@ class Parser(StreamParser[Result]):
     """Sans-IO parser of a streamed Responses API body: ``feed()`` bytes, get events.
 
     An :class:`~chunkwise.SSEDecoder` given ``max_event_size``, and a
-    :class:`~chunkwise.responses.Accumulator` given the other arguments.
+    :class:`~chunkwise.responses.Accumulator` given the other arguments
+    but ``raw``, as for :class:`~chunkwise.chat.Parser`.
     """
 
     def __init__(
@@ -28,11 +29,12 @@ class Parser(StreamParser[Result]):
         text_format: Mapping[str, Any] | None = None,
         max_output_tokens: int | None = None,
         max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+        raw: bool = False,
     ) -> None:
         self._responses = Accumulator(
             tools=tools, text_format=text_format, max_output_tokens=max_output_tokens
         )
-        super().__init__(self._responses, max_event_size=max_event_size)
+        super().__init__(self._responses, max_event_size=max_event_size, raw=raw)
 
     # -- a background response over several connections (chunkwise._resume) ---------
 
