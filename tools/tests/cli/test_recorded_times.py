@@ -550,9 +550,18 @@ OUTPUT_EVENT_TYPES = frozenset(
         "response.reasoning_text.delta",
         "response.reasoning_summary_text.delta",
         "response.function_call_arguments.delta",
+        "response.custom_tool_call_input.delta",
+        "response.mcp_call_arguments.delta",
+        "response.code_interpreter_call_code.delta",
+        "response.shell_call_command.delta",
+        "response.shell_call_output_content.delta",
+        "response.audio.delta",
+        "response.audio.transcript.delta",
     }
 )
 CHAT_OUTPUT_FIELDS = ("content", "reasoning_content", "refusal")
+#: Chat delta objects whose named fields are output: spoken audio, a legacy function call.
+CHAT_OUTPUT_OBJECTS = {"audio": ("data", "transcript"), "function_call": ("arguments",)}
 
 
 def _carries_output(data: str) -> bool:
@@ -569,6 +578,9 @@ def _carries_output(data: str) -> bool:
         delta = choice_.get("delta") or {}
         if any(delta.get(field) for field in CHAT_OUTPUT_FIELDS):
             return True
+        for name, fields in CHAT_OUTPUT_OBJECTS.items():
+            if any((delta.get(name) or {}).get(field) for field in fields):
+                return True
         calls = delta.get("tool_calls") or ()
         if any((call.get("function") or {}).get("arguments") for call in calls):
             return True
@@ -617,6 +629,10 @@ def test_the_output_oracle_sees_every_kind_of_output() -> None:
         "responses summary": ANSWERS["responses reasoning"],
         "responses reasoning text": ANSWERS["responses quirks-llamacpp-reasoning"],
         "responses arguments": ANSWERS["responses tools"],
+        "chat audio": ANSWERS["chat audio"],
+        "chat legacy arguments": ANSWERS["chat function-call"],
+        "responses custom input": ANSWERS["responses custom-tool"],
+        "responses audio": ANSWERS["responses audio"],
     }
     for kind, events in kinds.items():
         assert 1 <= _outputs_in(b"".join(events)) < len(events), kind

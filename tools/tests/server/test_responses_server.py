@@ -53,7 +53,7 @@ def _expected_usage(scenario: ResponseScenario, output_tokens: int) -> dict[str,
         "total_tokens": 19 + output_tokens,
     }
     if not scenario.llama_cpp:
-        usage["input_tokens_details"] = {"cached_tokens": 0}
+        usage["input_tokens_details"] = {"cached_tokens": 0, "cache_write_tokens": 0}
         usage["output_tokens_details"] = {"reasoning_tokens": scenario.reasoning_tokens}
     return usage
 

@@ -44,9 +44,10 @@ Rules
    time; being late (a busy machine) does not push later writes back, because
    each time is a deadline from the same start.
 2. In a token pacing an *output event* is one carrying model output: a chat
-   chunk with content, reasoning, refusal or tool-call arguments, a Responses
-   ``*.delta`` event.  Events before the first output event go out with it,
-   events after the last one with the last, and every other event with the
+   chunk with content, reasoning, refusal, tool-call or legacy function-call
+   arguments, audio data or its transcript, a Responses ``*.delta`` event.
+   Events before the first output event go out with it, events after the
+   last one with the last, and every other event with the
    output event that follows it, so each write holds exactly one output event
    (one token): the first at ``first_token``, the ``k``-th at ``first_token +
    k * per_token``.
@@ -306,6 +307,11 @@ def _chat_output(choice: Any) -> bool:
     if not isinstance(delta, dict):
         return False
     if delta.get("content") or delta.get("reasoning_content") or delta.get("refusal"):
+        return True
+    audio, legacy = delta.get("audio"), delta.get("function_call")
+    if isinstance(audio, dict) and (audio.get("data") or audio.get("transcript")):
+        return True
+    if isinstance(legacy, dict) and legacy.get("arguments"):
         return True
     return any(
         isinstance(call, dict) and (call.get("function") or {}).get("arguments")

@@ -52,6 +52,31 @@ Rules
    :data:`ECHOED` (``instructions``, ``temperature``, ``text`` with its
    ``format``, ``tools``, ``tool_choice``...); what it left out, or set to
    null, has the API's default.
+8. Tool items (:class:`~._response_scenarios.ToolItem`) follow the reasoning,
+   each finished before the next begins: ``output_item.added`` (the item with
+   its ``pending`` fields, its streamed input empty), the ``before`` progress
+   events (``response.<type>.<phase>``, with ``item_id`` and
+   ``output_index``), the input's deltas and its ``.done`` (a code
+   interpreter's ``response.code_interpreter_call_code.*``, an MCP call's
+   ``response.mcp_call_arguments.*``, a custom tool call's
+   ``response.custom_tool_call_input.*``), the ``partial_image`` events
+   (``partial_image_index`` from 0), the ``after`` progress events, and
+   ``output_item.done`` with the finished item, which the terminal ``output``
+   holds too.  A shell call streams its command as
+   ``response.shell_call_command.added``/``.delta``/``.done``
+   (``command_index`` 0; openai-python gives these events no ``item_id``) and
+   its ``action.commands`` holds it; a shell output streams its stdout as
+   ``response.shell_call_output_content.delta``/``.done``.
+9. A citation is announced by ``response.output_text.annotation.added``
+   (``annotation_index`` from 0, ``start_index``/``end_index`` in characters
+   of the text) right after the delta that completes the text it cites, and
+   is in the annotations of the part and the item from then on.
+10. Audio (``response.audio.delta``, base64 PCM16, and
+    ``response.audio.transcript.delta``) carries no item or index: each
+    text delta of the message is followed by one audio chunk and one
+    transcript piece, while they last, then the rest of both; then
+    ``response.audio.done`` and ``response.audio.transcript.done``, before the
+    text's ``.done``.
 
 Pure functions: no I/O, no trio.
 """
@@ -63,7 +88,7 @@ from typing import Any
 
 import attrs
 
-from ._response_scenarios import INPUT_TOKENS, ResponseScenario
+from ._response_scenarios import INPUT_TOKENS, ResponseScenario, ToolItem
 from ._scenarios import CREATED, wire_json
 
 __all__ = [
@@ -123,7 +148,8 @@ def _usage(scenario: ResponseScenario, request: _Request) -> dict[str, Any]:
         }
     return {
         "input_tokens": INPUT_TOKENS,
-        "input_tokens_details": {"cached_tokens": 0},
+        # openai-python 3.63 requires cache_write_tokens (recordings of 2025 lack it).
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
         "output_tokens": output,
         "output_tokens_details": {"reasoning_tokens": scenario.reasoning_tokens},
         "total_tokens": INPUT_TOKENS + output,
@@ -203,8 +229,33 @@ def _response(
     return document
 
 
-def _text_part(text: str) -> dict[str, Any]:
-    return {"type": "output_text", "annotations": [], "logprobs": [], "text": text}
+def _text_part(text: str, annotations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {
+        "type": "output_text",
+        "annotations": list(annotations or ()),
+        "logprobs": [],
+        "text": text,
+    }
+
+
+def _annotations(scenario: ResponseScenario) -> list[dict[str, Any]]:
+    """Rule 9: the ``url_citation`` of each citation whose text the message says."""
+    text = scenario.text
+    found: list[dict[str, Any]] = []
+    for citation in scenario.citations:
+        start = text.find(citation.cited)
+        if start < 0 or not citation.cited:
+            continue
+        found.append(
+            {
+                "type": "url_citation",
+                "start_index": start,
+                "end_index": start + len(citation.cited),
+                "title": citation.title,
+                "url": citation.url,
+            }
+        )
+    return found
 
 
 class _Writer:
@@ -241,15 +292,41 @@ def _message(
     )
     empty = {"type": "output_text", "text": ""} if writer.llama_cpp else _text_part("")
     writer.add("response.content_part.added", **where, part=empty)
+    annotations = _annotations(scenario)
+    pending = list(enumerate(annotations))
+    audio = scenario.audio
+    chunks = list(audio.chunks) if audio is not None else []
+    words = list(audio.transcript) if audio is not None else []
+    length = 0
     for piece in scenario.content:
         extra: dict[str, Any] = {} if writer.llama_cpp else {"logprobs": []}
         writer.add("response.output_text.delta", **where, delta=piece, **extra)
+        length += len(piece)
+        while pending and pending[0][1]["end_index"] <= length:  # rule 9
+            number, annotation = pending.pop(0)
+            writer.add(
+                "response.output_text.annotation.added",
+                **where,
+                annotation_index=number,
+                annotation=annotation,
+            )
+        if chunks:  # rule 10: beside the text
+            writer.add("response.audio.delta", delta=chunks.pop(0))
+        if words:
+            writer.add("response.audio.transcript.delta", delta=words.pop(0))
+    if audio is not None:
+        for chunk in chunks:
+            writer.add("response.audio.delta", delta=chunk)
+        for word in words:
+            writer.add("response.audio.transcript.delta", delta=word)
+        writer.add("response.audio.done")
+        writer.add("response.audio.transcript.done")
     cut = scenario.outcome != "completed" and not writer.llama_cpp
     item = {
         "id": item_id,
         "type": "message",
         "status": "incomplete" if cut else "completed",
-        "content": [_text_part(scenario.text)],
+        "content": [_text_part(scenario.text, annotations)],
         "role": "assistant",
     }
     if finish:
@@ -263,7 +340,8 @@ def _finish_message(
     where = {"item_id": item["id"], "output_index": index, "content_index": 0}
     extra: dict[str, Any] = {} if writer.llama_cpp else {"logprobs": []}
     writer.add("response.output_text.done", **where, text=scenario.text, **extra)
-    writer.add("response.content_part.done", **where, part=_text_part(scenario.text))
+    part = item["content"][0] if item["content"] else _text_part(scenario.text)
+    writer.add("response.content_part.done", **where, part=part)
     writer.add("response.output_item.done", output_index=index, item=item)
 
 
@@ -393,6 +471,85 @@ def _calls(scenario: ResponseScenario, writer: _Writer, first: int) -> list[dict
     return finished
 
 
+#: Rule 8: the events a tool item's input streams in, and the field holding it.
+_STREAMED_INPUT = {
+    "code_interpreter_call": ("response.code_interpreter_call_code", "code"),
+    "mcp_call": ("response.mcp_call_arguments", "arguments"),
+    "custom_tool_call": ("response.custom_tool_call_input", "input"),
+}
+
+
+#: The fields of an image generation call its partial images repeat.
+_IMAGE_FIELDS = ("output_format", "quality", "background")
+
+
+def _with_input(tool: ToolItem, text: str, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The item ``tool`` with ``fields``, its streamed input being ``text`` so far."""
+    item: dict[str, Any] = {"id": tool.id, "type": tool.type, **fields}
+    if tool.type in _STREAMED_INPUT:
+        item[_STREAMED_INPUT[tool.type][1]] = text
+    elif tool.type == "shell_call":
+        item["action"] = {**item.get("action", {}), "commands": [text] if text else []}
+    elif tool.type == "shell_call_output":
+        outcome = {"type": "exit", "exit_code": 0}
+        item["output"] = [{"stdout": text, "stderr": "", "outcome": outcome}] if text else []
+    return item
+
+
+def _tool_item(tool: ToolItem, writer: _Writer, index: int) -> dict[str, Any]:
+    """Stream the tool item at ``index`` (rule 8); its final form."""
+    where = {"item_id": tool.id, "output_index": index}
+    writer.add(
+        "response.output_item.added",
+        output_index=index,
+        item=_with_input(tool, "", {**tool.fields, **tool.pending}),
+    )
+    for phase in tool.before:
+        writer.add(f"response.{tool.type}.{phase}", **where)
+    text = tool.input
+    if tool.type in _STREAMED_INPUT:
+        prefix, field = _STREAMED_INPUT[tool.type]
+        for fragment in tool.fragments:
+            writer.add(f"{prefix}.delta", **where, delta=fragment)
+        writer.add(f"{prefix}.done", **where, **{field: text})
+    elif tool.type == "shell_call":
+        command = {"output_index": index, "command_index": 0}
+        writer.add("response.shell_call_command.added", **command, command="")
+        for fragment in tool.fragments:
+            writer.add("response.shell_call_command.delta", **command, delta=fragment)
+        writer.add("response.shell_call_command.done", **command, command=text)
+    elif tool.type == "shell_call_output":
+        for fragment in tool.fragments:
+            writer.add(
+                "response.shell_call_output_content.delta",
+                **where,
+                command_index=0,
+                delta={"stdout": fragment},
+            )
+        output = _with_input(tool, text, {})["output"]
+        writer.add(
+            "response.shell_call_output_content.done", **where, command_index=0, output=output
+        )
+    image_fields = {
+        key: tool.fields[key]
+        for key in ("output_format", "quality", "background")
+        if key in tool.fields
+    }
+    for number, image in enumerate(tool.partial_images):
+        writer.add(
+            f"response.{tool.type}.partial_image",
+            **where,
+            partial_image_index=number,
+            partial_image_b64=image,
+            **image_fields,
+        )
+    for phase in tool.after:
+        writer.add(f"response.{tool.type}.{phase}", **where)
+    item = _with_input(tool, text, tool.fields)
+    writer.add("response.output_item.done", output_index=index, item=item)
+    return item
+
+
 def _call_item_id(scenario: ResponseScenario, offset: int) -> str:
     return f"fc_chunkwise_{scenario.name}_{offset}"
 
@@ -432,6 +589,8 @@ def _payloads(scenario: ResponseScenario, request: _Request) -> list[dict[str, A
     output: list[dict[str, Any]] = []
     if scenario.reasoning:
         output.append(_reasoning(scenario, writer, len(output), finish=finish_now))
+    for tool in scenario.tool_items:  # rule 8
+        output.append(_tool_item(tool, writer, len(output)))
     if scenario.calls_first:
         output += _calls(scenario, writer, len(output))  # rule 2: before the message
     message: dict[str, Any] | None = None

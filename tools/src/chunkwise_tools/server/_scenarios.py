@@ -16,9 +16,12 @@ Pure data and pure functions: no I/O, no trio.
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
+import math
 import re
+import struct
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -29,9 +32,12 @@ __all__ = [
     "DEFAULT_SCENARIO",
     "INVALID_SCENARIO",
     "SCENARIOS",
+    "SPOKEN",
+    "AudioScript",
     "Scenario",
     "ToolCallScript",
     "WireStyle",
+    "pcm16_chunks",
     "scenario_body",
     "scenario_chunks",
     "scenario_events",
@@ -75,6 +81,50 @@ class ToolCallScript:
         return "".join(self.fragments)
 
 
+@attrs.frozen(kw_only=True)
+class AudioScript:
+    """Spoken output of a scenario: its audio in base64 chunks, and its transcript's pieces.
+
+    Chat streams it in ``delta.audio`` (:func:`scenario_chunks`), the Responses
+    API in ``response.audio.*`` events; the audio is PCM16 (24 kHz, mono, little
+    endian), the only format OpenAI streams, each chunk whole samples, so each
+    decodes on its own, as OpenAI's do.
+    """
+
+    id: str
+    chunks: tuple[str, ...]
+    transcript: tuple[str, ...]
+    expires_at: int
+
+    @property
+    def data(self) -> str:
+        """The whole audio, base64 (the chunks joined: each is a multiple of 4 characters)."""
+        return "".join(self.chunks)
+
+    @property
+    def transcript_text(self) -> str:
+        """The complete transcript."""
+        return "".join(self.transcript)
+
+
+def pcm16_chunks(samples: int, per_chunk: int) -> tuple[str, ...]:
+    """A quiet 440 Hz tone of ``samples`` PCM16 samples at 24 kHz, base64, ``per_chunk`` a chunk.
+
+    ``per_chunk`` is a multiple of 3 (six bytes), so every chunk is base64 without padding
+    and the chunks join into the base64 of the whole.
+    """
+    if per_chunk % 3:
+        raise ValueError("per_chunk must be a multiple of 3")
+    pcm = b"".join(
+        struct.pack("<h", round(3000 * math.sin(2 * math.pi * 440 * i / 24000)))
+        for i in range(samples)
+    )
+    size = per_chunk * 2
+    return tuple(
+        base64.b64encode(pcm[start : start + size]).decode() for start in range(0, len(pcm), size)
+    )
+
+
 ToolStyle = Literal["fragmented", "whole", "null-index"]
 UsageStyle = Literal["separate", "last-chunk"]
 
@@ -97,6 +147,12 @@ class WireStyle:
             between chunks.
         data_prefix: ``"data: "``, or ``"data:"`` as some servers write it.
         line_ending: ``"\\n"``, ``"\\r\\n"`` or ``"\\r"``.
+        moderation: send the chunk and choice fields a client does not
+            model, as OpenAI and Azure add them: ``service_tier`` and an
+            ``obfuscation`` string on every chunk, Azure's
+            ``content_filter_results`` on every choice and
+            ``prompt_filter_results`` on the first chunk, and a ``moderation``
+            chunk (``choices: []``) after the last finish_reason.
     """
 
     tools: ToolStyle = "fragmented"
@@ -104,6 +160,7 @@ class WireStyle:
     keepalive: bool = False
     data_prefix: str = "data: "
     line_ending: str = "\n"
+    moderation: bool = False
 
 
 @attrs.frozen(kw_only=True)
@@ -116,6 +173,14 @@ class Scenario:
         reasoning: reasoning text pieces (sent as ``reasoning_content``).
         content: content text pieces, one delta each.
         tool_calls: tool calls, sent after the content.
+        function_call: a legacy ``delta.function_call`` (deprecated by
+            ``tool_calls``, still sent by OpenAI to a request with
+            ``functions``, and by servers that copied it): its name, then its
+            argument fragments; its ``id`` is not sent.
+        audio: spoken output, sent in ``delta.audio`` after the content: the
+            id with the first transcript piece, the other pieces, the data
+            chunks, and, after the finish_reason, an update with only
+            ``expires_at`` (as openai-python documents the last one).
         finish_reason: sent on each choice's last chunk.
         usage: completion-side token counts for one choice (``completion_tokens``
             and any details); prompt and total counts are added when sent.
@@ -130,6 +195,8 @@ class Scenario:
     reasoning: tuple[str, ...] = ()
     content: tuple[str, ...] = ()
     tool_calls: tuple[ToolCallScript, ...] = ()
+    function_call: ToolCallScript | None = None
+    audio: AudioScript | None = None
     finish_reason: str = "stop"
     # The mappings are compared but not hashed, so a scenario is hashable
     # (scenario_events caches by it) and two differing only there are unequal.
@@ -171,6 +238,15 @@ _WEATHER_CALLS = (
         name="get_weather",
         fragments=('{"city"', ': "東', '京", "unit": ', '"celsius"', "}"),
     ),
+)
+
+#: The spoken answer of the ``audio`` scenarios (chat and Responses): 20 ms of a
+#: tone in four chunks, and its transcript.
+SPOKEN = AudioScript(
+    id="audio_chunkwise",
+    chunks=pcm16_chunks(480, 120),
+    transcript=("Hello! ", "This answer ", "is spoken — ", "and written: café."),
+    expires_at=CREATED + 3600,
 )
 
 _ERROR = {
@@ -261,6 +337,27 @@ _ALL_SCENARIOS = (
         summary="JSON that breaks the request's response_format schema (without one: cut JSON)",
         content=('{"city": "Zü', 'rich", "un', 'it": "cel'),
         usage={"completion_tokens": 12},
+    ),
+    Scenario(
+        name="audio",
+        summary="spoken output: delta.audio with its id, transcript, PCM16 data, then expires_at",
+        audio=SPOKEN,
+        usage={
+            "completion_tokens": 46,
+            "completion_tokens_details": {"audio_tokens": 40, "reasoning_tokens": 0},
+        },
+    ),
+    Scenario(
+        name="function-call",
+        summary="the legacy delta.function_call (name, then arguments); finish function_call",
+        function_call=_WEATHER_CALLS[0],
+        finish_reason="function_call",
+        usage={"completion_tokens": 18},
+    ),
+    _text_scenario(
+        "moderation",
+        "the text scenario with service_tier, obfuscation, Azure's filter results, moderation",
+        WireStyle(moderation=True),
     ),
     _text_scenario(
         "quirks-keepalive",
@@ -368,6 +465,82 @@ def _usage(scenario: Scenario, n: int) -> dict[str, Any]:
     return usage
 
 
+def _audio_deltas(audio: AudioScript | None) -> list[dict[str, Any]]:
+    """The ``delta.audio`` updates before the finish: the id with the first words, the
+    other words, the data chunks."""
+    if audio is None:
+        return []
+    first, *rest = audio.transcript or ("",)
+    deltas: list[dict[str, Any]] = [
+        {"content": None, "audio": {"id": audio.id, "transcript": first}}
+    ]
+    deltas += [{"audio": {"transcript": piece}} for piece in rest]
+    deltas += [{"audio": {"data": chunk}} for chunk in audio.chunks]
+    return deltas
+
+
+def _function_call_deltas(call: ToolCallScript | None) -> list[dict[str, Any]]:
+    """A legacy ``delta.function_call``: the name (arguments empty), then each fragment."""
+    if call is None:
+        return []
+    deltas: list[dict[str, Any]] = [{"function_call": {"name": call.name, "arguments": ""}}]
+    deltas += [{"function_call": {"arguments": fragment}} for fragment in call.fragments]
+    return deltas
+
+
+_FILTERS_SAFE = {
+    name: {"filtered": False, "severity": "safe"}
+    for name in ("hate", "self_harm", "sexual", "violence")
+}
+_MODERATION_CATEGORIES = ("harassment", "hate", "self-harm", "sexual", "violence")
+# Padding of OpenAI's obfuscation field: random there, varied in length here,
+# the same for a given chunk so the output stays reproducible.
+_OBFUSCATION = "q8Xr2LmT0vKw"
+
+
+def _moderation_results() -> dict[str, Any]:
+    """One side (input or output) of a ``moderation`` chunk: nothing flagged."""
+    model = "omni-moderation-latest"
+    result = {
+        "type": "moderation_result",
+        "model": model,
+        "flagged": False,
+        "categories": dict.fromkeys(_MODERATION_CATEGORIES, False),
+        "category_scores": dict.fromkeys(_MODERATION_CATEGORIES, 0.0001),
+        "category_applied_input_types": {name: ["text"] for name in _MODERATION_CATEGORIES},
+    }
+    return {"type": "moderation_results", "model": model, "results": [result]}
+
+
+def _moderated(chunks: list[dict[str, Any]], envelope: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``chunks`` with the fields of :attr:`WireStyle.moderation`, and the moderation chunk."""
+    last_finish = max(
+        position
+        for position, chunk in enumerate(chunks)
+        if any(choice.get("finish_reason") for choice in chunk["choices"])
+    )
+    moderation = {
+        **envelope,
+        "choices": [],
+        "moderation": {"input": _moderation_results(), "output": _moderation_results()},
+    }
+    if "usage" in chunks[0]:
+        moderation["usage"] = None
+    chunks = [*chunks[: last_finish + 1], moderation, *chunks[last_finish + 1 :]]
+    for position, chunk in enumerate(chunks):
+        if position == 0:
+            # Azure sends its prompt's filter results once, first.
+            chunk["prompt_filter_results"] = [
+                {"prompt_index": 0, "content_filter_results": _FILTERS_SAFE}
+            ]
+        for choice in chunk["choices"]:
+            # Azure's role chunk has empty results; the others every category.
+            choice["content_filter_results"] = {} if "role" in choice["delta"] else _FILTERS_SAFE
+        chunk["service_tier"] = "default"
+        chunk["obfuscation"] = _OBFUSCATION[: 1 + position % len(_OBFUSCATION)]
+    return chunks
+
+
 def scenario_chunks(
     scenario: Scenario,
     *,
@@ -380,7 +553,8 @@ def scenario_chunks(
     Each chunk carries one choice; with ``n`` > 1 the choices take turns, step
     by step.  With ``include_usage`` every chunk has ``"usage": null`` and the
     usage arrives as the style says.  An error scenario ends with its
-    ``{"error": ...}`` payload.
+    ``{"error": ...}`` payload.  A spoken answer's last audio update (only
+    ``expires_at``, no ``finish_reason`` at all) comes after the finish.
     """
     if n < 1:
         raise ValueError("n must be at least 1")
@@ -395,22 +569,30 @@ def scenario_chunks(
     # DeepSeek writes "content": null beside each reasoning piece.
     steps += [({"content": None, "reasoning_content": p}, None) for p in scenario.reasoning]
     steps += [({"content": p}, None) for p in scenario.content]
+    trailer: dict[str, Any] | None = None
     if scenario.error is None:
+        steps += [(d, None) for d in _audio_deltas(scenario.audio)]
+        steps += [(d, None) for d in _function_call_deltas(scenario.function_call)]
         steps += [(d, None) for d in _tool_deltas(scenario.tool_calls, scenario.style.tools)]
         steps.append(({}, scenario.finish_reason))
+        if scenario.audio is not None:
+            trailer = {"audio": {"expires_at": scenario.audio.expires_at}}
     chunks: list[dict[str, Any]] = []
+
+    def add(choices: list[dict[str, Any]]) -> None:
+        chunk = {**envelope, "choices": choices}
+        if include_usage:
+            chunk["usage"] = None
+        chunks.append(chunk)
+
     for delta, finish_reason in steps:
         for index in range(n):
-            choice = {
-                "index": index,
-                "delta": delta,
-                "logprobs": None,
-                "finish_reason": finish_reason,
-            }
-            chunk = {**envelope, "choices": [choice]}
-            if include_usage:
-                chunk["usage"] = None
-            chunks.append(chunk)
+            add(
+                [{"index": index, "delta": delta, "logprobs": None, "finish_reason": finish_reason}]
+            )
+    if trailer is not None:
+        for index in range(n):
+            add([{"index": index, "delta": trailer}])  # no finish_reason, not even null
     if scenario.error is not None:
         chunks.append({"error": dict(scenario.error)})
     elif include_usage:
@@ -418,6 +600,8 @@ def scenario_chunks(
             chunks[-1]["usage"] = _usage(scenario, n)
         else:
             chunks.append({**envelope, "choices": [], "usage": _usage(scenario, n)})
+    if scenario.style.moderation and scenario.error is None:
+        chunks = _moderated(chunks, envelope)
     return chunks
 
 
