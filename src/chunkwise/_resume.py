@@ -49,16 +49,13 @@ from ._core.checks import non_empty_str, non_negative_int
 from ._core.endpoint import Endpoint
 from ._core.errors import ChunkwiseError, HTTPStatusError, UnexpectedContentType
 from ._core.events import Event
-from ._core.results import Anomaly
+from ._core.results import TERMINAL_STATUSES, Anomaly
 from ._core.retries import backoff, retry_after, retryable_status
 from ._net.http import HTTPResponse, read_json, send_http_request
 from ._net.http11 import Connection
 from ._net.pool import ConnectionPool
 
-__all__ = ["TERMINAL_STATUSES", "Attach", "Resumable", "Resumer", "cancel", "stored_path"]
-
-#: The statuses a response ends with.
-TERMINAL_STATUSES = frozenset({"completed", "incomplete", "failed", "cancelled"})
+__all__ = ["Attach", "Resumable", "Resumer", "cancel", "stored_path"]
 
 _log = logging.getLogger("chunkwise")
 

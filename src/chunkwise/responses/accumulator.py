@@ -67,7 +67,7 @@ from .._core.accumulator import DONE, BaseAccumulator
 from .._core.errors import InvalidChunk, InvalidJSON, StreamError, StructuredOutputError
 from .._core.events import Event
 from .._core.payloads import copy_json, parse_error_event, parse_error_payload, preview
-from .._core.results import IncompleteReason
+from .._core.results import TERMINAL_STATUSES, IncompleteReason
 from .._core.structured import OutputSchema
 from .._core.timings import event_server_timings
 from .._core.tools import ToolSchemas, complete_tool_call
@@ -100,7 +100,6 @@ _TERMINAL_TYPES = {
     "response.incomplete": "incomplete",
     "response.failed": "failed",
 }
-_TERMINAL_STATUSES = frozenset({"completed", "incomplete", "failed", "cancelled"})
 _LIFECYCLE_TYPES = frozenset({"response.created", "response.queued", "response.in_progress"})
 
 
@@ -243,7 +242,7 @@ class Accumulator(BaseAccumulator[Result]):
 
     def _reported(self, by_server: bool) -> IncompleteReason | None:
         # Rule 6: the terminal response said it is not complete.
-        if not by_server or self._response_status not in _TERMINAL_STATUSES:
+        if not by_server or self._response_status not in TERMINAL_STATUSES:
             return None
         if self._response_status == "cancelled" and self._incomplete_reason is None:
             self._incomplete_reason = "cancelled"
