@@ -33,11 +33,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .._core.chunks import ChunkAccumulator, merge_logprobs
+from .._core.chunks import ChunkAccumulator
 from .._core.errors import InvalidChunk
 from .._core.events import Event
 from .._core.partial_json import LiveJSON
-from .._core.payloads import copy_json, dump_json, preview
+from .._core.payloads import dump_json, preview
 from .._core.structured import CUT_SHORT, OutputSchema
 from .._core.tools import ToolSchemas, complete_tool_call
 from .choices import ChoiceState, ToolCallState, read_parts
@@ -65,6 +65,8 @@ class Accumulator(ChunkAccumulator[ChoiceState, Result]):
             (:attr:`ChoiceResult.parsed`).
     """
 
+    _result_class = Result
+
     def __init__(
         self,
         *,
@@ -75,12 +77,9 @@ class Accumulator(ChunkAccumulator[ChoiceState, Result]):
         self._schemas = ToolSchemas(tools) if tools is not None else None
         self._output_schema = OutputSchema.from_response_format(response_format)
 
-    def _new_result(self, **fields: Any) -> Result:
-        return Result(**fields)
-
     def _choice(
-        self, index: int, choice: dict[str, Any], events: list[Event], copy: bool
-    ) -> InvalidChunk | None:
+        self, index: int, choice: dict[str, Any], events: list[Event]
+    ) -> ChoiceState | InvalidChunk | None:
         delta = choice.get("delta")
         finish_reason = choice.get("finish_reason")
         state = self._choices.get(index)
@@ -92,15 +91,9 @@ class Accumulator(ChunkAccumulator[ChoiceState, Result]):
             return InvalidChunk(f"delta of choice {index} is {type(delta).__name__}")
         if state is None:
             state = self._choices[index] = ChoiceState(index)
-        self._cache = None
         if delta:
             self._delta(state, delta, events)
-        logprobs = choice.get("logprobs")
-        if logprobs is not None:
-            merge_logprobs(state, copy_json(logprobs) if copy else logprobs)
-        if finish_reason is not None:
-            self._finish_reason(state, finish_reason, events)
-        return None
+        return state
 
     def _delta(self, state: ChoiceState, delta: dict[str, Any], events: list[Event]) -> None:
         index = state.index
