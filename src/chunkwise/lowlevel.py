@@ -30,9 +30,8 @@ from __future__ import annotations
 from ._core.parser import StreamParser
 from ._core.payloads import load_json, parse_json
 from ._core.results import TERMINAL_STATUSES
-from ._core.structured import OutputSchema
+from ._core.schemas import NO_JSONSCHEMA, OutputSchema
 from ._core.timings import TimingRecorder, output_tokens_of
-from ._core.tools import NO_JSONSCHEMA
 from ._core.util import redact, secret
 from ._net.http import (
     HTTPResponse,

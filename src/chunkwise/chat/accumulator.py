@@ -23,7 +23,7 @@ come first.  Chat's own:
    is one counted anomaly per choice).  Text after a choice finished is an
    anomaly, not appended.
 3. A structured output (``response_format``) is checked once, at the end,
-   for each finished choice (:mod:`chunkwise._core.structured`): a choice cut
+   for each finished choice (:mod:`chunkwise._core.schemas`): a choice cut
    short (``length``, ``content_filter``) gets a "cut short" error unparsed,
    a choice finished by ``[DONE]`` alone is parsed (the server said it is over).
 """
@@ -38,8 +38,7 @@ from .._core.errors import InvalidChunk
 from .._core.events import Event
 from .._core.partial_json import LiveJSON
 from .._core.payloads import dump_json, preview
-from .._core.structured import CUT_SHORT, OutputSchema
-from .._core.tools import ToolSchemas, complete_tool_call
+from .._core.schemas import CUT_SHORT, OutputSchema, ToolSchemas, complete_tool_call
 from .choices import ChoiceState, ToolCallState, read_parts
 from .events import (
     ReasoningDelta,

@@ -50,7 +50,7 @@ Rules
    tokens, an anomaly says the answer may have been cut (llama.cpp reports
    truncation as completed); the status stays what the server said.
 8. A structured output (``text.format``) is checked once, at the terminal
-   event (:mod:`chunkwise._core.structured`): ``completed`` is parsed;
+   event (:mod:`chunkwise._core.schemas`): ``completed`` is parsed;
    ``incomplete`` gets a "cut short" error unparsed, as a chat choice cut by
    ``length`` does.
 9. A stream may go on over connections (:meth:`resume`; sequence numbers drop
@@ -68,9 +68,8 @@ from .._core.errors import InvalidChunk, InvalidJSON, StreamError, StructuredOut
 from .._core.events import Event
 from .._core.payloads import copy_json, parse_error_event, parse_error_payload, preview
 from .._core.results import TERMINAL_STATUSES, IncompleteReason
-from .._core.structured import OutputSchema
+from .._core.schemas import OutputSchema, ToolSchemas, complete_tool_call
 from .._core.timings import event_server_timings
-from .._core.tools import ToolSchemas, complete_tool_call
 from .events import (
     OutputItemAdded,
     OutputItemDone,
@@ -596,7 +595,7 @@ def check_structured(
     ``incomplete``: the same, cut short with the server's reason; any other
     status: the answer did not finish, ``(None, None)``.  ``(None, None)`` also
     when no message has text (a refusal, only calls); cut short when a
-    message's status is not ``completed`` (:mod:`chunkwise._core.structured`, rule 2).
+    message's status is not ``completed`` (:mod:`chunkwise._core.schemas`, rule 2).
     """
     if status == "completed":
         cut_short = None
