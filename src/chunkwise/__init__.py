@@ -56,7 +56,7 @@ from ._core.events import (
     UsageReported,
 )
 from ._core.json_patches import Patch, apply_patches
-from ._core.names import fixup_module_metadata, lazy_getattr
+from ._core.names import public_face
 from ._core.partial_json import PartialJSON, partial_json
 from ._core.results import Anomaly, IncompleteReason, Status, ToolCall
 from ._core.retries import Retries
@@ -114,14 +114,11 @@ __all__ = [
     "partial_json",
 ]
 
-# Hidden from type checkers, which would take any attribute for a lazy one.
-if not TYPE_CHECKING:
-    __getattr__ = lazy_getattr(__name__, globals(), {"Client": "chunkwise._client"})
-fixup_module_metadata(__name__, globals())
+public_face(globals(), {"Client": "chunkwise._client"})
 
-# After the fix-up above, so that the exceptions both modules offer report
+# After public_face above, so that the exceptions both modules offer report
 # ``chunkwise``; the narrower ones report ``chunkwise.errors``.
 from . import errors as errors  # noqa: E402
 from . import types as types  # noqa: E402
 
-del TYPE_CHECKING, fixup_module_metadata, lazy_getattr
+del TYPE_CHECKING, public_face

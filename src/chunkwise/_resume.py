@@ -49,16 +49,13 @@ from ._core.checks import non_empty_str, non_negative_int
 from ._core.endpoint import Endpoint
 from ._core.errors import ChunkwiseError, HTTPStatusError, UnexpectedContentType
 from ._core.events import Event
-from ._core.results import Anomaly
+from ._core.results import TERMINAL_STATUSES, Anomaly
 from ._core.retries import backoff, retry_after, retryable_status
 from ._net.http import HTTPResponse, read_json, send_http_request
 from ._net.http11 import Connection
 from ._net.pool import ConnectionPool
 
-__all__ = ["TERMINAL_STATUSES", "Attach", "Resumable", "Resumer", "cancel", "stored_path"]
-
-#: The statuses a response ends with.
-TERMINAL_STATUSES = frozenset({"completed", "incomplete", "failed", "cancelled"})
+__all__ = ["Attach", "Resumable", "Resumer", "cancel", "stored_path", "stream_path"]
 
 _log = logging.getLogger("chunkwise")
 
@@ -68,6 +65,12 @@ _RESPONSE_ID = non_empty_str.raising(TypeError)
 def stored_path(response_id: str, suffix: str = "") -> str:
     """``/responses/{id}`` (plus ``suffix``), the id quoted for a URL path."""
     return f"/responses/{quote(response_id, safe='')}{suffix}"
+
+
+def stream_path(response_id: str, starting_after: int | None) -> str:
+    """The ``GET`` that streams a stored response's events after ``starting_after``, or all."""
+    query = "" if starting_after is None else f"&starting_after={starting_after}"
+    return stored_path(response_id, f"?stream=true{query}")
 
 
 @attrs.frozen
@@ -80,8 +83,7 @@ class Attach:
     @property
     def path(self) -> str:
         """The ``GET`` that streams the events."""
-        query = "" if self.starting_after is None else f"&starting_after={self.starting_after}"
-        return stored_path(self.response_id, f"?stream=true{query}")
+        return stream_path(self.response_id, self.starting_after)
 
 
 class Resumable(Protocol):
@@ -151,9 +153,8 @@ class Resumer:
             await trio.sleep(backoff(retries, self._misses - 1))
         why = "the body ended" if failure is None else str(failure)
         _log.info("resuming response %s after sequence number %d: %s", response_id, after, why)
-        path = stored_path(response_id, f"?stream=true&starting_after={after}")
         try:
-            response = await self._get(path)
+            response = await self._get(stream_path(response_id, after))
         except (HTTPStatusError, UnexpectedContentType) as exc:
             if isinstance(exc, HTTPStatusError) and (
                 not 400 <= exc.status_code < 500

@@ -37,7 +37,7 @@ from ._core.errors import (
     UnexpectedContentEncoding,
     UnexpectedContentType,
 )
-from ._core.names import fixup_module_metadata
+from ._core.names import public_face
 
 __all__ = [
     "ChunkwiseError",
@@ -64,4 +64,4 @@ __all__ = [
     "UnexpectedContentType",
 ]
 
-fixup_module_metadata(__name__, globals())
+public_face(globals())

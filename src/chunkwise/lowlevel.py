@@ -19,6 +19,7 @@ helper only a tool needs belongs to that tool.  Each name, and why:
 * ``encode_request``: the library's validation and encoding of a body.
 * ``OutputSchema``: a structured-output ``json_schema``, as the library checks it.
 * ``load_json``, ``parse_json``: strict JSON as the library reads payloads.
+* ``TERMINAL_STATUSES``: the statuses a Responses response ends with (the emulator's store).
 * ``NO_JSONSCHEMA``: the message a schema check gives without ``jsonschema``.
 * ``exceptions_unwrapped``: a nursery's exception group back to the exception itself.
 * ``redact``, ``secret``: the one redaction rule for API keys.
@@ -28,9 +29,9 @@ from __future__ import annotations
 
 from ._core.parser import StreamParser
 from ._core.payloads import load_json, parse_json
-from ._core.structured import OutputSchema
+from ._core.results import TERMINAL_STATUSES
+from ._core.schemas import NO_JSONSCHEMA, OutputSchema
 from ._core.timings import TimingRecorder, output_tokens_of
-from ._core.tools import NO_JSONSCHEMA
 from ._core.util import redact, secret
 from ._net.http import (
     HTTPResponse,
@@ -53,6 +54,7 @@ __all__ = [
     "COMPLETIONS",
     "NO_JSONSCHEMA",
     "RESPONSES",
+    "TERMINAL_STATUSES",
     "Api",
     "ConnectionPool",
     "HTTPResponse",

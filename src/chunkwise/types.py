@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from ._core.endpoint import DEFAULT_BASE_URL
 from ._core.events import Batch, Family, LifecycleEvent
 from ._core.headers import Headers
-from ._core.names import fixup_module_metadata, lazy_getattr
+from ._core.names import public_face
 from ._core.sse import DEFAULT_MAX_EVENT_SIZE, DecoderState
 from ._core.timings import GapStatistics
 
@@ -42,11 +42,6 @@ __all__ = [
     "PoolStats",
 ]
 
-# Hidden from type checkers, which would take any attribute for a lazy one.
-if not TYPE_CHECKING:
-    __getattr__ = lazy_getattr(
-        __name__,
-        globals(),
-        {"DEFAULT_BUFFER_SIZE": "chunkwise._fanout", "PoolStats": "chunkwise._net.pool"},
-    )
-fixup_module_metadata(__name__, globals())
+public_face(
+    globals(), {"DEFAULT_BUFFER_SIZE": "chunkwise._fanout", "PoolStats": "chunkwise._net.pool"}
+)

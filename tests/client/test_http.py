@@ -29,8 +29,8 @@ from chunkwise._core.errors import (
 )
 from chunkwise._core.results import ToolCall
 from chunkwise._core.retries import Retries
+from chunkwise._core.schemas import complete_tool_call
 from chunkwise._core.sse import SSEDecoder
-from chunkwise._core.tools import complete_tool_call
 from chunkwise._core.version import __version__
 from chunkwise._net.http import (
     MAX_ERROR_BODY,

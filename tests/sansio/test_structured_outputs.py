@@ -1,6 +1,6 @@
 """Structured outputs on the chat side: ``ChatStreamParser(response_format=...)``.
 
-The rules of :mod:`chunkwise._core.structured`: only a finished choice is parsed,
+The rules of :mod:`chunkwise._core.schemas`: only a finished choice is parsed,
 once; a choice the server cut short gets an error without being parsed; a
 refusal or a tool-call-only answer is left alone; each choice of ``n > 1`` is
 parsed on its own.  (The Responses side is in ``test_response_rules.py``.)

@@ -42,7 +42,7 @@ Rules kept here (each API's module lists its own after these):
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Generic, Protocol, TypeVar
 
 from .accumulator import DONE, BaseAccumulator
@@ -51,24 +51,19 @@ from .events import ChoiceFinished, Event
 from .payloads import DATA_LIMIT, copy_json, load_json, parse_error_payload, preview
 from .timings import take_server_timings
 
-__all__ = ["ChoiceLike", "ChunkAccumulator", "LogprobsOwner", "merge_logprobs"]
+__all__ = ["ChoiceLike", "ChunkAccumulator"]
 
 METADATA_KEYS = ("id", "model", "created", "system_fingerprint")
 
 
-class LogprobsOwner(Protocol):
-    """A choice that keeps merged ``logprobs``: a chat choice or a legacy completion's."""
-
-    logprobs: dict[str, Any] | None
-    logprobs_shared: bool
-
-
-class ChoiceLike(LogprobsOwner, Protocol):
+class ChoiceLike(Protocol):
     """What :class:`ChunkAccumulator` reads of a choice's state while it streams."""
 
     index: int
     finish_reason: str | None
     finished: bool
+    logprobs: dict[str, Any] | None
+    logprobs_shared: bool
 
     def to_result(self) -> Any: ...
 
@@ -79,6 +74,9 @@ R = TypeVar("R")
 
 class ChunkAccumulator(BaseAccumulator[R], Generic[S, R]):
     """The accumulator both chunk APIs are: choices of type ``S``, results of type ``R``."""
+
+    #: The API's result class, given every field.
+    _result_class: Callable[..., R]
 
     def __init__(self) -> None:
         super().__init__()
@@ -96,17 +94,14 @@ class ChunkAccumulator(BaseAccumulator[R], Generic[S, R]):
 
     @abstractmethod
     def _choice(
-        self, index: int, choice: dict[str, Any], events: list[Event], copy: bool
-    ) -> InvalidChunk | None:
-        """Take one choice (a JSON object with a valid ``index``) of a chunk.
+        self, index: int, choice: dict[str, Any], events: list[Event]
+    ) -> S | InvalidChunk | None:
+        """Take the API's own fields of one choice (a JSON object with a valid ``index``).
 
-        ``copy``: the chunk is the caller's mapping, so what is kept of it is
-        copied.  Returns why the chunk cannot be interpreted, if it cannot.
+        Returns its state, for the fields every choice has (logprobs, then
+        finish_reason); None when it starts nothing; or why the chunk cannot
+        be interpreted.
         """
-
-    @abstractmethod
-    def _new_result(self, **fields: Any) -> R:
-        """The API's result, given every field."""
 
     def _choice_finished(self, state: S, events: list[Event]) -> None:
         """A non-empty finish_reason finished ``state`` (before its ChoiceFinished)."""
@@ -128,7 +123,7 @@ class ChunkAccumulator(BaseAccumulator[R], Generic[S, R]):
         return self._renamed("feed_chunk", chunk)
 
     def _snapshot(self) -> R:
-        return self._new_result(
+        return self._result_class(
             id=self._id,
             model=self._model,
             created=self._created,
@@ -206,9 +201,19 @@ class ChunkAccumulator(BaseAccumulator[R], Generic[S, R]):
                 if type(index) is not int or index < 0:
                     failure = InvalidChunk(f"choice index {index!r} is not a non-negative integer")
                     break
-                failure = self._choice(index, choice, events, copy)
-                if failure is not None:
+                state = self._choice(index, choice, events)
+                if state is None:
+                    continue
+                if isinstance(state, InvalidChunk):
+                    failure = state
                     break
+                self._cache = None  # what every choice has: logprobs (rule 6), finish_reason
+                logprobs = choice.get("logprobs")
+                if logprobs is not None:
+                    _merge_logprobs(state, copy_json(logprobs) if copy else logprobs)
+                reason = choice.get("finish_reason")
+                if reason is not None:
+                    self._finish_reason(state, reason, events)
         elif choices is not None:
             failure = InvalidChunk(
                 f"'choices' is {type(choices).__name__}, not a list",
@@ -277,7 +282,7 @@ def _identifier(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def merge_logprobs(state: LogprobsOwner, logprobs: Any) -> None:
+def _merge_logprobs(state: ChoiceLike, logprobs: Any) -> None:
     """Rule 6: extend the choice's ``logprobs`` with a chunk's (either API's shape)."""
     if type(logprobs) is not dict:
         return

@@ -9,15 +9,18 @@ work, each once, here:
 1. :func:`fixup_module_metadata`: a public class or function reports the
    module it is imported from (``chunkwise.chat.Parser``), in reprs,
    tracebacks and the documentation, as trio's do.
-2. Lazy names (:func:`lazy_getattr`, PEP 562): the trio layer (``Client``,
+2. Lazy names (a PEP 562 ``__getattr__``): the trio layer (``Client``,
    each namespace's ``Stream``, ``open_stream``, ``complete``...) is imported
    on first use, so that sans-IO use (``from chunkwise.chat import Parser``)
    never imports trio or h11.
 3. :data:`RENAMED`, the one table of the round-3 spellings: each keeps
    working for one release, and using it warns (:class:`DeprecationWarning`)
-   with the new spelling.  Module attributes go through
-   :func:`lazy_getattr`; renamed methods call :func:`warn_renamed` and do
-   what the new one does.
+   with the new spelling.  Module attributes go through the same
+   ``__getattr__``; renamed methods call :func:`warn_renamed` and do what the
+   new one does.
+
+Each public module ends with one call of :func:`public_face`, which sets up
+rules 1 to 3 for it.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-__all__ = ["RENAMED", "fixup_module_metadata", "lazy_getattr", "warn_renamed"]
+__all__ = ["RENAMED", "fixup_module_metadata", "public_face", "warn_renamed"]
 
 #: Every round-3 spelling that changed, and its new spelling.
 RENAMED: Final[Mapping[str, str]] = {
@@ -142,15 +145,24 @@ def _resolve(spelling: str) -> Any:
     return getattr(importlib.import_module(module), attr)
 
 
-def lazy_getattr(
-    module_name: str, namespace: dict[str, Any], lazy: Mapping[str, str]
-) -> Callable[[str], Any]:
-    """A module ``__getattr__``: ``lazy`` names first, then the renamed ones.
+def public_face(namespace: dict[str, Any], lazy: Mapping[str, str] | None = None) -> None:
+    """Rules 1 to 3 for the public module whose globals are ``namespace``.
 
     ``lazy`` maps a public name to the private module that defines it; the
     first access imports it, fixes its metadata (rule 1) and keeps it in
-    ``namespace``.  A name of :data:`RENAMED` warns, every time.
+    ``namespace``.  A name of :data:`RENAMED` warns, every time.  The
+    module's ``__getattr__`` is set here, out of sight of type checkers,
+    which would take any attribute for a lazy one.
     """
+    module_name = namespace["__name__"]
+    namespace["__getattr__"] = _lazy_getattr(module_name, namespace, lazy or {})
+    fixup_module_metadata(module_name, namespace)
+
+
+def _lazy_getattr(
+    module_name: str, namespace: dict[str, Any], lazy: Mapping[str, str]
+) -> Callable[[str], Any]:
+    # The module's __getattr__: lazy names first, then the renamed ones.
 
     def __getattr__(name: str) -> Any:
         where = lazy.get(name)

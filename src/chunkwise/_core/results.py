@@ -17,6 +17,7 @@ from .payloads import copy_json, parse_json
 from .timings import Timings
 
 __all__ = [
+    "TERMINAL_STATUSES",
     "Anomaly",
     "ChunkResult",
     "IncompleteReason",
@@ -26,6 +27,9 @@ __all__ = [
 ]
 
 Status = Literal["streaming", "complete", "incomplete", "failed"]
+
+#: The statuses a Responses API response ends with (the server's, not a :data:`Status`).
+TERMINAL_STATUSES = frozenset({"completed", "incomplete", "failed", "cancelled"})
 
 
 class IncompleteReason(str, enum.Enum):

@@ -44,6 +44,7 @@ import attrs
 import trio
 
 from .._core.checks import non_negative_int, non_negative_seconds, positive_int
+from .tasks import close_now
 
 __all__ = ["ConnectionPool", "PoolSettings", "PoolStats", "Poolable", "Slot"]
 
@@ -56,14 +57,7 @@ class Poolable(Protocol):
     def readable_while_idle(self) -> bool: ...
 
     async def aclose(self) -> None:
-        """Close at once: never blocks (the pool shields it from cancellation)."""
-
-
-async def _close(connection: Poolable) -> None:
-    # Shielded like _util.close_now: a forceful close never blocks, and a cancel
-    # arriving here must not leave the connection open.
-    with trio.CancelScope(shield=True):
-        await connection.aclose()
+        """Close at once: never blocks (the pool shields it: ``close_now``)."""
 
 
 C = TypeVar("C", bound=Poolable)
@@ -245,4 +239,4 @@ class ConnectionPool(Generic[C]):
 
 async def _discard(entry: _Entry[Any], why: str) -> None:
     _log.debug("%s discarded: %s", entry, why)
-    await _close(entry.connection)
+    await close_now(entry.connection)

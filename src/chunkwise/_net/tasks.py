@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from typing import Protocol
 
 import trio
 
@@ -27,7 +28,7 @@ from .._core.errors import raise_itself
 if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup
 
-__all__ = ["close_now", "exceptions_unwrapped", "require_trio", "sole_exception"]
+__all__ = ["Closable", "close_now", "exceptions_unwrapped", "require_trio", "sole_exception"]
 
 
 def sole_exception(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
@@ -76,15 +77,23 @@ class exceptions_unwrapped:  # lower case: used like the function it was
                 raise_itself(sole)
 
 
-async def close_now(resource: trio.abc.AsyncResource) -> None:
+class Closable(Protocol):
+    """A trio stream or listener, a pooled connection: anything with ``aclose``."""
+
+    async def aclose(self) -> None: ...
+
+
+async def close_now(resource: Closable) -> None:
     """Close ``resource`` at once, without blocking and without raising ``Cancelled``.
 
-    For ``finally`` blocks: :func:`trio.aclose_forcefully` alone raises ``Cancelled``
-    when an enclosing scope is cancelled, which would replace the exception that
-    is on its way out.  A forceful close never blocks, so shielding it is safe.
+    For ``finally`` blocks and the pool: :func:`trio.aclose_forcefully` alone
+    raises ``Cancelled`` when an enclosing scope is cancelled, which would
+    replace the exception that is on its way out, or leave a connection open.
+    A forceful close never blocks, so shielding it is safe.
     """
-    with trio.CancelScope(shield=True):
-        await trio.aclose_forcefully(resource)
+    with trio.CancelScope(shield=True), trio.CancelScope() as forceful:
+        forceful.cancel()  # trio.aclose_forcefully, which takes only an AsyncResource
+        await resource.aclose()
 
 
 def require_trio(what: str) -> None:

@@ -10,7 +10,7 @@ first use: ``from chunkwise.chat import Parser`` imports neither trio nor h11.
 from typing import TYPE_CHECKING
 
 from .._core.events import ChoiceFinished
-from .._core.names import fixup_module_metadata, lazy_getattr
+from .._core.names import public_face
 from .accumulator import Accumulator
 from .events import ChatEvent as Event
 from .events import (
@@ -50,7 +50,4 @@ __all__ = [
 ]
 
 _LAZY = {name: "chunkwise.chat._stream" for name in ("Stream", "complete", "open_stream")}
-# Hidden from type checkers, which would take any attribute for a lazy one.
-if not TYPE_CHECKING:
-    __getattr__ = lazy_getattr(__name__, globals(), _LAZY)
-fixup_module_metadata(__name__, globals())
+public_face(globals(), _LAZY)

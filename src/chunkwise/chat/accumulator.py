@@ -23,7 +23,7 @@ come first.  Chat's own:
    is one counted anomaly per choice).  Text after a choice finished is an
    anomaly, not appended.
 3. A structured output (``response_format``) is checked once, at the end,
-   for each finished choice (:mod:`chunkwise._core.structured`): a choice cut
+   for each finished choice (:mod:`chunkwise._core.schemas`): a choice cut
    short (``length``, ``content_filter``) gets a "cut short" error unparsed,
    a choice finished by ``[DONE]`` alone is parsed (the server said it is over).
 """
@@ -33,13 +33,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .._core.chunks import ChunkAccumulator, merge_logprobs
+from .._core.chunks import ChunkAccumulator
 from .._core.errors import InvalidChunk
 from .._core.events import Event
 from .._core.partial_json import LiveJSON
-from .._core.payloads import copy_json, dump_json, preview
-from .._core.structured import CUT_SHORT, OutputSchema
-from .._core.tools import ToolSchemas, complete_tool_call
+from .._core.payloads import dump_json, preview
+from .._core.schemas import CUT_SHORT, OutputSchema, ToolSchemas, complete_tool_call
 from .choices import ChoiceState, ToolCallState, read_parts
 from .events import (
     ReasoningDelta,
@@ -65,6 +64,8 @@ class Accumulator(ChunkAccumulator[ChoiceState, Result]):
             (:attr:`ChoiceResult.parsed`).
     """
 
+    _result_class = Result
+
     def __init__(
         self,
         *,
@@ -75,12 +76,9 @@ class Accumulator(ChunkAccumulator[ChoiceState, Result]):
         self._schemas = ToolSchemas(tools) if tools is not None else None
         self._output_schema = OutputSchema.from_response_format(response_format)
 
-    def _new_result(self, **fields: Any) -> Result:
-        return Result(**fields)
-
     def _choice(
-        self, index: int, choice: dict[str, Any], events: list[Event], copy: bool
-    ) -> InvalidChunk | None:
+        self, index: int, choice: dict[str, Any], events: list[Event]
+    ) -> ChoiceState | InvalidChunk | None:
         delta = choice.get("delta")
         finish_reason = choice.get("finish_reason")
         state = self._choices.get(index)
@@ -92,15 +90,9 @@ class Accumulator(ChunkAccumulator[ChoiceState, Result]):
             return InvalidChunk(f"delta of choice {index} is {type(delta).__name__}")
         if state is None:
             state = self._choices[index] = ChoiceState(index)
-        self._cache = None
         if delta:
             self._delta(state, delta, events)
-        logprobs = choice.get("logprobs")
-        if logprobs is not None:
-            merge_logprobs(state, copy_json(logprobs) if copy else logprobs)
-        if finish_reason is not None:
-            self._finish_reason(state, finish_reason, events)
-        return None
+        return state
 
     def _delta(self, state: ChoiceState, delta: dict[str, Any], events: list[Event]) -> None:
         index = state.index

@@ -7,7 +7,7 @@ The shape of every API namespace, as :mod:`chunkwise.chat`'s; the trio half
 from typing import TYPE_CHECKING
 
 from .._core.events import ChoiceFinished
-from .._core.names import fixup_module_metadata, lazy_getattr
+from .._core.names import public_face
 from .accumulator import Accumulator
 from .events import CompletionEvent as Event
 from .events import TextDelta
@@ -31,7 +31,4 @@ __all__ = [
 ]
 
 _LAZY = {name: "chunkwise.completions._stream" for name in ("Stream", "complete", "open_stream")}
-# Hidden from type checkers, which would take any attribute for a lazy one.
-if not TYPE_CHECKING:
-    __getattr__ = lazy_getattr(__name__, globals(), _LAZY)
-fixup_module_metadata(__name__, globals())
+public_face(globals(), _LAZY)

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._core.chunks import ChunkAccumulator, merge_logprobs
+from .._core.chunks import ChunkAccumulator
 from .._core.errors import InvalidChunk
 from .._core.events import Event
-from .._core.payloads import copy_json, preview
+from .._core.payloads import preview
 from .._core.text import Fragments
 from .events import TextDelta
 from .results import ChoiceResult, Result
@@ -64,9 +64,7 @@ class Accumulator(ChunkAccumulator[ChoiceText, Result]):
     """Accumulate legacy ``text_completion`` chunks into events and a :class:`Result`."""
 
     _public_name = "chunkwise.completions.Accumulator"
-
-    def _new_result(self, **fields: Any) -> Result:
-        return Result(**fields)
+    _result_class = Result
 
     def _not_an_object(self, kind: str, data: str, error: InvalidChunk) -> list[Event]:
         if data.strip() != "null":
@@ -77,8 +75,8 @@ class Accumulator(ChunkAccumulator[ChoiceText, Result]):
         return events
 
     def _choice(
-        self, index: int, choice: dict[str, Any], events: list[Event], copy: bool
-    ) -> InvalidChunk | None:
+        self, index: int, choice: dict[str, Any], events: list[Event]
+    ) -> ChoiceText | InvalidChunk | None:
         text = choice.get("text")
         finish_reason = choice.get("finish_reason")
         state = self._choices.get(index)
@@ -86,7 +84,6 @@ class Accumulator(ChunkAccumulator[ChoiceText, Result]):
             if "text" not in choice and finish_reason is None:
                 return None  # rule 1: a filter annotation starts nothing
             state = self._choices[index] = ChoiceText(index)
-        self._cache = None
         if text:
             if type(text) is not str:
                 self._anomaly(events, "non-string text", preview(text), index)
@@ -95,9 +92,4 @@ class Accumulator(ChunkAccumulator[ChoiceText, Result]):
             else:
                 state.text.append(text)
                 events.append(TextDelta(choice_index=index, text=text))
-        logprobs = choice.get("logprobs")
-        if logprobs is not None:
-            merge_logprobs(state, copy_json(logprobs) if copy else logprobs)
-        if finish_reason is not None:
-            self._finish_reason(state, finish_reason, events)
-        return None
+        return state

@@ -7,7 +7,7 @@ functions over trio: :func:`attach` (an existing background response) and
 
 from typing import TYPE_CHECKING
 
-from .._core.names import fixup_module_metadata, lazy_getattr
+from .._core.names import public_face
 from .accumulator import Accumulator
 from .events import (
     OutputEvent,
@@ -61,7 +61,4 @@ _LAZY = {
     name: "chunkwise.responses._stream"
     for name in ("Stream", "attach", "cancel", "complete", "open_stream")
 }
-# Hidden from type checkers, which would take any attribute for a lazy one.
-if not TYPE_CHECKING:
-    __getattr__ = lazy_getattr(__name__, globals(), _LAZY)
-fixup_module_metadata(__name__, globals())
+public_face(globals(), _LAZY)

@@ -50,7 +50,7 @@ Rules
    tokens, an anomaly says the answer may have been cut (llama.cpp reports
    truncation as completed); the status stays what the server said.
 8. A structured output (``text.format``) is checked once, at the terminal
-   event (:mod:`chunkwise._core.structured`): ``completed`` is parsed;
+   event (:mod:`chunkwise._core.schemas`): ``completed`` is parsed;
    ``incomplete`` gets a "cut short" error unparsed, as a chat choice cut by
    ``length`` does.
 9. A stream may go on over connections (:meth:`resume`; sequence numbers drop
@@ -67,10 +67,9 @@ from .._core.accumulator import DONE, BaseAccumulator
 from .._core.errors import InvalidChunk, InvalidJSON, StreamError, StructuredOutputError
 from .._core.events import Event
 from .._core.payloads import copy_json, parse_error_event, parse_error_payload, preview
-from .._core.results import IncompleteReason
-from .._core.structured import OutputSchema
+from .._core.results import TERMINAL_STATUSES, IncompleteReason
+from .._core.schemas import OutputSchema, ToolSchemas, complete_tool_call
 from .._core.timings import event_server_timings
-from .._core.tools import ToolSchemas, complete_tool_call
 from .events import (
     OutputItemAdded,
     OutputItemDone,
@@ -100,7 +99,6 @@ _TERMINAL_TYPES = {
     "response.incomplete": "incomplete",
     "response.failed": "failed",
 }
-_TERMINAL_STATUSES = frozenset({"completed", "incomplete", "failed", "cancelled"})
 _LIFECYCLE_TYPES = frozenset({"response.created", "response.queued", "response.in_progress"})
 
 
@@ -243,7 +241,7 @@ class Accumulator(BaseAccumulator[Result]):
 
     def _reported(self, by_server: bool) -> IncompleteReason | None:
         # Rule 6: the terminal response said it is not complete.
-        if not by_server or self._response_status not in _TERMINAL_STATUSES:
+        if not by_server or self._response_status not in TERMINAL_STATUSES:
             return None
         if self._response_status == "cancelled" and self._incomplete_reason is None:
             self._incomplete_reason = "cancelled"
@@ -597,7 +595,7 @@ def check_structured(
     ``incomplete``: the same, cut short with the server's reason; any other
     status: the answer did not finish, ``(None, None)``.  ``(None, None)`` also
     when no message has text (a refusal, only calls); cut short when a
-    message's status is not ``completed`` (:mod:`chunkwise._core.structured`, rule 2).
+    message's status is not ``completed`` (:mod:`chunkwise._core.schemas`, rule 2).
     """
     if status == "completed":
         cut_short = None

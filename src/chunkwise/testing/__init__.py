@@ -23,7 +23,7 @@ Everything runs in the caller's task tree: leaving an ``async with`` cancels the
 server and closes every connection, and a handler that raises fails the test.
 """
 
-from .._core.names import fixup_module_metadata
+from .._core.names import public_face
 from ._http_server import (
     Handler,
     LoopbackServer,
@@ -51,5 +51,5 @@ __all__ = [
     "tls_contexts",
 ]
 
-fixup_module_metadata(__name__, globals())
-del fixup_module_metadata
+public_face(globals())
+del public_face

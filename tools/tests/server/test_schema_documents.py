@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chunkwise._core.structured import OutputSchema
+from chunkwise._core.schemas import OutputSchema
 from chunkwise_tools.server._schema_documents import (
     OPTIONAL_DEPTH,
     SAMPLE_TEXT,

@@ -65,6 +65,7 @@ from urllib.parse import parse_qs, unquote
 
 import trio
 
+from chunkwise.lowlevel import TERMINAL_STATUSES
 from chunkwise.testing import RecordedRequest, ResponseWriter
 
 from ._replies import send_error, send_json
@@ -76,8 +77,6 @@ __all__ = ["ResponseStore", "Run", "StreamCuts", "background_payloads"]
 DEFAULT_RETENTION = 300.0
 #: How old a background response may be and still be streamed again (seconds).
 DEFAULT_RESUME_WINDOW = 300.0
-
-_TERMINAL_STATUSES = frozenset({"completed", "incomplete", "failed", "cancelled"})
 
 
 def background_payloads(
@@ -223,7 +222,7 @@ class ResponseStore:
     def keep(self, payloads: Sequence[Mapping[str, Any]]) -> None:
         """Store a finished non-background response (rule 5): its terminal ``response``."""
         response = payloads[-1].get("response") if payloads else None
-        if not isinstance(response, Mapping) or response.get("status") not in _TERMINAL_STATUSES:
+        if not isinstance(response, Mapping) or response.get("status") not in TERMINAL_STATUSES:
             return  # no terminal event: nothing OpenAI would have stored either
         response_id = response.get("id")
         if isinstance(response_id, str):

@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 A request asks for JSON with chat's ``response_format`` or the Responses
-API's ``text.format`` (read by :class:`~chunkwise._core.structured.OutputSchema`,
+API's ``text.format`` (read by :class:`~chunkwise._core.schemas.OutputSchema`,
 the same reader the client uses).  The server then replaces the text of the
 scenario the model names with :func:`structured_answer`: a JSON document for
 the request's schema (:func:`~._schema_documents.document_for_schema`),
