@@ -164,9 +164,10 @@ def test_finish_reason_is_never_cleared_by_a_later_null() -> None:
     assert result.choice(0).finish_reason == "length"
 
 
-def test_empty_string_finish_reason_is_kept_but_does_not_finish() -> None:
+def test_an_empty_finish_reason_reads_as_none_and_finishes_nothing() -> None:
+    # TGI sends "" on every chunk: a cut stream must not show it as the reason.
     _, result = accumulate([chunk(choice(content="x", finish_reason=""))])
-    assert result.choice(0).finish_reason == ""
+    assert result.choice(0).finish_reason is None
     assert not result.choice(0).finished
     assert result.status == "incomplete"
 
@@ -1130,13 +1131,13 @@ WILD_SHAPES: dict[str, tuple[bytes, dict[str, Any]]] = {
             "usage": USAGE,
         },
     ),
-    "empty-finish-reason-on-every-chunk-then-done-is-complete-kept-as-sent": (
+    "empty-finish-reason-on-every-chunk-then-done-is-complete-read-as-none": (
         sse(chunk(choice(content="Hi", finish_reason="")), chunk(choice(finish_reason=""))),
         {
             "status": "complete",
             "reason": None,
             "done": True,
-            "choices": [("Hi", None, "", True)],
+            "choices": [("Hi", None, None, True)],
             "calls": [],
             "anomalies": [("missing finish_reason", 0, 1)],
             "error": None,

@@ -110,11 +110,11 @@ ROWS = [
         {0: "stop"},
     ),
     Row(
-        "empty_finish_reason_is_not_sent",
+        "empty_finish_reason_reads_as_none",  # TGI: "" on every chunk
         sse(c(text_choice("x", finish_reason="")), done=False),
         "incomplete",
         {0: "x"},
-        {0: ""},
+        {0: None},
         reason=chunkwise.IncompleteReason.UNFINISHED,
     ),
     Row(

@@ -22,8 +22,8 @@ Rules kept here (each API's module lists its own after these):
    error chunk, ``finish_reason: "error"``, makes it ``failed``), and ``empty
    stream`` when no choice started.  A missing ``[DONE]`` alone does not make
    a finished stream incomplete.
-3. A choice finishes with a non-empty ``finish_reason``, kept as sent (``""``
-   is "not sent": kept while nothing else came, it finishes nothing).
+3. A choice finishes with a non-empty ``finish_reason``, kept as sent (``""``,
+   which TGI sends on every chunk, is "not sent": it reads as none).
    ``[DONE]`` is the server's own word that the stream is over: a choice still
    without a finish_reason then finishes too (some servers never send one),
    its ``finish_reason`` staying ``None``, with one ``missing finish_reason``
@@ -266,11 +266,7 @@ class ChunkAccumulator(BaseAccumulator[R], Generic[S, R]):
             if reason and reason != state.finish_reason:
                 detail = f"{reason!r} after {state.finish_reason!r}"
                 self._anomaly(events, "second finish_reason", detail, state.index)
-        elif not reason:
-            # Some servers send "" on every chunk: kept as sent, it finishes nothing.
-            if state.finish_reason is None:
-                state.finish_reason = reason
-        else:
+        elif reason:
             state.finish_reason = reason
             state.finished = True
             self._choice_finished(state, events)
