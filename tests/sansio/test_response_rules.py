@@ -130,6 +130,16 @@ def test_the_event_field_is_only_a_fallback_for_data_without_type(event_field: s
         assert kinds(result) == []
 
 
+def test_events_without_type_are_one_counted_anomaly() -> None:
+    # A chat stream read as Responses (`chat --api responses` against a chat
+    # server): 53 chunks were 53 anomalies; they are one, with its count.
+    chat_chunk = {"id": "c", "object": "chat.completion.chunk", "choices": []}
+    body = frames(*(data(chat_chunk) for _ in range(53)))
+    _, result = parse_response([body])
+    (anomaly,) = result.anomalies
+    assert (anomaly.kind, anomaly.count) == ("event without type", 53)
+
+
 UNKNOWN_EVENTS: list[dict[str, Any]] = [
     {"type": "keepalive", "sequence_number": 99},
     {"type": "response.keep_alive"},

@@ -210,7 +210,7 @@ class Accumulator(BaseAccumulator[Result]):
             elif "error" in event:
                 etype = "error"  # llama.cpp's bare error frame
             else:
-                self._anomaly(events, "event without type", preview(event))
+                self._counted_anomaly(events, "event without type", preview(event))
                 return events
         if self._numbers.take(event.get("sequence_number"), self._anomalies, events):
             return events  # a duplicate: already taken (rule 9)

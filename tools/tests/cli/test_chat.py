@@ -466,3 +466,20 @@ def test_tools_need_jsonschema(
     assert main([*chat_args("http://127.0.0.1:9/v1", "x"), "--tools", str(tools)]) == 2
     _, err = capsys.readouterr()
     assert "pip install -e '.[jsonschema]'" in err
+
+
+@pytest.mark.parametrize("api", ["responses", "chat"])
+async def test_a_chat_server_answering_a_responses_request_gets_a_hint(
+    capsys: pytest.CaptureFixture[str], api: str
+) -> None:
+    # `chat --api responses` against a server that streams chat chunks
+    # wherever it is asked: one counted anomaly, and a note naming --api chat.
+    async with open_test_server(TEXT_STREAM) as server:
+        status, _, err = await run_main(capsys, *chat_args(server.base_url, "hi", "--api", api))
+    hint = "the server answered with a chat completions stream, not Responses API events"
+    if api == "responses":
+        assert status == 1
+        assert f"chunkwise chat: note: {hint} (try --api chat)" in err
+        assert err.count("event without type") <= 1  # counted once, not once an event
+    else:
+        assert status == 0 and "note:" not in err

@@ -22,7 +22,7 @@ import json
 import os
 import sys
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 import trio
@@ -44,11 +44,13 @@ __all__ = [
     "COMMAND_APIS",
     "DEFAULT_KEY_VARIABLE",
     "DEFAULT_MODEL",
+    "ApiName",
     "CommandApi",
     "add_api_option",
     "add_endpoint_options",
     "add_model_option",
     "add_request_options",
+    "api_of_event",
     "build_completion_request",
     "build_request",
     "build_response_request",
@@ -59,6 +61,9 @@ __all__ = [
     "read_json_file",
     "run_probe_command",
 ]
+
+#: The APIs a command can speak, by the names of ``--api``.
+ApiName = Literal["chat", "responses", "completions"]
 
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_KEY_VARIABLE = "OPENAI_API_KEY"
@@ -348,3 +353,37 @@ def run_probe_command(
         text = render(findings)
     sys.stdout.write(redact(text, endpoint.api_key) + "\n")
     return EXIT_OK if findings["streaming_works"] else EXIT_STREAM
+
+
+def api_of_event(kind: str, data: str) -> ApiName | None:
+    """Which API one server-sent event (its type and data) belongs to, when it tells.
+
+    A ``response.*`` type (the ``event:`` field or the data's ``type``) or a
+    ``response`` object is the Responses API; a ``text_completion`` object,
+    or choices with ``text`` and no ``delta``, legacy completions; a
+    ``chat.completion.chunk`` or other choices, chat.  ``inspect`` tells a
+    recording's API by it, and ``chat --api responses`` notices a chat server.
+    """
+    if kind.startswith("response."):
+        return "responses"
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(value, dict):
+        return None
+    etype, obj = value.get("type"), value.get("object")
+    if isinstance(etype, str) and etype.startswith("response."):
+        return "responses"
+    if obj == "response":
+        return "responses"
+    if obj == "text_completion":
+        return "completions"
+    choices = value.get("choices")
+    if obj != "chat.completion.chunk" and isinstance(choices, list):
+        shapes = [choice for choice in choices if isinstance(choice, dict)]
+        if any("text" in c for c in shapes) and not any("delta" in c for c in shapes):
+            return "completions"
+    if obj == "chat.completion.chunk" or "choices" in value:
+        return "chat"
+    return None

@@ -63,6 +63,7 @@ from chunkwise import (
     ChunkwiseError,
     Endpoint,
     Event,
+    RawEvent,
     StreamCompleted,
     StreamFailed,
     StreamIncomplete,
@@ -95,9 +96,12 @@ from ._common import (
 )
 from ._live import LiveRegion, render_json, terminal_size
 from ._options import (
+    COMMAND_APIS,
+    ApiName,
     add_api_option,
     add_endpoint_options,
     add_request_options,
+    api_of_event,
     command_api,
     endpoint_from_args,
     read_json_file,
@@ -176,6 +180,8 @@ class _Session:
     def __init__(self) -> None:
         self.stream: chat.Stream | responses.Stream | completions.Stream | None = None
         self.result: Result | None = None
+        #: The API the server's events belong to, when it is not the one asked for.
+        self.other_api: ApiName | None = None
 
 
 def run_chat(args: argparse.Namespace) -> int:
@@ -215,6 +221,14 @@ def run_chat(args: argparse.Namespace) -> int:
         print_failure(failure, f"{PROG} chat: error: ")
         return EXIT_STREAM
     assert session.result is not None
+    if session.other_api is not None:
+        title = COMMAND_APIS[session.other_api].title
+        sys.stdout.flush()
+        print(
+            f"{PROG} chat: note: the server answered with a {title} stream, not "
+            f"{COMMAND_APIS[api.name].title} events (try --api {session.other_api})",
+            file=sys.stderr,
+        )
     return EXIT_OK if session.result.status == "complete" else EXIT_STREAM
 
 
@@ -260,9 +274,26 @@ async def _chat(
 ) -> None:
     async with open_stream(api, endpoint, request) as stream:
         session.stream = stream
+        # The first few events as sent, to tell a chat server answering a
+        # Responses request (lossy: the rest are dropped, nobody waits for them).
+        raw = stream.subscribe("raw", buffer_size=4, lossy=True)
         async for event in stream:
             renderer.event(event)
         session.result = await stream.result()
+    session.other_api = _other_api(api.name, raw)
+
+
+def _other_api(name: str, raw: trio.MemoryReceiveChannel[Event]) -> ApiName | None:
+    """The API the first raw events belong to, when it is not ``name``."""
+    while True:
+        try:
+            event = raw.receive_nowait()
+        except (trio.WouldBlock, trio.EndOfChannel):
+            return None
+        if isinstance(event, RawEvent):
+            seen = api_of_event(event.event.event, event.event.data)
+            if seen is not None:
+                return None if seen == name else seen
 
 
 class _Renderer:

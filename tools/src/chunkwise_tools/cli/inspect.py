@@ -36,7 +36,7 @@ import json
 import re
 import sys
 from collections.abc import Iterator, Mapping
-from typing import Any, Literal
+from typing import Any
 
 import attrs
 
@@ -73,11 +73,11 @@ from ._common import (
     read_times,
     status_text,
 )
-from ._options import COMMAND_APIS
+from ._options import COMMAND_APIS, ApiName, api_of_event
 
 __all__ = ["add_inspect_command", "detect_api", "run_inspect"]
 
-Api = Literal["chat", "responses", "completions"]
+Api = ApiName
 Result = chat.Result | responses.Result | completions.Result
 
 _DEFAULT_READ_SIZE = 65536
@@ -257,44 +257,18 @@ def _detected_api(body: bytes) -> Api | None:
     try:
         for piece in _pieces(body, 4096):
             for event in decoder.feed(piece):
-                verdict = _event_api(event.event, event.data)
+                verdict = api_of_event(event.event, event.data)
                 if verdict is not None:
                     return verdict
                 seen += 1
                 if seen >= _DETECT_EVENTS:
                     return None
         for event in decoder.end():
-            verdict = _event_api(event.event, event.data)
+            verdict = api_of_event(event.event, event.data)
             if verdict is not None:
                 return verdict
     except EventTooLarge:
         pass  # the parser reports it; nothing more can be read here
-    return None
-
-
-def _event_api(kind: str, data: str) -> Api | None:
-    if kind.startswith("response."):
-        return "responses"
-    try:
-        value = json.loads(data)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(value, dict):
-        return None
-    etype, obj = value.get("type"), value.get("object")
-    if isinstance(etype, str) and etype.startswith("response."):
-        return "responses"
-    if obj == "response":
-        return "responses"
-    if obj == "text_completion":
-        return "completions"
-    choices = value.get("choices")
-    if obj != "chat.completion.chunk" and isinstance(choices, list):
-        shapes = [choice for choice in choices if isinstance(choice, dict)]
-        if any("text" in c for c in shapes) and not any("delta" in c for c in shapes):
-            return "completions"
-    if obj == "chat.completion.chunk" or "choices" in value:
-        return "chat"
     return None
 
 
