@@ -236,13 +236,12 @@ class StreamParser(Generic[R]):
         feed = self._accumulator.feed_data  # after the end too: it notes what still comes
         if not sse_events:
             return []
-        if len(sse_events) == 1 and decoder.error is None:
-            item = sse_events[0]
-            if isinstance(item, tuple):
-                kind, text = item
-                if text:
-                    self._events += 1
-                return feed(kind, text)
+        if len(sse_events) == 1 and decoder.error is None and not self._raw:
+            # The hot path, one event a read, given as a pair (no raw events).
+            kind, text = sse_events[0]  # type: ignore[misc]
+            if text:
+                self._events += 1
+            return feed(kind, text)
         events: list[Event] = []
         for item in sse_events:
             if isinstance(item, tuple):
