@@ -13,6 +13,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 import attrs
 
 from .errors import ChunkwiseError, StreamError, ToolArgumentsError, raise_itself
+from .json_patches import ReadOnlyDict
 from .payloads import copy_json, parse_json
 from .timings import Timings
 
@@ -107,6 +108,10 @@ class ChunkResult(Generic[C]):
     # however fast it came (a stream's and a sans-IO parser's, say).
     timings: Timings | None = attrs.field(default=None, eq=False)
     server_timings: Mapping[str, Any] | None = None
+    #: The chunk fields chunkwise does not model (``service_tier``,
+    #: ``moderation``, Azure's ``prompt_filter_results``, Perplexity's
+    #: ``citations``...), the last value of each, read-only.
+    extra: Mapping[str, Any] = attrs.field(factory=ReadOnlyDict)
 
     def choice(self, index: int = 0) -> C:
         """The choice with this ``index`` (raises :class:`KeyError` if absent)."""
@@ -155,7 +160,8 @@ class ToolCall:
         index: The call's ``index`` as sent, or its position when the server
             sent none.
         id: The call id, assigned once (``None`` when none was sent).
-        type: Usually ``"function"``.
+        type: Usually ``"function"``; ``"function_call"`` for a chat choice's
+            legacy ``function_call`` (:attr:`chunkwise.chat.ChoiceResult.function_call`).
         name: The function name, assigned once.
         arguments: The argument fragments concatenated exactly.
         finished: True when the server finished the call: its choice's

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 from .._core.events import ChoiceFinished
 from .._core.names import public_face
 from .accumulator import Accumulator
-from .events import ChatEvent as Event
 from .events import (
+    AudioDelta,
     ChoiceEvent,
     ReasoningDelta,
     RefusalDelta,
@@ -23,14 +23,17 @@ from .events import (
     ToolCallEvent,
     ToolCallStarted,
 )
+from .events import ChatEvent as Event
 from .parser import Parser
-from .results import ChoiceResult, Result
+from .results import Audio, ChoiceResult, Result
 
 if TYPE_CHECKING:
     from ._stream import Stream, complete, open_stream
 
 __all__ = [
     "Accumulator",
+    "Audio",
+    "AudioDelta",
     "ChoiceEvent",
     "ChoiceFinished",
     "ChoiceResult",

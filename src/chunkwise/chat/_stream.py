@@ -35,7 +35,8 @@ class Stream(_Stream[Result]):
 
 def _parser(request: Mapping[str, Any], max_event_size: int) -> Parser:
     return Parser(
-        tools=request.get("tools"),
+        # A legacy request's functions validate its function_call (accumulator rule 5).
+        tools=request.get("tools") or request.get("functions"),
         response_format=request.get("response_format"),
         max_event_size=max_event_size,
     )

@@ -26,6 +26,21 @@ come first.  Chat's own:
    for each finished choice (:mod:`chunkwise._core.schemas`): a choice cut
    short (``length``, ``content_filter``) gets a "cut short" error unparsed,
    a choice finished by ``[DONE]`` alone is parsed (the server said it is over).
+4. ``delta.audio`` (spoken output) is one :class:`AudioDelta` per delta that
+   adds ``data`` or ``transcript`` (non-empty strings, appended like text:
+   after the finish, an anomaly); its ``id`` and ``expires_at`` are assigned
+   once, from the first valid value, even after the finish (OpenAI sends
+   ``expires_at`` alone on a chunk after the finish_reason).
+5. The legacy ``delta.function_call`` (a ``functions=`` request: at most one
+   call per choice, finished by ``"function_call"``) is the tool-call
+   mechanism with one call of its own: kept as the choice's
+   ``function_call``, ``tool_index`` 0 in the events (:class:`ToolCallStarted`,
+   :class:`ToolCallArgumentsDelta`, :class:`ToolCallCompleted`),
+   ``type`` ``"function_call"``, completed and validated with the tool calls
+   (rule 1; the request's ``functions`` stand for its ``tools``).  A server
+   that mixes it with ``tool_calls`` (OpenAI refuses such a request) gets
+   both kept, the events telling them apart only by the completed call's
+   ``type``.
 """
 
 from __future__ import annotations
@@ -39,8 +54,9 @@ from .._core.events import Event
 from .._core.partial_json import LiveJSON
 from .._core.payloads import dump_json, preview
 from .._core.schemas import CUT_SHORT, OutputSchema, ToolSchemas, complete_tool_call
-from .choices import ChoiceState, ToolCallState, read_parts
+from .choices import AudioState, ChoiceState, ToolCallState, read_parts
 from .events import (
+    AudioDelta,
     ReasoningDelta,
     RefusalDelta,
     TextDelta,
@@ -57,14 +73,17 @@ class Accumulator(ChunkAccumulator[ChoiceState, Result]):
     """Accumulate chat-completion chunks into events and a :class:`Result`.
 
     Args:
-        tools: The request's ``tools``, to validate each completed call's
-            arguments against its function's schema (``jsonschema`` extra).
+        tools: The request's ``tools`` (or its legacy ``functions``), to
+            validate each completed call's arguments against its function's
+            schema (``jsonschema`` extra).
         response_format: The request's: when it asks for JSON, each finished
             choice's content is parsed and validated once, at the end
             (:attr:`ChoiceResult.parsed`).
     """
 
     _result_class = Result
+    _choice_keys = frozenset(("index", "delta", "finish_reason", "logprobs"))
+    _choice_known = _choice_keys.issuperset
 
     def __init__(
         self,
@@ -140,6 +159,22 @@ class Accumulator(ChunkAccumulator[ChoiceState, Result]):
                         self._tool_delta(state, tool_delta, events)
                     else:
                         self._anomaly(events, "invalid tool call", preview(tool_delta), index)
+        audio = delta.get("audio")
+        if audio is not None:
+            self._audio(state, audio, events)
+        legacy = delta.get("function_call")
+        if legacy:  # rule 5
+            if type(legacy) is not dict:
+                self._anomaly(events, "invalid function_call", preview(legacy), index)
+            elif state.finished:
+                self._anomaly(events, "function_call after finish", preview(legacy), index)
+            else:
+                call = state.function_call
+                started = call is None
+                if call is None:
+                    call = state.function_call = ToolCallState(0)
+                    call.type = "function_call"
+                self._function(state, call, started, legacy, events)
 
     def _appendable(self, state: ChoiceState, field: str, text: Any, events: list[Event]) -> bool:
         """True when ``text`` may extend the choice's ``field``; else record why not."""
@@ -170,7 +205,6 @@ class Accumulator(ChunkAccumulator[ChoiceState, Result]):
 
     def _tool_delta(self, state: ChoiceState, delta: dict[str, Any], events: list[Event]) -> None:
         index = delta.get("index")
-        function = delta.get("function")
         call_id = delta.get("id")
         if not isinstance(call_id, str) or not call_id:
             call_id = None
@@ -190,6 +224,17 @@ class Accumulator(ChunkAccumulator[ChoiceState, Result]):
         kind = delta.get("type")
         if isinstance(kind, str) and kind and call.type is None:
             call.type = kind
+        self._function(state, call, started, delta.get("function"), events)
+
+    def _function(
+        self,
+        state: ChoiceState,
+        call: ToolCallState,
+        started: bool,
+        function: Any,
+        events: list[Event],
+    ) -> None:
+        """A tool call's ``function`` (or the legacy ``function_call``): its name, its arguments."""
         fragment = None
         if type(function) is dict:
             name = function.get("name")
@@ -215,6 +260,35 @@ class Accumulator(ChunkAccumulator[ChoiceState, Result]):
         )
         if stop is not None:
             self._anomaly(events, "not JSON", f"tool call {tool}: {stop}", state.index)
+
+    def _audio(self, state: ChoiceState, audio: Any, events: list[Event]) -> None:
+        # Rule 4.
+        if type(audio) is not dict:
+            self._anomaly(events, "invalid audio", preview(audio), state.index)
+            return
+        held = state.audio
+        if held is None:
+            held = state.audio = AudioState()
+        value = audio.get("id")
+        if held.id is None and isinstance(value, str) and value:
+            held.id = value
+        value = audio.get("expires_at")
+        if held.expires_at is None and type(value) is int:
+            held.expires_at = value
+        data = audio.get("data")
+        if data and not self._appendable(state, "audio data", data, events):
+            data = None
+        transcript = audio.get("transcript")
+        if transcript and not self._appendable(state, "audio transcript", transcript, events):
+            transcript = None
+        if data or transcript:
+            if data:
+                held.data.append(data)
+            if transcript:
+                held.transcript.append(transcript)
+            events.append(
+                AudioDelta(choice_index=state.index, data=data or "", transcript=transcript or "")
+            )
 
     def _content_delta(self, state: ChoiceState, text: str, events: list[Event]) -> None:
         if self._output_schema is None:
@@ -247,7 +321,8 @@ class Accumulator(ChunkAccumulator[ChoiceState, Result]):
         self._structured(state)
 
     def _complete_tools(self, state: ChoiceState, finished: bool, events: list[Event]) -> None:
-        for call in state.tools:
+        calls = state.tools if state.function_call is None else [*state.tools, state.function_call]
+        for call in calls:
             if call.completed:
                 continue
             call.finished = finished
@@ -266,7 +341,7 @@ class Accumulator(ChunkAccumulator[ChoiceState, Result]):
         if schema is None or not state.finished:
             return
         content = state.content.text()
-        if not content and (state.refusal or state.tools):
+        if not content and (state.refusal or state.tools or state.function_call):
             return
         reason = state.finish_reason
         cut = f"finish_reason {reason!r}" if reason in CUT_SHORT else None

@@ -18,13 +18,15 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from .._core.chunks import frozen_extra
 from .._core.errors import StructuredOutputError
 from .._core.partial_json import LiveJSON
 from .._core.results import ToolCall
 from .._core.text import Fragments
-from .results import ChoiceResult
+from .results import Audio, ChoiceResult
 
 __all__ = [
+    "AudioState",
     "ChoiceState",
     "Piece",
     "ToolCallState",
@@ -65,14 +67,37 @@ class ToolCallState:
         )
 
 
+class AudioState:
+    """The spoken answer of one choice, while it streams."""
+
+    __slots__ = ("data", "expires_at", "id", "transcript")
+
+    def __init__(self) -> None:
+        self.id: str | None = None
+        self.data: Fragments = Fragments()
+        self.transcript: Fragments = Fragments()
+        self.expires_at: int | None = None
+
+    def to_result(self) -> Audio:
+        return Audio(
+            id=self.id,
+            data=self.data.text(),
+            transcript=self.transcript.text(),
+            expires_at=self.expires_at,
+        )
+
+
 class ChoiceState:
-    """One choice: its text, tool calls, finish and structured output."""
+    """One choice: its text, tool calls, audio, finish and structured output."""
 
     __slots__ = (
+        "audio",
         "by_index",
         "content",
+        "extra",
         "finish_reason",
         "finished",
+        "function_call",
         "index",
         "live",
         "logprobs",
@@ -94,6 +119,9 @@ class ChoiceState:
         self.reasoning: Fragments = Fragments()
         self.tools: list[ToolCallState] = []
         self.by_index: dict[int, ToolCallState] = {}
+        self.function_call: ToolCallState | None = None  # the legacy one
+        self.audio: AudioState | None = None
+        self.extra: dict[str, Any] | None = None  # what chunkwise does not model
         self.finish_reason: str | None = None
         # True once a finish_reason arrived, or [DONE] finished the choice.
         self.finished: bool = False
@@ -137,6 +165,9 @@ class ChoiceState:
             parsed=self.parsed,
             parse_error=self.parse_error,
             partial_parsed=None if self.live is None else self.live.value,
+            audio=None if self.audio is None else self.audio.to_result(),
+            function_call=None if self.function_call is None else self.function_call.to_result(),
+            extra=frozen_extra(self.extra),
         )
 
 

@@ -1,7 +1,8 @@
 """The events of a chat completions stream (beside the shared lifecycle events).
 
 The choice family: :class:`TextDelta`, :class:`RefusalDelta`,
-:class:`ReasoningDelta`, then the shared :class:`~chunkwise.chat.ChoiceFinished`;
+:class:`ReasoningDelta`, :class:`AudioDelta`, then the shared
+:class:`~chunkwise.chat.ChoiceFinished`;
 the tool-call family: :class:`ToolCallStarted`, :class:`ToolCallArgumentsDelta`,
 :class:`ToolCallCompleted`.  :data:`Event` is every event a chat stream's
 subscriber may receive.
@@ -18,6 +19,7 @@ from .._core.json_patches import Patch
 from .._core.results import ToolCall
 
 __all__ = [
+    "AudioDelta",
     "ChoiceEvent",
     "Event",
     "ReasoningDelta",
@@ -70,8 +72,30 @@ class ReasoningDelta(Event):
 
 
 @attrs.frozen(kw_only=True)
+class AudioDelta(Event):
+    """Spoken output appended to a choice's ``audio``: one event per ``delta.audio`` that adds some.
+
+    ``data`` is the base64 fragment of the audio, ``transcript`` the
+    fragment of its transcript, each ``""`` when that delta carries none.  An
+    update carrying only ``id`` or ``expires_at`` adds no output and sends no
+    event: read it on :attr:`ChoiceResult.audio <chunkwise.chat.ChoiceResult.audio>`.
+    """
+
+    family: ClassVar[Family] = "choice"
+    is_output: ClassVar[bool] = True
+
+    choice_index: int
+    data: str
+    transcript: str
+
+
+@attrs.frozen(kw_only=True)
 class ToolCallStarted(Event):
-    """A new tool call appeared in a choice.  ``id``/``name`` may still be ``None``."""
+    """A new tool call appeared in a choice.  ``id``/``name`` may still be ``None``.
+
+    A choice's legacy ``function_call`` streams with the same events, as
+    ``tool_index`` 0 (:doc:`/chat`, "Tool calls").
+    """
 
     family: ClassVar[Family] = "tool_call"
 
@@ -114,7 +138,7 @@ class ToolCallCompleted(Event):
     call: ToolCall
 
 
-ChoiceEvent: TypeAlias = TextDelta | RefusalDelta | ReasoningDelta | ChoiceFinished
+ChoiceEvent: TypeAlias = TextDelta | RefusalDelta | ReasoningDelta | AudioDelta | ChoiceFinished
 ToolCallEvent: TypeAlias = ToolCallStarted | ToolCallArgumentsDelta | ToolCallCompleted
 #: Every event a chat stream's subscriber may receive.
 ChatEvent: TypeAlias = ChoiceEvent | ToolCallEvent | LifecycleEvent | RawEvent

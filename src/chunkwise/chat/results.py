@@ -8,10 +8,28 @@ from typing import Any
 import attrs
 
 from .._core.errors import StructuredOutputError
+from .._core.json_patches import ReadOnlyDict
 from .._core.payloads import copy_json
 from .._core.results import ChunkResult, ToolCall, choices_of
 
-__all__ = ["ChoiceResult", "Result"]
+__all__ = ["Audio", "ChoiceResult", "Result"]
+
+
+@attrs.frozen(kw_only=True)
+class Audio:
+    """The spoken answer of one choice (``modalities: ["text", "audio"]``).
+
+    ``data`` is the base64 fragments of ``delta.audio.data`` joined (PCM16
+    when streamed by OpenAI: decode the whole with :func:`base64.b64decode`),
+    ``transcript`` its transcript's fragments joined; ``id`` (to refer to it
+    in a later request) and ``expires_at`` (Unix seconds) are the first valid
+    values sent, ``None`` until then.
+    """
+
+    id: str | None = None
+    data: str = ""
+    transcript: str = ""
+    expires_at: int | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -24,7 +42,12 @@ class ChoiceResult:
     is then true).  When ``response_format`` asked for JSON, :attr:`parsed` and
     ``parse_error`` hold the finished content, checked once at the end
     (:doc:`/chat`, "Structured outputs"), and ``partial_parsed`` its read-only
-    live preview (:doc:`/live_values`).
+    live preview (:doc:`/live_values`).  ``audio`` is the spoken answer, None
+    when no ``delta.audio`` arrived; ``function_call`` the legacy
+    ``delta.function_call`` (``functions=`` requests), completed like a tool
+    call, with ``type`` ``"function_call"``; ``extra`` the choice's fields
+    chunkwise does not model (vLLM's ``stop_reason``, Azure's
+    ``content_filter_results``...), the last value of each, read-only.
     """
 
     index: int
@@ -46,6 +69,9 @@ class ChoiceResult:
         default=attrs.Factory(lambda self: bool(self.finish_reason), takes_self=True)
     )
     partial_parsed: Any = None
+    audio: Audio | None = None
+    function_call: ToolCall | None = None
+    extra: Mapping[str, Any] = attrs.field(factory=ReadOnlyDict)
 
     @property
     def parsed(self) -> Any:
@@ -60,6 +86,8 @@ class Result(ChunkResult[ChoiceResult]):
     ``status``, ``reason`` and ``error``: :doc:`/chat` and :doc:`/streaming`
     ("Results").  ``timings`` (set on the final result of a stream read by the
     trio layer) and ``server_timings`` (what the server reported): :doc:`/timings`.
+    ``extra``: the chunk fields chunkwise does not model (``service_tier``,
+    ``moderation``, Perplexity's ``citations``...), the last value of each.
     """
 
     @property

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._core.chunks import ChunkAccumulator
+from .._core.chunks import ChunkAccumulator, frozen_extra
 from .._core.errors import InvalidChunk
 from .._core.events import Event
 from .._core.payloads import preview
@@ -39,7 +39,15 @@ __all__ = ["Accumulator"]
 class ChoiceText:
     """One choice of a completion while it streams."""
 
-    __slots__ = ("finish_reason", "finished", "index", "logprobs", "logprobs_shared", "text")
+    __slots__ = (
+        "extra",
+        "finish_reason",
+        "finished",
+        "index",
+        "logprobs",
+        "logprobs_shared",
+        "text",
+    )
 
     def __init__(self, index: int) -> None:
         self.index: int = index
@@ -48,6 +56,7 @@ class ChoiceText:
         self.finished: bool = False
         self.logprobs: dict[str, Any] | None = None
         self.logprobs_shared: bool = False
+        self.extra: dict[str, Any] | None = None
 
     def to_result(self) -> ChoiceResult:
         self.logprobs_shared = True
@@ -57,6 +66,7 @@ class ChoiceText:
             finish_reason=self.finish_reason,
             finished=self.finished,
             logprobs=self.logprobs,
+            extra=frozen_extra(self.extra),
         )
 
 
@@ -65,6 +75,8 @@ class Accumulator(ChunkAccumulator[ChoiceText, Result]):
 
     _public_name = "chunkwise.completions.Accumulator"
     _result_class = Result
+    _choice_keys = frozenset(("index", "text", "finish_reason", "logprobs"))
+    _choice_known = _choice_keys.issuperset
 
     def _not_an_object(self, kind: str, data: str, error: InvalidChunk) -> list[Event]:
         if data.strip() != "null":

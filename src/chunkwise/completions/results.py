@@ -7,6 +7,7 @@ from typing import Any
 
 import attrs
 
+from .._core.json_patches import ReadOnlyDict
 from .._core.results import ChunkResult, choices_of
 
 __all__ = ["ChoiceResult", "Result"]
@@ -19,7 +20,9 @@ class ChoiceResult:
     ``text`` is the fragments concatenated exactly (with ``echo``, the prompt
     first); ``finish_reason`` and ``finished`` are as a chat choice's
     (:class:`~chunkwise.chat.ChoiceResult`); ``logprobs`` are merged across
-    chunks by extending their lists, ``None`` when none arrived.
+    chunks by extending their lists, ``None`` when none arrived; ``extra``
+    holds the choice's fields chunkwise does not model (vLLM's
+    ``stop_reason``...), the last value of each, read-only.
     """
 
     index: int
@@ -27,6 +30,7 @@ class ChoiceResult:
     finish_reason: str | None = None
     finished: bool = False
     logprobs: Mapping[str, Any] | None = None
+    extra: Mapping[str, Any] = attrs.field(factory=ReadOnlyDict)
 
 
 @attrs.frozen(kw_only=True, field_transformer=choices_of("ChoiceResult"))
