@@ -67,6 +67,15 @@ delta_values = st.fixed_dictionaries(
             max_size=3,
         )
         | json_values,
+        "audio": st.fixed_dictionaries(
+            {},
+            optional={k: json_values for k in ("id", "data", "transcript", "expires_at")},
+        )
+        | json_values,
+        "function_call": st.fixed_dictionaries(
+            {}, optional={"name": json_values, "arguments": json_values}
+        )
+        | json_values,
     },
 )
 chunk_values = st.fixed_dictionaries(
@@ -87,12 +96,14 @@ chunk_values = st.fixed_dictionaries(
                     | st.sampled_from(["stop", "", "length"])
                     | json_values,
                     "logprobs": json_values,
+                    "stop_reason": json_values,
                 },
             )
             | json_values,
             max_size=3,
         )
         | json_values,
+        "service_tier": json_values,
     },
 )
 
@@ -373,7 +384,13 @@ def reads_of(draw: st.DrawFn, data: bytes) -> list[bytes | bytearray | memoryvie
 
 @st.composite
 def chat_streams(draw: st.DrawFn) -> tuple[bytes, dict[int, dict[str, Any]]]:
-    """An SSE body and the per-choice reconstruction it must give."""
+    """An SSE body and the per-choice reconstruction it must give.
+
+    Besides content and tool calls, a choice may speak (``delta.audio``: the
+    id with the first transcript piece, data pieces) or make a legacy
+    ``function_call``; chunks and choices may carry fields chunkwise does not
+    model (``"extra"``: each one's last value, per choice; ``-1`` for the chunk's).
+    """
     n = draw(st.integers(1, 3))
     eol = draw(st.sampled_from(["\n", "\r\n", "\r"]))
     plan: list[tuple[int, dict[str, Any]]] = []
@@ -381,12 +398,22 @@ def chat_streams(draw: st.DrawFn) -> tuple[bytes, dict[int, dict[str, Any]]]:
     for index in range(n):
         pieces = draw(st.lists(any_text, max_size=6))
         calls = draw(st.lists(st.lists(any_text, min_size=1, max_size=4), max_size=2))
+        spoken = draw(st.none() | st.tuples(st.lists(any_text, max_size=3), any_text))
+        legacy = None if calls else draw(st.none() | st.lists(any_text, max_size=3))
         expected[index] = {
             "content": "".join(pieces),
             "calls": [(f"call_{index}_{i}", "".join(args)) for i, args in enumerate(calls)],
+            "audio": None if spoken is None else ("".join(spoken[0]), spoken[1]),
+            "function_call": None if legacy is None else "".join(legacy),
         }
         plan.append((index, {"role": "assistant", "content": ""}))
         plan += [(index, {"content": p}) for p in pieces]
+        if spoken is not None:
+            plan.append((index, {"audio": {"id": f"audio_{index}", "transcript": spoken[1]}}))
+            plan += [(index, {"audio": {"data": d}}) for d in spoken[0]]
+        if legacy is not None:
+            plan.append((index, {"function_call": {"name": "f", "arguments": ""}}))
+            plan += [(index, {"function_call": {"arguments": a}}) for a in legacy]
         for i, args in enumerate(calls):
             head = {"index": i, "id": f"call_{index}_{i}", "type": "function"}
             plan.append(
@@ -402,9 +429,15 @@ def chat_streams(draw: st.DrawFn) -> tuple[bytes, dict[int, dict[str, Any]]]:
         queues[index].append(delta)
     sequence = [plan[i][0] for i in order]
     lines: list[str] = []
+    extra: dict[int, dict[str, Any]] = {index: {} for index in (-1, *range(n))}
     for index in sequence:
         delta = queues[index].pop(0)
-        body = {"id": "x", "choices": [{"index": index, "delta": delta, "finish_reason": None}]}
+        entry: dict[str, Any] = {"index": index, "delta": delta, "finish_reason": None}
+        body: dict[str, Any] = {"id": "x", "choices": [entry]}
+        for where, fields in ((-1, body), (index, entry)):
+            field = draw(st.none() | st.tuples(st.sampled_from("ab"), json_values))
+            if field is not None:
+                fields[f"{where}_{field[0]}"] = extra[where][f"{where}_{field[0]}"] = field[1]
         space = draw(st.sampled_from(["", " "]))
         if draw(st.integers(0, 5)) == 0:
             lines.append(": keep-alive" + eol)
@@ -416,6 +449,8 @@ def chat_streams(draw: st.DrawFn) -> tuple[bytes, dict[int, dict[str, Any]]]:
     lines.append(f"data: {json.dumps({'choices': [], 'usage': usage})}{eol}{eol}")
     lines.append(f"data: [DONE]{eol}{eol}")
     prefix = "\ufeff" if draw(st.booleans()) else ""
+    for index, fields in extra.items():
+        expected.setdefault(index, {})["extra"] = fields
     return (prefix + "".join(lines)).encode(), expected
 
 

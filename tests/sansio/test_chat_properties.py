@@ -28,10 +28,15 @@ def test_generated_stream_reconstructs_exactly(
     # Arbitrary argument text: its live preview may stop ("not JSON"), nothing else.
     assert {a.kind for a in result.anomalies} <= {"not JSON"}
     assert result.usage == {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
+    assert _json(result.extra) == _json(expected.pop(-1)["extra"])
     for index, want in expected.items():
         got = result.choice(index)
         assert got.content == want["content"]
         assert [(c.id, c.arguments) for c in got.tool_calls] == want["calls"]
+        audio = got.audio and (got.audio.data, got.audio.transcript)
+        assert audio == want["audio"]
+        assert (got.function_call and got.function_call.arguments) == want["function_call"]
+        assert _json(got.extra) == _json(want["extra"])
     for index, want in expected.items():
         deltas = [
             e.text
@@ -39,6 +44,18 @@ def test_generated_stream_reconstructs_exactly(
             if isinstance(e, chunkwise.chat.TextDelta) and e.choice_index == index
         ]
         assert "".join(deltas) == want["content"]
+        spoken = [
+            (e.data, e.transcript)
+            for e in events
+            if isinstance(e, chunkwise.chat.AudioDelta) and e.choice_index == index
+        ]
+        if want["audio"] is not None:
+            assert ("".join(d for d, _ in spoken), "".join(t for _, t in spoken)) == want["audio"]
+
+
+def _json(value: Any) -> str:
+    # Frozen values (tuples, read-only dicts) and plain ones write the same JSON.
+    return json.dumps(value, sort_keys=True)
 
 
 @settings(max_examples=300, deadline=None)
@@ -77,7 +94,17 @@ def rich_chunks(draw: st.DrawFn) -> list[dict[str, Any]]:
         for word in draw(st.lists(words, max_size=4)):
             top = [{"token": word, "logprob": -0.5, "bytes": list(word.encode())}]
             logprobs = {"content": [{**top[0], "top_logprobs": top}], "refusal": None}
-            deltas.append({"index": index, "delta": {"content": word}, "logprobs": logprobs})
+            filters = {"hate": {"filtered": False, "severity": "safe"}}  # kept in extra
+            deltas.append(
+                {
+                    "index": index,
+                    "delta": {"content": word},
+                    "logprobs": logprobs,
+                    "content_filter_results": filters,
+                }
+            )
+        for word in draw(st.lists(words, max_size=2)):
+            deltas.append({"index": index, "delta": {"audio": {"id": "a", "transcript": word}}})
         for i, value in enumerate(draw(st.lists(words, max_size=2))):
             text = json.dumps({"city": value, "days": [1, 2]})
             cuts = sorted(draw(st.lists(st.integers(0, len(text)), max_size=3)))
@@ -94,6 +121,8 @@ def rich_chunks(draw: st.DrawFn) -> list[dict[str, Any]]:
         # Interleave the choices, each in its own order, with the odd usage chunk.
         queue = draw(st.sampled_from([q for q in queues if q]))
         chunks.append({"choices": [queue.pop(0)]})
+        if draw(st.integers(0, 3)) == 0:
+            chunks[-1]["moderation"] = {"results": [{"flagged": False}]}
         if draw(st.integers(0, 4)) == 0:
             details = {"reasoning_tokens": len(chunks)}
             usage = {"total_tokens": len(chunks), "completion_tokens_details": details}
@@ -134,6 +163,10 @@ def test_snapshots_and_events_never_change_after_they_were_handed_out(
                 if logprobs:
                     logprobs["content"].append({"token": "changed"})
                     logprobs["content"][0]["logprob"] = 0.0
+                if "content_filter_results" in choice:
+                    choice["content_filter_results"]["hate"]["filtered"] = True
+            if "moderation" in c:
+                c["moderation"]["results"].append({"flagged": True})
             if "usage" in c:
                 c["usage"]["completion_tokens_details"]["reasoning_tokens"] = -1
     for given_out, copied in handed_out:
