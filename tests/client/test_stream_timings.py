@@ -843,3 +843,36 @@ async def test_output_after_every_choice_finished_brings_the_stall_timeout_back(
                 result = await stream.result()
     assert result.reason is IncompleteReason.STALLED
     assert result.timings is not None and result.timings.ended == 7.0
+
+
+@pytest.mark.parametrize(
+    "delta",
+    [
+        {"audio": {"data": "AAAA"}},
+        {"audio": {"transcript": "word "}},
+        {"function_call": {"arguments": "{}"}},
+    ],
+    ids=["audio data", "audio transcript", "function_call arguments"],
+)
+async def test_spoken_output_and_a_legacy_function_call_are_output(
+    delta: dict[str, Any], autojump_clock: trio.testing.MockClock
+) -> None:
+    """Every delta that carries output counts (issue 32, item 4): no text at all, yet
+    each delta holds off the stall timeout and stamps first and last output."""
+
+    async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+        await writer.start()
+        await writer.write(CHAT_START)
+        for _ in range(4):
+            await trio.sleep(1.5)
+            await writer.write(data(chunk(choice(**delta))))
+        await trio.sleep(1.5)
+        await writer.write(CHAT_END)
+        await writer.end()
+
+    async with serving(handler) as (client, _):
+        result = await _complete(client, stall=2)
+    assert result.status == "complete" and result.content == ""
+    timings = result.timings
+    assert timings is not None
+    assert (timings.first_output, timings.last_output, timings.first_content) == (1.5, 6.0, None)

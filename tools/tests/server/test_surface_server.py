@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import trio
 
+import chunkwise
 from chunkwise import SSEDecoder
 from chunkwise.testing import LoopbackServer
 from chunkwise_tools.server import RESPONSE_SCENARIOS, SCENARIOS, open_chat_server
@@ -370,3 +371,37 @@ def test_azure_s_real_preamble_chunk_is_refused_by_the_sdk() -> None:
     }
     with pytest.raises(pydantic.ValidationError):
         ChatCompletionChunk.model_validate(preamble)
+
+
+# -- the same scenarios through chunkwise.chat ---------------------------------------------
+
+
+async def _chunkwise_chat(name: str) -> Any:
+    async with open_chat_server() as server:
+        endpoint = chunkwise.Endpoint(base_url=server.base_url, api_key="k")
+        request = {"model": name, "messages": MESSAGES, "stream_options": {"include_usage": True}}
+        return await chunkwise.chat.complete(endpoint, request)
+
+
+async def test_chat_audio_assembles_in_chunkwise() -> None:
+    result = await _chunkwise_chat("audio")
+    assert result.status == "complete" and result.anomalies == ()
+    audio = result.choice(0).audio
+    assert audio is not None
+    assert (audio.id, audio.data, audio.transcript) == (
+        SPOKEN.id,
+        SPOKEN.data,
+        SPOKEN.transcript_text,
+    )
+    assert audio.expires_at == SPOKEN.expires_at  # sent after the finish_reason
+
+
+async def test_chat_legacy_function_call_and_moderation_fields_in_chunkwise() -> None:
+    call = (await _chunkwise_chat("function-call")).choice(0).function_call
+    script = SCENARIOS["function-call"].function_call
+    assert call is not None and script is not None
+    assert (call.name, call.arguments, call.finished) == (script.name, script.arguments, True)
+    moderated = await _chunkwise_chat("moderation")
+    assert moderated.extra["service_tier"] == "default"
+    assert {"obfuscation", "moderation", "prompt_filter_results"} <= moderated.extra.keys()
+    assert "content_filter_results" in moderated.choice(0).extra
