@@ -36,11 +36,13 @@ and the terminal event's result gets the final figures as its ``timings``.
 With ``Timeouts(stall=...)``, from the first output on, each wait for the next
 read is bounded by the last output's time plus the timeout, moved on by the
 time the reader spent waiting for its own subscribers; a read without output
-does not move it, and once no output is awaited (every started choice
-finished: :attr:`~chunkwise._core.parser.StreamParser.awaiting_output`) the
-wait is bounded by the idle timeout alone.  Expiry ends the reading like an idle timeout: reason
-``stalled``, the :class:`~chunkwise.StallTimeout` as the result's ``error``
-(status ``incomplete``), and a ``transport error`` anomaly.
+does not move it, and while no output is awaited (every started choice
+finished, or a hosted tool runs:
+:attr:`~chunkwise._core.parser.StreamParser.awaiting_output`) the wait is
+bounded by the idle timeout alone; when a tool ends it counts from then.
+Expiry ends the reading like an idle timeout: reason ``stalled``, the
+:class:`~chunkwise.StallTimeout` as the result's ``error`` (status
+``incomplete``), and a ``transport error`` anomaly.
 
 States
 ------
@@ -462,8 +464,11 @@ class Stream(Generic[R]):
                 deadline += trio.current_time() - before
             if stall is not None and not parser.awaiting_output:
                 # Every started choice finished: what may come (usage, [DONE])
-                # is bounded by the idle timeout alone, until output comes again.
+                # is bounded by the idle timeout alone, until output comes again;
+                # or a hosted tool runs, for as long as it takes.
                 deadline = math.inf
+            elif stall is not None and deadline == math.inf and recorder.last_output is not None:
+                deadline = trio.current_time() + stall.timeout  # a hosted tool ended: from now
             del events
 
     def _leave(self) -> None:

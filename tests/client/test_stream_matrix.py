@@ -180,6 +180,41 @@ def slow_tail(body: Any, tail: tuple[bytes, bytes]) -> ScriptedResponse:
     )
 
 
+def tool_events(phase: str, *, first: bool = False, last: bool = False) -> list[dict[str, Any]]:
+    """A web search (output 1, after the message) in one phase; added first, ended last."""
+    at = {"output_index": 1, "item_id": "ws_1"}
+    item = {"id": "ws_1", "type": "web_search_call", "status": "in_progress"}
+    return [
+        *(
+            [{"type": "response.output_item.added", "output_index": 1, "item": item}]
+            if first
+            else []
+        ),
+        {"type": f"response.web_search_call.{phase}", **at},
+        *([{"type": "response.output_item.done", "output_index": 1, "item": item}] if last else []),
+    ]
+
+
+def slow_tool(body: Any) -> ScriptedResponse:
+    """A pause of 2 x 2.4 s after some output: a hosted tool running (Responses) or a
+    server stalling mid-answer (chat, completions): the stall timeout (2 s) waits for the
+    one and cuts the other (issue 32)."""
+    if body is responses_body:
+        answer = responses_events(done=False)
+        parts = [
+            sse_typed(*answer, *tool_events("in_progress", first=True)),
+            sse_typed(*tool_events("searching")),
+            sse_typed(*tool_events("completed", last=True), responses_events()[-1]),
+        ]
+    else:
+        whole = body()
+        cut = 0
+        for _ in range(4):  # after three deltas
+            cut = whole.index(b"data:", cut + 1)
+        parts = [whole[:cut], whole[cut:]]
+    return close_delimited(b"".join(parts), write_sizes=tuple(map(len, parts)), delay=2.4)
+
+
 def servers(
     body: Any, keepalive: bytes, tail: tuple[bytes, bytes]
 ) -> dict[str, tuple[ScriptedResponse, bool]]:
@@ -193,6 +228,7 @@ def servers(
         "reset": (close_delimited(body()[:600], write_sizes=40, delay=0.01), True),
         "stalls": (stalls(body, keepalive), False),
         "slow-tail": (slow_tail(body, tail), False),
+        "slow-tool": (slow_tool(body), False),
         # Responses: resumed on a second connection; chat: cut, as "reset".
         "resumed": (
             close_delimited(
@@ -439,6 +475,15 @@ async def test_every_promise_holds(
         else:
             # Every choice finished: usage and [DONE] wait on the idle timeout alone.
             assert final.status == "complete" and final.usage == USAGE
+    if server_kind == "slow-tool" and way == "result" and "unread" not in SETUPS[setup]:
+        if api == "responses":
+            # The tool ran 4.8 s, twice the stall timeout: it was waited for.
+            assert isinstance(final, chunkwise.responses.Result)
+            assert final.status == "complete"
+            assert [item.type for item in final.output] == ["message", "web_search_call"]
+        else:
+            # The same pause mid-answer, with no tool running: a stall.
+            assert final.reason is chunkwise.IncompleteReason.STALLED
     torn_down = way in ("consumer-raises", "block-raises", "deadline")
 
     for sub in subs:
@@ -460,6 +505,7 @@ async def test_every_promise_holds(
                 and server_kind in WHOLE_BODIES
                 and "unread" not in SETUPS[setup]
                 and (api, server_kind) != ("responses", "slow-tail")  # it stalls
+                and (api == "responses" or server_kind != "slow-tool")  # they stall
             )
             sent = sse_events(script.body)
             if resumed and api == "responses":  # the resumption's body follows the cut one
@@ -488,7 +534,7 @@ async def test_every_promise_holds(
 
 
 #: Servers whose body a stream read to its end reads whole (the others cut it).
-WHOLE_BODIES = ("fast-done", "fast-no-done", "short-no-done", "trickle", "slow-tail")
+WHOLE_BODIES = ("fast-done", "fast-no-done", "short-no-done", "trickle", "slow-tail", "slow-tool")
 
 
 def sse_events(body: bytes, *, cut: bool = False) -> list[ServerSentEvent]:

@@ -876,3 +876,61 @@ async def test_spoken_output_and_a_legacy_function_call_are_output(
     timings = result.timings
     assert timings is not None
     assert (timings.first_output, timings.last_output, timings.first_content) == (1.5, 6.0, None)
+
+
+def response_event(payload: dict[str, Any]) -> bytes:
+    return f"event: {payload['type']}\ndata: {json.dumps(payload)}\n\n".encode()
+
+
+RESPONSE_TEXT: list[dict[str, Any]] = [
+    {"type": "response.created", "response": {"id": "resp_1", "status": "in_progress"}},
+    {"type": "response.output_item.added", "output_index": 0, "item": {"type": "message"}},
+    {"type": "response.output_text.delta", "output_index": 0, "content_index": 0, "delta": "a"},
+    {"type": "response.output_item.done", "output_index": 0, "item": {"type": "message"}},
+]
+WEB_SEARCH = {"id": "ws_1", "type": "web_search_call", "status": "in_progress"}
+
+
+@pytest.mark.parametrize("ends_by", ["completed", "item done"])
+async def test_the_stall_timeout_waits_for_a_hosted_tool_then_applies_again(
+    ends_by: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    """A web search that runs 30 s under a 2 s stall timeout, then a server that stalls.
+
+    From the tool's first progress event to its end (its ``completed`` phase,
+    or its item's end) the stall timeout waits; from the end it applies again,
+    counted from there: the stream ends stalled 2 s after the tool did.
+    """
+    at = {"output_index": 1, "item_id": "ws_1"}
+    end = (
+        {"type": "response.web_search_call.completed", **at}
+        if ends_by == "completed"
+        else {"type": "response.output_item.done", "output_index": 1, "item": WEB_SEARCH}
+    )
+
+    async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+        await writer.start(framing="close")
+        for payload in RESPONSE_TEXT:
+            await writer.write(response_event(payload))
+        await writer.write(
+            response_event(
+                {"type": "response.output_item.added", "output_index": 1, "item": WEB_SEARCH}
+            )
+        )
+        await trio.sleep(1)
+        await writer.write(response_event({"type": "response.web_search_call.in_progress", **at}))
+        await trio.sleep(15)
+        await writer.write(response_event({"type": "response.web_search_call.searching", **at}))
+        await trio.sleep(15)
+        await writer.write(response_event(end))
+        await trio.sleep_forever()
+
+    async with serving(handler) as (client, _):
+        with trio.fail_after(600):
+            async with responses.open_stream(
+                endpoint(stall=2), {"model": "m", "input": "hi"}, transport=client
+            ) as stream:
+                result = await stream.result()
+    assert result.reason is IncompleteReason.STALLED
+    assert result.timings is not None and result.timings.ended == 33.0
+    assert [item.type for item in result.output] == ["message", "web_search_call"]

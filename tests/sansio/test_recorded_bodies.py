@@ -2,9 +2,8 @@
 
 Each body is checked for what its source's own test asserts
 (``manifest.json``'s ``asserts``), as far as chunkwise surfaces it.  A value
-chunkwise does not surface yet (issue 32: hosted-tool progress, custom tool
-input, partial images, a Responses result's ``service_tier``) is listed in
-``NOT_SURFACED_YET``, and a key no test knows fails.
+chunkwise does not surface yet (issue 32) is listed in ``NOT_SURFACED_YET``,
+and a key no test knows fails.
 Every body also goes through the raw family: its raw events are what the
 WHATWG decoder dispatches, whatever the split.
 """
@@ -72,8 +71,17 @@ def _function_call(result: Any, expected: dict[str, str]) -> None:
     assert call.completed and call.finished and call.error is None
 
 
+def _service_tier(result: Any, expected: str) -> None:
+    # A Responses result has it in its response as sent, a chat result in its extra.
+    if isinstance(result, chunkwise.responses.Result):
+        assert result.response is not None
+        assert result.response["service_tier"] == expected
+    else:
+        assert result.extra["service_tier"] == expected
+
+
 #: What chunkwise surfaces today, and how to check it on a result.
-CHECKS: dict[str, Callable[[Any, Any], None]] = {
+CHECKS: dict[str, Callable[[Any, Any], object]] = {
     "status": lambda r, v: (
         (
             r.response_status == v or r.status == v
@@ -96,62 +104,118 @@ CHECKS: dict[str, Callable[[Any, Any], None]] = {
     ),
     "citations": lambda r, v: list(r.extra["citations"]) == v or pytest.fail("citations"),
     "function_call": _function_call,
+    "service_tier": _service_tier,
+}
+
+
+def _items(r: Any, kind: str) -> list[Any]:
+    return [item for item in r.output if item.type == kind]
+
+
+def _custom_calls(r: Any, v: list[dict[str, Any]]) -> None:
+    got = [
+        {key: getattr(call, key) for key in want}
+        for call, want in zip(r.custom_tool_calls, v, strict=False)
+    ]
+    assert got == v and len(r.custom_tool_calls) == len(v)
+    assert all(call.finished for call in r.custom_tool_calls)
+
+
+#: The Responses surface (issue 32, item 2), checked on the result.
+CHECKS |= {
+    "annotations": lambda r, v: (
+        sum(len(p.annotations) for i in r.output for p in i.content) == v
+        or pytest.fail("annotations")
+    ),
+    "code_interpreter_code": lambda r, v: (
+        [i.input for i in _items(r, "code_interpreter_call")] == v or pytest.fail("code")
+    ),
+    "summary_parts": lambda r, v: (
+        sum(len(i.summary) for i in r.output) == v or pytest.fail("summary parts")
+    ),
+    "mcp_call": lambda r, v: (
+        [(i.data["name"], i.input) for i in _items(r, "mcp_call")] == [(v["name"], v["arguments"])]
+        or pytest.fail("mcp call")
+    ),
+    "custom_tool_calls": _custom_calls,
+    "moderation_flagged": lambda r, v: (
+        {k: m["flagged"] for k, m in r.response["moderation"].items()} == v
+        or pytest.fail("moderation")
+    ),
+    "moderation_model": lambda r, v: (
+        {m["model"] for m in r.response["moderation"].values()} == {v}
+        or pytest.fail("moderation model")
+    ),
+    "logprob_entries": lambda r, v: (
+        sum(len(p.logprobs) for i in r.output for p in i.content) == v or pytest.fail("logprobs")
+    ),
+    "image_result_len": lambda r, v: (
+        [len(i.data["result"]) for i in _items(r, "image_generation_call")] == [v]
+        or pytest.fail("image")
+    ),
+    "apply_patch_diff": lambda r, v: (
+        [i.input for i in _items(r, "apply_patch_call")] == [v] or pytest.fail("diff")
+    ),
+    "path": lambda r, v: (
+        [i.data["operation"]["path"] for i in _items(r, "apply_patch_call")] == [v]
+        or pytest.fail("path")
+    ),
+    "shell_command": lambda r, v: (
+        [i.input for i in _items(r, "shell_call")] == [v] or pytest.fail("shell command")
+    ),
+    "local_shell_command": lambda r, v: (
+        [list(i.data["action"]["command"]) for i in _items(r, "local_shell_call")] == [v]
+        or pytest.fail("local shell")
+    ),
+}
+#: What the sources assert about the events, checked on them.
+EVENT_CHECKS: dict[str, Callable[[list[Any], Any], object]] = {
+    "tool_progress": lambda e, v: (
+        [f"{x.item_type}.{x.phase}" for x in e if type(x) is chunkwise.responses.ToolProgress] == v
+        or pytest.fail("tool progress")
+    ),
+    "partial_images": lambda e, v: (
+        len([x for x in e if type(x) is chunkwise.responses.PartialImage]) == v
+        or pytest.fail("partial images")
+    ),
+    "partial_image_b64_len": lambda e, v: (
+        [len(x.b64) for x in e if type(x) is chunkwise.responses.PartialImage] == [v]
+        or pytest.fail("partial image")
+    ),
+    "output_text_deltas_joined": lambda e, v: (
+        "".join(x.text for x in e if type(x) is chunkwise.responses.TextDelta) == v
+        or pytest.fail("deltas")
+    ),
 }
 CASES = [
     pytest.param(entry, key, id=f"{entry['file']}:{key}")
     for entry in MANIFEST
     for key in entry["asserts"]
-    if key in CHECKS
+    if key in CHECKS or key in EVENT_CHECKS
 ]
 #: What the sources assert that chunkwise does not surface yet (issue 32): each
 #: moves into CHECKS when it does.
 NOT_SURFACED_YET = {
-    "tool_progress": "ToolProgress events (hosted tools)",
-    "code_interpreter_code": "ToolInputDelta for code interpreter code",
-    "summary_parts": "reasoning summary parts as a count",
-    "mcp_call": "an MCP call's arguments and output",
-    "annotations": "annotations placed by annotation_index",
-    "custom_tool_calls": "Result.custom_tool_calls",
-    "moderation_flagged": "Result.response (the terminal response as sent)",
-    "moderation_model": "Result.response",
-    "logprob_entries": "output text logprobs on the delta and the part",
-    # Chat has it (Result.extra["service_tier"]), Responses not yet: one key for both.
-    "service_tier": "Result.response (Responses; chat's is in Result.extra)",
     "done": "whether [DONE] arrived",
-    "partial_images": "PartialImage events",
-    "partial_image_b64_len": "PartialImage events",
-    "image_result_len": "an image generation call's result",
-    "apply_patch_diff": "ToolInputDelta for apply_patch diffs",
-    "path": "an apply_patch call's path",
-    "shell_command": "ToolInputDelta for shell commands",
-    "output_text_deltas_joined": "the deltas' text beside the authoritative .done text",
-    "local_shell_command": "a local shell call's action",
 }
 
 
 def test_every_assertion_of_every_source_is_checked_or_listed_as_not_surfaced() -> None:
     keys = {key for entry in MANIFEST for key in entry["asserts"]}
-    assert sorted(keys - CHECKS.keys() - NOT_SURFACED_YET.keys()) == []
-    assert sorted(CHECKS.keys() & NOT_SURFACED_YET.keys()) == []  # surfaced: checked
+    checked = CHECKS.keys() | EVENT_CHECKS.keys()
+    assert sorted(keys - checked - NOT_SURFACED_YET.keys()) == []
+    assert sorted(checked & NOT_SURFACED_YET.keys()) == []  # surfaced: checked
 
 
 @pytest.mark.parametrize(("entry", "key"), CASES)
 def test_what_the_source_asserts_holds(entry: dict[str, Any], key: str) -> None:
     data = body(entry)
     for size in (len(data) or 1, 1_000, 7):
-        result, _ = parse(entry, [data[i : i + size] for i in range(0, len(data), size)])
-        CHECKS[key](result, entry["asserts"][key])
-
-
-@pytest.mark.parametrize(
-    "entry",
-    [e for e in MANIFEST if e["api"] == "chat" and "service_tier" in e["asserts"]],
-    ids=lambda e: str(e["file"]),
-)
-def test_a_chat_bodys_service_tier_is_in_its_extra(entry: dict[str, Any]) -> None:
-    # service_tier stays in NOT_SURFACED_YET for the Responses bodies (no Result.response yet).
-    result, _ = parse(entry, [body(entry)])
-    assert result.extra["service_tier"] == entry["asserts"]["service_tier"]
+        result, events = parse(entry, [data[i : i + size] for i in range(0, len(data), size)])
+        if key in CHECKS:
+            CHECKS[key](result, entry["asserts"][key])
+        else:
+            EVENT_CHECKS[key](events, entry["asserts"][key])
 
 
 @settings(max_examples=20, deadline=None)
@@ -165,3 +229,11 @@ def test_raw_events_of_every_recorded_body_at_any_split(index: int, cuts: list[i
     assert [e.event for e in events if type(e) is RawEvent] == sent
     _, whole = parse(entry, [data])
     assert [e for e in events if type(e) is not RawEvent] == whole
+
+
+@pytest.mark.parametrize(
+    "entry", [e for e in MANIFEST if e["api"] == "responses"], ids=lambda e: e["file"]
+)
+def test_every_event_type_of_a_recorded_body_is_known(entry: dict[str, Any]) -> None:
+    result, _ = parse(entry, [body(entry)])
+    assert "unknown event type" not in [a.kind for a in result.anomalies]

@@ -394,8 +394,8 @@ def test_results_of_the_sans_io_parsers_alone_have_no_timings() -> None:
 
 
 def test_every_output_delta_counts_and_only_text_is_content() -> None:
-    # Every event class of every namespace says what it is: each delta is
-    # output, the three TextDelta classes (answer text) alone are content.
+    # Every event class of every namespace says what it is: each delta (and a
+    # partial image) is output, the three TextDelta classes (answer text) alone are content.
     classes = {
         value
         for module in (chunkwise, chunkwise.chat, chunkwise.responses, chunkwise.completions)
@@ -404,7 +404,8 @@ def test_every_output_delta_counts_and_only_text_is_content() -> None:
     }
     assert len(classes) >= 20
     for cls in classes:
-        assert cls.is_output == cls.__name__.endswith("Delta"), cls
+        output = cls.__name__.endswith("Delta") or cls is chunkwise.responses.PartialImage
+        assert cls.is_output == output, cls
         assert cls.is_content == (cls.__name__ == "TextDelta"), cls
     assert sum(cls.__name__ == "TextDelta" for cls in classes) == 3
 

@@ -10,9 +10,12 @@ from typing import TYPE_CHECKING
 from .._core.names import public_face
 from .accumulator import Accumulator
 from .events import (
+    AudioDelta,
+    AudioTranscriptDelta,
     OutputEvent,
     OutputItemAdded,
     OutputItemDone,
+    PartialImage,
     ReasoningDelta,
     ReasoningSummaryDelta,
     RefusalDelta,
@@ -22,17 +25,23 @@ from .events import (
     ToolCallCompleted,
     ToolCallEvent,
     ToolCallStarted,
+    ToolInputDelta,
+    ToolProgress,
 )
 from .events import ResponseEvent as Event
 from .parser import Parser
-from .results import ContentPart, FunctionCall, OutputItem, Result
+from .results import Audio, ContentPart, CustomToolCall, FunctionCall, OutputItem, Result
 
 if TYPE_CHECKING:
     from ._stream import Stream, attach, cancel, complete, open_stream
 
 __all__ = [
     "Accumulator",
+    "Audio",
+    "AudioDelta",
+    "AudioTranscriptDelta",
     "ContentPart",
+    "CustomToolCall",
     "Event",
     "FunctionCall",
     "OutputEvent",
@@ -40,6 +49,7 @@ __all__ = [
     "OutputItemAdded",
     "OutputItemDone",
     "Parser",
+    "PartialImage",
     "ReasoningDelta",
     "ReasoningSummaryDelta",
     "RefusalDelta",
@@ -51,6 +61,8 @@ __all__ = [
     "ToolCallCompleted",
     "ToolCallEvent",
     "ToolCallStarted",
+    "ToolInputDelta",
+    "ToolProgress",
     "attach",
     "cancel",
     "complete",

@@ -13,9 +13,10 @@ an item, per *part* (:mod:`chunkwise.responses.items`), and builds a
 Rules
 -----
 1. Dispatch is on the data's ``type``; the SSE ``event:`` field is used only
-   when ``type`` is missing.  Unknown event types (``keepalive``...) and
-   unknown fields are ignored, never fatal.  ``data: [DONE]`` (added by some
-   proxies) and empty data are ignored: they prove nothing.
+   when ``type`` is missing.  An event type chunkwise does not know is one
+   counted anomaly per type, never fatal (the raw family still has it);
+   unknown fields are ignored.  ``data: [DONE]`` (added by some proxies),
+   empty data and ``keepalive`` are ignored: they prove nothing.
 2. Items and parts are found by position (:mod:`chunkwise.responses.items`,
    rules 1-3).  An event for an item never added creates it, with an anomaly.
    Deltas for a finished item, and ``output_item.added`` again, are anomalies.
@@ -29,11 +30,15 @@ Rules
    the items as they are; otherwise an item it puts at another item's
    position replaces that item, and an item it leaves unfinished is kept as
    streamed, each with an anomaly.
-4. A function call is complete, and its arguments parsed and validated once,
-   at ``function_call_arguments.done`` or ``output_item.done``, whichever
-   comes first; at the end of the stream an unfinished call is completed
-   with ``finished`` false.  A later authoritative version replaces it in the
-   result (with an anomaly when the arguments differ).
+4. A tool's input (:data:`~chunkwise.responses.items.TOOL_INPUTS`) streams
+   as deltas and is replaced by its ``.done`` event's or whole item's
+   version, as text is (rule 3).  A function call is complete, and its
+   arguments parsed and validated once, at ``function_call_arguments.done``
+   or ``output_item.done``, whichever comes first; at the end of the stream
+   an unfinished call is completed with ``finished`` false.  A later
+   authoritative version replaces it in the result (with an anomaly when the
+   arguments differ).  A custom tool call is finished at the same points and
+   never validated.
 5. Errors arrive as an ``error`` event (flat or nested), as llama.cpp's bare
    ``{"error": {...}}`` frame without ``type``, or as the terminal response's
    ``error``, each read by :func:`~chunkwise._core.payloads.parse_error_payload`;
@@ -56,6 +61,11 @@ Rules
 9. A stream may go on over connections (:meth:`resume`; sequence numbers drop
    what was seen: :class:`~chunkwise.responses.items.SequenceNumbers`), start
    mid-way (:meth:`start_after`: unknown items expected), or end from a poll.
+10. A hosted tool runs from its first progress event
+    (``response.<item type>.<phase>``) until its ``completed`` or ``failed``
+    phase or its item's end: meanwhile :attr:`awaiting_output` is false, so
+    the stall timeout waits for the tool however long it takes.
+11. Audio output (``response.audio.*``) belongs to the answer, not to an item.
 """
 
 from __future__ import annotations
@@ -66,22 +76,28 @@ from typing import Any, cast
 from .._core.accumulator import DONE, BaseAccumulator
 from .._core.errors import InvalidChunk, InvalidJSON, StreamError, StructuredOutputError
 from .._core.events import Event
+from .._core.json_patches import freeze
 from .._core.payloads import copy_json, parse_error_event, parse_error_payload, preview
 from .._core.results import TERMINAL_STATUSES, IncompleteReason
 from .._core.schemas import OutputSchema, ToolSchemas, complete_tool_call
 from .._core.timings import event_server_timings
 from .events import (
+    AudioDelta,
+    AudioTranscriptDelta,
     OutputItemAdded,
     OutputItemDone,
+    PartialImage,
     StatusChanged,
     ToolCallCompleted,
     ToolCallStarted,
+    ToolProgress,
 )
 from .items import (
     PART_EVENTS,
     PART_LISTS,
     TEXT_DELTAS,
     TEXT_DONES,
+    TOOL_INPUTS,
     ItemState,
     ItemTable,
     PartState,
@@ -90,7 +106,7 @@ from .items import (
     as_index,
     as_str,
 )
-from .results import FunctionCall, OutputItem, Result
+from .results import Audio, FunctionCall, OutputItem, Result
 
 __all__ = ["Accumulator"]
 
@@ -100,6 +116,25 @@ _TERMINAL_TYPES = {
     "response.failed": "failed",
 }
 _LIFECYCLE_TYPES = frozenset({"response.created", "response.queued", "response.in_progress"})
+# The item types of the hosted tools whose progress is ``response.<type>.<phase>``.
+_HOSTED_TOOLS = frozenset(
+    {
+        "web_search_call",
+        "file_search_call",
+        "code_interpreter_call",
+        "image_generation_call",
+        "mcp_call",
+        "mcp_list_tools",
+        "compaction",
+    }
+)
+# The events of a tool's input, by their type's stem: the item type, and the
+# key of the final input in a ``.done`` event.
+_INPUT_STEMS = {stem: (kind, key) for kind, (stem, key, _) in TOOL_INPUTS.items()}
+_ANOMALY_KINDS = {  # a function call's arguments keep their own words
+    True: ("arguments after done", "final arguments differ from deltas"),
+    False: ("input after done", "final input differs from deltas"),
+}
 
 
 class Accumulator(BaseAccumulator[Result]):
@@ -138,6 +173,11 @@ class Accumulator(BaseAccumulator[Result]):
         self._parsed: Any = None
         self._parse_error: Any = None
         self._numbers = SequenceNumbers()
+        self._running: set[int] = set()  # rule 10: the hosted tools running, by position
+        self._audio: Audio | None = None
+        self._audio_data: list[str] = []
+        self._transcript: list[str] = []
+        self._response: Any = None  # the last response object, frozen
 
     # -- public API (what is not the skeleton's) ---------------------------------
 
@@ -165,6 +205,11 @@ class Accumulator(BaseAccumulator[Result]):
         self._terminal("GET /responses/{id}", {"response": copy_json(dict(response))}, events)
         return events
 
+    @property
+    def awaiting_output(self) -> bool:
+        """False once ended, and while a hosted tool runs (rule 10)."""
+        return not self._ended and not self._running
+
     # -- the skeleton filled in ------------------------------------------------
 
     def _snapshot(self) -> Result:
@@ -185,7 +230,15 @@ class Accumulator(BaseAccumulator[Result]):
             server_timings=self._server_timings,
             partial_parsed=None if self._items.preview is None else self._items.preview.value,
             resumes=self._numbers.resumes,
+            audio=self._audio_result(),
+            response=self._response,
         )
+
+    def _audio_result(self) -> Audio | None:
+        if self._audio is None and (self._audio_data or self._transcript):
+            data, transcript = "".join(self._audio_data), "".join(self._transcript)
+            self._audio = Audio(data=data, transcript=transcript)
+        return self._audio
 
     def _closing(self, data: str) -> bool:
         return not data or data == DONE  # rule 1, even after the terminal event (a proxy's)
@@ -218,7 +271,10 @@ class Accumulator(BaseAccumulator[Result]):
         handler = _HANDLERS.get(etype)
         if handler is not None:
             handler(self, etype, event, events)
-        # Anything else (keepalive, hosted tools' progress...) is ignored: rule 1.
+        elif etype.startswith("response.") and etype[9:].rpartition(".")[0] in _HOSTED_TOOLS:
+            self._progress(etype, event, events)  # a phase named after this version
+        elif etype not in _IGNORED:
+            self._counted_anomaly(events, "unknown event type", preview(etype))  # rule 1
         return events
 
     def _close(self, events: list[Event], by_server: bool) -> None:
@@ -298,31 +354,44 @@ class Accumulator(BaseAccumulator[Result]):
             events.append(
                 OutputItemAdded(output_index=item.index, item_id=item.id, item_type=item.type)
             )
-        if item.type == "function_call":
-            self._take_call(item, raw, events, streaming=streaming)
+        if item.type in TOOL_INPUTS:
+            self._take_input(item, raw, events, streaming=streaming)
         for which in PART_LISTS:
             parts = raw.get(which)
             for position, part in enumerate(parts if type(parts) is list else ()):
                 if type(part) is dict:
                     self._take_part(item, which, part, position, events, streaming=streaming)
 
-    def _take_call(
+    def _take_input(
         self, item: ItemState, raw: dict[str, Any], events: list[Event], *, streaming: bool
     ) -> None:
+        # Rule 4: a tool call's name, call_id and input, from an item sent whole.
+        kind = item.type
+        assert kind is not None  # in TOOL_INPUTS
         item.name = item.name or as_str(raw.get("name"))
         item.call_id = item.call_id or as_str(raw.get("call_id"))
-        self._items.alias(item, item.call_id)
-        arguments = as_str(raw.get("arguments"))
+        if kind == "function_call":
+            self._items.alias(item, item.call_id)
+        value: Any = raw
+        for key in TOOL_INPUTS[kind][2]:
+            value = value.get(key) if type(value) is dict else None
+        if type(value) is list:  # a shell call's commands, one per line
+            value = "\n".join(command for command in value if type(command) is str)
+        final = as_str(value)
         if streaming:
-            events.append(
-                ToolCallStarted(
-                    output_index=item.index, item_id=item.id, call_id=item.call_id, name=item.name
+            if kind == "function_call":
+                events.append(
+                    ToolCallStarted(
+                        output_index=item.index,
+                        item_id=item.id,
+                        call_id=item.call_id,
+                        name=item.name,
+                    )
                 )
-            )
-            if arguments and not item.args:  # a call sent whole when it is added (once)
-                self._emit(events, *item.add_arguments(arguments), f"output {item.index}")
-        elif arguments is not None:
-            self._replace_arguments(item, arguments, events)
+            if final and not item.inputs:  # an input sent whole when it is added (once)
+                self._emit(events, *item.add_input(final), f"output {item.index}")
+        elif final is not None:
+            self._replace_input(item, final, None, events)
         if not streaming and item.call is not None and item.call.call_id != item.call_id:
             # Completed before its item was seen whole (a stream attached mid-way).
             item.call = self._completed(item, finished=True)
@@ -342,7 +411,9 @@ class Accumulator(BaseAccumulator[Result]):
         part = self._items.part(item, which, kind, position, retype=True)
         annotations = raw.get("annotations")
         if type(annotations) is list:
-            part.annotations = [a for a in annotations if type(a) is dict]
+            found = (freeze(a) for a in annotations if type(a) is dict)
+            part.annotations = dict(enumerate(found))
+        self._take_logprobs(part, raw)
         if text is None:
             return
         if streaming:
@@ -368,6 +439,7 @@ class Accumulator(BaseAccumulator[Result]):
         if item.done:
             return
         item.done = True
+        self._running.discard(item.index)
         for part in (*item.content.values(), *item.summary.values()):
             part.done = True
         if item.type == "function_call":
@@ -397,12 +469,23 @@ class Accumulator(BaseAccumulator[Result]):
         if part is None or part.done:  # the part, or its whole item, is finished
             self._anomaly(events, "delta after done", f"{etype}: {preview(text)}")
             return
-        self._append(item, which, part, text, events)
+        logprobs = data.get("logprobs")
+        if type(logprobs) is list and logprobs and kind == "output_text":
+            self._append(item, which, part, text, events, freeze(logprobs))
+        else:
+            self._append(item, which, part, text, events)
 
     def _append(
-        self, item: ItemState, which: Which, part: PartState, text: str, events: list[Event]
+        self,
+        item: ItemState,
+        which: Which,
+        part: PartState,
+        text: str,
+        events: list[Event],
+        logprobs: tuple[Any, ...] = (),
     ) -> None:
-        self._emit(events, *self._items.append(item, which, part, text), "output text")
+        appended = self._items.append(item, which, part, text, logprobs)
+        self._emit(events, *appended, "output text")
 
     def _emit(self, events: list[Event], event: Event, stop: InvalidJSON | None, what: str) -> None:
         # A delta, and the anomaly when it stopped a live value's preview.
@@ -417,7 +500,15 @@ class Accumulator(BaseAccumulator[Result]):
         text = as_str(data.get("refusal" if kind == "refusal" else "text"))
         if text is not None:
             self._replace_text(item, part, text, events)
+        self._take_logprobs(part, data)
         part.done = True
+
+    @staticmethod
+    def _take_logprobs(part: PartState, data: dict[str, Any]) -> None:
+        # Rule 3: a final version's logprobs replace the deltas'.
+        logprobs = data.get("logprobs")
+        if type(logprobs) is list and logprobs:
+            part.logprobs = list(freeze(logprobs))
 
     def _replace_text(
         self, item: ItemState, part: PartState, text: str, events: list[Event]
@@ -444,38 +535,102 @@ class Accumulator(BaseAccumulator[Result]):
             return
         item = self._find_item(data, events, "response.output_text.annotation.added")
         part = self._items.part(item, "content", "output_text", data.get("content_index"))
-        part.annotations.append(annotation)
+        index = as_index(data.get("annotation_index"))
+        if index is None:  # after the last
+            index = max(part.annotations, default=-1) + 1
+        part.annotations[index] = freeze(annotation)
 
-    # -- function calls --------------------------------------------------------
+    # -- tools ------------------------------------------------------------------
 
-    def _arguments_delta(self, etype: str, data: dict[str, Any], events: list[Event]) -> None:
+    def _input_delta(self, etype: str, data: dict[str, Any], events: list[Event]) -> None:
         fragment = data.get("delta")
         if type(fragment) is not str or not fragment:
             return
-        item = self._find_item(data, events, "response.function_call_arguments.delta")
-        if item.call is not None:
-            self._anomaly(events, "arguments after done", preview(fragment))
+        kind, _ = _INPUT_STEMS[etype.rpartition(".")[0]]
+        item = self._find_item(data, events, etype)
+        item.type = item.type or kind
+        if item.input_done or item.call is not None:
+            after_done, _ = _ANOMALY_KINDS[item.type == "function_call"]
+            self._anomaly(events, after_done, preview(fragment))
             return
-        item.type = item.type or "function_call"
-        self._emit(events, *item.add_arguments(fragment), f"output {item.index}")
+        index = as_index(data.get("command_index")) or 0
+        self._emit(events, *item.add_input(fragment, index), f"output {item.index}")
 
-    def _arguments_done(self, etype: str, data: dict[str, Any], events: list[Event]) -> None:
-        item = self._find_item(data, events, "response.function_call_arguments.done")
-        item.type = item.type or "function_call"
+    def _input_added(self, etype: str, data: dict[str, Any], events: list[Event]) -> None:
+        # A shell call's command begins, maybe with its first text.
+        command = data.get("command")
+        if type(command) is str and command:
+            self._input_delta(etype, {**data, "delta": command}, events)
+
+    def _input_done(self, etype: str, data: dict[str, Any], events: list[Event]) -> None:
+        kind, key = _INPUT_STEMS[etype.rpartition(".")[0]]
+        item = self._find_item(data, events, etype)
+        item.type = item.type or kind
         item.name = item.name or as_str(data.get("name"))
-        arguments = as_str(data.get("arguments"))
-        if arguments is not None:
-            self._replace_arguments(item, arguments, events)
-        self._complete_call(item, events, finished=True)
+        final = as_str(data.get(key))
+        if final is not None:
+            index = as_index(data.get("command_index")) or 0
+            self._replace_input(item, final, index, events)
+        if item.type == "shell_call":
+            return  # one command of several: the item's end finishes the input
+        item.input_done = True
+        if item.type == "function_call":
+            self._complete_call(item, events, finished=True)
 
-    def _replace_arguments(self, item: ItemState, arguments: str, events: list[Event]) -> None:
-        current = item.call.arguments if item.call is not None else item.arguments()
-        kind, where = "final arguments differ from deltas", f"output {item.index}"
-        if not self._differs(current, arguments, kind, where, events):
+    def _replace_input(
+        self, item: ItemState, final: str, index: int | None, events: list[Event]
+    ) -> None:
+        # ``index`` None: the whole input (an item sent whole).
+        if index is None or item.inputs.keys() <= {index}:
+            current = item.arguments()
+        else:
+            current = item.inputs[index].text() if index in item.inputs else ""
+        _, differs = _ANOMALY_KINDS[item.type == "function_call"]
+        if not self._differs(current, final, differs, f"output {item.index}", events):
             return
-        item.replace_arguments(arguments)
+        item.replace_input(final, index)
         if item.call is not None:  # rule 4: the later version replaces the completed one
             item.call = self._completed(item, finished=True)
+
+    def _progress(self, etype: str, data: dict[str, Any], events: list[Event]) -> None:
+        # Rule 10: response.<item type>.<phase>, or a shell's output streaming.
+        stem, _, phase = etype[9:].rpartition(".")
+        if stem == "shell_call_output_content":
+            stem, phase = "shell_call_output", "output"
+        item = self._find_item(data, events, etype)
+        item.type = item.type or stem
+        if phase in ("completed", "failed"):
+            self._running.discard(item.index)
+        elif not item.done:
+            self._running.add(item.index)
+        progress = ToolProgress(
+            output_index=item.index, item_id=item.id, item_type=item.type, phase=phase
+        )
+        events.append(progress)
+
+    def _partial_image(self, etype: str, data: dict[str, Any], events: list[Event]) -> None:
+        b64 = data.get("partial_image_b64")
+        if type(b64) is not str:
+            return
+        item = self._find_item(data, events, etype)
+        item.type = item.type or "image_generation_call"
+        if not item.done:
+            self._running.add(item.index)  # rule 10: the tool runs
+        index = as_index(data.get("partial_image_index")) or 0
+        events.append(PartialImage(output_index=item.index, item_id=item.id, index=index, b64=b64))
+
+    def _audio_delta(self, etype: str, data: dict[str, Any], events: list[Event]) -> None:
+        # Rule 11.
+        delta = data.get("delta")
+        if type(delta) is not str or not delta:
+            return
+        self._audio = None
+        if etype == "response.audio.delta":
+            self._audio_data.append(delta)
+            events.append(AudioDelta(data=delta))
+        else:
+            self._transcript.append(delta)
+            events.append(AudioTranscriptDelta(text=delta))
 
     def _complete_call(
         self, item: ItemState, events: list[Event], *, finished: bool | None = None
@@ -493,6 +648,7 @@ class Accumulator(BaseAccumulator[Result]):
         response = data.get("response")
         if type(response) is not dict:
             return
+        self._response = freeze(response)
         self._metadata(response, events)
         status = as_str(response.get("status"))
         if status is not None and status != self._response_status:
@@ -517,6 +673,8 @@ class Accumulator(BaseAccumulator[Result]):
         if type(response) is not dict:
             response = {}
             self._anomaly(events, "terminal event without response", etype)
+        else:
+            self._response = freeze(response)
         self._metadata(response, events)
         status = as_str(response.get("status"))
         if status is None:
@@ -574,8 +732,13 @@ class Accumulator(BaseAccumulator[Result]):
 _HANDLERS: dict[str, Callable[[Accumulator, str, dict[str, Any], list[Event]], None]] = {
     **dict.fromkeys(TEXT_DELTAS, Accumulator._text_delta),
     **dict.fromkeys(TEXT_DONES, Accumulator._text_done),
-    "response.function_call_arguments.delta": Accumulator._arguments_delta,
-    "response.function_call_arguments.done": Accumulator._arguments_done,
+    **dict.fromkeys([f"{stem}.delta" for stem in _INPUT_STEMS], Accumulator._input_delta),
+    **dict.fromkeys([f"{stem}.done" for stem in _INPUT_STEMS], Accumulator._input_done),
+    "response.shell_call_command.added": Accumulator._input_added,
+    "response.shell_call_output_content.delta": Accumulator._progress,
+    "response.image_generation_call.partial_image": Accumulator._partial_image,
+    "response.audio.delta": Accumulator._audio_delta,
+    "response.audio.transcript.delta": Accumulator._audio_delta,
     "response.output_item.added": Accumulator._item_added,
     "response.output_item.done": Accumulator._item_done,
     **dict.fromkeys(PART_EVENTS, Accumulator._part_event),
@@ -584,6 +747,16 @@ _HANDLERS: dict[str, Callable[[Accumulator, str, dict[str, Any], list[Event]], N
     **dict.fromkeys(_TERMINAL_TYPES, Accumulator._terminal),
     "error": Accumulator._error_frame,
 }
+#: Known, and nothing to take from: what they say arrives elsewhere too.
+_IGNORED = frozenset(
+    {
+        "keepalive",
+        "response.keep_alive",  # a proxy's spelling (tests/data/responses/keepalive.sse)
+        "response.audio.done",
+        "response.audio.transcript.done",
+        "response.shell_call_output_content.done",  # the item's output holds it
+    }
+)
 
 
 def check_structured(

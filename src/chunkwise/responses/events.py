@@ -4,13 +4,18 @@ The choice family follows one output item: :class:`OutputItemAdded`,
 :class:`TextDelta`, :class:`RefusalDelta`, :class:`ReasoningDelta`,
 :class:`ReasoningSummaryDelta`, :class:`OutputItemDone`; the tool-call family
 one function call: :class:`ToolCallStarted`, :class:`ToolCallArgumentsDelta`,
-:class:`ToolCallCompleted`; :class:`StatusChanged` is a lifecycle event.
+:class:`ToolCallCompleted`, and the other tools: :class:`ToolProgress`,
+:class:`ToolInputDelta`, :class:`PartialImage`; audio output is in the
+choice family (:class:`AudioDelta`, :class:`AudioTranscriptDelta`);
+:class:`StatusChanged` is a lifecycle event.  What each of the API's event
+types becomes: :doc:`/responses`, "Every event type".
 :data:`Event` is every event a Responses stream's subscriber may receive.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar, TypeAlias
+from collections.abc import Mapping
+from typing import Any, ClassVar, TypeAlias
 
 import attrs
 
@@ -19,9 +24,12 @@ from .._core.json_patches import Patch
 from .results import FunctionCall, OutputItem
 
 __all__ = [
+    "AudioDelta",
+    "AudioTranscriptDelta",
     "OutputEvent",
     "OutputItemAdded",
     "OutputItemDone",
+    "PartialImage",
     "ReasoningDelta",
     "ReasoningSummaryDelta",
     "RefusalDelta",
@@ -32,6 +40,8 @@ __all__ = [
     "ToolCallCompleted",
     "ToolCallEvent",
     "ToolCallStarted",
+    "ToolInputDelta",
+    "ToolProgress",
 ]
 
 
@@ -55,6 +65,8 @@ class TextDelta(Event):
 
     ``patches``: how it changed :attr:`Result.partial_parsed` when
     ``text.format`` asks for JSON (:doc:`/live_values`); else empty.
+    ``logprobs``: the delta's, as sent (read-only), when the request asked
+    for them (``include: ["message.output_text.logprobs"]``).
     """
 
     family: ClassVar[Family] = "choice"
@@ -66,6 +78,7 @@ class TextDelta(Event):
     item_id: str | None
     text: str
     patches: tuple[Patch, ...] = ()
+    logprobs: tuple[Mapping[str, Any], ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -166,6 +179,79 @@ class ToolCallCompleted(Event):
 
 
 @attrs.frozen(kw_only=True)
+class ToolProgress(Event):
+    """A hosted tool's call moved on: ``response.<item_type>.<phase>``.
+
+    ``phase`` as sent (``in_progress``, ``searching``, ``interpreting``,
+    ``generating``, ``compacting``, ``completed``, ``failed``...; ``output``
+    for each ``response.shell_call_output_content.delta``).  From the first
+    progress event to its item's end (or its ``completed``/``failed``) the
+    tool runs, and the stall timeout waits for it (:doc:`/reliability`).
+    """
+
+    family: ClassVar[Family] = "tool_call"
+
+    output_index: int
+    item_id: str | None
+    item_type: str
+    phase: str
+
+
+@attrs.frozen(kw_only=True)
+class ToolInputDelta(Event):
+    """A fragment of a tool's input that is not a function call's arguments.
+
+    A custom tool call's ``input``, an MCP call's ``arguments`` (JSON:
+    ``patches`` preview it, :doc:`/live_values`), a code interpreter's
+    ``code``, a shell call's command number ``index``, an ``apply_patch``
+    call's diff; the item's :attr:`~OutputItem.input` holds them joined.
+    """
+
+    family: ClassVar[Family] = "tool_call"
+    is_output: ClassVar[bool] = True
+
+    output_index: int
+    item_id: str | None
+    item_type: str
+    fragment: str
+    patches: tuple[Patch, ...] = ()
+    index: int = 0
+
+
+@attrs.frozen(kw_only=True)
+class PartialImage(Event):
+    """An image generation call's partial image number ``index``, base64 as sent."""
+
+    family: ClassVar[Family] = "tool_call"
+    is_output: ClassVar[bool] = True
+
+    output_index: int
+    item_id: str | None
+    index: int
+    b64: str
+
+
+@attrs.frozen(kw_only=True)
+class AudioDelta(Event):
+    """Base64 audio appended to the answer's :attr:`Result.audio` (``response.audio.delta``)."""
+
+    family: ClassVar[Family] = "choice"
+    is_output: ClassVar[bool] = True
+
+    data: str
+
+
+@attrs.frozen(kw_only=True)
+class AudioTranscriptDelta(Event):
+    """Text appended to the audio's transcript (``response.audio.transcript.delta``)."""
+
+    family: ClassVar[Family] = "choice"
+    is_output: ClassVar[bool] = True
+
+    text: str
+
+
+@attrs.frozen(kw_only=True)
 class StatusChanged(Event):
     """A lifecycle event (``response.created``, ``.queued``, ``.in_progress``) changed the status.
 
@@ -181,8 +267,17 @@ OutputEvent: TypeAlias = (
     | RefusalDelta
     | ReasoningSummaryDelta
     | ReasoningDelta
+    | AudioDelta
+    | AudioTranscriptDelta
     | OutputItemDone
 )
-ToolCallEvent: TypeAlias = ToolCallStarted | ToolCallArgumentsDelta | ToolCallCompleted
+ToolCallEvent: TypeAlias = (
+    ToolCallStarted
+    | ToolCallArgumentsDelta
+    | ToolCallCompleted
+    | ToolProgress
+    | ToolInputDelta
+    | PartialImage
+)
 #: Every event a Responses stream's subscriber may receive.
 ResponseEvent: TypeAlias = OutputEvent | ToolCallEvent | StatusChanged | LifecycleEvent | RawEvent

@@ -1,7 +1,8 @@
 """The output items of a Responses stream as they build up, and how events find them.
 
-Each item keeps its parts and, for a function call, its argument fragments;
-the accumulator (:mod:`chunkwise.responses.accumulator`) decides what goes
+Each item keeps its parts and, for a tool call, its input's fragments (a
+function call's arguments, a custom tool's input, code, shell commands...:
+:data:`TOOL_INPUTS`); the accumulator (:mod:`chunkwise.responses.accumulator`) decides what goes
 in, these classes hold it and turn it into results.  Addressing:
 
 1. An item is found by its ``output_index``; without one (llama.cpp sends
@@ -20,8 +21,8 @@ in, these classes hold it and turn it into results.  Addressing:
 
 Every lookup takes constant time: no scan of the items or parts so far.
 
-Live values (:mod:`chunkwise._core.partial_json`): a function call's arguments,
-and the message text when ``text.format`` asks for JSON
+Live values (:mod:`chunkwise._core.partial_json`): a function or MCP call's
+arguments, and the message text when ``text.format`` asks for JSON
 (:attr:`ItemTable.preview`), are previewed as they stream.  A final text that
 replaces streamed text restarts the preview from the whole new text, so a
 result's preview is always that of its own text.
@@ -35,6 +36,7 @@ from typing import Any, Literal
 from .._core.anomalies import AnomalyLog
 from .._core.errors import InvalidJSON
 from .._core.events import Event
+from .._core.json_patches import Patch
 from .._core.partial_json import LiveJSON
 from .._core.text import Fragments
 from .events import (
@@ -43,8 +45,9 @@ from .events import (
     RefusalDelta,
     TextDelta,
     ToolCallArgumentsDelta,
+    ToolInputDelta,
 )
-from .results import ContentPart, FunctionCall, OutputItem
+from .results import ContentPart, CustomToolCall, FunctionCall, OutputItem
 
 __all__ = [
     "PART_DELTAS",
@@ -52,6 +55,7 @@ __all__ = [
     "PART_LISTS",
     "TEXT_DELTAS",
     "TEXT_DONES",
+    "TOOL_INPUTS",
     "ItemState",
     "ItemTable",
     "PartState",
@@ -85,6 +89,19 @@ _TEXT_EVENTS: dict[str, tuple[Which, str]] = {
 }
 TEXT_DELTAS = {f"{stem}.delta": part for stem, part in _TEXT_EVENTS.items()}
 TEXT_DONES = {f"{stem}.done": part for stem, part in _TEXT_EVENTS.items()}
+#: The tool items whose input streams: the stem of its events' types (``.delta``
+#: appends, ``.done`` replaces), the key of the ``.done`` event's final input,
+#: and where a whole item holds it (a shell call: a list of commands).
+TOOL_INPUTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "function_call": ("response.function_call_arguments", "arguments", ("arguments",)),
+    "custom_tool_call": ("response.custom_tool_call_input", "input", ("input",)),
+    "mcp_call": ("response.mcp_call_arguments", "arguments", ("arguments",)),
+    "code_interpreter_call": ("response.code_interpreter_call_code", "code", ("code",)),
+    "shell_call": ("response.shell_call_command", "command", ("action", "commands")),
+    "apply_patch_call": ("response.apply_patch_call_operation_diff", "diff", ("operation", "diff")),
+}
+# The tool items whose input is JSON, previewed live.
+_JSON_INPUTS = frozenset({"function_call", "mcp_call"})
 # The delta event of each kind of content part.
 PART_DELTAS: dict[str, type[TextDelta | RefusalDelta | ReasoningDelta]] = {
     "output_text": TextDelta,
@@ -109,15 +126,16 @@ def as_str(value: Any) -> str | None:
 
 
 class PartState:
-    """One part's text, annotations and doneness."""
+    """One part's text, annotations (by ``annotation_index``), logprobs and doneness."""
 
-    __slots__ = ("annotations", "done", "index", "text", "type")
+    __slots__ = ("annotations", "done", "index", "logprobs", "text", "type")
 
     def __init__(self, index: int, kind: str) -> None:
         self.index: int = index
         self.type: str = kind
         self.text: Fragments = Fragments()
-        self.annotations: list[Mapping[str, Any]] = []
+        self.annotations: dict[int, Mapping[str, Any]] = {}
+        self.logprobs: list[Mapping[str, Any]] = []
         self.done: bool = False
 
     def joined(self) -> str:
@@ -128,8 +146,9 @@ class PartState:
             index=self.index,
             type=self.type,
             text=self.joined(),
-            annotations=tuple(self.annotations),
+            annotations=tuple(self.annotations[i] for i in sorted(self.annotations)),
             done=self.done,
+            logprobs=tuple(self.logprobs),
         )
 
 
@@ -137,7 +156,6 @@ class ItemState:
     """One output item: its identity, parts, call fields and doneness."""
 
     __slots__ = (
-        "args",
         "call",
         "call_id",
         "content",
@@ -146,6 +164,8 @@ class ItemState:
         "ends",
         "id",
         "index",
+        "input_done",
+        "inputs",
         "last",
         "live",
         "name",
@@ -169,30 +189,55 @@ class ItemState:
         self.last: dict[tuple[Which, str], PartState] = {}
         self.name: str | None = None
         self.call_id: str | None = None
-        self.args: Fragments = Fragments()
-        self.live: LiveJSON | None = None  # the arguments' preview, from the first fragment
+        self.inputs: dict[int, Fragments] = {}  # a tool's input, by command index
+        self.input_done: bool = False  # the server sent the input's final version
+        self.live: LiveJSON | None = None  # the JSON input's preview, from the first fragment
         self.call: FunctionCall | None = None  # set once completed
         self.data: Mapping[str, Any] | None = None
         self.done: bool = False
 
     def arguments(self) -> str:
-        return self.args.text()
+        """The input as streamed so far (a shell call's commands one per line)."""
+        inputs = self.inputs
+        if len(inputs) == 1 and 0 in inputs:
+            return inputs[0].text()
+        return "\n".join(inputs[i].text() for i in sorted(inputs))
 
-    def add_arguments(self, fragment: str) -> tuple[Event, InvalidJSON | None]:
-        """Append an arguments fragment: its event, and the error if it stopped the preview."""
-        self.args.append(fragment)
-        if self.live is None:
-            self.live = LiveJSON()
-        patches, stop = self.live.feed(fragment)
-        event = ToolCallArgumentsDelta(
-            output_index=self.index, item_id=self.id, fragment=fragment, patches=patches
-        )
+    def add_input(self, fragment: str, index: int = 0) -> tuple[Event, InvalidJSON | None]:
+        """Append a fragment of the input: its event, and the error if it stopped the preview."""
+        text = self.inputs.get(index)
+        if text is None:
+            text = self.inputs[index] = Fragments()
+        text.append(fragment)
+        patches: tuple[Patch, ...] = ()
+        stop = None
+        if self.type in _JSON_INPUTS:
+            if self.live is None:
+                self.live = LiveJSON()
+            patches, stop = self.live.feed(fragment)
+        if self.type == "function_call":
+            event: Event = ToolCallArgumentsDelta(
+                output_index=self.index, item_id=self.id, fragment=fragment, patches=patches
+            )
+        else:
+            event = ToolInputDelta(
+                output_index=self.index,
+                item_id=self.id,
+                item_type=self.type or "",
+                fragment=fragment,
+                patches=patches,
+                index=index,
+            )
         return event, stop
 
-    def replace_arguments(self, arguments: str) -> None:
-        """The server's final arguments replace the fragments (and their preview)."""
-        self.args.replace(arguments)
-        self.live = LiveJSON.of(arguments)
+    def replace_input(self, final: str, index: int | None = 0) -> None:
+        """The server's final input (input ``index``; None: all of it) replaces the fragments."""
+        if index is None:
+            self.inputs.clear()
+            index = 0
+        self.inputs.setdefault(index, Fragments()).replace(final)
+        if self.type in _JSON_INPUTS:
+            self.live = LiveJSON.of(final)
 
     def streaming_call(self, finished: bool | None = None) -> FunctionCall:
         """The call as streamed so far, unparsed; ``finished`` by default if the item is done."""
@@ -208,9 +253,18 @@ class ItemState:
         )
 
     def to_result(self) -> OutputItem:
-        call = None
+        call = custom = None
         if self.type == "function_call":
             call = self.call if self.call is not None else self.streaming_call()
+        elif self.type == "custom_tool_call":
+            custom = CustomToolCall(
+                index=self.index,
+                id=self.id,
+                call_id=self.call_id,
+                name=self.name,
+                input=self.arguments(),
+                finished=self.input_done or self.done,
+            )
         return OutputItem(
             index=self.index,
             id=self.id,
@@ -220,6 +274,8 @@ class ItemState:
             content=tuple(self.content[i].to_result() for i in sorted(self.content)),
             summary=tuple(self.summary[i].to_result() for i in sorted(self.summary)),
             call=call,
+            custom_call=custom,
+            input=self.arguments() if self.type in TOOL_INPUTS else None,
             data=self.data,
             done=self.done,
         )
@@ -329,9 +385,17 @@ class ItemTable:
         return tuple(item.to_result() for item in self)
 
     def append(
-        self, item: ItemState, which: Which, part: PartState, text: str
+        self,
+        item: ItemState,
+        which: Which,
+        part: PartState,
+        text: str,
+        logprobs: tuple[Mapping[str, Any], ...] = (),
     ) -> tuple[Event, InvalidJSON | None]:
-        """Append a delta's text to ``part``: its event, and the error if it stopped the preview."""
+        """Append a delta's text (and an output text's ``logprobs``) to ``part``.
+
+        Returns its event, and the error if it stopped the preview.
+        """
         part.text.append(text)
         if which == "summary":
             event: Event = ReasoningSummaryDelta(
@@ -339,18 +403,24 @@ class ItemTable:
             )
             return event, None
         cls = PART_DELTAS.get(part.type, TextDelta)
-        if cls is not TextDelta or self.preview is None or item.type not in (None, "message"):
+        if cls is not TextDelta:
             event = cls(
                 output_index=item.index, content_index=part.index, item_id=item.id, text=text
             )
             return event, None
-        patches, stop = self.preview.feed(text)
+        patches: tuple[Patch, ...] = ()
+        stop = None
+        if self.preview is not None and item.type in (None, "message"):
+            patches, stop = self.preview.feed(text)
+        if logprobs:
+            part.logprobs += logprobs
         return TextDelta(
             output_index=item.index,
             content_index=part.index,
             item_id=item.id,
             text=text,
             patches=patches,
+            logprobs=logprobs,
         ), stop
 
     def restart_preview(self) -> None:

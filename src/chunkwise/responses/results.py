@@ -3,7 +3,8 @@
 A :class:`Result` holds the *output items* (messages, function calls,
 reasoning, hosted tools' calls) in output order, each an :class:`OutputItem`
 with its :class:`ContentPart` objects, a function call's with its
-:class:`FunctionCall`.
+:class:`FunctionCall`, a custom tool call's with its :class:`CustomToolCall`;
+audio output is the answer's :class:`Audio`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from .._core.payloads import copy_json
 from .._core.results import Anomaly, IncompleteReason, Status, ToolCall
 from .._core.timings import Timings
 
-__all__ = ["ContentPart", "FunctionCall", "OutputItem", "Result"]
+__all__ = ["Audio", "ContentPart", "CustomToolCall", "FunctionCall", "OutputItem", "Result"]
 
 
 @attrs.frozen(kw_only=True)
@@ -30,6 +31,8 @@ class ContentPart:
     ``"refusal"``, ``"reasoning_text"``, ``"summary_text"``...).  ``text`` is
     the deltas concatenated, replaced by the final text of the part's
     ``.done`` event or finished item, which also set ``done``.
+    ``annotations`` are placed by their ``annotation_index``; ``logprobs``
+    are the deltas' joined, replaced by a final version's (both read-only).
     """
 
     index: int
@@ -37,6 +40,7 @@ class ContentPart:
     text: str = ""
     annotations: tuple[Mapping[str, Any], ...] = ()
     done: bool = False
+    logprobs: tuple[Mapping[str, Any], ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -55,15 +59,46 @@ class FunctionCall(ToolCall):
 
 
 @attrs.frozen(kw_only=True)
+class CustomToolCall:
+    """One ``custom_tool_call`` item: free-form ``input`` for the tool ``name``.
+
+    Nothing validates the input (it follows the tool's grammar, if any);
+    run it only when ``finished``: the server sent its input's ``.done`` or
+    the whole item.  ``index`` is the item's ``output_index``.
+    """
+
+    index: int
+    id: str | None = None
+    call_id: str | None = None
+    name: str | None = None
+    input: str = ""
+    finished: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class Audio:
+    """Audio output: ``data``, the base64 deltas joined; ``transcript``, its text."""
+
+    data: str = ""
+    transcript: str = ""
+
+
+@attrs.frozen(kw_only=True)
 class OutputItem:
     """One output item, in the state the stream left it.
 
     ``index`` is its ``output_index`` (its arrival position when none was
     sent); ``id``, ``type``, ``status`` and a message's ``role`` as last sent.
     ``content`` holds a message's parts (or a reasoning item's text), by
-    index, ``summary`` a reasoning item's summary, ``call`` a function call.
+    index, ``summary`` a reasoning item's summary, ``call`` a function call,
+    ``custom_call`` a custom tool call.
 
     Attributes:
+        input: What a tool call's input streamed as (:class:`ToolInputDelta`
+            and a function call's arguments), replaced by its final version:
+            a function call's or MCP call's ``arguments``, a custom call's
+            ``input``, a code interpreter's ``code``, a shell call's commands
+            (one per line), an ``apply_patch`` diff; None for other items.
         data: The item as the server last sent it whole (added, finished, or
             in the terminal response): every field, including those of item
             types chunkwise does not interpret.
@@ -77,6 +112,8 @@ class OutputItem:
     content: tuple[ContentPart, ...] = ()
     summary: tuple[ContentPart, ...] = ()
     call: FunctionCall | None = None
+    custom_call: CustomToolCall | None = None
+    input: str | None = None
     data: Mapping[str, Any] | None = None
     done: bool = False
 
@@ -110,6 +147,10 @@ class Result:
             never validated: use :attr:`parsed`.
         resumes: How many times a background response's stream was resumed on a
             new connection (:doc:`/reliability`); 0 for one read in one go.
+        audio: The answer's audio output, or None when it streamed none.
+        response: The last response object the server sent (in a lifecycle or
+            terminal event), read-only and whole: every field chunkwise does
+            not model (``service_tier``, ``moderation``, ``metadata``...).
     """
 
     id: str | None = None
@@ -135,6 +176,8 @@ class Result:
     # How the answer travelled, not what it is: a resumed stream's result
     # equals the same answer read in one go.
     resumes: int = attrs.field(default=0, eq=False)
+    audio: Audio | None = None
+    response: Mapping[str, Any] | None = None
 
     @property
     def parsed(self) -> Any:
@@ -160,6 +203,11 @@ class Result:
     def function_calls(self) -> tuple[FunctionCall, ...]:
         """The function calls, in output order."""
         return tuple(item.call for item in self.output if item.call is not None)
+
+    @property
+    def custom_tool_calls(self) -> tuple[CustomToolCall, ...]:
+        """The custom tool calls, in output order."""
+        return tuple(i.custom_call for i in self.output if i.custom_call is not None)
 
     @property
     def reasoning(self) -> str | None:
