@@ -88,18 +88,29 @@ The promises of the trio layer, each tested in every cell of
    as an :class:`ExceptionGroup`.
 5. A result never changes after it was handed out: results are frozen, and
    the parser builds a new one for each change.
-6. Nothing is sent again once a body has started (:mod:`chunkwise._core.retries`,
+6. Nothing is sent again once output has arrived (:mod:`chunkwise._core.retries`,
    rule 1), with one exception: a background Responses stream (``"background":
    true``, or attached to) whose connection is lost before its terminal event
    is resumed by :class:`~chunkwise._resume.Resumer` after the last sequence
    number, or ended from a polled response.  The parser drops any event it
    already has, and rules 1 to 5 hold across the connections (one
    :class:`HeadReceived`, one terminal event, one reading phase).
+7. Before the first output, a stream that fails in a transient way is sent
+   again (``Retries.before_output``; :mod:`chunkwise._core.retries`, rule 7),
+   unless it came over a given ``transport`` (which cannot be opened again)
+   or is a background response (sending it again would start a second one).
+   While that may still happen, an attempt's events are held back until its
+   first output event, which releases them; an attempt sent again gives its
+   subscribers its :class:`HeadReceived` and one :class:`Retrying`, nothing
+   else, and a fresh parser: the result is the last attempt's.  Its
+   connection goes back to the pool when its body ended cleanly, and is
+   closed otherwise, before the wait.
 """
 
 from __future__ import annotations
 
 import enum
+import logging
 import math
 from collections.abc import Awaitable, Callable, Generator, Mapping
 from contextlib import AbstractAsyncContextManager
@@ -112,14 +123,17 @@ import trio
 from ._core.endpoint import Endpoint
 from ._core.errors import (
     ChunkwiseError,
+    ConnectionLost,
     IdleTimeout,
     RemoteProtocolError,
     StallTimeout,
+    StreamError,
     TransportError,
 )
-from ._core.events import Batch, Event, Family, HeadReceived
+from ._core.events import Batch, Event, Family, HeadReceived, Retrying
 from ._core.parser import StreamParser
 from ._core.results import Anomaly, IncompleteReason
+from ._core.retries import retry_delay
 from ._core.sse import DEFAULT_MAX_EVENT_SIZE
 from ._core.timings import TimingRecorder, Timings
 from ._fanout import DEFAULT_BUFFER_SIZE, Broadcaster
@@ -144,6 +158,8 @@ __all__ = [
 #: The result type of a stream: the API's ``Result``.
 R = TypeVar("R")
 
+_log = logging.getLogger("chunkwise")
+
 
 class StreamState(enum.Enum):
     """The reader's phase (the transitions are in the module's table)."""
@@ -158,10 +174,12 @@ class Stream(Generic[R]):
     """An answer being streamed: the one implementation behind both APIs' streams."""
 
     __slots__ = (
+        "_again",
         "_block_left",
         "_broadcaster",
         "_consumers",
         "_ended",
+        "_held",
         "_iterator",
         "_nobody_reads",
         "_nursery",
@@ -181,9 +199,14 @@ class Stream(Generic[R]):
         timings: Timed[R],
         stall: StallTimeout | None = None,
         resumer: Resumer | None = None,
+        again: _Again | None = None,
     ) -> None:
         self._response = response
         self._resumer = resumer  # a background response's (rule 6)
+        # Rule 7: what sending the request again takes, while it may be (no
+        # output yet, retries left), and the current attempt's events held.
+        self._again = again
+        self._held: list[Event] = []
         self._parser = parser
         self._timings = timings
         self._stall = stall  # the error a stall ends the stream with (Timeouts.stall)
@@ -374,6 +397,12 @@ class Stream(Generic[R]):
                 while True:
                     final, error = await self._read(deadline)
                     clean_end = error is None
+                    if self._again is not None:
+                        if await self._send_again(error):
+                            parser, timings = self._parser, self._timings
+                            deadline = math.inf  # the stall timeout starts at output
+                            continue
+                        final = self._release_held(final)
                     resumer = self._resumer
                     if resumer is None or parser.finished:
                         break  # the end, or a stream the server does not keep (rule 6)
@@ -394,6 +423,8 @@ class Stream(Generic[R]):
                 timings.recorder.end()
                 if clean_end:
                     await self._response.release()
+            if self._held:  # cancelled waiting to send again (rule 7)
+                final = self._release_held(final)
             reason = _incomplete_reason(error)
             if self._reader_scope.cancelled_caught:
                 reason = IncompleteReason.CANCELLED
@@ -415,6 +446,8 @@ class Stream(Generic[R]):
         finally:
             # Torn down from outside (the block raised, a consumer failed, an
             # outer deadline): record it, hand over what fits, end every channel.
+            if self._held:  # torn down waiting to send again (rule 7)
+                final = self._release_held(final)
             if not parser.finished:
                 final += timings.carried(parser.end(IncompleteReason.CANCELLED), read=False)
             self._enter(StreamState.ENDED)
@@ -446,6 +479,8 @@ class Stream(Generic[R]):
             # One stamp per read, by the trace hook, shared by its events.
             stamp = recorder.read_at
             events = timings.carried(parser.feed(data))
+            if self._again is not None:
+                events = self._hold(events)
             # Neither the read nor its events are kept through the next wait: with
             # thousands of open streams that is most of their memory (bench/load.py).
             del data
@@ -470,6 +505,77 @@ class Stream(Generic[R]):
             elif stall is not None and deadline == math.inf and recorder.last_output is not None:
                 deadline = trio.current_time() + stall.timeout  # a hosted tool ended: from now
             del events
+
+    def _hold(self, events: list[Event]) -> list[Event]:
+        """Rule 7: an attempt's events wait for its first output, then go out at once."""
+        self._held += events
+        if self._timings.recorder.first_output is None:
+            return []
+        return self._release_held([])
+
+    def _release_held(self, events: list[Event]) -> list[Event]:
+        """The held events, then ``events``: the attempt is the stream's for good."""
+        events = self._held + events
+        self._held = []
+        self._again = None  # let go of the request: nothing is sent again
+        return events
+
+    async def _send_again(self, error: ChunkwiseError | None) -> bool:
+        """Rule 7: send the request again if the attempt that just ended failed before output.
+
+        Returns whether the stream goes on with a new response and parser.
+        ``error``: what broke the attempt's body off, if anything.
+        """
+        again = self._again
+        assert again is not None
+        parser, recorder = self._parser, self._timings.recorder
+        reason: ChunkwiseError | None
+        if parser.finished:
+            answer = parser.result
+            ended = getattr(answer, "reason", None)
+            reason = getattr(answer, "error", None)
+            if ended in (IncompleteReason.EMPTY_STREAM, IncompleteReason.UNFINISHED):
+                reason = ConnectionLost(f"the answer ended before any output ({ended})")
+            elif not isinstance(reason, StreamError):
+                reason = None  # complete, or not for a reason worth asking again
+        elif error is None:
+            reason = ConnectionLost("the body ended before any output")
+        else:
+            reason = error if isinstance(error, TransportError) else None
+        if reason is None:
+            return False
+        retries, retried = again.endpoint.retries, recorder.attempts - 1
+        delay = retry_delay(reason, retries, retried, before_output=True)
+        if delay is None:
+            return False
+        if error is None:
+            await self._response.release()  # a whole body: its connection may serve again
+        await self._response.aclose()
+        self._enter(StreamState.RESUMING)
+        attempt = retried + 2
+        what = f"{type(reason).__name__}: {reason}"
+        _log.info("%s: attempt %d failed before any output (%s)", again.label, attempt - 1, what)
+        await self._broadcaster.publish([Retrying(attempt=attempt, delay=delay, reason=reason)])
+        await trio.sleep(delay)
+        try:
+            self._response = await again.send(recorder.trace, retried + 1)
+        except ChunkwiseError as exc:
+            # The attempt that failed stays the stream's outcome, saying why.
+            anomaly = Anomaly(kind="retry failed", detail=f"{type(exc).__name__}: {exc}")
+            self._held += parser.note_anomaly(anomaly)
+            self._enter(StreamState.STREAMING)
+            return False
+        self._held = []
+        self._parser = again.api.make_parser(again.request, again.max_event_size)
+        if parser.raw:
+            self._parser.emit_raw()
+        self._timings = Timed(self._parser, recorder)
+        self._enter(StreamState.STREAMING)
+        if recorder.attempts > retries.max_retries:
+            self._release_held([])  # the last attempt: nothing to hold back for
+        head = HeadReceived(status_code=self.status_code, headers=tuple(self.headers.items()))
+        await self._broadcaster.publish([head])
+        return True
 
     def _leave(self) -> None:
         """The block is over: nobody but consumer tasks can read any more."""
@@ -527,6 +633,33 @@ def open_stream(
     return StreamBlock(api, endpoint, request, max_event_size, transport, pool, attach)
 
 
+@attrs.frozen
+class _Again:
+    """What sending a stream's request again takes (rule 7): kept until its first output."""
+
+    api: Api[Any]
+    endpoint: Endpoint
+    request: Mapping[str, Any]
+    body: bytes
+    max_event_size: int
+    pool: ConnectionPool[Connection] | None
+
+    @property
+    def label(self) -> str:
+        return f"POST {self.endpoint.host}:{self.endpoint.port}{self.api.path}"
+
+    async def send(self, trace: Any, retried: int) -> HTTPResponse:
+        """The request once more, with what is left of the retry budget."""
+        return await send_http_request(
+            self.endpoint,
+            self.body,
+            path=self.api.path,
+            pool=self.pool,
+            trace=trace,
+            retried=retried,
+        )
+
+
 class StreamBlock(Generic[S]):
     """The ``async with`` of :func:`open_stream`.
 
@@ -581,13 +714,23 @@ class StreamBlock(Generic[S]):
             trace=timings.recorder.trace,
             method=method,
         )
-        del body  # the HTTP layer lets go of it once it cannot be sent again
         stall = endpoint.timeouts.stall
         stalled = None if stall is None else StallTimeout(endpoint.host, endpoint.port, stall)
         resumer = (
             Resumer.for_stream(endpoint, parser, request, attach, pool) if api.resumable else None
         )
-        stream: S = api.stream_class(response, parser, timings, stalled, resumer)
+        again = None
+        retries = endpoint.retries
+        if (
+            transport is None
+            and resumer is None
+            and attach is None
+            and retries.before_output
+            and timings.recorder.attempts <= retries.max_retries
+        ):
+            again = _Again(api, endpoint, request, body, max_event_size, pool)  # rule 7
+        del body  # kept by again alone, until the first output
+        stream: S = api.stream_class(response, parser, timings, stalled, resumer, again)
         manager = trio.open_nursery()
         try:
             nursery = await manager.__aenter__()

@@ -339,8 +339,12 @@ async def test_a_cut_before_the_first_event_cannot_be_resumed(
 async def test_a_stream_that_is_not_background_is_never_resumed(
     autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Cut before its first output, the stream would be sent again (rule 7 of
+    # chunkwise._stream): not here, to see that it is not resumed either.
+    retries = chunkwise.Retries(before_output=False)
+    endpoint = chunkwise.Endpoint(ENDPOINT.base_url, retries=retries)
     async with memory_network(monkeypatch, cuts=[1500]) as network:
-        result, events = await read_all({"model": "tools", "input": "hi"})
+        result, events = await read_all({"model": "tools", "input": "hi"}, endpoint)
     assert (result.status, result.reason) == ("incomplete", IncompleteReason.CONNECTION_LOST)
     assert (result.resumes, network.opened) == (0, 1)
     assert "resume failed" not in kinds(result)

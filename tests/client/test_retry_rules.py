@@ -6,7 +6,23 @@ import email.utils
 
 import pytest
 
-from chunkwise._core.retries import Retries, backoff, retry_after, retryable_status
+from chunkwise import (
+    ChunkwiseError,
+    ConnectionLost,
+    IdleTimeout,
+    RemoteProtocolError,
+    StallTimeout,
+    StreamError,
+)
+from chunkwise._core.payloads import parse_error_payload
+from chunkwise._core.retries import (
+    TRANSIENT_ERRORS,
+    Retries,
+    backoff,
+    retry_after,
+    retry_delay,
+    retryable_status,
+)
 
 NOW = 1_700_000_000.0
 
@@ -100,3 +116,65 @@ def test_defaults_are_the_documented_ones() -> None:
     assert Retries() == Retries(
         max_retries=2, initial_delay=0.5, max_delay=8.0, max_retry_after=60.0
     )
+
+
+def _error(**fields: str) -> StreamError:
+    return parse_error_payload({"error": {"message": "m", **fields}})
+
+
+@pytest.mark.parametrize(
+    ("failure", "before_output", "retried"),
+    [
+        # Rule 7: after the head, before any output.
+        (ConnectionLost("cut"), True, True),
+        (IdleTimeout("h", 1, 5.0), True, True),
+        (StallTimeout("h", 1, 5.0), True, True),
+        *[(_error(type=kind), True, True) for kind in sorted(TRANSIENT_ERRORS)],
+        *[(_error(code=kind), True, True) for kind in sorted(TRANSIENT_ERRORS)],
+        (_error(type="invalid_request_error"), True, False),
+        (_error(code="context_length_exceeded"), True, False),
+        (_error(type="insufficient_quota"), True, False),
+        (_error(code="content_filter"), True, False),
+        (_error(), True, False),
+        (RemoteProtocolError("bad chunk size"), True, False),
+        # Rules 2-3: before the response, an idle timeout is a server that took the request.
+        (IdleTimeout("h", 1, 5.0), False, False),
+        (ConnectionLost("cut"), False, True),
+    ],
+    ids=repr,
+)
+def test_which_failures_are_asked_again(
+    failure: ChunkwiseError, before_output: bool, retried: bool
+) -> None:
+    delay = retry_delay(failure, Retries(), 0, rand=lambda: 0.0, before_output=before_output)
+    assert (delay is not None) is retried
+    assert retry_delay(failure, Retries(max_retries=0), 0, before_output=before_output) is None
+
+
+def test_before_output_false_keeps_retries_to_failures_before_the_response() -> None:
+    off = Retries(before_output=False)
+    assert retry_delay(ConnectionLost("cut"), off, 0, before_output=True) is None
+    assert retry_delay(ConnectionLost("cut"), off, 0) is not None
+    assert retry_delay(_error(type="server_error"), off, 0, before_output=True) is None
+
+
+@pytest.mark.parametrize(
+    ("fields", "seconds"),
+    [
+        ({"retry_after": 3}, 3.0),
+        ({"retry_after": 0.5}, 0.5),
+        ({"retry_after_ms": 250}, 0.25),
+        ({"retry_after": 2, "retry_after_ms": 9000}, 2.0),
+        ({"retry_after": -1}, None),
+        ({"retry_after": "3"}, None),
+        ({"retry_after": True}, None),
+        ({}, None),
+    ],
+)
+def test_an_in_stream_error_s_retry_after(fields: dict[str, object], seconds: float | None) -> None:
+    error = parse_error_payload(
+        {"error": {"message": "m", "code": "rate_limit_exceeded", **fields}}
+    )
+    assert error.retry_after == seconds
+    expected = seconds if seconds else backoff(Retries(), 0, rand=lambda: 0.0)
+    assert retry_delay(error, Retries(), 0, rand=lambda: 0.0, before_output=True) == expected

@@ -148,7 +148,9 @@ class StreamError(ChunkwiseError):
     """An error reported *by the server* inside the stream.
 
     ``message`` is always a string (an object-valued message is kept as JSON
-    text); ``code`` is kept as sent, int or string; ``body`` is the payload.
+    text); ``code`` is kept as sent, int or string; ``body`` is the payload;
+    ``retry_after`` the seconds the server asks to wait before asking again,
+    when it says (a ``retry_after`` or ``retry_after_ms`` of the error).
     """
 
     def __init__(
@@ -159,12 +161,14 @@ class StreamError(ChunkwiseError):
         code: str | int | None = None,
         param: str | None = None,
         body: Mapping[str, Any] | None = None,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
         self.type = type
         self.code = code
         self.param = param
         self.body = body
+        self.retry_after = retry_after
 
     def __repr__(self) -> str:
         return f"StreamError({self.message!r}, type={self.type!r}, code={self.code!r})"

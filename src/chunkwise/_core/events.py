@@ -36,6 +36,7 @@ __all__ = [
     "HeadReceived",
     "LifecycleEvent",
     "RawEvent",
+    "Retrying",
     "StreamCompleted",
     "StreamErrorReceived",
     "StreamFailed",
@@ -119,6 +120,23 @@ class AnomalyDetected(Event):
 
 
 @attrs.frozen(kw_only=True)
+class Retrying(Event):
+    """The answer failed before its first output and is asked for again (the trio layer).
+
+    ``attempt`` is the attempt about to be made (2 for the first retry),
+    after ``delay`` seconds; ``reason`` is how the last one failed: a
+    :class:`~chunkwise.TransportError` (the connection lost, the idle or
+    stall timeout, a body that ended before any output) or the server's
+    transient :class:`~chunkwise.StreamError`.  Nothing else of a failed
+    attempt reaches subscribers (:doc:`/reliability`).
+    """
+
+    attempt: int
+    delay: float
+    reason: ChunkwiseError
+
+
+@attrs.frozen(kw_only=True)
 class EventsDropped(Event):
     """A lossy subscriber's buffer overflowed and ``count`` events were dropped."""
 
@@ -195,6 +213,7 @@ LifecycleEvent: TypeAlias = (
     | StreamErrorReceived
     | AnomalyDetected
     | EventsDropped
+    | Retrying
     | StreamCompleted  # type: ignore[type-arg]
     | StreamIncomplete  # type: ignore[type-arg]
     | StreamFailed  # type: ignore[type-arg]

@@ -21,6 +21,7 @@ and ``1e999`` becomes ``inf``, as in JavaScript.  :func:`load_json` and
 from __future__ import annotations
 
 import json
+import math
 import reprlib
 from collections.abc import Callable, Mapping
 from typing import Any, Final
@@ -164,7 +165,8 @@ def parse_error_payload(payload: Any) -> StreamError:
        the message is the error object as compact JSON text.
     5. ``code`` is an int or a string (a bool is not a code); ``type`` and
        ``param`` are strings; anything else is None.  ``body`` is the error
-       object (a dict copy).
+       object (a dict copy).  ``retry_after`` is its ``retry_after`` (seconds)
+       or ``retry_after_ms``, a non-negative number, else None.
     6. Any other value becomes its compact JSON text, without a body.
     """
     if isinstance(payload, list) and payload and isinstance(payload[0], Mapping):
@@ -195,7 +197,15 @@ def parse_error_payload(payload: Any) -> StreamError:
         code=code,
         param=param if isinstance(param, str) else None,
         body=dict(error),
+        retry_after=_seconds(error.get("retry_after"), error.get("retry_after_ms")),
     )
+
+
+def _seconds(seconds: Any, milliseconds: Any) -> float | None:
+    for value, scale in ((seconds, 1), (milliseconds, 1000)):
+        if type(value) in (int, float) and 0 <= value < math.inf:
+            return float(value) / scale
+    return None
 
 
 def parse_error_event(event: Mapping[str, Any]) -> StreamError:

@@ -2,9 +2,9 @@
 
 Rules (openai-python's, httpcore's and Go's behaviour, with their known bugs fixed)
 --------------------------------------------------------------------------------
-1. A request is retried only *before* the first byte of a 2xx body reaches the
-   parser; once a stream has started, a failure is the stream's outcome, never a
-   silent second request.
+1. A request is retried before the first byte of a 2xx body reaches the
+   parser, and (rule 7) after it only while no output has arrived; once
+   output has, a failure is the stream's outcome, never a second request.
 2. Retried: connection errors (refused, reset, closed before the response head),
    connect timeouts, and HTTP 408, 409, 429 and every 5xx.  Not retried: every other
    status, a proxy's 407 and an HTTPS proxy's refusal of CONNECT.
@@ -17,8 +17,17 @@ Rules (openai-python's, httpcore's and Go's behaviour, with their known bugs fix
 5. Otherwise the wait is ``min(initial_delay * 2**n, max_delay)`` for the n-th
    retry (n from 0), shortened at random by up to 25% so that clients that failed
    together do not come back together.
-6. At most ``max_retries`` retries; the wait is a trio sleep, so the caller's
-   cancel scope or deadline cuts it.
+6. At most ``max_retries`` retries in all, before the response and before the
+   output alike; the wait is a trio sleep, so the caller's cancel scope or
+   deadline cuts it.
+7. ``before_output`` (on by default): a 2xx stream that fails before its first
+   output event is sent again, when it failed in a transient way
+   (:func:`transient`): its connection lost, its idle or stall timeout, a body
+   that ended before it was over, or a server's error whose ``type`` or
+   ``code`` is in :data:`TRANSIENT_ERRORS` (waiting its ``retry_after`` as
+   rule 4 waits a header's).  A stream that was answered -- complete, or
+   stopped by the server for a lasting reason (an invalid request, a
+   context too long, a quota, a content filter) -- is never sent again.
 """
 
 from __future__ import annotations
@@ -39,21 +48,40 @@ from .errors import (
     HTTPStatusError,
     IdleTimeout,
     ProxyError,
+    StallTimeout,
+    StreamError,
     TransportError,
 )
 
 __all__ = [
     "RETRYABLE_STATUSES",
+    "TRANSIENT_ERRORS",
     "Retries",
     "backoff",
     "retry_after",
     "retry_delay",
     "retryable_status",
+    "transient",
     "with_attempts",
 ]
 
 #: Rule 2's statuses, beside every 5xx.
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
+#: Rule 7: a server's in-stream error worth asking again for, by its ``type``
+#: or ``code`` (OpenAI's, Anthropic's, vLLM's and the relays' spellings).  Any
+#: other (``invalid_request_error``, ``context_length_exceeded``,
+#: ``insufficient_quota``, ``content_filter``...) is the answer.
+TRANSIENT_ERRORS = frozenset(
+    {
+        "server_error",
+        "internal_error",
+        "overloaded_error",
+        "overloaded",
+        "service_unavailable",
+        "rate_limit_exceeded",
+        "rate_limit_error",
+    }
+)
 
 _DELTA_SECONDS_RE = re.compile(r"\d+(?:\.\d+)?")
 
@@ -62,13 +90,15 @@ _DELTA_SECONDS_RE = re.compile(r"\d+(?:\.\d+)?")
 class Retries:
     """How often and how patiently a request is tried again (see the module's rules).
 
-    ``Retries(max_retries=0)`` turns retrying off.
+    ``Retries(max_retries=0)`` turns retrying off; ``before_output=False``
+    keeps it to failures before the response (rule 7).
     """
 
     max_retries: int = attrs.field(default=2, validator=non_negative_int)
     initial_delay: float = attrs.field(default=0.5, validator=non_negative_seconds)
     max_delay: float = attrs.field(default=8.0, validator=non_negative_seconds)
     max_retry_after: float = attrs.field(default=60.0, validator=non_negative_seconds)
+    before_output: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
 
 
 def retryable_status(status: int, headers: Mapping[str, str]) -> bool:
@@ -121,21 +151,29 @@ def retry_delay(
     retries: Retries,
     retry_number: int,
     rand: Callable[[], float] = random.random,
+    *,
+    before_output: bool = False,
 ) -> float | None:
     """Seconds to wait before retry ``retry_number`` (from 0), or ``None``: raise ``failure``.
 
-    Applies rules 2 to 6 to a failure that happened before any byte of a 2xx
-    body reached the parser (rule 1 is the caller's: it asks only then).
+    Applies rules 2 to 6 to a failure before any byte of a 2xx body reached
+    the parser, and rule 7 to one after (``before_output``), before any output
+    (the caller asks only then).
     """
-    if retry_number >= retries.max_retries:
+    if retry_number >= retries.max_retries or (before_output and not retries.before_output):
         return None
-    if isinstance(failure, HTTPStatusError):
-        if not retryable_status(failure.status_code, failure.headers or {}):
+    if isinstance(failure, (HTTPStatusError, StreamError)):
+        if isinstance(failure, StreamError):
+            if not transient(failure):
+                return None
+        elif not retryable_status(failure.status_code, failure.headers or {}):
             return None
         asked = failure.retry_after
         if asked is not None and asked > 0:
             return asked if asked <= retries.max_retry_after else None
         return backoff(retries, retry_number, rand)
+    if before_output and isinstance(failure, (ConnectionLost, IdleTimeout, StallTimeout)):
+        return backoff(retries, retry_number, rand)  # rule 7: the server said nothing yet
     if isinstance(failure, (ProxyError, IdleTimeout)):
         return None  # a refusal, or a server that took the request and went quiet
     if isinstance(failure, (ConnectTimeout, ConnectionLost)):
@@ -143,6 +181,11 @@ def retry_delay(
     if isinstance(failure, TransportError) and isinstance(failure.__cause__, OSError):
         return backoff(retries, retry_number, rand)  # TCP: refused, reset, unreachable
     return None
+
+
+def transient(error: StreamError) -> bool:
+    """Rule 7: whether a server's in-stream error is worth asking again for."""
+    return error.type in TRANSIENT_ERRORS or error.code in TRANSIENT_ERRORS
 
 
 def with_attempts(exc: ChunkwiseError, attempts: int) -> ChunkwiseError:

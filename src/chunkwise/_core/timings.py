@@ -271,9 +271,14 @@ class TimingRecorder:
     # -- the request (chunkwise._net.http) ------------------------------------------
 
     def start_attempt(self) -> None:
-        """An attempt begins: what earlier attempts stamped is forgotten (rule 1)."""
+        """An attempt begins: what earlier attempts stamped is forgotten (rule 1).
+
+        Also their final figures: an answer that failed before its output is
+        asked for again (:mod:`chunkwise._stream`, rule 7).
+        """
         self.attempts += 1
         self.started = self.clock()
+        self._final = None
         self._reset()
 
     def reused(self) -> None:

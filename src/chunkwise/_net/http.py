@@ -281,6 +281,7 @@ async def send_http_request(
     trace: TraceHook | None = None,
     method: str = "POST",
     expect: str = "text/event-stream",
+    retried: int = 0,
 ) -> HTTPResponse:
     """POST ``body`` and return the response, its body not read yet (retries included).
 
@@ -300,6 +301,9 @@ async def send_http_request(
     step (:mod:`chunkwise._net.trace`), after the logging.  ``method`` ``"GET"``
     sends no body (:mod:`chunkwise._resume`); ``expect`` is the media type a
     2xx must have (``"application/json"`` for :func:`read_json`).
+    ``retried``: retries already made for the same answer (a stream sent
+    again before its output, :mod:`chunkwise._stream` rule 7), out of the
+    same budget.
     """
     origin = Origin.of(endpoint)
     proxy = endpoint.select_proxy() if transport is None else None
@@ -309,7 +313,7 @@ async def send_http_request(
     retries = endpoint.retries if transport is None else _NO_RETRIES
     place = _Place(endpoint, origin, proxy, pool)
     hook = traced(trace)
-    retried = 0  # retries made, against retries.max_retries
+    # ``retried``: retries made, against retries.max_retries
     resent = False  # the one free re-send after a reused connection failed
     while True:
         outcome = await attempt(

@@ -179,6 +179,7 @@ async def test_failed_stream(capsys: pytest.CaptureFixture[str], tmp_path: Path)
         "code": 500,
         "param": None,
         "body": {"message": "The server had an error", "type": "server_error", "code": 500},
+        "retry_after": None,
     }
 
 
