@@ -105,6 +105,7 @@ CHECKS: dict[str, Callable[[Any, Any], object]] = {
     "citations": lambda r, v: list(r.extra["citations"]) == v or pytest.fail("citations"),
     "function_call": _function_call,
     "service_tier": _service_tier,
+    "done": lambda r, v: r.done_received is v or pytest.fail(f"done {r.done_received}"),
 }
 
 
@@ -193,11 +194,9 @@ CASES = [
     for key in entry["asserts"]
     if key in CHECKS or key in EVENT_CHECKS
 ]
-#: What the sources assert that chunkwise does not surface yet (issue 32): each
-#: moves into CHECKS when it does.
-NOT_SURFACED_YET = {
-    "done": "whether [DONE] arrived",
-}
+#: What the sources assert that chunkwise does not surface yet: each moves into
+#: CHECKS when it does (issue 32 surfaced the last of them).
+NOT_SURFACED_YET: dict[str, str] = {}
 
 
 def test_every_assertion_of_every_source_is_checked_or_listed_as_not_surfaced() -> None:
