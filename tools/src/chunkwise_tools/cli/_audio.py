@@ -166,7 +166,8 @@ def save_audio(
                 file.write(data.encode())
             what = f"{len(data)} characters of audio that is not base64, as received"
         elif audio_format == "pcm16" and not path.lower().endswith(_RAW_SUFFIXES):
-            with wave.open(path, "wb") as wav:
+            # The file opened first: wave.open(path) fails half-built on a bad path.
+            with open(path, "wb") as file, wave.open(file, "wb") as wav:
                 wav.setnchannels(1)
                 wav.setsampwidth(2)
                 wav.setframerate(PCM16_RATE)
