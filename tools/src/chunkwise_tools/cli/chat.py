@@ -13,13 +13,33 @@ Output
 The answer goes to stdout as it arrives, one flush per delta: the text,
 reasoning (ANSI dim on a terminal, otherwise prefixed ``[reasoning]``),
 refusals (prefixed ``[refusal]``) and each tool call once it is complete (a
-Responses reasoning summary is reasoning, a function call a tool call).  The
-summary -- finish reasons (Responses: the server's status), usage and the
-``status:`` line -- goes to stderr, so
-``chunkwise chat ... > answer.txt`` keeps only the answer.  ``--json`` prints
-one JSON object a line on stdout instead (the same conversion as
-``chunkwise inspect --json``), the last one being the terminal event; it is
-UTF-8 and unescaped, like the text.
+Responses reasoning summary is reasoning, a function call a tool call, chat's
+legacy ``function_call`` a ``[function_call]``).  What the Responses API's
+hosted and custom tools do is shown in stream order too:
+
+- a hosted tool's progress, one line a phase *change* (a shell's output
+  deltas are one ``output`` phase): ``[web_search_call 0: searching]``, dim
+  on a terminal, like every line about the stream rather than of the answer;
+- a partial image, one such line: ``[partial image 0: 327 bytes]``;
+- a tool's input that is text (a custom tool's, code, shell commands, a
+  patch) under a ``[custom_tool_call 0] input:`` line, as it streams, or once
+  whole when the server sent no delta; an MCP call's arguments, which are
+  JSON, as a function call's are: growing in the live region on a terminal,
+  and on one line once the item is done.
+
+An audio answer's transcript is its text, shown as text unless the answer
+streams text of its own (the Responses API may send both, saying the same).
+The summary -- finish reasons (Responses: the server's status), tool items
+and custom tool calls, audio, a structured answer that failed, usage and the
+``status:`` line -- goes to stderr, so ``chunkwise chat ... > answer.txt``
+keeps only the answer.  ``--audio-out`` writes the audio to a file at the end
+(:mod:`._audio`).  ``--json`` prints one JSON object a line on stdout instead
+(the same conversion as ``chunkwise inspect --json``: every event, tools' and
+audio's included), the last one being the terminal event; it is UTF-8 and
+unescaped, like the text.
+
+The exit status is 0 only when the stream is complete, a structured answer
+asked for parsed and matched its schema, and ``--audio-out`` got audio.
 
 Live values
 -----------
@@ -36,7 +56,8 @@ text streams as it arrives and each call is written once complete.
 Ctrl-C is left to trio: ``KeyboardInterrupt`` is delivered into the stream's
 block, which cancels the reader and closes the socket before it propagates
 out of :func:`trio.run`.  What arrived until then (:attr:`ChatStream.snapshot`)
-is then reported as incomplete, and the exit status is 130.
+is then reported as incomplete (its audio written to ``--audio-out``), and the
+exit status is 130.
 
 The API key never reaches the output: it is only read from the environment
 variable named by ``--api-key-env``, and every error or JSON line is passed
