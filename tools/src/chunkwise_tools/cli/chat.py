@@ -159,7 +159,8 @@ def add_chat_command(commands: CommandsAction) -> None:
             "(dimmed on a terminal, otherwise prefixed [reasoning]), tool or function "
             "calls once their arguments are complete, a hosted tool's progress (one line "
             "a phase, e.g. [web_search_call 0: searching]), a tool's input as it streams "
-            "(custom tools, code, shell commands, patches; MCP arguments once complete), "
+            "(custom tools, code, shell commands, patches; MCP arguments as tool-call "
+            "arguments are), "
             "partial images as a note and an audio answer's transcript as text; on a "
             "terminal, tool-call arguments and a structured answer (--schema) grow in place "
             "as they stream.  The summary (finish reason or the server's status, tool items, "
@@ -192,7 +193,7 @@ def add_chat_command(commands: CommandsAction) -> None:
         choices=("auto", "always", "never"),
         default="auto",
         help=(
-            "show tool-call arguments and a structured answer growing in place (ANSI "
+            "show tool-call (and MCP) arguments and a structured answer growing in place (ANSI "
             "cursor movement): auto (the default) on a terminal, always, or never"
         ),
     )
