@@ -8,6 +8,8 @@ hand, so these tests compare them with a real run.
 from __future__ import annotations
 
 import json
+import shlex
+from pathlib import Path
 
 import pytest
 
@@ -116,3 +118,28 @@ def test_probe_json_of_a_refused_connection(
     assert main(["probe", "--base-url", f"http://127.0.0.1:{refused_port}/v1", "--json"]) == 1
     findings = json.loads(capsys.readouterr().out)
     assert findings["requests"][0]["error"].endswith("connection refused")
+
+
+@pytest.mark.parametrize(
+    "marker", ["**Hosted tools, tool input, images and audio.**", "asked for: PCM16 (24 kHz"]
+)
+async def test_the_chat_surface_examples_in_the_docs_are_real_runs(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    marker: str,
+) -> None:
+    # Each "$ chunkwise chat ..." of the block, its stdout then its stderr.
+    monkeypatch.chdir(tmp_path)  # where --audio-out writes
+    runs: list[list[str]] = []
+    for line in code_block_after(marker):
+        if line.startswith("$ "):
+            runs.append([line])
+        elif line:
+            runs[-1].append(line)
+    async with open_chat_server() as server:
+        for command, *documented in runs:
+            argv = shlex.split(command.removeprefix("$ chunkwise ").split("  #")[0])
+            status, out, err = await run_main(capsys, *argv, "--base-url", server.base_url)
+            assert status == 0, err
+            assert out.splitlines() + err.splitlines() == documented

@@ -351,7 +351,8 @@ async def test_help_and_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert (
         "usage: chunkwise inspect [-h] [--read-size N]\n"
         "                         [--api {auto,chat,responses,completions}]\n"
-        "                         [--sse | --json]\n"
+        "                         [--sse | --json] [--audio-out PATH]\n"
+        "                         [--audio-format FORMAT]\n"
         "                         FILE"
     ) in out
     status, out, _ = await run_main(capsys, "--version")

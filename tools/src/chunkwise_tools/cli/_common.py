@@ -80,10 +80,12 @@ __all__ = [
     "UsageError",
     "anomaly_text",
     "comments_cell",
+    "describe_custom_call",
     "describe_failure",
     "describe_tool_call",
     "error_status",
     "exchange_summary",
+    "item_name",
     "json_text",
     "list_cell",
     "ms_cell",
@@ -350,17 +352,20 @@ def describe_tool_call(call: ToolCall) -> list[str]:
 
     A Responses :class:`~chunkwise.responses.FunctionCall` is shown as a ``function
     call`` with its ``call_id``, the id the next request answers with (its
-    item id is in ``--json``).
+    item id is in ``--json``); a chat choice's legacy ``function_call`` (one a
+    choice, no id) as ``[function_call]``.
     """
     if isinstance(call, responses.FunctionCall):
-        kind, ident_value = "function call", call.call_id or call.id
+        kind, ident_value = f"function call {call.index}", call.call_id or call.id
+    elif call.type == "function_call":
+        kind, ident_value = "function_call", call.id
     else:
-        kind, ident_value = "tool call", call.id
+        kind, ident_value = f"tool call {call.index}", call.id
     ident = f" ({printable(ident_value)})" if ident_value else ""
     state = "" if call.finished else " (unfinished)"
     if call.validation_skipped == NO_JSONSCHEMA:
         state += f" (not validated: {NO_JSONSCHEMA})"
-    head = f"[{kind} {call.index}] {printable(call.name or '(no name)')}{ident}{state}"
+    head = f"[{kind}] {printable(call.name or '(no name)')}{ident}{state}"
     try:
         arguments = call.parse_arguments()
     except ToolArgumentsError as exc:
@@ -371,6 +376,19 @@ def describe_tool_call(call: ToolCall) -> list[str]:
             f"  raw arguments: {printable(json.dumps(exc.raw, ensure_ascii=False))}",
         ]
     return [f"{head}: {printable(json.dumps(arguments, ensure_ascii=False))}"]
+
+
+def describe_custom_call(call: responses.CustomToolCall) -> str:
+    """``[custom tool call 0] apply_patch (call_id), finished``: its input is shown apart."""
+    ident = f" ({printable(call.call_id)})" if call.call_id else ""
+    state = "finished" if call.finished else "unfinished"
+    return f"[custom tool call {call.index}] {printable(call.name or '(no name)')}{ident}, {state}"
+
+
+def item_name(item: responses.OutputItem) -> str | None:
+    """The ``name`` a Responses tool item was sent with (an MCP call's tool...), or None."""
+    name = item.data.get("name") if item.data is not None else None
+    return name if isinstance(name, str) else None
 
 
 # -- JSON documents ----------------------------------------------------------------

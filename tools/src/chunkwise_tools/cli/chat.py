@@ -13,13 +13,33 @@ Output
 The answer goes to stdout as it arrives, one flush per delta: the text,
 reasoning (ANSI dim on a terminal, otherwise prefixed ``[reasoning]``),
 refusals (prefixed ``[refusal]``) and each tool call once it is complete (a
-Responses reasoning summary is reasoning, a function call a tool call).  The
-summary -- finish reasons (Responses: the server's status), usage and the
-``status:`` line -- goes to stderr, so
-``chunkwise chat ... > answer.txt`` keeps only the answer.  ``--json`` prints
-one JSON object a line on stdout instead (the same conversion as
-``chunkwise inspect --json``), the last one being the terminal event; it is
-UTF-8 and unescaped, like the text.
+Responses reasoning summary is reasoning, a function call a tool call, chat's
+legacy ``function_call`` a ``[function_call]``).  What the Responses API's
+hosted and custom tools do is shown in stream order too:
+
+- a hosted tool's progress, one line a phase *change* (a shell's output
+  deltas are one ``output`` phase): ``[web_search_call 0: searching]``, dim
+  on a terminal, like every line about the stream rather than of the answer;
+- a partial image, one such line: ``[partial image 0: 327 bytes]``;
+- a tool's input that is text (a custom tool's, code, shell commands, a
+  patch) under a ``[custom_tool_call 0] input:`` line, as it streams, or once
+  whole when the server sent no delta; an MCP call's arguments, which are
+  JSON, as a function call's are: growing in the live region on a terminal,
+  and on one line once the item is done.
+
+An audio answer's transcript is its text, shown as text unless the answer
+streams text of its own (the Responses API may send both, saying the same).
+The summary -- finish reasons (Responses: the server's status), tool items
+and custom tool calls, audio, a structured answer that failed, usage and the
+``status:`` line -- goes to stderr, so ``chunkwise chat ... > answer.txt``
+keeps only the answer.  ``--audio-out`` writes the audio to a file at the end
+(:mod:`._audio`).  ``--json`` prints one JSON object a line on stdout instead
+(the same conversion as ``chunkwise inspect --json``: every event, tools' and
+audio's included), the last one being the terminal event; it is UTF-8 and
+unescaped, like the text.
+
+The exit status is 0 only when the stream is complete, a structured answer
+asked for parsed and matched its schema, and ``--audio-out`` got audio.
 
 Live values
 -----------
@@ -36,7 +56,8 @@ text streams as it arrives and each call is written once complete.
 Ctrl-C is left to trio: ``KeyboardInterrupt`` is delivered into the stream's
 block, which cancels the reader and closes the socket before it propagates
 out of :func:`trio.run`.  What arrived until then (:attr:`ChatStream.snapshot`)
-is then reported as incomplete, and the exit status is 130.
+is then reported as incomplete (its audio written to ``--audio-out``), and the
+exit status is 130.
 
 The API key never reaches the output: it is only read from the environment
 variable named by ``--api-key-env``, and every error or JSON line is passed
@@ -76,6 +97,7 @@ from chunkwise import (
 from chunkwise.lowlevel import Api, OutputSchema, open_stream, redact
 
 from .._convert import event_to_json, to_json
+from ._audio import add_audio_options, ask_for_audio, audio_summary, decode_base64, save_audio
 from ._common import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -86,9 +108,12 @@ from ._common import (
     Failure,
     UsageError,
     anomaly_text,
+    describe_custom_call,
     describe_failure,
     describe_tool_call,
+    item_name,
     json_text,
+    one_line,
     prepare_json_output,
     print_failure,
     printable,
@@ -131,15 +156,21 @@ def add_chat_command(commands: CommandsAction) -> None:
             "Send PROMPT to an OpenAI-compatible /chat/completions endpoint (with --api "
             "responses: /responses, --api completions: /completions, as the prompt to "
             "complete) and stream the answer as it arrives: text, reasoning "
-            "(dimmed on a terminal, otherwise prefixed [reasoning]) and tool or function "
-            "calls once their arguments are complete; on a terminal, tool-call arguments and "
-            "a structured answer (--schema) grow in place as they stream.  The summary "
-            "(finish reason or the server's status, usage, status line) goes to stderr.  "
+            "(dimmed on a terminal, otherwise prefixed [reasoning]), tool or function "
+            "calls once their arguments are complete, a hosted tool's progress (one line "
+            "a phase, e.g. [web_search_call 0: searching]), a tool's input as it streams "
+            "(custom tools, code, shell commands, patches; MCP arguments as tool-call "
+            "arguments are), "
+            "partial images as a note and an audio answer's transcript as text; on a "
+            "terminal, tool-call arguments and a structured answer (--schema) grow in place "
+            "as they stream.  The summary (finish reason or the server's status, tool items, "
+            "custom tool calls, audio, usage, status line) goes to stderr.  "
             "Ctrl-C stops the stream and shows what arrived, marked incomplete."
         ),
         epilog=(
-            "exit status: 0 complete, 1 incomplete, failed or an HTTP/connection error, "
-            "2 bad usage, 130 interrupted"
+            "exit status: 0 complete, 1 incomplete, failed or an HTTP/connection error, a "
+            "structured answer that does not parse or match its schema, or no audio for "
+            "--audio-out, 2 bad usage or an unwritable --audio-out, 130 interrupted"
         ),
     )
     chat.add_argument(
@@ -162,7 +193,7 @@ def add_chat_command(commands: CommandsAction) -> None:
         choices=("auto", "always", "never"),
         default="auto",
         help=(
-            "show tool-call arguments and a structured answer growing in place (ANSI "
+            "show tool-call (and MCP) arguments and a structured answer growing in place (ANSI "
             "cursor movement): auto (the default) on a terminal, always, or never"
         ),
     )
@@ -171,6 +202,7 @@ def add_chat_command(commands: CommandsAction) -> None:
         action="store_true",
         help="print the stream events, one JSON object a line, instead of text",
     )
+    add_audio_options(chat, request=True)
     chat.set_defaults(handler=run_chat)
 
 
@@ -193,6 +225,8 @@ def run_chat(args: argparse.Namespace) -> int:
         if api.name == "completions":
             raise UsageError("--schema is for --api chat or responses: a completion is plain text")
         add_schema(request, args.schema, api.name == "responses")
+    if args.audio_out is not None:
+        ask_for_audio(request, args, api.name)
     if "tools" in request and importlib.util.find_spec("jsonschema") is None:
         # The stream validates tool-call arguments against the tools' schemas.
         raise UsageError(
@@ -214,6 +248,8 @@ def run_chat(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         snapshot = session.stream.snapshot if session.stream is not None else None
         renderer.interrupted(snapshot)
+        if args.audio_out is not None:
+            save_audio("chat", args.audio_out, snapshot, args.audio_format, interrupted=True)
         return EXIT_INTERRUPTED
     except ChunkwiseError as exc:
         failure = describe_failure(exc, endpoint, args.api_key_env)
@@ -229,7 +265,21 @@ def run_chat(args: argparse.Namespace) -> int:
             f"{COMMAND_APIS[api.name].title} events (try --api {session.other_api})",
             file=sys.stderr,
         )
-    return EXIT_OK if session.result.status == "complete" else EXIT_STREAM
+    status = EXIT_OK if _answered(session.result) else EXIT_STREAM
+    if args.audio_out is not None:
+        status = max(status, save_audio("chat", args.audio_out, session.result, args.audio_format))
+    return status
+
+
+def _answered(result: Result) -> bool:
+    """The stream is complete, and a structured answer asked for parsed and matched its schema."""
+    if isinstance(result, completions.Result):
+        errors = []
+    elif isinstance(result, responses.Result):
+        errors = [result.parse_error]
+    else:
+        errors = [choice.parse_error for choice in result.choices]
+    return result.status == "complete" and not any(errors)
 
 
 def add_schema(request: dict[str, Any], name: str, responses: bool) -> None:
@@ -362,6 +412,9 @@ class TextRenderer(_Renderer):
         self._texts: dict[int, list[str]] = {}  # a JSON answer's deltas, by choice (live only)
         self._mirrors: dict[Hashable, Any] = {}
         self._titles: dict[Hashable, str] = {}
+        self._phases: dict[int, str] = {}  # a hosted tool's last phase shown, by output index
+        self._inputs: set[int] = set()  # the items whose input was shown as it streamed
+        self._worded: set[int] = set()  # the choices whose text streamed (a transcript is not)
 
     def _write(self, text: str) -> None:
         if text:
@@ -393,6 +446,9 @@ class TextRenderer(_Renderer):
         elif mode == "refusal":
             self._newline()
             self._write("[refusal] ")
+        elif mode.startswith("["):  # a tool's input: its header on a line of its own
+            self._newline()
+            self._write(mode + "\n")
         elif mode == "content" and self._mode is not None:
             self._newline()
         self._mode = mode
@@ -401,8 +457,15 @@ class TextRenderer(_Renderer):
         if self._mode == "reasoning" and self._tty:
             self._out.write(_RESET)
             self._newline()
-        elif self._mode in ("reasoning", "refusal"):
+        elif self._mode not in (None, "content", "tool"):
             self._newline()
+
+    def _note(self, text: str) -> None:
+        """A line about the stream, not of the answer (tool progress, images): dim on a terminal."""
+        self._leave()
+        self._mode = None
+        self._newline()
+        self._write(f"{_DIM}{text}{_RESET}\n" if self._tty else text + "\n")
 
     def _show(self, key: Hashable, patches: tuple[Any, ...], title: str) -> None:
         """Apply a delta's patches to ``key``'s mirror and show it live."""
@@ -446,6 +509,9 @@ class TextRenderer(_Renderer):
         elif isinstance(event, responses.ToolCallArgumentsDelta):
             key = ("tool", 0, event.output_index)
             self._show(key, event.patches, f"[function call {event.output_index}]")
+        elif isinstance(event, responses.ToolInputDelta) and event.item_type in _JSON_INPUTS:
+            title = f"[{printable(event.item_type)} {event.output_index}] arguments"
+            self._show(("tool", 0, event.output_index), event.patches, title)
         else:
             return False
         return True
@@ -456,7 +522,31 @@ class TextRenderer(_Renderer):
         # A Responses stream has one answer: its events are choice 0's.
         if isinstance(event, (chat.TextDelta, responses.TextDelta, completions.TextDelta)):
             self._enter("content", getattr(event, "choice_index", 0))
+            self._worded.add(self._choice)
             self._write(printable(event.text))
+        elif isinstance(event, (chat.AudioDelta, responses.AudioTranscriptDelta)):
+            # The transcript is the answer's text, unless the answer streams text too.
+            index = getattr(event, "choice_index", 0)
+            text = event.transcript if isinstance(event, chat.AudioDelta) else event.text
+            if text and index not in self._worded:
+                self._enter("content", index)
+                self._write(printable(text))
+        elif isinstance(event, responses.ToolProgress):
+            if self._phases.get(event.output_index) != event.phase:
+                self._phases[event.output_index] = event.phase
+                where = f"{printable(event.item_type)} {event.output_index}"
+                self._note(f"[{where}: {printable(event.phase)}]")
+        elif isinstance(event, responses.ToolInputDelta):
+            if event.item_type not in _JSON_INPUTS:  # JSON is shown once complete
+                self._inputs.add(event.output_index)
+                self._enter(_input_header(event.item_type, event.output_index, event.index), 0)
+                self._write(printable(event.fragment))
+        elif isinstance(event, responses.PartialImage):
+            raw = decode_base64(event.b64)
+            size = "not base64" if raw is None else f"{len(raw)} bytes"
+            self._note(f"[partial image {event.index}: {size}]")
+        elif isinstance(event, responses.OutputItemDone):
+            self._item_done(event.item)
         elif isinstance(
             event, (chat.ReasoningDelta, responses.ReasoningSummaryDelta, responses.ReasoningDelta)
         ):
@@ -477,6 +567,19 @@ class TextRenderer(_Renderer):
             self._finish(event.result, None)
         elif isinstance(event, (chat.ChoiceFinished, UsageReported)):
             pass  # in the result, summarised at the end
+
+    def _item_done(self, item: responses.OutputItem) -> None:
+        """A tool item's input that was not shown as it streamed: JSON, or sent whole."""
+        if item.input is None or item.call is not None or item.index in self._inputs:
+            return
+        kind = printable(item.type or "item")
+        if item.type in _JSON_INPUTS:
+            title = f"[{kind} {item.index}] {printable(item_name(item) or '')}"
+            self._enter("tool", 0)
+            self._done(("tool", 0, item.index), [f"{title}: {_json_line(item.input)}"])
+        elif item.input:
+            self._enter(_input_header(item.type or "item", item.index, 0), 0)
+            self._write(printable(item.input))
 
     def _finish(self, result: Result, status: str | None) -> None:
         self._leave()
@@ -507,6 +610,26 @@ class TextRenderer(_Renderer):
         self._finish(snapshot, status or "status: incomplete (interrupted)")
 
 
+#: The tool inputs that are JSON (MCP arguments): shown like a function call's
+#: arguments, growing in the live region on a terminal, else once complete.
+_JSON_INPUTS = frozenset({"mcp_call"})
+
+
+def _input_header(item_type: str, output_index: int, index: int) -> str:
+    """The line above a tool's input as it streams: ``[shell_call 0] input 1:``."""
+    number = f" {index}" if index else ""
+    return f"[{printable(item_type)} {output_index}] input{number}:"
+
+
+def _json_line(text: str) -> str:
+    """JSON text on one line, as tool-call arguments are shown; quoted when it is not JSON."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return f"(not JSON) {printable(json.dumps(text, ensure_ascii=False))}"
+    return printable(json.dumps(value, ensure_ascii=False))
+
+
 def _final_answer(result: Result, index: int, text: str) -> list[str]:
     """A JSON answer as it stays on the terminal: ``parsed``, indented, else the raw text."""
     if isinstance(result, responses.Result):
@@ -529,6 +652,13 @@ def summary_lines(result: chat.Result | completions.Result) -> list[str]:
         where = f" (choice {choice.index})" if several else ""
         reason = choice.finish_reason if choice.finish_reason else "none"
         lines.append(f"finish_reason{where}: {printable(reason)}")
+        if isinstance(choice, chat.ChoiceResult):
+            if choice.parse_error is not None:
+                lines.append(f"structured answer{where}: {one_line(str(choice.parse_error))}")
+            if choice.audio is not None:
+                lines.append(
+                    f"audio{where}: {audio_summary(choice.audio.data, choice.audio.transcript)}"
+                )
     if result.usage is not None:
         lines.append(f"usage: {_format_usage(result.usage)}")
     lines += [f"note: {anomaly_text(anomaly)}" for anomaly in result.anomalies]
@@ -540,7 +670,20 @@ def response_summary_lines(result: responses.Result) -> list[str]:
     status = result.response_status or "none"
     if result.incomplete_reason is not None:
         status += f" ({result.incomplete_reason})"
-    lines = [f"response_status: {printable(status)}"]
+    lines = []
+    for item in result.output:
+        if item.custom_call is not None:
+            lines.append(describe_custom_call(item.custom_call))
+        elif item.type not in (None, "message", "reasoning", "function_call"):
+            title = printable(" ".join(filter(None, (item.type, item_name(item)))))
+            state = printable(item.status or ("done" if item.done else "unfinished"))
+            state += " (unfinished)" if item.status and not item.done else ""
+            lines.append(f"tool item {item.index}: {title}, {state}")
+    if result.parse_error is not None:
+        lines.append(f"structured answer: {one_line(str(result.parse_error))}")
+    if result.audio is not None:
+        lines.append(f"audio: {audio_summary(result.audio.data, result.audio.transcript)}")
+    lines.append(f"response_status: {printable(status)}")
     if result.usage is not None:
         lines.append(f"usage: {_format_usage(result.usage)}")
     lines += [f"note: {anomaly_text(anomaly)}" for anomaly in result.anomalies]

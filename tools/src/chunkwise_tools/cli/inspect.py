@@ -35,7 +35,7 @@ import argparse
 import json
 import re
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -55,6 +55,7 @@ from chunkwise.types import DEFAULT_MAX_EVENT_SIZE
 
 from .._convert import exception_fields, to_json
 from ..server._pacing import TIMES_SUFFIX, RecordedTimes
+from ._audio import add_audio_options, audio_summary, decode_base64, save_audio
 from ._common import (
     EXIT_OK,
     EXIT_STREAM,
@@ -62,7 +63,9 @@ from ._common import (
     CommandsAction,
     RecordedHead,
     anomaly_text,
+    describe_custom_call,
     describe_tool_call,
+    item_name,
     json_text,
     one_line,
     parse_http_head,
@@ -106,12 +109,16 @@ def add_inspect_command(commands: CommandsAction) -> None:
             "FILE.times.json (written by 'chunkwise record') is beside FILE, a timeline "
             "follows: time to first byte and token, the gaps between reads carrying output "
             "(mean, p50, p90, p99, max) and the longest stalls, with where in the text "
-            "they fell."
+            "they fell.  Responses tool items show their progress, their input (custom "
+            "tools, MCP arguments, code, shell commands, patches) and partial images; "
+            "audio shows its size and transcript; chat also shows the legacy function_call "
+            "and the chunk and choice fields chunkwise does not model (extra)."
         ),
         epilog=(
-            "exit status: 0 complete, 1 incomplete or failed, an error response, or no "
+            "exit status: 0 complete, 1 incomplete or failed, an error response, no "
             "server-sent events found (with --sse: also the body ended inside an event), "
-            "2 bad usage or unreadable FILE"
+            "or no audio for --audio-out, 2 bad usage, unreadable FILE or unwritable "
+            "--audio-out"
         ),
     )
     inspect.add_argument(
@@ -143,6 +150,7 @@ def add_inspect_command(commands: CommandsAction) -> None:
         help="print the server-sent events, one JSON object a line, instead",
     )
     output.add_argument("--json", action="store_true", help="print the result as one JSON document")
+    add_audio_options(inspect, request=False)
     inspect.set_defaults(handler=run_inspect)
 
 
@@ -165,13 +173,14 @@ def run_inspect(args: argparse.Namespace) -> int:
         return _print_sse(body, args.read_size)
     api: Api = detect_api(body) if args.api == "auto" else args.api
     parser = _parser(api)
+    seen = _Seen()
     if error is not None:
         # The body is the server's error, not a stream: the result is that failure.
         parser.fail(error)
     else:
         for piece in _pieces(body, args.read_size):
-            parser.feed(piece)
-        parser.end()
+            seen.add(parser.feed(piece))
+        seen.add(parser.end())
     result = parser.result
     if args.api != "auto" and error is None:
         _note_other_api(api, result, body)
@@ -189,7 +198,7 @@ def run_inspect(args: argparse.Namespace) -> int:
         sys.stdout.write(json_text(document, indent=2) + "\n")
     else:
         lines = (
-            _describe_response(result, status_line)
+            _describe_response(result, status_line, seen)
             if isinstance(result, responses.Result)
             else _describe(result, status_line)
         )
@@ -197,7 +206,32 @@ def run_inspect(args: argparse.Namespace) -> int:
         if timeline is not None:
             where = args.file + TIMES_SUFFIX
             sys.stdout.write("".join(line + "\n" for line in timeline.describe(where)))
-    return EXIT_OK if result.status == "complete" else EXIT_STREAM
+    status = EXIT_OK if result.status == "complete" else EXIT_STREAM
+    if args.audio_out is not None:
+        sys.stdout.flush()
+        status = max(status, save_audio("inspect", args.audio_out, result, args.audio_format))
+    return status
+
+
+class _Seen:
+    """What a Responses stream said only in events: each tool item's progress and partial images."""
+
+    def __init__(self) -> None:
+        self.phases: dict[int, list[str]] = {}
+        self.images: dict[int, list[str]] = {}
+
+    def add(self, events: Iterable[object]) -> None:
+        for event in events:
+            if isinstance(event, responses.ToolProgress):
+                phases = self.phases.setdefault(event.output_index, [])
+                if not phases or phases[-1] != event.phase:  # one a phase, as chat shows them
+                    phases.append(event.phase)
+            elif isinstance(event, responses.PartialImage):
+                raw = decode_base64(event.b64)
+                size = "not base64" if raw is None else f"{len(raw)} bytes"
+                self.images.setdefault(event.output_index, []).append(
+                    f"partial image {event.index}: {size}"
+                )
 
 
 #: Events read before :func:`detect_api` settles for chat completions.
@@ -370,6 +404,9 @@ def _describe(result: chat.Result | completions.Result, status_line: str | None)
         yield from _choice_end(choice)
         yield ""
     yield from _describe_common(result)
+    if isinstance(result, chat.Result) and result.extra:
+        yield "extra:"
+        yield from _describe_mapping(result.extra, "  ")
     if result.system_fingerprint is not None:
         yield f"system_fingerprint: {printable(result.system_fingerprint)}"
     yield f"[DONE]: {'received' if result.done_received else 'not received'}"
@@ -394,6 +431,20 @@ def _describe_choice(choice: chat.ChoiceResult) -> Iterator[str]:
         yield from _block(choice.refusal, "    ")
     for call in choice.tool_calls:
         yield from ("  " + line for line in describe_tool_call(call))
+    if choice.function_call is not None:
+        yield from ("  " + line for line in describe_tool_call(choice.function_call))
+    if choice.audio is not None:
+        audio = choice.audio
+        yield f"  audio: {audio_summary(audio.data, audio.transcript)}"
+        yield f"    id: {_optional(audio.id)}"
+        if audio.expires_at is not None:
+            yield f"    expires_at: {audio.expires_at}"
+        if audio.transcript:
+            yield "    transcript:"
+            yield from _block(audio.transcript, "      ")
+    if choice.extra:
+        yield "  extra:"
+        yield from _describe_mapping(choice.extra, "    ")
 
 
 def _choice_end(choice: chat.ChoiceResult | completions.ChoiceResult) -> Iterator[str]:
@@ -469,7 +520,9 @@ def _optional(value: str | None) -> str:
 # -- a Responses answer -----------------------------------------------------------
 
 
-def _describe_response(result: responses.Result, status_line: str | None) -> Iterator[str]:
+def _describe_response(
+    result: responses.Result, status_line: str | None, seen: _Seen
+) -> Iterator[str]:
     if status_line is not None:
         yield f"http: {printable(status_line)}"
         yield ""
@@ -477,7 +530,13 @@ def _describe_response(result: responses.Result, status_line: str | None) -> Ite
         yield "no output"
         yield ""
     for item in result.output:
-        yield from _describe_item(item)
+        yield from _describe_item(item, seen)
+        yield ""
+    if result.audio is not None:
+        yield f"audio: {audio_summary(result.audio.data, result.audio.transcript)}"
+        if result.audio.transcript:
+            yield "  transcript:"
+            yield from _block(result.audio.transcript, "    ")
         yield ""
     yield from _describe_common(result)
     yield f"response_status: {_optional(result.response_status)}"
@@ -488,11 +547,22 @@ def _describe_response(result: responses.Result, status_line: str | None) -> Ite
     yield f"status: {status_text(result)}"
 
 
-def _describe_item(item: responses.OutputItem) -> Iterator[str]:
+def _describe_item(item: responses.OutputItem, seen: _Seen) -> Iterator[str]:
     ident = f" ({printable(item.id)})" if item.id else ""
     yield f"item {item.index}: {_optional(item.type)}{ident}"
     if item.role is not None:
         yield f"  role: {printable(item.role)}"
+    if item.index in seen.phases:
+        yield f"  progress: {printable(', '.join(seen.phases[item.index]))}"
+    if item.custom_call is not None:
+        yield f"  {describe_custom_call(item.custom_call)}"
+    elif item.call is None and item_name(item) is not None:
+        yield f"  name: {printable(item_name(item) or '')}"
+    if item.input is not None and item.call is None:
+        yield "  input:" if item.input else "  input: (empty)"
+        yield from _block(item.input, "    ")
+    for image in seen.images.get(item.index, ()):
+        yield f"  {image}"
     for part in item.summary:
         yield "  summary:"
         yield from _block(part.text, "    ")
