@@ -33,6 +33,8 @@ broadcaster holds.
 
 Each read is stamped once, by the trace hook (:class:`~chunkwise._net.trace.Timed`),
 and the terminal event's result gets the final figures as its ``timings``.
+The same hook feeds the endpoint's telemetry, if any, which entering ENDED
+ends with the final result (:mod:`chunkwise._core.telemetry`).
 With ``Timeouts(stall=...)``, from the first output on, each wait for the next
 read is bounded by the last output's time plus the timeout, moved on by the
 time the reader spent waiting for its own subscribers; a read without output
