@@ -137,14 +137,18 @@ class Timed(Generic[R]):
         self.recorder: TimingRecorder = recorder
         self.telemetry = telemetry
         #: The stream's trace hook: the recorder's, then the telemetry's.
-        self.hook: TraceHook = recorder.trace if telemetry is None else self._both
+        self.hook: TraceHook = recorder.trace
+        if telemetry is not None:
+            # A closure, not a bound method: no cycle keeps the stream's parser alive.
+            record, watch = recorder.trace, telemetry.trace
+
+            def both(name: str, info: Mapping[str, Any]) -> None:
+                record(name, info)
+                watch(name, info)
+
+            self.hook = both
         self._final: Timings | None = None  # once the terminal event was produced
         self._raw: tuple[object, Any] | None = None  # (parser's result, with timings)
-
-    def _both(self, name: str, info: Mapping[str, Any]) -> None:
-        self.recorder.trace(name, info)
-        if self.telemetry is not None:
-            self.telemetry.trace(name, info)
 
     def again(self, parser: StreamParser[R]) -> Timed[R]:
         """The timings of the same stream for a new attempt's ``parser`` (a stream sent again)."""
