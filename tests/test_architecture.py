@@ -58,6 +58,9 @@ TRIO_LAYER = frozenset(
 )
 #: Every module at the top of the package; a new private module goes in a folder.
 TOP_LEVEL = SANS_IO_FACES | TRIO_LAYER | {"chunkwise.__main__", "chunkwise.lowlevel"}
+#: The optional OpenTelemetry extra's face, the one module that imports it.
+TELEMETRY = "chunkwise.telemetry"
+TOP_LEVEL |= {TELEMETRY}
 #: Third-party packages the core may import: attrs at the top of a module, and
 #: optional extras inside the function that uses them (with a comment, rule 4).
 CORE_THIRD_PARTY = frozenset({"attrs"})
@@ -259,6 +262,20 @@ def test_rule_1_the_core_imports_only_stdlib_attrs_and_itself() -> None:
         )
     ]
     assert bad == []
+
+
+def test_rule_1_opentelemetry_is_imported_only_when_asked_for() -> None:
+    # By chunkwise.telemetry, inside instrument(): the core calls the objects it made.
+    found = [imp for imp in ALL if top(imp.imported) == "opentelemetry"]
+    assert [where(imp) for imp in found if imp.importer != TELEMETRY or not imp.local] == []
+    assert found
+    # The face itself imports only the core besides.
+    assert [
+        where(imp)
+        for imp in ALL
+        if imp.importer == TELEMETRY
+        and not (stdlib(imp.imported) or within(imp.imported, CORE) or imp in found)
+    ] == []
 
 
 def test_rule_1_the_transport_imports_only_the_core_trio_and_h11() -> None:

@@ -33,6 +33,8 @@ broadcaster holds.
 
 Each read is stamped once, by the trace hook (:class:`~chunkwise._net.trace.Timed`),
 and the terminal event's result gets the final figures as its ``timings``.
+The same hook feeds the endpoint's telemetry, if any, which entering ENDED
+ends with the final result (:mod:`chunkwise._core.telemetry`).
 With ``Timeouts(stall=...)``, from the first output on, each wait for the next
 read is bounded by the last output's time plus the timeout, moved on by the
 time the reader spent waiting for its own subscribers; a read without output
@@ -259,6 +261,7 @@ class Stream(Generic[R]):
         """A transition of the module's table."""
         self._state = state
         if state is StreamState.ENDED:
+            self._timings.close()  # the telemetry's end, once
             self._ended.set()
 
     @overload
@@ -416,7 +419,7 @@ class Stream(Generic[R]):
                         if parser.finished:
                             error = None
                         break
-                    resumed.trace = traced(timings.recorder.trace)  # its reads are this stream's
+                    resumed.trace = traced(timings.hook)  # its reads are this stream's
                     self._response = resumed
                     self._enter(StreamState.STREAMING)
                     deadline = math.inf if stall is None else trio.current_time() + stall.timeout
@@ -555,10 +558,13 @@ class Stream(Generic[R]):
         attempt = retried + 2
         what = f"{type(reason).__name__}: {reason}"
         _log.info("%s: attempt %d failed before any output (%s)", again.label, attempt - 1, what)
+        # The trace hook's retry step, as the transport's retries give it (not logged twice).
+        info = {"target": again.label, "delay": delay, "retry": attempt - 1, "error": reason}
+        self._timings.hook("retry.started", {**info, "of": retries.max_retries})
         await self._broadcaster.publish([Retrying(attempt=attempt, delay=delay, reason=reason)])
         await trio.sleep(delay)
         try:
-            self._response = await again.send(recorder.trace, retried + 1)
+            self._response = await again.send(self._timings.hook, retried + 1)
         except ChunkwiseError as exc:
             # The attempt that failed stays the stream's outcome, saying why.
             anomaly = Anomaly(kind="retry failed", detail=f"{type(exc).__name__}: {exc}")
@@ -569,7 +575,7 @@ class Stream(Generic[R]):
         self._parser = again.api.make_parser(again.request, again.max_event_size)
         if parser.raw:
             self._parser.emit_raw()
-        self._timings = Timed(self._parser, recorder)
+        self._timings = self._timings.again(self._parser)
         self._enter(StreamState.STREAMING)
         if recorder.attempts > retries.max_retries:
             self._release_held([])  # the last attempt: nothing to hold back for
@@ -703,17 +709,28 @@ class StreamBlock(Generic[S]):
         # InvalidRequest before anything is sent; attaching sends no body.
         body = b"" if attach is not None else encode_request(request)
         parser = api.make_parser(request, max_event_size)
-        timings = Timed(parser, TimingRecorder(trio.current_time))
+        telemetry = endpoint.telemetry
+        watch = None
+        if telemetry is not None:
+            watch = telemetry.start(
+                api.name, endpoint.host, endpoint.port, request, trio.current_time
+            )
+        timings = Timed(parser, TimingRecorder(trio.current_time), watch)
         method, path = ("POST", api.path) if attach is None else ("GET", attach.path)
-        response = await send_http_request(
-            endpoint,
-            body,
-            path=path,
-            transport=transport,
-            pool=pool,
-            trace=timings.recorder.trace,
-            method=method,
-        )
+        try:
+            response = await send_http_request(
+                endpoint,
+                body,
+                path=path,
+                transport=transport,
+                pool=pool,
+                trace=timings.hook,
+                method=method,
+            )
+        except BaseException as exc:
+            if watch is not None:
+                watch.fail(exc)
+            raise
         stall = endpoint.timeouts.stall
         stalled = None if stall is None else StallTimeout(endpoint.host, endpoint.port, stall)
         resumer = (

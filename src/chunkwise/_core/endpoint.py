@@ -26,6 +26,7 @@ from .checks import instance_of, positive_seconds
 from .errors import InvalidEndpoint
 from .proxy import Proxy, parse_proxy_url, select_proxy
 from .retries import Retries
+from .telemetry import Telemetry
 from .util import authority, url_host
 
 __all__ = ["DEFAULT_BASE_URL", "Endpoint", "Timeouts"]
@@ -202,6 +203,11 @@ _SSL_CONTEXT = instance_of(ssl.SSLContext, "an ssl.SSLContext").or_none().raisin
 _TIMEOUTS = instance_of(Timeouts, "a chunkwise.Timeouts").raising(InvalidEndpoint)
 _RETRIES = instance_of(Retries, "a chunkwise.Retries").raising(InvalidEndpoint)
 _TRUST_ENV = instance_of(bool, "a bool").raising(InvalidEndpoint)
+_TELEMETRY = (
+    instance_of(Telemetry, "chunkwise.telemetry.instrument()'s result")
+    .or_none()
+    .raising(InvalidEndpoint)
+)
 
 
 def _check_proxy(_: Any, __: Any, value: Any) -> None:
@@ -231,6 +237,8 @@ class Endpoint:
             ``trust_env`` is true.  The password never appears in a repr or
             message.
         trust_env: read the proxy environment variables (default True).
+        telemetry: :func:`chunkwise.telemetry.instrument`'s result: a span and
+            the GenAI client metrics for each stream (:doc:`/telemetry`).
 
     Raises:
         InvalidEndpoint: a :class:`ValueError` naming what is wrong.
@@ -250,6 +258,9 @@ class Endpoint:
     retries: Retries = attrs.field(factory=Retries, kw_only=True, validator=_RETRIES)
     proxy: str | None = attrs.field(default=None, kw_only=True, repr=False, validator=_check_proxy)
     trust_env: bool = attrs.field(default=True, kw_only=True, validator=_TRUST_ENV)
+    telemetry: Telemetry | None = attrs.field(
+        default=None, kw_only=True, repr=False, validator=_TELEMETRY
+    )
     _parts: _URLParts = attrs.field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
@@ -329,6 +340,7 @@ class Endpoint:
         if self.proxy is not None:
             proxy = f", proxy={parse_proxy_url(self.proxy).url!r}"  # the password masked
         env = "" if self.trust_env else ", trust_env=False"
+        env += "" if self.telemetry is None else ", telemetry=<on>"
         return (
             f"Endpoint({self.base_url!r}, api_key={key}, headers={names!r}{ctx}, "
             f"timeouts={self.timeouts!r}, retries={self.retries!r}{proxy}{env})"

@@ -121,12 +121,23 @@ class GapHistogram:
             raise ValueError("no gaps recorded")
         rank = max(1, math.ceil(q * self.count))
         seen = 0
-        for key in sorted(self._buckets):
-            seen += self._buckets[key]
+        for value, count in self.values():
+            seen += count
             if seen >= rank:
-                value = 0.0 if key < 0 else self.SMALLEST * self.RATIO ** (key + 0.5)
-                return min(max(value, self.min), self.max)
+                return value
         raise AssertionError("unreachable: the buckets hold every gap")  # pragma: no cover
+
+    def values(self) -> list[tuple[float, int]]:
+        """Each bucket as ``(gap, count)``, shortest first (for telemetry's histograms).
+
+        The gap is the bucket's geometric middle clamped to the exact minimum
+        and maximum: within the stated error, and exact when all gaps are equal.
+        """
+        found = []
+        for key, count in sorted(self._buckets.items()):
+            middle = 0.0 if key < 0 else self.SMALLEST * self.RATIO ** (key + 0.5)
+            found.append((min(max(middle, self.min), self.max), count))
+        return found
 
     def statistics(self) -> GapStatistics | None:
         """The statistics so far, or ``None`` when no gap was recorded."""

@@ -35,6 +35,11 @@ answer text).  They reach the final result in one place: :meth:`Timed.carried`
 replaces the terminal event's result by ``attrs.evolve(result, timings=...)``,
 and :attr:`Timed.result` is that result from then on.  Parsers and
 accumulators know nothing of timings: a sans-IO result keeps ``timings=None``.
+
+Telemetry (:mod:`chunkwise._core.telemetry`), when the endpoint has some, is
+fed by the same hook (:attr:`Timed.hook`: the recorder, then the stream's
+span) and ended by :meth:`Timed.close` with the final result and figures,
+when the stream ends: no second stamping path.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ import attrs
 
 from .._core.events import Event, StreamCompleted, StreamFailed, StreamIncomplete
 from .._core.parser import StreamParser
+from .._core.telemetry import StreamTelemetry
 from .._core.timings import TimingRecorder, Timings
 
 __all__ = ["Timed", "Trace", "TraceHook", "log_event", "traced"]
@@ -119,13 +125,40 @@ class Trace:
 class Timed(Generic[R]):
     """One stream's timings: stamped by the trace hook, attached to the final result once."""
 
-    __slots__ = ("_final", "_parser", "_raw", "recorder")
+    __slots__ = ("_final", "_parser", "_raw", "hook", "recorder", "telemetry")
 
-    def __init__(self, parser: StreamParser[R], recorder: TimingRecorder) -> None:
+    def __init__(
+        self,
+        parser: StreamParser[R],
+        recorder: TimingRecorder,
+        telemetry: StreamTelemetry | None = None,
+    ) -> None:
         self._parser = parser
         self.recorder: TimingRecorder = recorder
+        self.telemetry = telemetry
+        #: The stream's trace hook: the recorder's, then the telemetry's.
+        self.hook: TraceHook = recorder.trace
+        if telemetry is not None:
+            # A closure, not a bound method: no cycle keeps the stream's parser alive.
+            record, watch = recorder.trace, telemetry.trace
+
+            def both(name: str, info: Mapping[str, Any]) -> None:
+                record(name, info)
+                watch(name, info)
+
+            self.hook = both
         self._final: Timings | None = None  # once the terminal event was produced
         self._raw: tuple[object, Any] | None = None  # (parser's result, with timings)
+
+    def again(self, parser: StreamParser[R]) -> Timed[R]:
+        """The timings of the same stream for a new attempt's ``parser`` (a stream sent again)."""
+        return Timed(parser, self.recorder, self.telemetry)
+
+    def close(self) -> None:
+        """The stream ended: its telemetry, if any, gets the final result and figures, once."""
+        telemetry, self.telemetry = self.telemetry, None
+        if telemetry is not None:
+            telemetry.end(self.result, self.timings, self.recorder.gaps)
 
     @property
     def timings(self) -> Timings:
