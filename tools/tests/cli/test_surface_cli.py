@@ -416,6 +416,33 @@ async def test_a_structured_answer_that_breaks_its_schema_exits_1(
     assert err.splitlines()[-1] == "status: complete"  # the stream itself was whole
 
 
+@pytest.mark.parametrize(
+    ("api", "why", "last"),
+    [
+        ("chat", "finish_reason 'length'", "status: complete"),
+        ("responses", "incomplete_details.reason 'max_output_tokens'", "status: incomplete"),
+    ],
+)
+async def test_a_structured_answer_cut_by_the_token_limit_exits_1(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, api: str, why: str, last: str
+) -> None:
+    schema = tmp_path / "weather.json"
+    schema.write_text(
+        json.dumps(
+            {
+                "type": "object",
+                "properties": {"city": {"type": "string"}, "high": {"type": "number"}},
+                "required": ["city", "high"],
+            }
+        )
+    )
+    status, _, err, _ = await _chat(capsys, "length", "--api", api, "--schema", str(schema))
+    assert status == 1
+    [line] = [line for line in err.splitlines() if line.startswith("structured answer")]
+    assert f"the answer was cut short ({why})" in line
+    assert err.splitlines()[-1].startswith(last)
+
+
 # -- inspect ----------------------------------------------------------------------------------
 
 
