@@ -21,9 +21,11 @@ import trio.testing
 import chunkwise
 from chunkwise.testing import RecordedRequest, ResponseWriter, ScriptedResponse, open_test_server
 from chunkwise_tools.bench import (
+    GIVE_UP_AFTER,
     BenchPlan,
     RunState,
     bench_document,
+    describe_document,
     nice_ticks,
     progress_line,
     quantiles,
@@ -38,6 +40,7 @@ from chunkwise_tools.server._pacing import TokenPacing
 from helpers.bodies import choice, chunk, sse
 from helpers.cli import run_main
 from helpers.data import KEY_VAR
+from helpers.processes import interrupt
 
 pytestmark = pytest.mark.usefixtures("api_key")
 
@@ -114,6 +117,7 @@ async def test_json_report_of_a_concurrent_run(
     assert set(document) == {
         "format", "version", "endpoint", "api", "model", "load", "requests", "elapsed",
         "requests_per_second", "output_tokens", "output_tokens_per_second", "reads", "ttft",
+        "interrupted", "gave_up",
         "tpot", "inter_token_gap", "latency", "histograms", "per_second", "samples",
     }  # fmt: skip
     assert document["format"] == "chunkwise-bench" and document["version"] == 1
@@ -196,6 +200,112 @@ async def test_failures_are_counted_by_kind_and_exit_1(capsys: pytest.CaptureFix
     assert document["requests"] == {"total": 3, "ok": 0, "failed": {"HTTP 429": 3}}
     assert document["ttft"] is None and document["latency"] is None
     assert document["histograms"] == {"ttft": None, "inter_token_gap": None}
+
+
+async def test_failed_requests_count_in_no_gap_and_no_read(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # Cut mid-answer: a dozen tokens arrived, a dozen gaps measured, none reported.
+    pacing = TokenPacing(first_token=0.2, per_token=0.02, tokens=100)
+    async with open_chat_server(ServerOptions(pacing=pacing, disconnect_after=2000)) as server:
+        plan = _plan(server.base_url, requests=2)
+        state = await run_plan(plan)
+    document = bench_document(plan, state)
+    assert document["requests"] == {"total": 2, "ok": 0, "failed": {"IncompleteBody": 2}}
+    assert document["inter_token_gap"] is None and document["histograms"]["inter_token_gap"] is None
+    assert document["reads"] == {"output": 0, "several_outputs": 0}
+
+
+@pytest.mark.parametrize(
+    ("base", "options", "extra", "kind", "message", "hint"),
+    [
+        (
+            "without /v1",
+            ServerOptions(),
+            (),
+            "HTTP 404",
+            "HTTP 404: Unknown request URL",
+            "hint: try --base-url {v1}",
+        ),
+        (
+            "/v1",
+            ServerOptions(api_key="sekrit"),
+            ("--api-key-env", "CHUNKWISE_TEST_UNSET"),
+            "HTTP 401",
+            "HTTP 401: ",
+            "hint: no API key was sent, because $CHUNKWISE_TEST_UNSET is unset or empty "
+            "(set it, or name another variable with --api-key-env)",
+        ),
+        ("closed port", ServerOptions(), (), "TransportError", "cannot connect to ", None),
+    ],
+    ids=["no /v1", "no key", "closed port"],
+)
+async def test_bench_gives_up_when_its_first_requests_all_fail_alike_and_says_why(
+    capsys: pytest.CaptureFixture[str],
+    base: str,
+    options: ServerOptions,
+    extra: tuple[str, ...],
+    kind: str,
+    message: str,
+    hint: str | None,
+) -> None:
+    async with open_chat_server(options) as server:
+        v1 = server.base_url
+        url = {"without /v1": v1.removesuffix("/v1"), "/v1": v1}.get(base)
+        if url is None:
+            with trio.socket.socket() as probe:  # a port nobody listens on
+                await probe.bind(("127.0.0.1", 0))
+                url = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+        argv = _args(url, "--requests", "200", "--json", *extra)
+        status, out, err = await run_main(capsys, *argv)
+    assert status == 1
+    document = json.loads(out)
+    assert document["gave_up"] is True
+    assert document["requests"] == {
+        "total": GIVE_UP_AFTER, "ok": 0, "failed": {kind: GIVE_UP_AFTER}
+    }  # fmt: skip
+    assert len(server.requests) == (0 if base == "closed port" else GIVE_UP_AFTER)
+    lines = err.splitlines()
+    first = f"chunkwise bench: error: all {GIVE_UP_AFTER} requests failed the same way, "
+    assert lines[0].startswith(first + "so no more were sent: " + message), err
+    assert lines[1:] == ([hint.format(v1=v1)] if hint else [])
+
+
+async def test_bench_goes_on_when_its_first_requests_fail_differently() -> None:
+    script = [ScriptedResponse.error(500 + k % 2, "down", type="server_error") for k in range(8)]
+    async with open_test_server(script) as server:
+        state = await run_plan(_plan(server.base_url, requests=8))
+    assert not state.gave_up and len(state.records) == 8
+    assert {r.error for r in state.records} == {"HTTP 500", "HTTP 501"}
+
+
+async def test_ctrl_c_reports_the_requests_that_finished_and_writes_the_page(
+    tmp_path: Path,
+) -> None:
+    pacing = TokenPacing(first_token=0.01, per_token=0.01, tokens=20)
+    page = tmp_path / "bench.html"
+    async with open_chat_server(ServerOptions(pacing=pacing)) as server:
+
+        async def some_finished() -> None:
+            while len(server.requests) < 4:  # noqa: ASYNC110 - the server's own record
+                await trio.sleep(0.01)
+
+        argv = _args(server.base_url, "--requests", "10000", "--json", "--report", str(page))
+        status, out, err = await interrupt(argv, after=some_finished)
+    assert status == 130, err
+    document = json.loads(out)
+    assert document["interrupted"] is True
+    finished = document["requests"]
+    assert 3 <= finished["total"] == finished["ok"] < 10000  # the one cut off counts nowhere
+    assert len(document["samples"]) == finished["total"]
+    assert "(interrupted: those that finished)" in page.read_text(encoding="utf-8")
+
+
+def test_the_text_report_says_it_was_interrupted() -> None:
+    plan = _plan("http://127.0.0.1:1/v1")
+    state = RunState(interrupted=True)
+    lines = list(describe_document(bench_document(plan, state)))
+    assert lines[1] == "requests: 0, ok 0, failed 0, interrupted: those that finished"
 
 
 @pytest.mark.parametrize(

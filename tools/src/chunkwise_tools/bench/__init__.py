@@ -13,6 +13,7 @@ through their faces.
 
 from ._report import nice_ticks, render_report, write_report
 from ._runner import (
+    GIVE_UP_AFTER,
     BenchPlan,
     RequestRecord,
     RunState,
@@ -25,6 +26,7 @@ from ._runner import (
 )
 
 __all__ = [
+    "GIVE_UP_AFTER",
     "BenchPlan",
     "RequestRecord",
     "RunState",

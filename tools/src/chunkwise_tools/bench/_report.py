@@ -77,7 +77,8 @@ def render_report(document: dict[str, Any]) -> str:
         f"<style>{_STYLE}</style></head><body>",
         "<h1>chunkwise bench</h1>",
         f'<p class="meta">{e(document["endpoint"])} ({e(document["api"])}{e(model)}), '
-        f"{e(how)}; {counts['total']} requests in {document['elapsed']:.2f} s</p>",
+        f"{e(how)}; {counts['total']} requests in {document['elapsed']:.2f} s"
+        f"{' (interrupted: those that finished)' if document.get('interrupted') else ''}</p>",
         "<table><thead><tr><th>requests</th><th>ok</th><th>failed</th><th>requests/s</th>"
         "<th>output tokens/s</th></tr></thead><tbody>",
         f"<tr><td>{counts['total']}</td><td>{counts['ok']}</td>"

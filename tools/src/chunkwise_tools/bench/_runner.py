@@ -36,11 +36,18 @@ Rules
 3. A request fails by *kind*: an HTTP status (``HTTP 429``), a transport
    error (its class name) or a stream that did not complete (``incomplete:
    <reason>``, ``failed: <error type>``).  Failed requests count in the
-   error table and in no latency figure.
+   error table and in no latency figure: not even their gaps or reads.
 4. The live progress line is written to stderr only when it is a terminal,
    and erased before the report; on a pipe nothing but the report is written.
 5. The report is one document (``--json``); the text view and the HTML page
    (``--report``, :mod:`._report`) are views of it.
+6. A run gives up (``gave_up``) once its first :data:`GIVE_UP_AFTER` requests
+   have all failed the same way: a wrong URL, a closed port or a missing key
+   would fail the rest too.  It stops issuing, lets those in flight finish, and
+   keeps the first failure's error (``first_error``) to be explained.
+7. A run interrupted (Ctrl-C: the caller passes its own :class:`RunState` and
+   sets ``interrupted``) reports the requests that finished; those cut off
+   count nowhere.
 """
 
 from __future__ import annotations
@@ -72,6 +79,7 @@ from chunkwise.lowlevel import (
 from chunkwise.types import DEFAULT_MAX_EVENT_SIZE
 
 __all__ = [
+    "GIVE_UP_AFTER",
     "BenchPlan",
     "RequestRecord",
     "RunState",
@@ -87,6 +95,9 @@ __all__ = [
 _APIS: dict[str, Api[Any]] = {"chat": CHAT, "responses": RESPONSES, "completions": COMPLETIONS}
 
 _PROGRESS_INTERVAL = 0.5
+
+#: Requests that all failed the same way before a run gives up (rule 6).
+GIVE_UP_AFTER = 5
 
 
 @attrs.frozen(kw_only=True)
@@ -136,14 +147,23 @@ class RunState:
     errors: int = 0
     started: float = 0.0
     finished: float = 0.0
+    #: The first failed request's error, when it raised one (rule 6).
+    first_error: ChunkwiseError | None = None
+    gave_up: bool = False
+    interrupted: bool = False  # set by the caller (rule 7)
 
 
 # -- the run -----------------------------------------------------------------------
 
 
-async def run_plan(plan: BenchPlan, progress: TextIO | None = None) -> RunState:
-    """Run ``plan``; ``progress`` (a terminal) gets the live line (rule 4)."""
-    state = RunState(started=trio.current_time())
+async def run_plan(
+    plan: BenchPlan, progress: TextIO | None = None, state: RunState | None = None
+) -> RunState:
+    """Run ``plan`` into ``state`` (a new one by default); ``progress`` (a terminal) gets the
+    live line (rule 4).  A caller that passes ``state`` keeps what finished when the run is
+    interrupted (rule 7)."""
+    state = RunState() if state is None else state
+    state.started = trio.current_time()
     settings = PoolSettings(max_connections=1_000_000, max_idle_connections=1_000_000)
     pool: ConnectionPool[Any] = ConnectionPool(settings)
     numbers = itertools.count()
@@ -152,6 +172,8 @@ async def run_plan(plan: BenchPlan, progress: TextIO | None = None) -> RunState:
     def next_number() -> int | None:
         number = next(numbers)
         if plan.requests is not None and number >= plan.requests:
+            return None
+        if state.gave_up:
             return None
         if trio.current_time() >= deadline:
             return None
@@ -167,9 +189,9 @@ async def run_plan(plan: BenchPlan, progress: TextIO | None = None) -> RunState:
                 else:
                     for _ in range(plan.concurrency or 1):
                         nursery.start_soon(_worker, plan, state, pool, next_number)
-            state.finished = trio.current_time()
             outer.cancel_scope.cancel()
     finally:
+        state.finished = trio.current_time()
         with trio.CancelScope(shield=True):
             await pool.aclose()
         if progress is not None:
@@ -222,6 +244,9 @@ async def _one_request(
     record.ok = record.error is None
     if not record.ok:
         state.errors += 1
+        if state.done == state.errors == GIVE_UP_AFTER:  # the first to finish all failed
+            kinds = {r.error for r in state.records if r.error is not None}
+            state.gave_up = len(kinds) == 1  # rule 6
 
 
 async def _measure(
@@ -238,7 +263,9 @@ async def _measure(
     timed = Timed(parser, TimingRecorder(trio.current_time))
     recorder = timed.recorder
     body = plan.bodies[number % len(plan.bodies)]
-    gaps = state.gaps
+    # Kept apart until the request completes: a failed one's count nowhere (rule 3).
+    gaps: list[float] = []
+    reads = crowded = 0
     try:
         response = await send_http_request(
             plan.endpoint, body, path=plan.path, pool=pool, trace=recorder.trace
@@ -252,9 +279,9 @@ async def _measure(
                 previous = recorder.last_output
                 events = timed.carried(parser.feed(data))
                 if stamp is not None and recorder.last_output == stamp:  # carried output
-                    state.output_reads += 1
+                    reads += 1
                     if len(events) > 1 and sum(e.is_output for e in events) > 1:
-                        state.crowded_reads += 1
+                        crowded += 1
                     if previous is not None:
                         gaps.append(stamp - previous)
             if parser.finished:
@@ -262,9 +289,11 @@ async def _measure(
         finally:
             recorder.end()
             await response.aclose()
-    except HTTPStatusError as exc:
-        return f"HTTP {exc.status_code}"
     except ChunkwiseError as exc:
+        if state.first_error is None and state.errors == 0:
+            state.first_error = exc
+        if isinstance(exc, HTTPStatusError):
+            return f"HTTP {exc.status_code}"
         return type(exc).__name__
     if not parser.finished:
         timed.carried(parser.end(), read=False)
@@ -279,6 +308,9 @@ async def _measure(
     record.tpot = timings.time_per_output_token
     record.tokens = output_tokens_of(result.usage)
     if result.status == "complete":
+        state.gaps.extend(gaps)
+        state.output_reads += reads
+        state.crowded_reads += crowded
         return None
     if result.status == "incomplete":
         reason = result.reason
@@ -386,9 +418,10 @@ def _per_second(state: RunState, elapsed: float) -> dict[str, list[float]]:
 def bench_document(plan: BenchPlan, state: RunState, *, model: str | None = None) -> dict[str, Any]:
     """The report (rule 5): the ``--json`` document, seconds throughout."""
     elapsed = max(state.finished - state.started, 1e-9)
-    ok = [r for r in state.records if r.ok]
+    records = [r for r in state.records if r.ok or r.error is not None]  # rule 7
+    ok = [r for r in records if r.ok]
     errors: dict[str, int] = {}
-    for record in state.records:
+    for record in records:
         if record.error is not None:
             errors[record.error] = errors.get(record.error, 0) + 1
     ttft = [r.ttft for r in ok if r.ttft is not None]
@@ -409,7 +442,9 @@ def bench_document(plan: BenchPlan, state: RunState, *, model: str | None = None
             "duration": plan.duration,
             "seed": plan.seed if plan.rate is not None else None,
         },
-        "requests": {"total": len(state.records), "ok": len(ok), "failed": errors},
+        "requests": {"total": len(records), "ok": len(ok), "failed": errors},
+        "interrupted": state.interrupted,
+        "gave_up": state.gave_up,
         "elapsed": elapsed,
         "requests_per_second": len(ok) / elapsed,
         "output_tokens": tokens,
@@ -423,7 +458,7 @@ def bench_document(plan: BenchPlan, state: RunState, *, model: str | None = None
         "per_second": _per_second(state, elapsed),
         "samples": [
             {"start": r.start, "ok": r.ok, "ttft": r.ttft, "latency": r.latency, "error": r.error}
-            for r in sorted(state.records, key=lambda r: r.start)
+            for r in sorted(records, key=lambda r: r.start)
         ],
     }
 
@@ -447,7 +482,8 @@ def describe_document(document: dict[str, Any]) -> Iterator[str]:
     yield f"bench: {document['endpoint']} ({document['api']}{model}), {how}"
     counts = document["requests"]
     failed = sum(counts["failed"].values())
-    yield f"requests: {counts['total']}, ok {counts['ok']}, failed {failed}"
+    cut = ", interrupted: those that finished" if document.get("interrupted") else ""
+    yield f"requests: {counts['total']}, ok {counts['ok']}, failed {failed}{cut}"
     for kind, count in sorted(counts["failed"].items(), key=lambda item: (-item[1], item[0])):
         yield f"  {count:>6}  {kind}"
     yield (

@@ -19,16 +19,30 @@ import trio
 from chunkwise import (
     Retries,
 )
+from chunkwise.lowlevel import exceptions_unwrapped
 
-from ..bench import BenchPlan, bench_document, describe_document, run_plan, write_report
+from ..bench import (
+    GIVE_UP_AFTER,
+    BenchPlan,
+    RunState,
+    bench_document,
+    describe_document,
+    run_plan,
+    write_report,
+)
 from ._common import (
+    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_STREAM,
+    PROG,
     CommandsAction,
+    Failure,
     UsageError,
+    describe_failure,
     json_text,
     positive_int,
     prepare_json_output,
+    print_failure,
     quiet_collector,
     seconds,
 )
@@ -71,7 +85,11 @@ def add_bench_command(commands: CommandsAction) -> None:
             "  chunkwise serve --first-token 0.2 --per-token 0.02 --tokens 100 &\n"
             "  chunkwise bench --base-url http://127.0.0.1:8000/v1 --model text \\\n"
             "    --requests 200 --concurrency 50 --report bench.html\n\n"
-            "exit status: 0 every request completed, 1 some failed, 2 bad usage"
+            f"When the first {GIVE_UP_AFTER} requests all fail the same way (a wrong URL, a\n"
+            "closed port, a missing key), bench stops and says why.  Ctrl-C reports the\n"
+            "requests that finished (and writes --report).\n\n"
+            "exit status: 0 every request completed, 1 some failed, 2 bad usage,\n"
+            "130 interrupted"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -146,7 +164,14 @@ def run_bench(args: argparse.Namespace) -> int:
         prepare_json_output()
     progress = sys.stderr if sys.stderr is not None and sys.stderr.isatty() else None
     quiet_collector()
-    state = trio.run(run_plan, plan, progress)
+    state = RunState()
+    try:
+        with exceptions_unwrapped():
+            trio.run(run_plan, plan, progress, state)
+    except KeyboardInterrupt:
+        state.interrupted = True  # report what finished (rule 7 of the runner)
+    if state.gave_up:
+        print_failure(_first_failure(args, plan, state), f"{PROG} bench: error: ")
     document = bench_document(plan, state, model=_model_of(plan))
     if args.json:
         sys.stdout.write(json_text(document, indent=2) + "\n")
@@ -157,7 +182,20 @@ def run_bench(args: argparse.Namespace) -> int:
             write_report(document, args.report)
         except OSError as exc:
             raise UsageError(f"cannot write {args.report!r}: {exc.strerror or exc}") from None
+    if state.interrupted:
+        return EXIT_INTERRUPTED
     return EXIT_OK if state.errors == 0 else EXIT_STREAM
+
+
+def _first_failure(args: argparse.Namespace, plan: BenchPlan, state: RunState) -> Failure:
+    """Why a run gave up: the first failure, explained as ``chat`` explains it."""
+    done = state.done
+    if state.first_error is not None:
+        failure = describe_failure(state.first_error, plan.endpoint, args.api_key_env)
+    else:
+        failure = Failure(message=str(state.records[0].error))
+    message = f"all {done} requests failed the same way, so no more were sent: {failure.message}"
+    return attrs.evolve(failure, message=message)
 
 
 def _model_of(plan: BenchPlan) -> str | None:
