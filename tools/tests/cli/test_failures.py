@@ -66,7 +66,7 @@ async def test_every_command_says_connection_refused(
 ) -> None:
     argv = command(name, f"http://127.0.0.1:{refused_port}/v1", tmp_path)
     status, out, err = await run_main(capsys, *argv)
-    assert status == 1
+    assert status == (3 if name == "probe" else 1)  # probe: it could not start
     message = f"cannot connect to 127.0.0.1:{refused_port}: connection refused"
     if name == "probe":
         assert probe_request(out)["error"] == message
@@ -111,7 +111,7 @@ async def test_a_401_without_a_key_names_the_unset_variable(
 ) -> None:
     async with open_chat_server(ServerOptions(api_key=SERVER_KEY)) as server:
         status, out, err = await run_main(capsys, *command(name, server.base_url, tmp_path))
-    assert status == 1
+    assert status == (3 if name == "probe" else 1)
     if name == "probe":
         assert f"hint: {probe_request(out)['hint']}" == NO_KEY_HINT
     else:
@@ -153,7 +153,7 @@ async def test_a_404_from_a_base_url_without_v1_suggests_it(
     async with open_chat_server() as server:
         bare = server.base_url.removesuffix("/v1")
         status, out, err = await run_main(capsys, *command(name, bare, tmp_path))
-    assert status == 1
+    assert status == (3 if name == "probe" else 1)
     hint = f"try --base-url {bare}/v1"
     if name == "probe":
         assert probe_request(out)["hint"] == hint
@@ -216,7 +216,7 @@ async def test_probe_names_the_tls_handshake_timeout(
 ) -> None:
     argv = command("probe", f"https://127.0.0.1:{silent_port}/v1", tmp_path)
     status, out, _ = await run_main(capsys, *argv, "--timeout", "0.3")
-    assert status == 1
+    assert status == 3
     assert "in the TLS handshake" in probe_request(out)["error"]
 
 

@@ -115,7 +115,7 @@ def test_commands_that_send_a_request_share_their_options(
 def test_probe_json_of_a_refused_connection(
     capsys: pytest.CaptureFixture[str], refused_port: int
 ) -> None:
-    assert main(["probe", "--base-url", f"http://127.0.0.1:{refused_port}/v1", "--json"]) == 1
+    assert main(["probe", "--base-url", f"http://127.0.0.1:{refused_port}/v1", "--json"]) == 3
     findings = json.loads(capsys.readouterr().out)
     assert findings["requests"][0]["error"].endswith("connection refused")
 

@@ -72,7 +72,7 @@ async def connecting(port: int, ready: trio.Event) -> None:
             ["record", "-o", "{tmp}/out.http"],
             "status: incomplete (interrupted before the response began; nothing was recorded)\n",
         ),
-        (["probe"], ""),
+        (["probe"], "chunkwise probe: interrupted before any request ended\n"),
     ],
     ids=["chat", "chat --json", "record", "probe"],
 )

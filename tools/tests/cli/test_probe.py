@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+import trio
 
 from chunkwise.testing import RecordedRequest, ResponseWriter, ScriptedResponse, open_test_server
 from chunkwise_tools.cli import _options, main
@@ -15,6 +16,7 @@ from chunkwise_tools.server import ServerOptions, open_chat_server
 from helpers.bodies import choice, chunk, sse, tool
 from helpers.cli import run_main
 from helpers.data import KEY, KEY_VAR
+from helpers.processes import interrupt
 
 pytestmark = pytest.mark.usefixtures("api_key")
 
@@ -229,7 +231,6 @@ async def test_tool_request_rejected_is_reported_not_fatal(
 @pytest.mark.parametrize(
     ("response", "problem"),
     [
-        (ScriptedResponse.error(401, "Incorrect API key provided"), "HTTP 401"),
         (ScriptedResponse.error(503, "overloaded"), "HTTP 503: overloaded"),
         (
             ScriptedResponse(content_type="application/json", body=b"{}"),
@@ -257,7 +258,7 @@ async def test_broken_streaming_exits_1(
 async def test_error_status_sends_one_request(capsys: pytest.CaptureFixture[str]) -> None:
     async with open_test_server(ScriptedResponse.error(401, "Incorrect API key")) as server:
         status, findings = await run_probe(capsys, server.base_url)
-    assert status == 1
+    assert status == 3  # the probe could not start
     assert len(server.requests) == 1
     assert findings["include_usage"]["verdict"] == "unknown"
     assert findings["tool_calls"] == {"verdict": "not tried"}
@@ -265,23 +266,24 @@ async def test_error_status_sends_one_request(capsys: pytest.CaptureFixture[str]
 
 async def test_connection_refused(capsys: pytest.CaptureFixture[str], refused_port: int) -> None:
     status, findings = await run_probe(capsys, f"http://127.0.0.1:{refused_port}/v1")
-    assert status == 1
+    assert status == 3
     assert findings["problems"] == [
         f"text + include_usage: cannot connect to 127.0.0.1:{refused_port}: connection refused"
     ]
 
 
 async def test_what_a_failed_request_never_showed_is_unknown_not_none(
-    capsys: pytest.CaptureFixture[str], refused_port: int
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    base_url = f"http://127.0.0.1:{refused_port}/v1"
-    status, findings = await run_probe(capsys, base_url)
-    assert status == 1
-    for key in ("reasoning_fields", "keep_alive_comments", "line_endings", "data_spacing"):
-        assert findings[key] is None, key
-    assert findings["finish_reasons"] is None
-    argv = ["probe", "--base-url", base_url, "--model", "m", "--api-key-env", KEY_VAR]
-    status, out, _ = await run_main(capsys, *argv)
+    async with open_test_server(ScriptedResponse.error(503, "overloaded")) as server:
+        base_url = server.base_url
+        status, findings = await run_probe(capsys, base_url)
+        assert status == 1
+        for key in ("reasoning_fields", "keep_alive_comments", "line_endings", "data_spacing"):
+            assert findings[key] is None, key
+        assert findings["finish_reasons"] is None
+        argv = ["probe", "--base-url", base_url, "--model", "m", "--api-key-env", KEY_VAR]
+        status, out, _ = await run_main(capsys, *argv)
     assert status == 1
     rows = dict(line.split("  ", 1) for line in out.splitlines()[2:14] if "  " in line)
     rows = {label.strip(): value.strip() for label, value in rows.items()}
@@ -304,12 +306,12 @@ async def test_a_missing_key_is_named_in_a_hint(
     monkeypatch.delenv(KEY_VAR)
     async with open_chat_server(ServerOptions(api_key="sk-required-0123456789")) as server:
         argv = ["probe", "--base-url", server.base_url, "--api-key-env", KEY_VAR]
-        status, out, _ = await run_main(capsys, *argv)
+        status, out, err = await run_main(capsys, *argv)
         status_json, findings = await run_probe(capsys, server.base_url)
-    assert status == status_json == 1
+    assert status == status_json == 3
     hint = f"no API key was sent, because ${KEY_VAR} is unset or empty"
     assert findings["requests"][0]["hint"].startswith(hint)
-    assert f"     hint: {hint}" in out
+    assert out == "" and f"\nhint: {hint}" in err
 
 
 async def test_timeout(capsys: pytest.CaptureFixture[str]) -> None:
@@ -324,7 +326,7 @@ async def test_key_quoted_back_is_redacted(capsys: pytest.CaptureFixture[str]) -
     response = ScriptedResponse.error(401, f"Incorrect API key provided: {KEY}")
     async with open_test_server(response) as server:
         status, findings = await run_probe(capsys, server.base_url)  # asserts KEY absent
-    assert status == 1
+    assert status == 3
     assert "Incorrect API key provided: ***" in findings["problems"][0]
 
 
@@ -439,5 +441,57 @@ async def test_serve_error_scenarios(capsys: pytest.CaptureFixture[str]) -> None
     options = ServerOptions(status=429)
     async with open_chat_server(options) as server:
         status, findings = await run_probe(capsys, server.base_url)
-    assert status == 1
+    assert status == 3  # refused whatever was asked: nothing learnt about streaming
     assert findings["status_code"] == 429
+
+
+@pytest.mark.parametrize("api", ["chat", "responses", "completions"])
+@pytest.mark.parametrize("slip", ["no /v1", "no key", "closed port"])
+async def test_a_probe_that_cannot_start_says_why_once_and_exits_3(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, api: str, slip: str
+) -> None:
+    monkeypatch.delenv(KEY_VAR)
+    options = ServerOptions(api_key="sk-required-0123456789" if slip == "no key" else None)
+    async with open_chat_server(options) as server:
+        url = server.base_url.removesuffix("/v1") if slip == "no /v1" else server.base_url
+        if slip == "closed port":
+            url = "http://127.0.0.1:1/v1"
+        argv = ["probe", "--api", api, "--base-url", url, "--api-key-env", KEY_VAR]
+        status, out, err = await run_main(capsys, *argv)
+    assert status == 3
+    assert out == ""  # no table of unknowns
+    first, *rest = err.splitlines()
+    message = {"no /v1": "HTTP 404: ", "no key": "HTTP 401: ", "closed port": "cannot connect"}
+    assert first.startswith(f"chunkwise probe: error: {message[slip]}"), err
+    hints = {
+        "no /v1": [f"hint: try --base-url {server.base_url}"],
+        "no key": [f"hint: no API key was sent, because ${KEY_VAR} is unset or empty "
+                   "(set it, or name another variable with --api-key-env)"],
+        "closed port": [],
+    }  # fmt: skip
+    assert rest == hints[slip]
+
+
+@pytest.mark.parametrize("json_output", [False, True], ids=["table", "json"])
+async def test_ctrl_c_shows_the_requests_that_ended(json_output: bool) -> None:
+    async def first_answers(request: RecordedRequest, writer: ResponseWriter) -> None:
+        if len(server.requests) > 1:
+            await trio.sleep_forever()  # the tool request: never answered
+        await writer.play(ScriptedResponse(body=sse(*TEXT, USAGE_CHUNK)))
+
+    async with open_test_server(first_answers) as server:
+
+        async def second_sent() -> None:
+            while len(server.requests) < 2:  # noqa: ASYNC110 - the server's own record
+                await trio.sleep(0.01)
+
+        argv = ["probe", "--base-url", server.base_url, "--api-key-env", KEY_VAR]
+        argv += ["--json"] * json_output
+        status, out, err = await interrupt(argv, after=second_sent)
+    assert (status, err) == (130, "")
+    if json_output:
+        document = json.loads(out)
+        assert document["interrupted"] is True
+        assert [r["stream_status"] for r in document["requests"]] == ["complete"]
+    else:
+        assert out == "requests (interrupted):\n  1. text + include_usage: HTTP 200, complete\n"

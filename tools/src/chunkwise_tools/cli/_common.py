@@ -2,8 +2,9 @@
 
 Exit statuses are shared by all commands: 0 the stream was complete, 1 it was
 incomplete or failed (or the request failed), 2 bad usage or an unreadable
-input, 130 interrupted, 141 stdout was closed early (as a shell reports a
-process killed by SIGPIPE).
+input, 3 ``probe`` could not start (the endpoint unreachable, a wrong URL or
+key: nothing said about its streaming), 130 interrupted, 141 stdout was closed
+early (as a shell reports a process killed by SIGPIPE).
 
 Everything that turns received text into terminal output goes through
 :func:`printable`: a recording or a server's answer is untrusted input, and
@@ -68,6 +69,7 @@ __all__ = [
     "COLLECTOR_THRESHOLDS",
     "EXIT_BROKEN_PIPE",
     "EXIT_INTERRUPTED",
+    "EXIT_NOT_PROBED",
     "EXIT_OK",
     "EXIT_STREAM",
     "EXIT_USAGE",
@@ -102,7 +104,9 @@ __all__ = [
     "read_input",
     "read_times",
     "render_probe_report",
+    "request_lines",
     "seconds",
+    "setup_failure",
     "split_http_head",
     "status_text",
     "tolerate_stdout",
@@ -117,6 +121,7 @@ INSTALL_JSONSCHEMA = "pip install -e '.[jsonschema]'"
 EXIT_OK = 0
 EXIT_STREAM = 1
 EXIT_USAGE = 2
+EXIT_NOT_PROBED = 3
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
 
@@ -432,8 +437,14 @@ def render_probe_report(what: str, rows: list[tuple[str, str]], findings: Mappin
     if findings["problems"]:
         lines += ["", "problems:"]
         lines += [f"  - {one_line(problem)}" for problem in findings["problems"]]
-    lines += ["", "requests:"]
-    for number, request in enumerate(findings["requests"], 1):
+    lines += ["", "requests:", *request_lines(findings["requests"])]
+    return "\n".join(lines)
+
+
+def request_lines(requests: list[dict[str, Any]]) -> list[str]:
+    """Each probe request's outcome (:func:`exchange_summary`), numbered, with its hint."""
+    lines = []
+    for number, request in enumerate(requests, 1):
         status = request["status_code"]
         parts = [f"HTTP {status}" if status is not None else "no response"]
         if request["stream_status"] is not None:
@@ -445,7 +456,23 @@ def render_probe_report(what: str, rows: list[tuple[str, str]], findings: Mappin
         lines.append(f"  {number}. {request['label']}: {one_line(', '.join(parts))}")
         if request["hint"]:
             lines.append(f"     hint: {one_line(request['hint'])}")
-    return "\n".join(lines)
+    return lines
+
+
+#: Statuses that refuse the request itself (key, URL, rate), whatever it asked for.
+_REFUSED = (401, 403, 404, 429)
+
+
+def setup_failure(findings: Mapping[str, Any]) -> Failure | None:
+    """Why a probe could not start, when it could not: nothing streamed, and the first
+    request got no answer or one refusing any request (a wrong URL or key, a rate limit),
+    which says nothing about the endpoint's streaming."""
+    first, *_ = findings["requests"]
+    if any(r["stream_status"] is not None for r in findings["requests"]):
+        return None
+    if first["status_code"] is not None and first["status_code"] not in _REFUSED:
+        return None
+    return Failure(message=first["error"] or "no response", hint=first["hint"])
 
 
 # -- failures --------------------------------------------------------------------

@@ -32,12 +32,20 @@ from chunkwise.lowlevel import CHAT, COMPLETIONS, RESPONSES, Api, redact
 from chunkwise.types import DEFAULT_BASE_URL
 
 from ._common import (
+    EXIT_INTERRUPTED,
+    EXIT_NOT_PROBED,
     EXIT_OK,
     EXIT_STREAM,
+    PROG,
+    Exchange,
     UsageError,
+    exchange_summary,
     json_text,
     positive_int,
     prepare_json_output,
+    print_failure,
+    request_lines,
+    setup_failure,
 )
 
 __all__ = [
@@ -332,8 +340,12 @@ def run_probe_command(
 ) -> int:
     """Run one API's ``probe`` and print its findings: the table, or JSON with ``--json``.
 
-    ``probe(endpoint, model, time_limit, key_variable=...)`` returns the
-    findings; the exit status says whether streaming works.
+    ``probe(endpoint, model, time_limit, key_variable=..., sent=...)`` returns
+    the findings, and appends each request to ``sent`` as it ends.  The exit
+    status says whether streaming works; when the probe could not start (see
+    :func:`~._common.setup_failure`) the cause is said once, on stderr, instead
+    of a table of unknowns, with status 3.  Ctrl-C prints the requests that
+    ended (status 130).
     """
     # No retries: a probe reports what the server does to one request.
     endpoint = attrs.evolve(
@@ -341,17 +353,42 @@ def run_probe_command(
         timeouts=Timeouts(connect=args.timeout, idle=args.timeout),
         retries=Retries(max_retries=0),
     )
-    findings = trio.run(
-        functools.partial(
-            probe, endpoint, model_from_args(args), args.timeout, key_variable=args.api_key_env
+    sent: list[Exchange[Any]] = []
+    try:
+        findings = trio.run(
+            functools.partial(
+                probe,
+                endpoint,
+                model_from_args(args),
+                args.timeout,
+                key_variable=args.api_key_env,
+                sent=sent,
+            )
         )
-    )
+    except KeyboardInterrupt:
+        requests = [exchange_summary(exchange) for exchange in sent]
+        if args.json:
+            prepare_json_output()
+            text = json_text({"interrupted": True, "requests": requests}, indent=2)
+        elif requests:
+            text = "\n".join(["requests (interrupted):", *request_lines(requests)])
+        else:
+            print(f"{PROG} probe: interrupted before any request ended", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        sys.stdout.write(redact(text, endpoint.api_key) + "\n")
+        return EXIT_INTERRUPTED
+    failure = setup_failure(findings)
+    if failure is not None and not args.json:
+        print_failure(failure, f"{PROG} probe: error: ")
+        return EXIT_NOT_PROBED
     if args.json:
         prepare_json_output()
         text = json_text(findings, indent=2)
     else:
         text = render(findings)
     sys.stdout.write(redact(text, endpoint.api_key) + "\n")
+    if failure is not None:
+        return EXIT_NOT_PROBED
     return EXIT_OK if findings["streaming_works"] else EXIT_STREAM
 
 

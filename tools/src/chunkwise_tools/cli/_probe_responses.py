@@ -209,12 +209,20 @@ def run_responses_probe(args: argparse.Namespace) -> int:
 
 
 async def probe_responses(
-    endpoint: Endpoint, model: str, time_limit: float, *, key_variable: str
+    endpoint: Endpoint,
+    model: str,
+    time_limit: float,
+    *,
+    key_variable: str,
+    sent: list[Exchange[Any]] | None = None,
 ) -> dict[str, Any]:
-    """Run the Responses probe requests against ``endpoint`` and return the findings."""
+    """Run the Responses probe requests against ``endpoint`` and return the findings.
+
+    ``sent`` gets each request as it ends (what an interrupted probe can still show).
+    """
 
     async def exchange(request: dict[str, Any], label: str) -> Exchange[responses.Result]:
-        return await probe_exchange(
+        done = await probe_exchange(
             endpoint,
             {"model": model, **request},
             label,
@@ -225,6 +233,9 @@ async def probe_responses(
             parser=responses.Parser(),
             first_token=_FIRST_TOKEN,
         )
+        if sent is not None:
+            sent.append(done)
+        return done
 
     text = await exchange({"input": TEXT_PROMPT}, "text")
     truncated = tools = None

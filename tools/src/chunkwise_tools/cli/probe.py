@@ -130,7 +130,9 @@ def add_probe_command(
             "and, instead of the tool request, one cut by max_tokens."
         ),
         epilog=(
-            "exit status: 0 streaming works, 1 streaming is broken, 2 bad usage, 130 interrupted"
+            "exit status: 0 streaming works, 1 streaming is broken, 2 bad usage, 3 the probe "
+            "could not start (no answer, a wrong URL or key: said on stderr), 130 interrupted "
+            "(the requests that ended are shown)"
         ),
     )
     add_endpoint_options(probe_parser)
@@ -426,10 +428,11 @@ async def probe_completions(
     time_limit: float = DEFAULT_TIMEOUT,
     *,
     key_variable: str = DEFAULT_KEY_VARIABLE,
+    sent: list[Exchange[Any]] | None = None,
 ) -> dict[str, Any]:
     """:func:`probe` of a legacy completions endpoint (:data:`COMPLETIONS_PLAN`)."""
     return await probe(
-        endpoint, model, time_limit, key_variable=key_variable, plan=COMPLETIONS_PLAN
+        endpoint, model, time_limit, key_variable=key_variable, plan=COMPLETIONS_PLAN, sent=sent
     )
 
 
@@ -440,10 +443,12 @@ async def probe(
     *,
     key_variable: str = DEFAULT_KEY_VARIABLE,
     plan: Plan = CHAT_PLAN,
+    sent: list[Exchange[Any]] | None = None,
 ) -> dict[str, Any]:
     """Run the probe requests against ``endpoint`` and return the findings.
 
-    ``key_variable`` names where the key came from, for the hint when none was sent.
+    ``key_variable`` names where the key came from, for the hint when none was sent;
+    ``sent`` gets each request as it ends (what an interrupted probe can still show).
     """
     exchanges: list[Exchange[Result]] = []
 
@@ -459,6 +464,8 @@ async def probe(
             first_token=plan.first_token,
         )
         exchanges.append(done)
+        if sent is not None:
+            sent.append(done)
         return done
 
     first = await exchange(_with_usage(plan.text(model), True), "text + include_usage")
