@@ -378,7 +378,13 @@ def test_rule_2_nothing_outside_the_cli_imports_it() -> None:
 #: The modules commands share (rule 2): _common and _options, _live, the live
 #: rendering of JSON values that ``chat`` and ``demo`` both draw, and _audio, the
 #: ``--audio-out`` of ``chat`` and ``inspect``.
-SHARED_CLI_MODULES = (f"{CLI}._common", f"{CLI}._options", f"{CLI}._live", f"{CLI}._audio")
+SHARED_CLI_MODULES = (
+    f"{CLI}._commands",
+    f"{CLI}._common",
+    f"{CLI}._options",
+    f"{CLI}._live",
+    f"{CLI}._audio",
+)
 
 
 def test_rule_2_shared_cli_modules_import_no_command() -> None:

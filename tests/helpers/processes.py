@@ -80,11 +80,13 @@ async def collect(stream: trio.abc.ReceiveStream, into: bytearray) -> None:
         into.extend(data)
 
 
-# ``python -m chunkwise``, once chunkwise is imported and it said so on stderr:
-# a SIGINT during the imports would come before main() can handle anything.
+# ``python -m chunkwise``, once chunkwise and every command are imported and it
+# said so on stderr: the signal then comes while the command runs, not while
+# main() imports it (which the start-up tests cover).
 _READY = b"ready\n"
 _BOOT = (
     "import runpy, sys, chunkwise_tools.cli\n"
+    "chunkwise_tools.cli.build_parser()\n"
     "print('ready', file=sys.stderr, flush=True)\n"
     "runpy.run_module('chunkwise', run_name='__main__', alter_sys=True)\n"
 )

@@ -41,7 +41,6 @@ import sys
 import time
 
 import trio
-import trio.testing
 
 __all__ = ["SocketReader", "open_reader"]
 
@@ -82,7 +81,11 @@ def open_reader(stream: trio.abc.Stream) -> SocketReader | None:
     if not SUPPORTED or not isinstance(stream, trio.SocketStream):
         return None
     sock = stream.socket
-    stamped = not isinstance(trio.lowlevel.current_clock(), trio.testing.MockClock)
+    # A MockClock is trio.testing's, which a run without one never imported (nor
+    # should we: it imports pytest when installed, a tenth of a second).
+    testing = sys.modules.get("trio.testing")
+    clock = trio.lowlevel.current_clock()
+    stamped = testing is None or not isinstance(clock, testing.MockClock)
     if stamped:
         try:
             sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)

@@ -11,6 +11,13 @@ needs another module's work (``probe --api responses`` runs
 ``serve`` and ``demo`` is :mod:`chunkwise_tools.server`; the bench runner and
 its report are :mod:`chunkwise_tools.bench`.
 
+Start-up is lazy: ``main()`` imports only the module of the command named on
+the command line (the others are listed from :mod:`._commands`, which imports
+nothing heavy), and imports it inside its Ctrl-C handling, so ``chunkwise
+--help`` imports neither trio nor the library, and a Ctrl-C at any moment
+exits 130 without a traceback.  :func:`build_parser` builds every command, for
+the docs.
+
 ``main()`` returns the status instead of raising :class:`SystemExit`, so it can
 be called in-process.
 """
@@ -18,29 +25,13 @@ be called in-process.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
-from collections.abc import Callable, Sequence
-
-from chunkwise.lowlevel import exceptions_unwrapped
+from collections.abc import Callable, Collection, Sequence
 
 from .._version import __version__
-from ._common import (
-    EXIT_BROKEN_PIPE,
-    EXIT_INTERRUPTED,
-    EXIT_USAGE,
-    PROG,
-    UsageError,
-    tolerate_stdout,
-)
-from ._probe_responses import run_responses_probe
-from .bench import add_bench_command
-from .chat import add_chat_command
-from .demo import add_demo_command
-from .inspect import add_inspect_command
-from .probe import add_probe_command
-from .record import add_record_command
-from .serve import add_serve_command
+from ._commands import COMMANDS, EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, EXIT_USAGE, PROG
 
 __all__ = ["build_parser", "main"]
 
@@ -50,22 +41,41 @@ _Handler = Callable[[argparse.Namespace], int]
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit status.
 
-    Ctrl-C at any point once this runs (parsing, connecting, streaming) gives
-    status 130 without a traceback, and a closed stdout 141; commands that
-    have something to say about an interruption (``chat``, ``record``) catch
-    it themselves first.
+    Ctrl-C at any point once this runs (importing the command, parsing,
+    connecting, streaming) gives status 130 without a traceback, and a closed
+    stdout 141; commands that have something to say about an interruption
+    (``chat``, ``record``, ``bench``, ``probe``) catch it themselves first.
     """
     command = None
     try:
-        parser = build_parser()
+        arguments = sys.argv[1:] if argv is None else list(argv)
+        # The command is the first argument that is not an option (the root's
+        # options take no value); only its module is imported.
+        named = next((arg for arg in arguments if not arg.startswith("-")), None)
+        parser = _parser(commands=[named] if named in COMMANDS else [])
         try:
-            args = parser.parse_args(argv)
+            args = parser.parse_args(arguments)
         except SystemExit as exc:
             # argparse exits for --help, --version and usage errors; callers of
             # main() get a status either way.
             return exc.code if isinstance(exc.code, int) else EXIT_USAGE
         command = args.command
-        handler: _Handler = args.handler
+        return _run(command, args.handler, args)
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+
+
+def _run(command: str, handler: _Handler, args: argparse.Namespace) -> int:
+    # Imported once a command runs: ``--help`` and ``--version`` need neither (start-up).
+    from chunkwise.lowlevel import exceptions_unwrapped
+
+    # The command's module imported this already; the root must not before it.
+    from ._common import UsageError, tolerate_stdout
+
+    try:
         tolerate_stdout()
         with exceptions_unwrapped():
             status = handler(args)
@@ -75,11 +85,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"{PROG} {command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except BrokenPipeError:
-        _silence_stdout()
-        return EXIT_BROKEN_PIPE
-    except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
     return status
 
 
@@ -96,23 +101,32 @@ def _silence_stdout() -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``chunkwise`` parser with every command (also used to generate the docs)."""
+    return _parser(commands=COMMANDS.keys())
+
+
+def _parser(commands: Collection[str]) -> argparse.ArgumentParser:
+    """The root parser: ``commands`` built by their modules, the others listed by name only."""
     parser = argparse.ArgumentParser(
         prog=PROG,
         description=(
-            "Stream, record, inspect and probe OpenAI-compatible chat-completion, "
+            "Stream, record, inspect, probe and bench OpenAI-compatible chat-completion, "
             "Responses API and legacy completion streams (server-sent events), and serve "
-            "scripted ones locally.  "
-            "Start with "
-            "'chunkwise demo'."
+            "scripted ones locally.  Start with 'chunkwise demo': a local server streams "
+            "to chunkwise's consumers (no network, no API key)."
         ),
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    add_inspect_command(commands)
-    add_chat_command(commands)
-    add_record_command(commands)
-    add_probe_command(commands, run_responses_probe)
-    add_serve_command(commands)
-    add_bench_command(commands)
-    add_demo_command(commands)
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, help_ in COMMANDS.items():
+        if name not in commands:
+            subparsers.add_parser(name, help=help_, add_help=False)
+            continue
+        module = importlib.import_module(f".{name}", __name__)
+        add = getattr(module, f"add_{name}_command")
+        if name == "probe":
+            # Commands never import each other: the root hands probe the Responses probe.
+            responses = importlib.import_module("._probe_responses", __name__)
+            add(subparsers, responses.run_responses_probe)
+        else:
+            add(subparsers)
     return parser

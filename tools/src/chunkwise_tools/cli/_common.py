@@ -64,6 +64,15 @@ from chunkwise.lowlevel import (
 from chunkwise.types import Headers
 
 from ..server._pacing import TIMES_SUFFIX, RecordedTimes, TimesFormatError
+from ._commands import (
+    EXIT_BROKEN_PIPE,
+    EXIT_INTERRUPTED,
+    EXIT_NOT_PROBED,
+    EXIT_OK,
+    EXIT_STREAM,
+    EXIT_USAGE,
+    PROG,
+)
 
 __all__ = [
     "COLLECTOR_THRESHOLDS",
@@ -113,17 +122,8 @@ __all__ = [
     "yes_no",
 ]
 
-PROG = "chunkwise"
-
 #: How to get tool-argument validation, as the docs say it (from a clone).
 INSTALL_JSONSCHEMA = "pip install -e '.[jsonschema]'"
-
-EXIT_OK = 0
-EXIT_STREAM = 1
-EXIT_USAGE = 2
-EXIT_NOT_PROBED = 3
-EXIT_INTERRUPTED = 130
-EXIT_BROKEN_PIPE = 141
 
 CommandsAction: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 

@@ -30,6 +30,7 @@ from ..bench import (
     run_plan,
     write_report,
 )
+from ._commands import COMMANDS
 from ._common import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -68,7 +69,7 @@ def add_bench_command(commands: CommandsAction) -> None:
     """Register ``chunkwise bench``."""
     bench = commands.add_parser(
         "bench",
-        help="load and latency (TTFT, TPOT, inter-token gaps) against an endpoint",
+        help=COMMANDS["bench"],
         description=(
             "Send streaming requests to an OpenAI-compatible endpoint (chat completions, the\n"
             "Responses API with --api responses, legacy completions with --api completions)\n"

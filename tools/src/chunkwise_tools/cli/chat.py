@@ -98,6 +98,7 @@ from chunkwise.lowlevel import Api, OutputSchema, open_stream, redact
 
 from .._convert import event_to_json, to_json
 from ._audio import add_audio_options, ask_for_audio, audio_summary, decode_base64, save_audio
+from ._commands import COMMANDS
 from ._common import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -151,7 +152,7 @@ def add_chat_command(commands: CommandsAction) -> None:
     """Register ``chunkwise chat``."""
     chat = commands.add_parser(
         "chat",
-        help="stream a chat completion from an OpenAI-compatible endpoint",
+        help=COMMANDS["chat"],
         description=(
             "Send PROMPT to an OpenAI-compatible /chat/completions endpoint (with --api "
             "responses: /responses, --api completions: /completions, as the prompt to "

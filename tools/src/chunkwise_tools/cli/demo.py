@@ -75,6 +75,7 @@ from chunkwise.lowlevel import NO_JSONSCHEMA
 from ..server._chat_server import open_chat_server
 from ..server._options import ServerOptions
 from ..server._scenarios import SCENARIOS, scenario_events
+from ._commands import COMMANDS
 from ._common import INSTALL_JSONSCHEMA, CommandsAction, anomaly_text, status_text
 from ._live import REDRAW_INTERVAL, LiveRegion
 
@@ -470,7 +471,7 @@ def add_demo_command(commands: CommandsAction) -> None:
     """Register ``chunkwise demo``."""
     demo = commands.add_parser(
         "demo",
-        help="see chunkwise stream from a local server (no network, no API key)",
+        help=COMMANDS["demo"],
         description=(
             "Start a local OpenAI-compatible server in this process and stream three "
             "requests through chunkwise: one with text, a validated tool call and usage, "

@@ -56,6 +56,7 @@ from chunkwise.types import DEFAULT_MAX_EVENT_SIZE
 from .._convert import exception_fields, to_json
 from ..server._pacing import TIMES_SUFFIX, RecordedTimes
 from ._audio import add_audio_options, audio_summary, decode_base64, save_audio
+from ._commands import COMMANDS
 from ._common import (
     EXIT_OK,
     EXIT_STREAM,
@@ -97,7 +98,7 @@ def add_inspect_command(commands: CommandsAction) -> None:
     """Register ``chunkwise inspect``."""
     inspect = commands.add_parser(
         "inspect",
-        help="parse a recorded stream and show what a client reconstructs",
+        help=COMMANDS["inspect"],
         description=(
             "Parse a recorded raw SSE body (chat completions, Responses API or legacy "
             "completions, told apart by its events) and print the reconstruction: each "

@@ -47,6 +47,7 @@ import attrs
 from chunkwise import ChunkwiseError, Endpoint, SSEDecoder, chat, completions
 from chunkwise.lowlevel import CHAT, COMPLETIONS, StreamParser
 
+from ._commands import COMMANDS
 from ._common import (
     CommandsAction,
     Exchange,
@@ -114,7 +115,7 @@ def add_probe_command(
     """
     probe_parser = commands.add_parser(
         "probe",
-        help="check an endpoint's streaming behaviour before deployment",
+        help=COMMANDS["probe"],
         description=(
             "Send up to three short streamed requests (text with include_usage, the same "
             "without it if the first was refused, one with a tool) and report what the "

@@ -67,6 +67,7 @@ from chunkwise.lowlevel import (
 from chunkwise.types import DEFAULT_MAX_EVENT_SIZE, Headers
 
 from ..server._pacing import TIMES_SUFFIX, RecordedTimes
+from ._commands import COMMANDS
 from ._common import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -97,7 +98,7 @@ def add_record_command(commands: CommandsAction) -> None:
     """Register ``chunkwise record``."""
     record = commands.add_parser(
         "record",
-        help="save a raw streamed response (status, headers, body) for a bug report",
+        help=COMMANDS["record"],
         description=(
             "Send a streaming chat-completions request (with --api responses: a Responses "
             "API request, --api completions: a legacy completions request) and save the "

@@ -51,6 +51,7 @@ from ..server._pacing import (
 )
 from ..server._response_scenarios import RESPONSE_SCENARIOS
 from ..server._scenarios import DEFAULT_SCENARIO, SCENARIOS
+from ._commands import COMMANDS
 from ._common import (
     CommandsAction,
     UsageError,
@@ -84,7 +85,7 @@ def add_serve_command(commands: CommandsAction) -> None:
     responses = "\n".join(f"  {s.name:<27}{s.summary}" for s in RESPONSE_SCENARIOS.values())
     serve = commands.add_parser(
         "serve",
-        help="run a local OpenAI-compatible server that streams scripted replies",
+        help=COMMANDS["serve"],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description=(
             "Run an OpenAI-compatible server (POST /v1/chat/completions, POST /v1/responses,\n"
