@@ -130,16 +130,18 @@ async def test_chat_json_carries_the_hint(capsys: pytest.CaptureFixture[str]) ->
     assert f"hint: {document['hint']}" == NO_KEY_HINT
 
 
+@pytest.mark.parametrize("name", ["chat", "record"])
 async def test_a_401_with_a_key_says_it_was_sent_and_has_no_hint(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, name: str
 ) -> None:
     monkeypatch.setenv(KEY_VAR, "sk-wrong-key-0123456789abcdef")
     async with open_chat_server(ServerOptions(api_key=SERVER_KEY)) as server:
-        status, _, err = await run_main(capsys, *command("chat", server.base_url, tmp_path))
+        status, _, err = await run_main(capsys, *command(name, server.base_url, tmp_path))
     assert status == 1
-    assert err == (
-        "chunkwise chat: error: HTTP 401: Incorrect API key provided "
-        "(an API key was sent, and the server did not accept it)\n"
+    prefix = "chunkwise chat: error: " if name == "chat" else "error: "  # record: after its file
+    assert err.splitlines()[-1] == (
+        f"{prefix}HTTP 401: Incorrect API key provided "
+        "(an API key was sent, and the server did not accept it)"
     )
 
 

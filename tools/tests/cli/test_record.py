@@ -200,6 +200,27 @@ async def test_request_json_is_sent_verbatim(
     assert server.requests[0].body == raw
 
 
+@pytest.mark.parametrize(
+    ("raw", "why"),
+    [(b'{"model": "x", "messages": [}', "Expecting value"), (b"\xff{}", "can't decode")],
+)
+async def test_request_json_that_is_not_json_is_sent_with_a_warning(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, raw: bytes, why: str
+) -> None:
+    request = tmp_path / "request.json"
+    request.write_bytes(raw)
+    async with open_test_server(STREAM) as server:
+        status, _, err = await run_main(
+            capsys,
+            *record_args(server.base_url, tmp_path / "out.http", "--request-json", str(request)),
+        )
+    assert status == 0
+    assert server.requests[0].body == raw  # the server's reaction may be the point
+    first = err.splitlines()[0]
+    assert first.startswith(f"warning: {str(request)!r} is not JSON (") and why in first
+    assert first.endswith("); sending it as is")
+
+
 async def test_output_to_stdout(capsysbinary: pytest.CaptureFixture[bytes]) -> None:
     async with open_test_server(STREAM) as server:
         argv = ["record", "--base-url", server.base_url, "-o", "-", "x"]

@@ -247,7 +247,11 @@ def _report(
     status_code = recording.status_code or 0
     if not 200 <= status_code < 300:
         error = http_status_error(
-            status_code, recording.reason, recording.headers, bytes(recording.error_body)
+            status_code,
+            recording.reason,
+            recording.headers,
+            bytes(recording.error_body),
+            endpoint=endpoint,  # what the status suggests, as chat says it
         )
         print_failure(describe_failure(error, endpoint, key_variable), "error: ")
         return EXIT_STREAM
@@ -275,7 +279,15 @@ def _request_body(args: argparse.Namespace) -> bytes:
                 body = file.read()
         except OSError as exc:
             raise UsageError(f"cannot read {args.request_json!r}: {exc.strerror or exc}") from None
-        # Sent as is, even if it is not JSON: the server's reaction may be the point.
+        # Sent as is, even if it is not JSON: the server's reaction may be the point;
+        # but a slip should not pass for the server's fault.
+        try:
+            json.loads(body)
+        except ValueError as exc:  # UnicodeDecodeError included
+            print(
+                f"warning: {args.request_json!r} is not JSON ({exc}); sending it as is",
+                file=sys.stderr,
+            )
         return body
     if args.prompt is None:
         raise UsageError("give PROMPT or --request-json FILE")
