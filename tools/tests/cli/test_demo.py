@@ -10,9 +10,9 @@ import pytest
 import trio
 
 from chunkwise_tools.cli import main
-from chunkwise_tools.cli.demo import DEMO_SCHEMA, _Console, run_demo
+from chunkwise_tools.cli.demo import DEMO_SCHEMA, SECONDS, _Console, run_demo
 from chunkwise_tools.server import SCENARIOS
-from helpers.processes import run_python
+from helpers.processes import interrupt, run_python
 
 DEMO = SCENARIOS["demo"]
 _TEXT = "  text      │ "
@@ -68,13 +68,22 @@ async def test_demo_with_delays_streams_visibly(autojump_clock: trio.testing.Moc
     assert await run_demo(out=out) == 0
     elapsed = trio.current_time() - start
     _check_output(out.getvalue())
-    # Delays between events make the streaming visible, and the whole demo is short.
-    assert 1.0 < elapsed < 6.0
+    # Delays between events make the streaming visible, and the demo takes what
+    # its help says: a second of it start-up and real sockets.
+    assert SECONDS - 1 <= elapsed < SECONDS
 
 
 def test_demo_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--help"]) == 0
-    assert "--fast" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "--fast" in out
+    assert f"Takes about {SECONDS} seconds" in " ".join(out.split())
+
+
+async def test_ctrl_c_ends_the_half_written_line_and_says_so() -> None:
+    status, out, err = await interrupt(["demo"], after_stdout=_TEXT.encode(), wait=0.2)
+    assert (status, err) == (130, "")
+    assert out.endswith("\n\nInterrupted.\n")  # the half-written line ended first
 
 
 def test_console_keeps_lines_whole() -> None:

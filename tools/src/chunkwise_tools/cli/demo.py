@@ -76,7 +76,13 @@ from ..server._chat_server import open_chat_server
 from ..server._options import ServerOptions
 from ..server._scenarios import SCENARIOS, scenario_events
 from ._commands import COMMANDS
-from ._common import INSTALL_JSONSCHEMA, CommandsAction, anomaly_text, status_text
+from ._common import (
+    EXIT_INTERRUPTED,
+    INSTALL_JSONSCHEMA,
+    CommandsAction,
+    anomaly_text,
+    status_text,
+)
 from ._live import REDRAW_INTERVAL, LiveRegion
 
 __all__ = ["DEMO_SCHEMA", "DEMO_TOOLS", "add_demo_command", "run_demo", "run_demo_command"]
@@ -116,8 +122,11 @@ DEMO_SCHEMA: dict[str, Any] = {
 }
 
 #: Seconds between events: slow enough to watch the text arrive, and the
-#: whole demo stays under four seconds.
+#: whole demo short: its events' delays add up to a second less than
+#: :data:`SECONDS` (the rest is start-up and the real sockets).
 _DELAY = 0.08
+#: How long the demo takes, as its help says.
+SECONDS = 5
 #: The whole demo never takes longer than this, whatever goes wrong.
 _DEADLINE = 30.0
 #: The second request is cut after this many events of the text scenario,
@@ -478,7 +487,7 @@ def add_demo_command(commands: CommandsAction) -> None:
             "shown by four independent consumers (one previews the tool call live); one "
             "whose server hangs up mid-answer, which ends incomplete with its partial text; "
             "one asking for structured output, whose JSON answer grows live and is parsed.  "
-            "Takes about four seconds."
+            f"Takes about {SECONDS} seconds (--fast: one)."
         ),
         epilog="exit status: 0 when all requests behave as expected, 1 otherwise, 130 interrupted",
     )
@@ -487,6 +496,14 @@ def add_demo_command(commands: CommandsAction) -> None:
 
 
 def run_demo_command(args: argparse.Namespace) -> int:
-    """``chunkwise demo``."""
-    status: int = trio.run(lambda: run_demo(fast=args.fast))
+    """``chunkwise demo``; Ctrl-C ends the half-written line and says so."""
+    console = _Console(sys.stdout)
+    try:
+        status: int = trio.run(lambda: run_demo(fast=args.fast, console=console))
+    except KeyboardInterrupt:
+        if console.region is not None:
+            console.region.clear()
+        console.say()
+        console.say("Interrupted.")
+        return EXIT_INTERRUPTED
     return status
