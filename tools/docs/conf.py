@@ -7,8 +7,6 @@ the library's documentation (``docs/``) is referred to by path, as plain text.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import sys
 from pathlib import Path
@@ -19,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import chunkwise_tools
-from chunkwise_tools.cli import build_parser
+from chunkwise_tools.cli import help_pages
 
 # -- Project -------------------------------------------------------------------
 
@@ -30,26 +28,22 @@ release = chunkwise_tools.__version__
 version = ".".join(release.split(".")[:2])
 
 # -- Command-line reference ----------------------------------------------------
-# cli.rst includes each command's --help, generated here from the real parser
-# so the reference cannot drift from the code.
+# cli.rst includes each command's --help from _cli_help/, which is committed (so
+# the reference reads on GitHub too) and rewritten here from the real parser;
+# tools/tests/cli/test_help.py fails when a committed page differs from it.
 
 _CLI_HELP = Path(__file__).resolve().parent / "_cli_help"
+#: The width argparse wraps the pages to ($COLUMNS).
+CLI_HELP_COLUMNS = "88"
 
 
 def _write_cli_help() -> None:
-    os.environ["COLUMNS"] = "88"  # argparse wraps to this width
-    parser = build_parser()
-    commands = next(a for a in parser._actions if a.dest == "command")
+    os.environ["COLUMNS"] = CLI_HELP_COLUMNS
     _CLI_HELP.mkdir(exist_ok=True)
-    # The top-level help first (saved as chunkwise.txt), then each command's.
-    helps = {"chunkwise": parser, **commands.choices}  # type: ignore[attr-defined]
-    for name, subparser in helps.items():
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            subparser.print_help()
+    for name, text in help_pages().items():
         path = _CLI_HELP / f"{name}.txt"
-        if not path.exists() or path.read_text() != out.getvalue():
-            path.write_text(out.getvalue())
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
 
 
 _write_cli_help()

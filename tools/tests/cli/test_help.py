@@ -1,6 +1,7 @@
 """The help texts and the CLI reference in ``tools/docs/cli.rst`` say what the commands do.
 
-Each command's ``--help`` is generated into the docs when they are built
+Each command's ``--help`` is in the docs' ``_cli_help/``, committed so the
+reference reads on GitHub, and rewritten when the docs are built
 (``tools/docs/conf.py``); the examples of output in ``tools/docs/cli.rst`` are written by
 hand, so these tests compare them with a real run.
 """
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from chunkwise_tools.cli import build_parser, main
+from chunkwise_tools.cli import build_parser, help_pages, main
 from chunkwise_tools.server import open_chat_server
 from helpers.cli import run_main
 from helpers.data import REPO
@@ -44,8 +45,18 @@ def test_top_level_help_describes_the_tool(capsys: pytest.CaptureFixture[str]) -
         assert command in out
     description = build_parser().description
     assert description is not None
-    for word in ("Stream", "record", "inspect", "probe", "serve"):
+    for word in ("Stream", "record", "inspect", "probe", "bench", "serve", "chunkwise demo"):
         assert word in description
+
+
+def test_the_committed_help_pages_are_the_parsers(monkeypatch: pytest.MonkeyPatch) -> None:
+    # cli.rst includes them: ignored by git, they were missing from the page on GitHub.
+    monkeypatch.setenv("COLUMNS", "88")  # tools/docs/conf.py's CLI_HELP_COLUMNS
+    pages = REPO / "tools" / "docs" / "_cli_help"
+    committed = {path.stem: path.read_text(encoding="utf-8") for path in pages.glob("*.txt")}
+    assert committed == help_pages(), "rebuild the tools' docs (nox -s docs) and commit _cli_help/"
+    for name in committed:
+        assert f".. literalinclude:: _cli_help/{name}.txt" in CLI_DOC
 
 
 def test_the_inspect_example_in_the_docs_is_a_real_run(

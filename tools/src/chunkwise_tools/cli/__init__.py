@@ -33,7 +33,7 @@ from collections.abc import Callable, Collection, Sequence
 from .._version import __version__
 from ._commands import COMMANDS, EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, EXIT_USAGE, PROG
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "help_pages", "main"]
 
 _Handler = Callable[[argparse.Namespace], int]
 
@@ -102,6 +102,20 @@ def _silence_stdout() -> None:
 def build_parser() -> argparse.ArgumentParser:
     """The ``chunkwise`` parser with every command (also used to generate the docs)."""
     return _parser(commands=COMMANDS.keys())
+
+
+def help_pages() -> dict[str, str]:
+    """Every ``--help`` page, the root's (as ``chunkwise``) first: the docs' option reference.
+
+    Wrapped to ``$COLUMNS``, as argparse does.
+    """
+    parser = build_parser()
+    # argparse has no public way to reach the subparsers: its action holds them.
+    commands = next(action for action in parser._actions if action.dest == "command")
+    choices: dict[str, argparse.ArgumentParser] = commands.choices  # type: ignore[assignment]
+    return {PROG: parser.format_help()} | {
+        name: command.format_help() for name, command in choices.items()
+    }
 
 
 def _parser(commands: Collection[str]) -> argparse.ArgumentParser:
