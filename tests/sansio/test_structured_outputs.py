@@ -168,3 +168,18 @@ def test_the_stream_parsed_in_one_byte_reads_gives_the_same_value() -> None:
         == one
     )
     assert one[1].choice(0).parsed == {"city": "Zürich 😀", "temp": 1}
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        chunkwise.chat.ChoiceResult(index=0, parsed={"n": 1}),
+        chunkwise.responses.Result(parsed={"n": 1}),
+    ],
+    ids=["chat choice", "responses"],
+)
+def test_the_repr_names_parsed_as_it_is_given_and_read(result: Any) -> None:
+    shown = repr(result)
+    assert "parsed={'n': 1}" in shown and " _parsed=" not in shown and "(_parsed=" not in shown
+    assert shown.startswith(f"{type(result).__qualname__}(")
+    assert "partial_parsed=None" in shown  # every other field still shown

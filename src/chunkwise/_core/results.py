@@ -25,6 +25,7 @@ __all__ = [
     "Status",
     "ToolCall",
     "choices_of",
+    "repr_by_alias",
 ]
 
 Status = Literal["streaming", "complete", "incomplete", "failed"]
@@ -141,6 +142,17 @@ def choices_of(choice: str) -> Callable[[type, Fields], Fields]:
         return [f.evolve(type=own) if f.name == "choices" else f for f in fields]
 
     return transform
+
+
+def repr_by_alias(self: Any) -> str:
+    """An attrs class's repr naming each field as it is given (``parsed=``, not ``_parsed=``).
+
+    For the results that keep a value under a private name and hand out copies
+    of it through a property: the repr shows what a reader can use.
+    """
+    shown = (field for field in attrs.fields(type(self)) if field.repr)
+    fields = ", ".join(f"{field.alias}={getattr(self, field.name)!r}" for field in shown)
+    return f"{type(self).__qualname__}({fields})"
 
 
 class _Unset(enum.Enum):

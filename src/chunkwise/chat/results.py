@@ -10,7 +10,7 @@ import attrs
 from .._core.errors import StructuredOutputError
 from .._core.json_patches import ReadOnlyDict
 from .._core.payloads import copy_json
-from .._core.results import ChunkResult, ToolCall, choices_of
+from .._core.results import ChunkResult, ToolCall, choices_of, repr_by_alias
 
 __all__ = ["Audio", "ChoiceResult", "Result"]
 
@@ -32,7 +32,7 @@ class Audio:
     expires_at: int | None = None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class ChoiceResult:
     """What one choice delivered (:doc:`/chat`).
 
@@ -72,6 +72,8 @@ class ChoiceResult:
     audio: Audio | None = None
     function_call: ToolCall | None = None
     extra: Mapping[str, Any] = attrs.field(factory=ReadOnlyDict)
+
+    __repr__ = repr_by_alias  # parsed=, as given and read
 
     @property
     def parsed(self) -> Any:

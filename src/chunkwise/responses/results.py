@@ -16,7 +16,7 @@ import attrs
 
 from .._core.errors import ChunkwiseError, StreamError, StructuredOutputError
 from .._core.payloads import copy_json
-from .._core.results import Anomaly, IncompleteReason, Status, ToolCall
+from .._core.results import Anomaly, IncompleteReason, Status, ToolCall, repr_by_alias
 from .._core.timings import Timings
 
 __all__ = ["Audio", "ContentPart", "CustomToolCall", "FunctionCall", "OutputItem", "Result"]
@@ -129,7 +129,7 @@ class OutputItem:
         return "".join(parts) if parts else None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class Result:
     """A snapshot of a Responses API stream, readable at any time; it never changes.
 
@@ -178,6 +178,8 @@ class Result:
     resumes: int = attrs.field(default=0, eq=False)
     audio: Audio | None = None
     response: Mapping[str, Any] | None = None
+
+    __repr__ = repr_by_alias  # parsed=, as given and read
 
     @property
     def parsed(self) -> Any:
