@@ -29,7 +29,7 @@ Rules
    until its status is terminal, waiting the server's ``Retry-After``, else the
    backoff (capped at ``max_delay``), for as long as the caller's cancel scope
    allows.  The stream ends from the polled response, with an ``events not
-   seen`` anomaly.
+   seen`` anomaly; that ending counts as one resumption (``result.resumes``).
 4. A resumption or poll that fails for good ends the stream as it would have
    ended without resuming, with a ``resume failed`` anomaly saying why.
 5. Every resumption and every refusal is logged (INFO, ``chunkwise``).

@@ -360,8 +360,9 @@ async def test_resumptions_without_progress_are_bounded_then_the_end_is_polled(
     cuts = [event_ends(body)[2], 0, 0, 0]
     async with memory_network(monkeypatch, cuts=cuts) as network:
         result, events = await read_all(background("tools"), endpoint)
-    # The first resumption and two misses stream; the third miss polls instead.
-    assert (result.resumes, network.opened) == (3, 5)
+    # The first resumption and two misses stream; the third miss polls instead,
+    # and the poll that ended it counts as a resumption too.
+    assert (result.resumes, network.opened) == (4, 5)
     assert result.output == whole.output and result.status == "complete"
     assert kinds(result) == ["events not seen"]
     check_whole(events, result, polled=True)
@@ -380,7 +381,8 @@ async def test_a_refused_re_stream_is_polled_to_the_end(
         result, events = await read_all(background("tools"))
     assert network.opened > 3  # the refused stream, then polls while it runs
     assert result.output == whole.output and result.usage == whole.usage
-    assert (result.status, result.resumes) == ("complete", 0)
+    # Ended from a poll: one resumption, however many polls it took.
+    assert (result.status, result.resumes) == ("complete", 1)
     assert kinds(result) == ["events not seen"]
     check_whole(events, result, polled=True)
 
@@ -652,7 +654,8 @@ async def test_a_silent_resumed_connection_ends_after_the_stall_timeout(
     polls = handler.times("poll")
     # Given up on exactly when the stall timeout says, then polled at once (a miss).
     assert polls and polls[0] - re_stream == pytest.approx(stall)
-    assert result.resumes == 1 and result.output == whole.output
+    # Two resumptions: the silent re-stream, and the poll that ended the stream.
+    assert result.resumes == 2 and result.output == whole.output
     assert (result.status, kinds(result)) == ("complete", ["events not seen"])
     check_whole(events, result, polled=True)
 

@@ -135,6 +135,14 @@ def test_a_stream_ended_from_a_polled_response_is_as_complete_as_the_server() ->
     assert parser.end() == []
 
 
+def test_a_stream_ended_from_a_polled_response_counts_one_resumption() -> None:
+    parser = chunkwise.responses.Parser()
+    parser.feed(sse_typed(*EVENTS[:6]))
+    parser.resume()  # streamed again once, cut again
+    parser.end_from_response(FINAL)  # then polled to its end
+    assert parser.result.resumes == 2
+
+
 def test_a_polled_cancelled_response_ends_incomplete_as_the_server_says() -> None:
     parser = chunkwise.responses.Parser()
     parser.feed(sse_typed(*EVENTS[:6]))

@@ -201,6 +201,7 @@ class Accumulator(BaseAccumulator[Result]):
             return []
         events: list[Event] = []
         self._anomaly(events, "events not seen", "the stream ended from the polled response")
+        self._numbers.resume()  # it went on over a new connection: a resumption too
         self._numbers.missed = True
         self._terminal("GET /responses/{id}", {"response": copy_json(dict(response))}, events)
         return events

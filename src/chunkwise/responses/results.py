@@ -145,8 +145,10 @@ class Result:
         partial_parsed: When ``text.format`` asks for JSON, the message text as
             far as it has streamed, a read-only live value (:doc:`/live_values`);
             never validated: use :attr:`parsed`.
-        resumes: How many times a background response's stream was resumed on a
-            new connection (:doc:`/reliability`); 0 for one read in one go.
+        resumes: How many times a background response's stream went on over a
+            new connection (:doc:`/reliability`): streamed again, or ended from
+            a polled response (once, however many polls it took); 0 for one
+            read in one go.
         audio: The answer's audio output, or None when it streamed none.
         response: The last response object the server sent (in a lifecycle or
             terminal event), read-only and whole: every field chunkwise does
