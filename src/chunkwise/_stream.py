@@ -451,6 +451,7 @@ class Stream(Generic[R]):
             # outer deadline): record it, hand over what fits, end every channel.
             if self._held:  # torn down waiting to send again (rule 7)
                 final = self._release_held(final)
+            timings.recorder.end()  # the reading stopped now, not at the last read
             if not parser.finished:
                 final += timings.carried(parser.end(IncompleteReason.CANCELLED), read=False)
             self._enter(StreamState.ENDED)

@@ -747,6 +747,28 @@ async def test_a_stream_stopped_early_ends_when_the_reading_stopped(
     assert result.timings.ended == {"cancel": 4.0, "idle timeout": 3.0, "connection lost": 2.0}[way]
 
 
+async def test_a_stream_cut_by_an_enclosing_deadline_ends_at_the_deadline(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The caller's own deadline stops the reading: ``ended`` is then, not the last read."""
+
+    async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+        await writer.start(framing="close")
+        await writer.write(CHAT_START + chat_token(0))
+        await trio.sleep_forever()
+
+    async with serving(handler) as (client, _):
+        with trio.move_on_after(4):
+            async with chunkwise.chat.open_stream(endpoint(), REQUEST, transport=client) as stream:
+                stream.subscribe(buffer_size=math.inf)  # the reader reads once somebody listens
+                await stream.result()
+    result = stream.snapshot
+    assert (result.status, result.reason) == ("incomplete", IncompleteReason.CANCELLED)
+    assert result.timings is not None
+    assert result.timings.first_output == result.timings.last_output == 0.0
+    assert result.timings.ended == 4.0
+
+
 COMPLETION_TOKEN = data({"object": "text_completion", "choices": [{"index": 0, "text": "t "}]})
 #: API: how to open a stream, its request, its answer, its finish chunk.
 FINISHED: dict[str, tuple[Any, dict[str, Any], bytes, bytes]] = {
