@@ -14,15 +14,16 @@ import io
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import pytest
 import trio
 import trio.testing
 
 import chunkwise
-from chunkwise_tools.cli import main
+from chunkwise_tools.cli import build_parser, main
 from chunkwise_tools.cli._common import COLLECTOR_THRESHOLDS
-from chunkwise_tools.cli.serve import RequestLog
+from chunkwise_tools.cli.serve import RequestLog, options_from_args
 from helpers.cli import run_main
 from helpers.processes import child_environment, collect, read_until
 
@@ -166,3 +167,36 @@ def test_serve_quiets_the_collector_before_its_run(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(trio, "run", lambda *args, **kwargs: order.append("run"))
     assert main(["serve", "--port", "0"]) == 0
     assert order == ["freeze", COLLECTOR_THRESHOLDS, "run"]
+
+
+def test_serve_help_names_every_path_the_server_answers(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["serve", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    for path in ("/v1/chat/completions", "/v1/responses", "/v1/completions", "/v1/models"):
+        assert path in out.replace(f"{path}/", ""), path  # the path itself, not a longer one
+
+
+@pytest.mark.parametrize(
+    ("body", "warned"),
+    [
+        (b"<!DOCTYPE html>\n<html><body>Sign in</body></html>\n", True),
+        (b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n<html></html>", True),
+        (b"", True),
+        (b"data: {}\n\n", False),
+        (b"HTTP/1.1 200 OK\r\n\r\nevent: response.created\ndata: {}\n\n", False),
+    ],
+    ids=["html page", "recorded html", "empty", "event stream", "recorded event stream"],
+)
+def test_a_replay_file_without_events_is_served_with_a_warning(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, body: bytes, warned: bool
+) -> None:
+    page = tmp_path / "page.html"
+    page.write_bytes(body)
+    options = options_from_args(build_parser().parse_args(["serve", "--replay", str(page)]))
+    assert options.replay is not None and options.replay in body  # served as it is
+    warning = (
+        f"warning: --replay {page} holds no server-sent event (no data: line); serving it as is\n"
+    )
+    assert capsys.readouterr().err == (warning if warned else "")

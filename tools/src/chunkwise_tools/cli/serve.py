@@ -36,6 +36,7 @@ from typing import TextIO
 
 import trio
 
+from chunkwise import ChunkwiseError, SSEDecoder
 from chunkwise.testing import LoopbackServer
 
 from ..server._background import DEFAULT_RESUME_WINDOW, DEFAULT_RETENTION
@@ -88,8 +89,8 @@ def add_serve_command(commands: CommandsAction) -> None:
         help=COMMANDS["serve"],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description=(
-            "Run an OpenAI-compatible server (POST /v1/chat/completions, POST /v1/responses,\n"
-            "GET /v1/models) that answers with scripted streams, for trying chunkwise or\n"
+            "Run an OpenAI-compatible server (POST /v1/chat/completions, /v1/responses and\n"
+            "/v1/completions; GET /v1/models) with scripted streams, for trying chunkwise or\n"
             "testing any client.  The request's model names the scenario; other models get\n"
             "--scenario (chat) and --response-scenario (Responses).  Chat honours\n"
             "stream_options.include_usage, n and stream: false; Responses honours stream,\n"
@@ -315,6 +316,24 @@ def pacing_from_args(args: argparse.Namespace, replay: bytes | None) -> Pacing |
     )
 
 
+def _warn_unless_events(name: str, body: bytes) -> None:
+    """Say so when a --replay file holds no server-sent event (an HTML page, say).
+
+    Served all the same: a broken body may be what a client is tested with.
+    """
+    decoder = SSEDecoder()
+    try:
+        events = decoder.feed(body) + decoder.end()
+    except ChunkwiseError:
+        return  # events too large or malformed: an event stream, if a broken one
+    if not events:
+        print(
+            f"warning: --replay {name} holds no server-sent event (no data: line); "
+            "serving it as is",
+            file=sys.stderr,
+        )
+
+
 def options_from_args(args: argparse.Namespace) -> ServerOptions:
     """The :class:`ServerOptions` that ``chunkwise serve``'s arguments ask for."""
     api_key = args.api_key
@@ -327,6 +346,7 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
     replay = None
     if args.replay is not None:
         _, replay = split_http_head(read_input(args.replay))
+        _warn_unless_events(args.replay, replay)
     pacing = pacing_from_args(args, replay)
     return ServerOptions(
         scenario=args.scenario,
