@@ -96,7 +96,9 @@ async def test_error_responses_are_recorded(
     assert status_line is not None and status_line.startswith(f"HTTP/1.1 {status_code} ")
     assert b"Retry-After: 3\r\n" in data
     assert json.loads(body)["error"]["message"] == message
-    assert err.splitlines()[-1] == f"error: HTTP {status_code}: {message}"
+    # A key was sent (the fixture's): a 401 says so, as chat's error does.
+    sent = " (an API key was sent, and the server did not accept it)" * (status_code == 401)
+    assert err.splitlines()[-1] == f"error: HTTP {status_code}: {message}{sent}"
     assert KEY.encode() not in data
 
 
@@ -316,7 +318,8 @@ async def test_a_recorded_401_reads_back_as_failed_with_the_servers_message(
         status, _, err = await run_main(capsys, *record_args(server.base_url, output, "hi"))
     assert status == 1
     assert err.splitlines()[1:] == [
-        "error: HTTP 401: Incorrect API key provided",
+        "error: HTTP 401: Incorrect API key provided "
+        "(no API key was sent: the endpoint has no api_key)",
         f"hint: no API key was sent, because ${KEY_VAR} is unset or empty "
         "(set it, or name another variable with --api-key-env)",
     ]

@@ -25,7 +25,9 @@ be called in-process.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import io
 import os
 import sys
 from collections.abc import Callable, Collection, Sequence
@@ -110,12 +112,13 @@ def help_pages() -> dict[str, str]:
     Wrapped to ``$COLUMNS``, as argparse does.
     """
     parser = build_parser()
-    # argparse has no public way to reach the subparsers: its action holds them.
-    commands = next(action for action in parser._actions if action.dest == "command")
-    choices: dict[str, argparse.ArgumentParser] = commands.choices  # type: ignore[assignment]
-    return {PROG: parser.format_help()} | {
-        name: command.format_help() for name, command in choices.items()
-    }
+    pages = {PROG: parser.format_help()}
+    for name in COMMANDS:  # argparse reaches a command's parser only by parsing
+        page = io.StringIO()
+        with contextlib.redirect_stdout(page), contextlib.suppress(SystemExit):
+            parser.parse_args([name, "--help"])
+        pages[name] = page.getvalue()
+    return pages
 
 
 def _parser(commands: Collection[str]) -> argparse.ArgumentParser:
