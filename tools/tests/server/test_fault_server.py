@@ -1,4 +1,4 @@
-"""Answers that fail on purpose (``Faults``), driven by chunkwise: retried before output, never after.
+"""Answers failing on purpose (``Faults``), read by chunkwise: retried before output, never after.
 
 For the three APIs and every way of :data:`FAULT_WAYS`: an answer failing
 before its first output is asked for again, every attempt saying its fault in

@@ -32,7 +32,7 @@ Rules
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import attrs
@@ -69,6 +69,10 @@ FAULT_HEADER = "x-chunkwise-fault"
 def _check_rate(_: Any, attribute: attrs.Attribute[Any], value: float) -> None:
     if not 0 <= value <= 1:  # also refuses NaN
         raise ValueError(f"{attribute.name} must be a share between 0 and 1, not {value}")
+
+
+def _ways(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
 
 
 def _check_ways(_: Any, __: Any, value: tuple[str, ...]) -> None:
@@ -123,7 +127,7 @@ class Faults:
     before_output: float = attrs.field(default=0.0, validator=_check_rate)
     after_output: float = attrs.field(default=0.0, validator=_check_rate)
     ways: tuple[str, ...] = attrs.field(
-        default=tuple(FAULT_WAYS), converter=tuple, validator=_check_ways
+        default=tuple(FAULT_WAYS), converter=_ways, validator=_check_ways
     )
     seed: int = 0
 
