@@ -23,6 +23,17 @@ The "resumed" server cuts a background Responses stream in the middle of an
 event; the stream goes on over a second connection (rule 6 of ``_stream.py``),
 which the promises cover too: both connections are closed, and subscribers see
 one sequence.  A chat stream cut the same way is not resumed (it cannot be).
+
+The "retried" servers fail the first attempt before its first output, in each
+way that is sent again (rule 7 of ``_stream.py``): the connection lost, a body
+that ended without its end, a transient in-stream error, the idle timeout.
+The second attempt is the whole answer.  Their connections come from the
+network (a given transport is never sent again), every one is closed, and the
+backoff (0.75 s to 1 s) is long enough that the ways out after 0.05 s leave
+during it.  Beside the five promises: one :class:`~chunkwise.Retrying` reaches
+every subscriber that reads its channel, nothing of the failed attempt
+does (the deltas add up to the final text), and the result is the second
+attempt's.
 """
 
 from __future__ import annotations
@@ -44,6 +55,7 @@ from chunkwise import (
     Event,
     EventsDropped,
     RawEvent,
+    Retrying,
     ServerSentEvent,
     SSEDecoder,
     StreamCompleted,
@@ -53,7 +65,7 @@ from chunkwise import (
     completions,
     responses,
 )
-from chunkwise.testing import ScriptedResponse, serve_stream
+from chunkwise.testing import RecordedRequest, ResponseWriter, ScriptedResponse, serve_stream
 from helpers.bodies import choice, chunk, numbered, sse, sse_typed
 from helpers.servers import ResettingStream, TrackedStream, close_delimited, serving
 
@@ -215,6 +227,30 @@ def slow_tool(body: Any) -> ScriptedResponse:
     return close_delimited(b"".join(parts), write_sizes=tuple(map(len, parts)), delay=2.4)
 
 
+#: Each API's transient in-stream error (Responses: the error event, then response.failed).
+SERVER_ERROR = {"message": "The server had an error", "type": "server_error"}
+ERRORS = {
+    chat_body: sse({"error": SERVER_ERROR}, done=False),
+    completions_body: sse({"error": SERVER_ERROR}, done=False),
+    responses_body: sse_typed(
+        {"type": "error", "error": SERVER_ERROR},
+        {"type": "response.failed", "response": {"status": "failed", "error": SERVER_ERROR}},
+    ),
+}
+
+
+def retried(body: Any) -> dict[str, tuple[ScriptedResponse, bool]]:
+    """A first attempt failing before its first output, each way that is sent again."""
+    before = body(done=False, deltas=0, finish=False)  # chat's role, Responses' item; or nothing
+    cut = ScriptedResponse(body=before + body(), disconnect_after=len(before))
+    return {
+        "retried-cut": (cut, False),
+        "retried-ended": (ScriptedResponse(body=before), False),
+        "retried-error": (ScriptedResponse(body=before + ERRORS[body]), False),
+        "retried-idle": (close_delimited(before), False),  # then silence (then_hang)
+    }
+
+
 def servers(
     body: Any, keepalive: bytes, tail: tuple[bytes, bytes]
 ) -> dict[str, tuple[ScriptedResponse, bool]]:
@@ -238,6 +274,7 @@ def servers(
             ),
             True,
         ),
+        **retried(body),
     }
 
 
@@ -381,20 +418,38 @@ def result_text(result: AnyResult) -> dict[int, str]:
     return {c.index: c.content for c in result.choices if c.content}
 
 
-@asynccontextmanager
-async def resuming_network(
-    monkeypatch: pytest.MonkeyPatch, on: bool
-) -> AsyncIterator[list[TrackedStream]]:
-    """When ``on``: every connection opened is answered with :data:`RESUMED_REST`.
+#: The "retried" cells' endpoint: the backoff outlasts the ways out's 0.05 s, the idle timeout not.
+RETRYING = attrs.evolve(
+    ENDPOINT,
+    retries=chunkwise.Retries(initial_delay=1.0),
+    timeouts=chunkwise.Timeouts(stall=2.0, idle=0.02),
+)
+GOOD = {"chat": chat_body(), "responses": responses_body(), "completions": completions_body()}
 
-    Yields the client ends, to check that each was closed.
+
+@asynccontextmanager
+async def network(
+    monkeypatch: pytest.MonkeyPatch, on: bool, answers: list[ScriptedResponse]
+) -> AsyncIterator[list[TrackedStream]]:
+    """When ``on``: every connection opened is served in memory, with the next of ``answers``.
+
+    The last answer is repeated; a close-delimited one before it is left
+    hanging (as :func:`then_hang`).  Yields the client ends, to check that each was closed.
     """
     opened: list[TrackedStream] = []
+    pending = list(answers)
     async with trio.open_nursery() as nursery:
+
+        async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+            hang = len(pending) > 1 and pending[0].framing == "close"
+            answer = pending.pop(0) if len(pending) > 1 else pending[0]
+            await writer.play(answer)
+            if hang:
+                await trio.sleep_forever()
 
         async def open_tcp_stream(host: str, port: int, **kwargs: Any) -> trio.abc.Stream:
             client, server = trio.testing.memory_stream_pair()
-            nursery.start_soon(serve_stream, server, RESUMED_REST)
+            nursery.start_soon(serve_stream, server, handler)
             opened.append(TrackedStream(client))
             return opened[-1]
 
@@ -421,17 +476,24 @@ async def test_every_promise_holds(
     stream: AnyStream | None = None
     raised: BaseException | None = None
     resumed = server_kind == "resumed"
+    retried = server_kind.startswith("retried")
     request = {**REQUESTS[api], "background": True} if resumed else REQUESTS[api]
+    # A retried cell's connections all come from the network: a transport is never sent again.
+    answers = [script, close_delimited(GOOD[api])] if retried else [RESUMED_REST]
 
     async with (
-        resuming_network(monkeypatch, resumed) as network,
+        network(monkeypatch, resumed or retried, answers) as opened,
         serving(script) as (client, server),
     ):
         transport = ResettingStream(client, reset=resets)
         try:
             with trio.fail_after(DEADLINE):
                 with trio.move_on_after(0.05 if way == "deadline" else math.inf):
-                    async with OPEN[api](ENDPOINT, request, transport=transport) as stream:
+                    async with OPEN[api](
+                        RETRYING if retried else ENDPOINT,
+                        request,
+                        transport=None if retried else transport,
+                    ) as stream:
                         for kind in SETUPS[setup]:
                             sub = subscribe(stream, kind)
                             subs.append(sub)
@@ -439,14 +501,16 @@ async def test_every_promise_holds(
                                 stream.start_soon(slow_consumer, stream, sub)
                         await take_way_out(way, stream)
                     # Rule 2: closed before __aexit__ returned.
-                    assert transport.closed
+                    assert all(connection.closed for connection in opened)
+                    assert retried or transport.closed
         except ValueError as exc:
             raised = exc
         # Rule 2, on the exception paths too; and the server sees EOF.
-        assert transport.closed
-        with trio.fail_after(1):
-            await server.client_closed.wait()
-        assert all(resumption.closed for resumption in network)
+        assert all(connection.closed for connection in opened)
+        if not retried:
+            assert transport.closed
+            with trio.fail_after(1):
+                await server.client_closed.wait()
 
     # Rule 4: the exception alone, its chain and traceback its own.
     if way in ("consumer-raises", "block-raises"):
@@ -460,10 +524,11 @@ async def test_every_promise_holds(
     assert stream is not None and stream.finished
     final = stream.snapshot
     assert final.status != "streaming"
+    attempts = final.timings.attempts if final.timings is not None else 0
     if resumed and way == "result" and "unread" not in SETUPS[setup]:
         # The whole answer over two connections (a chat stream is not resumed).
         assert final.status == ("complete" if api == "responses" else "incomplete")
-        assert len(network) == (1 if api == "responses" else 0)
+        assert len(opened) == (1 if api == "responses" else 0)
     if server_kind == "stalls" and way == "result" and "unread" not in SETUPS[setup]:
         # (An unread lossless subscriber holds the reader instead: backpressure.)
         assert final.reason is chunkwise.IncompleteReason.STALLED
@@ -484,6 +549,13 @@ async def test_every_promise_holds(
         else:
             # The same pause mid-answer, with no tool running: a stall.
             assert final.reason is chunkwise.IncompleteReason.STALLED
+    if retried and way == "result" and "unread" not in SETUPS[setup]:
+        # The second attempt's answer, over a second connection (no pool keeps the first).
+        assert (final.status, attempts) == ("complete", 2)
+        assert len(opened) == 2
+    if retried and way not in ("result", "at-once"):
+        # Left during the backoff: the failed attempt is the outcome, nothing sent again.
+        assert (attempts, len(opened)) == (1, 1)
     torn_down = way in ("consumer-raises", "block-raises", "deadline")
 
     for sub in subs:
@@ -507,7 +579,8 @@ async def test_every_promise_holds(
                 and (api, server_kind) != ("responses", "slow-tail")  # it stalls
                 and (api == "responses" or server_kind != "slow-tool")  # they stall
             )
-            sent = sse_events(script.body)
+            # A retried cell's: the second attempt's, unless left before it was made.
+            sent = sse_events(GOOD[api] if attempts == 2 else script.body)
             if resumed and api == "responses":  # the resumption's body follows the cut one
                 sent = sse_events(script.body, cut=True) + sse_events(RESUMED_REST.body)
             _check_raw(sub, sent, whole=whole)
@@ -515,6 +588,13 @@ async def test_every_promise_holds(
                 assert terminals[0].result == final
             continue
         assert not any(type(e) is RawEvent for e in sub.events)  # rule 5 of _fanout
+        retrying = [e for e in sub.events if type(e) is Retrying]
+        if retried and (sub.consumed or sub.kind == "unread") and way == "result":
+            # Rule 7: one Retrying, after the failed attempt's head, before the next's.
+            assert len(retrying) == 1 and retrying[0].attempt == 2
+            heads = [type(e) for e in sub.events[:3]]
+            assert heads == [chunkwise.HeadReceived, Retrying, chunkwise.HeadReceived]
+        assert len(retrying) <= (1 if retried else 0)
         _check_order(sub, final)
         assert len(terminals) <= 1
         # Rule 5: snapshots never changed after they were handed out.
@@ -534,7 +614,10 @@ async def test_every_promise_holds(
 
 
 #: Servers whose body a stream read to its end reads whole (the others cut it).
-WHOLE_BODIES = ("fast-done", "fast-no-done", "short-no-done", "trickle", "slow-tail", "slow-tool")
+WHOLE_BODIES = (
+    *("fast-done", "fast-no-done", "short-no-done", "trickle", "slow-tail", "slow-tool"),
+    *("retried-cut", "retried-ended", "retried-error", "retried-idle"),  # the second attempt
+)
 
 
 def sse_events(body: bytes, *, cut: bool = False) -> list[ServerSentEvent]:

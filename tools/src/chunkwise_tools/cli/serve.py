@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import math
 import os
 import sys
 import threading
@@ -40,6 +41,7 @@ from chunkwise.testing import LoopbackServer
 
 from ..server._background import DEFAULT_RESUME_WINDOW, DEFAULT_RETENTION
 from ..server._chat_server import open_chat_server
+from ..server._faults import FAULT_WAYS, IDLE_SILENCE, Faults
 from ..server._options import DEFAULT_HOST, DEFAULT_PORT, ServerOptions
 from ..server._pacing import (
     LATE_GAP,
@@ -218,7 +220,52 @@ def add_serve_command(commands: CommandsAction) -> None:
         "(keeps it out of the process list)",
     )
     add_pacing_options(serve)
+    add_fault_options(serve)
     serve.set_defaults(handler=run_serve)
+
+
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a share from 0 to 1, not {text!r}")
+    return value
+
+
+def add_fault_options(serve: argparse.ArgumentParser) -> None:
+    """``--fail-before-output``, ``--fail-after-output`` and ``--fail-way``."""
+    faults = serve.add_argument_group(
+        "faults",
+        "Fail a share of streamed answers (chat, completions, Responses; not background "
+        "ones) before or after their first output event, drawn with --seed; each failed "
+        "answer's head says how, in x-chunkwise-fault.  A client that retries before "
+        "output (chunkwise's default) completes the first kind and never retries the "
+        "second.",
+    )
+    faults.add_argument(
+        "--fail-before-output",
+        type=_share,
+        default=0.0,
+        metavar="SHARE",
+        help="fail this share (0 to 1) of answers before their first output",
+    )
+    faults.add_argument(
+        "--fail-after-output",
+        type=_share,
+        default=0.0,
+        metavar="SHARE",
+        help="fail this share (0 to 1) of answers just after their first output",
+    )
+    faults.add_argument(
+        "--fail-way",
+        action="append",
+        choices=list(FAULT_WAYS),
+        help="how (repeat for several; each fault draws one; default all): cut the "
+        "connection, end the body, send an in-stream server_error, overloaded_error or "
+        f"rate_limit_exceeded, or go silent ({IDLE_SILENCE:g} s: the client's idle timeout)",
+    )
 
 
 def add_pacing_options(serve: argparse.ArgumentParser) -> None:
@@ -262,7 +309,11 @@ def add_pacing_options(serve: argparse.ArgumentParser) -> None:
         help="move each token's time by up to S seconds either way (seeded by --seed)",
     )
     pacing.add_argument(
-        "--seed", type=int, default=0, metavar="N", help="seed of --jitter (default 0)"
+        "--seed",
+        type=int,
+        default=0,
+        metavar="N",
+        help="seed of --jitter and of the --fail-* draws (default 0)",
     )
 
 
@@ -327,6 +378,16 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
     if args.replay is not None:
         _, replay = split_http_head(read_input(args.replay))
     pacing = pacing_from_args(args, replay)
+    faults = None
+    if args.fail_before_output or args.fail_after_output:
+        if args.fail_before_output + args.fail_after_output > 1:
+            raise UsageError("--fail-before-output and --fail-after-output add up to more than 1")
+        faults = Faults(
+            before_output=args.fail_before_output,
+            after_output=args.fail_after_output,
+            ways=args.fail_way or tuple(FAULT_WAYS),
+            seed=args.seed,
+        )
     return ServerOptions(
         scenario=args.scenario,
         response_scenario=args.response_scenario,
@@ -341,6 +402,7 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
         retention=args.retention,
         resume_window=args.resume_window,
         pacing=pacing,
+        faults=faults,
     )
 
 

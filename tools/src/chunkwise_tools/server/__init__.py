@@ -29,21 +29,26 @@ Its private modules:
   invalid) and the fragments they stream in;
 * :mod:`._pacing`: when each write goes out (token pacing, recorded times);
   :mod:`._background`: stored and background Responses;
-  :mod:`._replies`: JSON and error replies;
+  :mod:`._replies`: JSON and error replies; :mod:`._faults`: answers that
+  fail on purpose before or after their first output;
 * :mod:`._chat_server`: the OpenAI-compatible handler (chat completions,
   Responses and legacy completions) on top of them; :mod:`._options`: its
   settings.
 """
 
 from ._chat_server import ChatServer, open_chat_server
+from ._faults import FAULT_HEADER, FAULT_WAYS, Faults
 from ._options import ServerOptions
 from ._response_scenarios import RESPONSE_SCENARIOS, ResponseScenario, ResponseStyle
 from ._scenarios import SCENARIOS, Scenario, ToolCallScript, WireStyle
 
 __all__ = [
+    "FAULT_HEADER",
+    "FAULT_WAYS",
     "RESPONSE_SCENARIOS",
     "SCENARIOS",
     "ChatServer",
+    "Faults",
     "ResponseScenario",
     "ResponseStyle",
     "Scenario",

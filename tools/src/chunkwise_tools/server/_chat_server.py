@@ -46,6 +46,9 @@ Rules
    exception to rule 1: it cannot be scripted up front).  Where a stream is
    cut (``disconnect_after``, ``cut_after_events``, ``cut_seed``) is decided
    in one place for every streamed answer, :class:`~._background.StreamCuts`.
+7. ``faults`` fail a share of the other streamed answers before or after
+   their first output, each in one way (:mod:`._faults`), drawn in request
+   order from one seeded generator.
 
 :class:`ServerOptions` applies to every chat and Responses request: a
 replayed body instead of a scenario, bytes per write, a delay between writes,
@@ -64,6 +67,7 @@ from __future__ import annotations
 import hmac
 import itertools
 import json
+import random
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -84,6 +88,7 @@ from chunkwise.testing import (
 from .._convert import completion_document
 from ._background import ResponseStore, StreamCuts
 from ._completion_wire import completion_events, text_completion_document
+from ._faults import IDLE_SILENCE
 from ._options import DEFAULT_HOST, ServerOptions
 from ._pacing import paced_scenario, pacing_line, schedule
 from ._replies import send_error, send_json, send_status_error
@@ -135,6 +140,8 @@ class ChatServer:
         self.options = options = options if options is not None else ServerOptions()
         self._log = log
         self._request_ids = itertools.count(1)
+        faults = options.faults
+        self._faults = random.Random(faults.seed) if faults is not None else None  # rule 7
         # The stored responses; background ones run in ``nursery`` (rule 6).
         self._store = ResponseStore(
             nursery=nursery,
@@ -285,12 +292,12 @@ class ChatServer:
                 model=model if isinstance(model, str) else None,
             )
         if stream:
-            await self._stream(writer, events, request_id)
+            await self._stream(writer, events, request_id, "chat")
         else:
             await self._document(writer, b"".join(events), request_id)
 
     async def _stream(
-        self, writer: ResponseWriter, events: Sequence[bytes], request_id: str
+        self, writer: ResponseWriter, events: Sequence[bytes], request_id: str, api: str
     ) -> None:
         options = self.options
         if options.pacing is not None:
@@ -313,8 +320,14 @@ class ChatServer:
             times=times,
             disconnect_after=self._store.cuts.offset(events),
         )
+        faults = options.faults
+        plan = faults.draw(self._faults) if faults and self._faults else None
+        if plan is not None:
+            response = plan.response(api, events, response)
         try:
             await writer.play(response)
+            if plan is not None and plan.way == "idle":
+                await trio.sleep(IDLE_SILENCE)
         finally:
             # Also when the client hung up after the last token (or before).
             if times is not None and self._log is not None:
@@ -345,7 +358,7 @@ class ChatServer:
         else:
             events = completion_events(body, document=not stream)
         if stream:
-            await self._stream(writer, events, request_id)
+            await self._stream(writer, events, request_id, "completions")
             return
         result, document = text_completion_document(events)
         if result.status == "failed":
@@ -400,7 +413,7 @@ class ChatServer:
                 self._store.keep(payloads)
             events = [response_event_bytes(payload) for payload in payloads]
         if body.get("stream") is True:
-            await self._stream(writer, events, request_id)
+            await self._stream(writer, events, request_id, "responses")
         else:
             await self._response_document(writer, b"".join(events), request_id)
 
