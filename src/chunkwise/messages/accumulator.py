@@ -319,7 +319,7 @@ class Accumulator(BaseAccumulator[Result]):
                 into.append(value)  # rule 2: where the deltas start
                 if key == "text":
                     self._text(block, value, events)
-        block.signature = _str(raw.get("signature")) or block.signature
+        block.signature = _str(raw.get("signature"))
         citations = raw.get("citations")
         if type(citations) is list:
             block.citations.extend(freeze(citations))
