@@ -162,3 +162,72 @@ def test_citations_and_merged_cache_usage_agree_with_the_sdk() -> None:
         MESSAGE_STOP,
     ]
     compare_with_sdk(events)
+
+
+# -- where they differ (docs/differences.rst) ---------------------------------------------
+
+
+def test_a_tool_input_that_is_not_json_raises_in_the_sdk_and_is_an_error_on_the_call() -> None:
+    events = [
+        message_start(),
+        block_start(0, {"type": "tool_use", "id": "t", "name": "f", "input": {}}),
+        block_delta(0, {"type": "input_json_delta", "partial_json": '{"a": tru'}),
+        block_delta(0, {"type": "input_json_delta", "partial_json": "x}"}),
+        block_stop(0),
+        message_delta("tool_use"),
+        MESSAGE_STOP,
+    ]
+    with pytest.raises(ValueError, match="Unable to parse tool parameter JSON"):
+        sdk_snapshot(events)
+    _, result = parse_message([sse_typed(*events)])
+    assert result.status == "complete" and result.tool_calls[0].error is not None
+    assert result.tool_calls[0].arguments == '{"a": trux}'
+
+
+def test_a_delta_before_its_block_start_is_an_index_error_in_the_sdk() -> None:
+    events = [message_start(), block_delta(0, {"type": "text_delta", "text": "Hi"})]
+    with pytest.raises(IndexError):
+        sdk_snapshot(events)
+    _, result = parse_message([sse_typed(*events, block_stop(0), message_delta(), MESSAGE_STOP)])
+    assert result.content[0].text == "Hi"
+    assert [a.kind for a in result.anomalies] == ["event for an unknown block"]
+
+
+def test_blocks_out_of_index_order_are_misaddressed_by_the_sdk() -> None:
+    events = [
+        message_start(),
+        block_start(1, {"type": "text", "text": ""}),
+        block_start(0, {"type": "thinking", "thinking": "", "signature": ""}),
+        block_delta(1, {"type": "text_delta", "text": "one"}),
+        block_delta(0, {"type": "thinking_delta", "thinking": "zero"}),
+        block_stop(0),
+        block_stop(1),
+        message_delta(),
+        MESSAGE_STOP,
+    ]
+    # The SDK's content[1] is the thinking block: the text delta for index 1 is
+    # dropped there, and the thinking delta for index 0 dropped on the text block.
+    theirs = sdk_snapshot(events)
+    assert [
+        (b.type, getattr(b, "text", None) or getattr(b, "thinking", "")) for b in theirs.content
+    ] == [
+        ("text", ""),
+        ("thinking", ""),
+    ]
+    _, ours = parse_message([sse_typed(*events)])
+    assert (ours.thinking, ours.text) == ("zero", "one")
+
+
+def test_an_unknown_delta_type_is_silent_in_the_sdk_and_counted_here() -> None:
+    odd = block_delta(0, {"type": "future_delta", "x": 1})
+    events = [
+        message_start(),
+        block_start(0, {"type": "text", "text": ""}),
+        odd,
+        block_stop(0),
+        message_delta(),
+        MESSAGE_STOP,
+    ]
+    assert sdk_snapshot(events).content[0].text == ""
+    _, ours = parse_message([sse_typed(*events)])
+    assert [(a.kind, a.count) for a in ours.anomalies] == [("unknown delta type", 1)]
