@@ -6,8 +6,9 @@ One namespace per API, each with the same shape (``Parser``, ``Accumulator``,
 (``/responses``), :mod:`chunkwise.completions` (legacy ``/completions``) and
 :mod:`chunkwise.messages` (Anthropic's ``/v1/messages``).  This module holds
 what they share: the client and its settings, the layer-1 SSE decoder, live
-partial JSON, the values and lifecycle events every API has, and the exceptions (all of them in :mod:`chunkwise.errors`; the
-types a program rarely names in :mod:`chunkwise.types`).
+partial JSON, the values and lifecycle events every API has, and the
+exceptions (all of them in :mod:`chunkwise.errors`; the types a program rarely
+names in :mod:`chunkwise.types`).
 
 The parsers are sans-IO and need no trio: the trio layer (:class:`Client` and
 each namespace's ``open_stream``...) is imported on first use, so

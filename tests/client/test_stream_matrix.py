@@ -144,9 +144,7 @@ def messages_body(*, done: bool = True, deltas: int = N_DELTAS, finish: bool = T
     return sse_typed(*messages_events(done=done, deltas=deltas, finish=finish))
 
 
-def messages_events(
-    *, done: bool = True, deltas: int = N_DELTAS, finish: bool = True
-) -> list[dict[str, Any]]:
+def messages_events(*, done: bool = True, deltas: int = N_DELTAS, finish: bool = True) -> list[Any]:
     message = {"id": "msg_1", "role": "assistant", "content": []}
     text = {"type": "content_block_start", "index": 0, "content_block": {"type": "text"}}
     end = {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": USAGE}

@@ -792,34 +792,6 @@ async def test_a_stream_stopped_early_ends_when_the_reading_stopped(
 COMPLETION_TOKEN = data({"object": "text_completion", "choices": [{"index": 0, "text": "t "}]})
 
 
-def message_token(i: int) -> bytes:
-    return typed(
-        {
-            "type": "content_block_delta",
-            "index": 0,
-            "delta": {"type": "text_delta", "text": f"t{i} "},
-        }
-    )
-
-
-MESSAGES_REQUEST = {"model": "m", "max_tokens": 9, "messages": [{"role": "user", "content": "hi"}]}
-MESSAGES_START = typed(
-    {"type": "message_start", "message": {"id": "msg_1", "role": "assistant", "content": []}}
-) + typed({"type": "content_block_start", "index": 0, "content_block": {"type": "text"}})
-MESSAGES_END = b"".join(
-    typed(event)
-    for event in (
-        {"type": "content_block_stop", "index": 0},
-        {
-            "type": "message_delta",
-            "delta": {"stop_reason": "end_turn"},
-            "usage": {"output_tokens": TOKENS},
-        },
-        {"type": "message_stop"},
-    )
-)
-MESSAGES_PING = typed({"type": "ping"})
-
 #: API: how to open a stream, its request, its answer, its finish chunk.
 FINISHED: dict[str, tuple[Any, dict[str, Any], bytes, bytes]] = {
     "chat": (

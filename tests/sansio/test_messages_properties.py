@@ -28,7 +28,7 @@ from helpers.bodies import (
 from helpers.reads import parse_message, split_at, split_text
 
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
+TEXT = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=12)
 JSON_VALUES = st.dictionaries(
     st.text(max_size=5), st.one_of(st.integers(), TEXT, st.booleans(), st.none()), max_size=4
 )
@@ -100,7 +100,8 @@ def test_deltas_add_up_to_the_blocks(events: list[Any]) -> None:
 
 def sdk_snapshot(events: list[dict[str, Any]]) -> Any:
     streaming = pytest.importorskip("anthropic.lib.streaming._messages")
-    snapshot, bufs = None, {}
+    snapshot = None
+    bufs: dict[int, bytes] = {}
     for event in events:
         if event["type"] != "ping":  # the SDK's stream drops it before accumulating
             snapshot = streaming.accumulate_event(
