@@ -63,6 +63,7 @@ from chunkwise import (
     StreamIncomplete,
     chat,
     completions,
+    messages,
     responses,
 )
 from chunkwise.testing import RecordedRequest, ResponseWriter, ScriptedResponse, serve_stream
@@ -150,6 +151,31 @@ def responses_events(
     ]
 
 
+def messages_body(*, done: bool = True, deltas: int = N_DELTAS, finish: bool = True) -> bytes:
+    """The same answer as an Anthropic Messages stream: ``done`` is ``message_stop``."""
+    return sse_typed(*messages_events(done=done, deltas=deltas, finish=finish))
+
+
+def messages_events(*, done: bool = True, deltas: int = N_DELTAS, finish: bool = True) -> list[Any]:
+    message = {"id": "msg_1", "role": "assistant", "content": []}
+    text = {"type": "content_block_start", "index": 0, "content_block": {"type": "text"}}
+    end = {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": USAGE}
+    return [
+        {"type": "message_start", "message": message},
+        text,
+        *[
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": f"ü{i} "},
+            }
+            for i in range(deltas)
+        ],
+        *([{"type": "content_block_stop", "index": 0}, end] if finish else []),
+        *([{"type": "message_stop"}] if done else []),
+    ]
+
+
 #: A background Responses stream cut inside its 8th event, and what a
 #: resumption (``starting_after=6``) is answered with.
 _NUMBERED = numbered(responses_events())
@@ -164,6 +190,7 @@ KEEPALIVES = {
     "chat": b": keep-alive\n\n",
     "responses": sse_typed({"type": "keepalive"}),
     "completions": b": keep-alive\n\n",
+    "messages": sse_typed({"type": "ping"}),
 }
 
 
@@ -181,6 +208,7 @@ TAILS = {
     "chat": (sse(chunk(usage=USAGE), done=False), b"data: [DONE]\n\n"),
     "completions": (sse(chunk(usage=USAGE), done=False), b"data: [DONE]\n\n"),
     "responses": (KEEPALIVES["responses"], sse_typed(responses_events()[-1])),
+    "messages": (KEEPALIVES["messages"], sse_typed(messages_events()[-1])),
 }
 
 
@@ -282,18 +310,21 @@ SERVERS = {
     "chat": servers(chat_body, KEEPALIVES["chat"], TAILS["chat"]),
     "responses": servers(responses_body, KEEPALIVES["responses"], TAILS["responses"]),
     "completions": servers(completions_body, KEEPALIVES["completions"], TAILS["completions"]),
+    "messages": servers(messages_body, KEEPALIVES["messages"], TAILS["messages"]),
 }
-AnyStream = chunkwise.chat.Stream | chunkwise.responses.Stream | chunkwise.completions.Stream
-AnyResult = chunkwise.chat.Result | chunkwise.responses.Result | chunkwise.completions.Result
+AnyStream = chat.Stream | responses.Stream | completions.Stream | messages.Stream
+AnyResult = chat.Result | responses.Result | completions.Result | messages.Result
 OPEN: dict[str, Callable[..., AbstractAsyncContextManager[AnyStream]]] = {
     "chat": chunkwise.chat.open_stream,
     "responses": chunkwise.responses.open_stream,
     "completions": chunkwise.completions.open_stream,
+    "messages": chunkwise.messages.open_stream,
 }
 REQUESTS: dict[str, dict[str, Any]] = {
     "chat": REQUEST,
     "responses": {"model": "m", "input": "hi"},
     "completions": {"model": "m", "prompt": "hi"},
+    "messages": {"model": "m", "max_tokens": 99, "messages": [{"role": "user", "content": "hi"}]},
 }
 
 
@@ -407,6 +438,8 @@ def deltas_text(events: list[Event]) -> dict[int, str]:
             text[event.choice_index] = text.get(event.choice_index, "") + event.text
         elif type(event) is responses.TextDelta:
             text[event.output_index] = text.get(event.output_index, "") + event.text
+        elif type(event) is messages.TextDelta:
+            text[event.index] = text.get(event.index, "") + event.text
     return text
 
 
@@ -415,6 +448,8 @@ def result_text(result: AnyResult) -> dict[int, str]:
         return {item.index: item.text for item in result.output if item.text}
     if isinstance(result, chunkwise.completions.Result):
         return {c.index: c.text for c in result.choices if c.text}
+    if isinstance(result, chunkwise.messages.Result):
+        return {b.index: b.text for b in result.content if b.text}
     return {c.index: c.content for c in result.choices if c.content}
 
 
@@ -645,7 +680,10 @@ def _check_order(sub: Sub, final: AnyResult) -> None:
     got = [
         e.text
         for e in sub.events
-        if isinstance(e, chat.TextDelta | responses.TextDelta | completions.TextDelta) and e.text
+        if isinstance(
+            e, chat.TextDelta | responses.TextDelta | completions.TextDelta | messages.TextDelta
+        )
+        and e.text
     ]
     if sub.kind == "lossy":
         assert all(text in expected for text in got)
