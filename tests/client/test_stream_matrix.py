@@ -264,6 +264,9 @@ ERRORS = {
         {"type": "error", "error": SERVER_ERROR},
         {"type": "response.failed", "response": {"status": "failed", "error": SERVER_ERROR}},
     ),
+    messages_body: sse_typed(
+        {"type": "error", "error": {**SERVER_ERROR, "type": "overloaded_error"}}
+    ),
 }
 
 
@@ -459,7 +462,12 @@ RETRYING = attrs.evolve(
     retries=chunkwise.Retries(initial_delay=1.0),
     timeouts=chunkwise.Timeouts(stall=2.0, idle=0.02),
 )
-GOOD = {"chat": chat_body(), "responses": responses_body(), "completions": completions_body()}
+GOOD = {
+    "chat": chat_body(),
+    "responses": responses_body(),
+    "completions": completions_body(),
+    "messages": messages_body(),
+}
 
 
 @asynccontextmanager
