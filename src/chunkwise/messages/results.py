@@ -66,9 +66,6 @@ class Result:
     with ``message_stop``; ``timings`` and ``server_timings``: :doc:`/timings`.
 
     Attributes:
-        parsed: When the request's ``output_format`` asks for JSON, the text
-            parsed and validated (see :attr:`parse_error`); a new copy on each
-            access.
         partial_parsed: The same text as far as it has streamed, a read-only
             live value (:doc:`/live_values`); never validated.
         message: The message object of ``message_start``, read-only: every
@@ -95,7 +92,10 @@ class Result:
 
     @property
     def parsed(self) -> Any:
-        """The text parsed and validated, when ``output_format`` asked for JSON, else None."""
+        """The text parsed and validated, when ``output_format`` asked for JSON, else None.
+
+        See :attr:`parse_error`; a new copy on each access.
+        """
         return copy_json(self._parsed)
 
     @property
