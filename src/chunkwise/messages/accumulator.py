@@ -107,17 +107,17 @@ class BlockState:
     )
 
     def __init__(self, index: int) -> None:
-        self.index = index
+        self.index: int = index
         self.type: str | None = None
         self.data: dict[str, Any] | None = None
-        self.text = Fragments()
-        self.thinking = Fragments()
+        self.text: Fragments = Fragments()
+        self.thinking: Fragments = Fragments()
         self.signature: str | None = None
         self.citations: list[Any] = []
-        self.input = Fragments()  # rule 3: a tool's input as it streams
+        self.input: Fragments = Fragments()  # rule 3: a tool's input as it streams
         self.live: LiveJSON | None = None
         self.call: ToolCall | None = None  # a tool_use block's, once completed
-        self.done = False
+        self.done: bool = False
 
     def tool_call(self) -> ToolCall:
         """The block's call as streamed so far (a ``tool_use`` block)."""
