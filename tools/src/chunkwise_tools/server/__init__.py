@@ -1,7 +1,8 @@
 """The OpenAI-compatible emulator behind ``chunkwise serve`` and ``chunkwise demo``.
 
 It answers ``/v1/chat/completions``, ``/v1/responses`` and ``/v1/completions``
-as OpenAI (and vLLM, llama.cpp, TGI...) stream them, from scripted scenarios,
+as OpenAI (and vLLM, llama.cpp, TGI...) stream them, and ``/v1/messages`` as
+Anthropic does, from scripted scenarios,
 on the generic loopback server of :mod:`chunkwise.testing`; a test may run it
 like any server:
 
@@ -23,7 +24,9 @@ Its private modules:
   written (events and bytes);
 * :mod:`._completion_wire`: legacy completions (``/v1/completions``) answers
   from the chat scenarios, in OpenAI's, vLLM's, llama.cpp's and TGI's styles;
-* :mod:`._request_checks`: what OpenAI refuses with a 400, and its words;
+* :mod:`._messages_wire`: Anthropic Messages answers (``/v1/messages``) from
+  the chat scenarios' words, with an ``overloaded_error`` or a cut;
+* :mod:`._request_checks`: what OpenAI (and Anthropic) refuse with a 400;
 * :mod:`._schema_documents`: a JSON document generated from a JSON schema;
   :mod:`._structured_answers`: the structured answers made of it (valid, cut,
   invalid) and the fragments they stream in;

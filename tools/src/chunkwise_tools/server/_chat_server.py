@@ -9,7 +9,8 @@ writes one response; what a chat request streams comes from a scenario
 (:mod:`chunkwise_tools.server._scenarios`), what a Responses request (``POST
 /v1/responses``) streams from a Responses scenario
 (:mod:`chunkwise_tools.server._response_scenarios`), what a legacy completions
-request (``POST /v1/completions``) streams from :mod:`._completion_wire`,
+request (``POST /v1/completions``) streams from :mod:`._completion_wire`, what
+a Messages request (``POST /v1/messages``) streams from :mod:`._messages_wire`,
 any of them from a replayed recording.  The request's ``model`` names the scenario.
 
 Rules
@@ -75,7 +76,7 @@ from typing import Any
 import attrs
 import trio
 
-from chunkwise import ChunkwiseError, SSEDecoder, StreamError, chat, responses
+from chunkwise import ChunkwiseError, SSEDecoder, StreamError, chat, messages, responses
 from chunkwise.lowlevel import OutputSchema, exceptions_unwrapped, load_json, parse_json
 from chunkwise.testing import (
     LoopbackServer,
@@ -89,6 +90,7 @@ from .._convert import completion_document
 from ._background import ResponseStore, StreamCuts
 from ._completion_wire import completion_events, text_completion_document
 from ._faults import IDLE_SILENCE
+from ._messages_wire import MESSAGES_SCENARIOS, message_document, messages_events
 from ._options import DEFAULT_HOST, ServerOptions
 from ._pacing import paced_scenario, pacing_line, schedule
 from ._replies import send_error, send_json, send_status_error
@@ -96,6 +98,7 @@ from ._request_checks import (
     RequestProblem,
     check_chat_request,
     check_completions_request,
+    check_messages_request,
     check_responses_request,
 )
 from ._response_scenarios import (
@@ -124,6 +127,7 @@ __all__ = [
 _CHAT_PATH = "/v1/chat/completions"
 _RESPONSES_PATH = "/v1/responses"
 _COMPLETIONS_PATH = "/v1/completions"
+_MESSAGES_PATH = "/v1/messages"
 _MODELS_PATH = "/v1/models"
 
 
@@ -181,7 +185,7 @@ class ChatServer:
         request_id = f"req_chunkwise_{next(self._request_ids)}"
         path = request.target.partition("?")[0]
         stored = _stored_response_path(path)
-        if path in (_CHAT_PATH, _RESPONSES_PATH, _COMPLETIONS_PATH):
+        if path in (_CHAT_PATH, _RESPONSES_PATH, _COMPLETIONS_PATH, _MESSAGES_PATH):
             allowed = "POST"
         elif stored:
             allowed = "POST" if path.endswith("/cancel") else "GET"
@@ -218,6 +222,8 @@ class ChatServer:
             await self._responses(request, writer, request_id)
         elif path == _COMPLETIONS_PATH:
             await self._completions(request, writer, request_id)
+        elif path == _MESSAGES_PATH:
+            await self._messages(request, writer, request_id)
         else:
             await self._chat(request, writer, request_id)
 
@@ -226,6 +232,8 @@ class ChatServer:
         if key is None:
             return True
         scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
+        if "x-api-key" in request.headers:  # Anthropic's header (Messages clients send it)
+            scheme, credentials = "bearer", request.headers["x-api-key"]
         # Constant-time, as a key check should be even in a test server.
         return scheme.lower() == "bearer" and hmac.compare_digest(
             credentials.strip().encode(), key.encode()
@@ -365,6 +373,38 @@ class ChatServer:
             await send_json(writer, 500, _error_body(result.error), request_id)
         else:
             await send_json(writer, 200, document, request_id)
+
+    async def _messages(
+        self, request: RecordedRequest, writer: ResponseWriter, request_id: str
+    ) -> None:
+        # Anthropic Messages: the answer is _messages_wire's (rules 1 and 2).
+        options = self.options
+        body = await _request_body(request, writer, request_id, options, check_messages_request)
+        if body is None:
+            return
+        if options.replay is not None:
+            events = split_events(options.replay)
+        else:
+            scenario = MESSAGES_SCENARIOS.get(body["model"]) or MESSAGES_SCENARIOS.get(
+                options.scenario, MESSAGES_SCENARIOS["text"]
+            )
+            events = messages_events(scenario, model=body["model"])
+        if body.get("stream") is True:
+            await self._stream(writer, events, request_id, "messages")
+            return
+        parser = messages.Parser()
+        parser.feed(b"".join(events))
+        parser.end()
+        result = parser.result
+        if result.status == "complete":
+            await send_json(writer, 200, message_document(result), request_id)
+            return
+        error = result.error
+        kind, text = (error.type, error.message) if isinstance(error, StreamError) else (None, None)
+        # Anthropic's error body; a failed stream is a 529 when overloaded, else a 500.
+        status = 529 if kind == "overloaded_error" else 500
+        detail = {"type": kind or "api_error", "message": text or "The stream did not finish."}
+        await send_json(writer, status, {"type": "error", "error": detail}, request_id)
 
     async def _responses(
         self, request: RecordedRequest, writer: ResponseWriter, request_id: str

@@ -10,8 +10,8 @@ the first output event, so either can be tried against a real server.
 
 Rules
 -----
-1. Each streamed answer (chat, completions, a Responses stream that is not a
-   background one) draws once from the server's ``random.Random(seed)``:
+1. Each streamed answer (chat, completions, Messages, a Responses stream that
+   is not a background one) draws once from the server's ``random.Random(seed)``:
    with probability ``before_output`` it fails before its first output event,
    else with probability ``after_output`` just after it, else it is whole.
    The way is drawn from ``ways``.  The same seed and the same requests, in
@@ -22,7 +22,8 @@ Rules
 3. The ways (:data:`FAULT_WAYS`): ``cut`` closes the connection there without
    ending the body; ``end`` ends the body there, cleanly; ``server-error``,
    ``overloaded`` and ``rate-limit`` send the API's in-stream error there
-   (Responses: an ``error`` event, then ``response.failed``) and end;
+   (Responses: an ``error`` event, then ``response.failed``; Messages: an
+   ``error`` event of Anthropic's type) and end;
    ``idle`` sends nothing more for :data:`IDLE_SILENCE` seconds, then closes
    (the client's idle timeout ends it first).
 4. A failed answer says so in its head, ``x-chunkwise-fault: <side> <way>``
@@ -37,9 +38,10 @@ from typing import Any
 
 import attrs
 
-from chunkwise import chat, completions, responses
+from chunkwise import chat, completions, messages, responses
 from chunkwise.testing import ScriptedResponse
 
+from ._messages_wire import messages_error_bytes
 from ._response_wire import response_event_bytes
 
 __all__ = ["FAULT_HEADER", "FAULT_WAYS", "IDLE_SILENCE", "FaultPlan", "Faults"]
@@ -150,6 +152,7 @@ _PARSERS: dict[str, Callable[[], Any]] = {
     "chat": chat.Parser,
     "completions": completions.Parser,
     "responses": responses.Parser,
+    "messages": messages.Parser,
 }
 
 
@@ -164,6 +167,8 @@ def _first_output(api: str, events: Sequence[bytes]) -> int:
 
 def _error_bytes(api: str, error: dict[str, Any]) -> bytes:
     """The API's in-stream error: chat's and completions' ``data: {"error"}``, Responses' events."""
+    if api == "messages":
+        return messages_error_bytes(error)
     if api != "responses":
         return response_event_bytes({"error": error})
     failed = {"type": "response.failed", "response": {"status": "failed", "error": error}}
