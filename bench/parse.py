@@ -134,6 +134,8 @@ from _workload import (
     sse_event,
     tail_events,
 )
+from anthropic._streaming import SSEDecoder as AnthropicSSEDecoder
+from anthropic.lib.streaming._messages import accumulate_event
 from openai import omit
 from openai._models import construct_type
 from openai._streaming import SSEDecoder
@@ -312,6 +314,75 @@ def run_sdk_completions(reads: Sequence[bytes]) -> str:
     if finish.get(0) != "stop" or usage is None:
         raise AssertionError("SDK: the completion did not finish")
     return "".join(texts[0])
+
+
+def message_events(n_deltas: int) -> tuple[list[bytes], str]:
+    """An Anthropic Messages stream: one text block of ``n_deltas`` deltas, then a tool call."""
+    words = ["Hello", " wörld", ", the", " answer", " is", " 42 🙂", ".\n"]
+    text = [words[i % len(words)] for i in range(n_deltas)]
+    start = {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "model": "m"}
+    start["usage"] = {"input_tokens": 10, "output_tokens": 1}
+    tool = {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}
+    payloads: list[dict[str, Any]] = [
+        {"type": "message_start", "message": start},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        *(
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}}
+            for t in text
+        ),
+        {"type": "content_block_stop", "index": 0},
+        {"type": "content_block_start", "index": 1, "content_block": tool},
+        *(
+            {
+                "type": "content_block_delta",
+                "index": 1,
+                "delta": {"type": "input_json_delta", "partial_json": f},
+            }
+            for f in ('{"city": ', '"Paris", "days": ', "[1, 2, 3]}")
+        ),
+        {"type": "content_block_stop", "index": 1},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "tool_use"},
+            "usage": {"output_tokens": n_deltas},
+        },
+        {"type": "message_stop"},
+    ]
+    events = [
+        f"event: {p['type']}\ndata: {json.dumps(p, ensure_ascii=False)}\n\n".encode()
+        for p in payloads
+    ]
+    return events, "".join(text)
+
+
+def run_chunkwise_messages(reads: Sequence[bytes]) -> str:
+    parser = chunkwise.messages.Parser()
+    feed = parser.feed
+    for read in reads:
+        feed(read)
+    parser.end()
+    result = parser.result
+    if result.status != "complete" or result.tool_calls[0].parse_arguments()["city"] != "Paris":
+        raise AssertionError(f"chunkwise: message ended {result.status}: {result.error}")
+    return result.text
+
+
+def run_sdk_messages(reads: Sequence[bytes]) -> str:
+    # client.messages.stream(): anthropic._streaming.Stream.__stream__ (its SSE
+    # decoder, JSON, the error check), then MessageStream's accumulate_event for
+    # each event (which constructs the RawMessageStreamEvent) and
+    # get_final_message() at the end.
+    snapshot = None
+    bufs: dict[int, bytes] = {}
+    for sse in AnthropicSSEDecoder().iter_bytes(iter(reads)):
+        if sse.event == "error":
+            raise AssertionError(f"SDK: error event {sse.data!r}")
+        if sse.event == "ping":
+            continue
+        snapshot = accumulate_event(event=sse.json(), current_snapshot=snapshot, json_bufs=bufs)
+    if snapshot is None or snapshot.content[1].input["city"] != "Paris":
+        raise AssertionError("SDK: the message did not finish")
+    return "".join(b.text for b in snapshot.content if b.type == "text")
 
 
 def run_floor(payloads: Sequence[str]) -> None:
@@ -709,6 +780,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{len(c_data):,} bytes, {len(c_grouped):,} reads of 64 KiB"
     )
 
+    m_events, m_expected = message_events(n_chunks)
+    m_data = b"".join(m_events)
+    m_grouped = split_reads(m_data, 64 * KIB)
+    m_payloads = [e.split(b"\ndata: ", 1)[1][:-2].decode("utf-8") for e in m_events]
+    print(
+        f"input (8): an Anthropic Messages stream of {n_chunks:,} text deltas and a tool call, "
+        f"{len(m_events):,} events, {len(m_data):,} bytes, {len(m_grouped):,} reads of 64 KiB"
+    )
+
     # -- verify before timing -------------------------------------------------
     for name, reads in (("(1)", grouped), ("(2)", events)):
         if run_chunkwise(reads) != expected:
@@ -729,6 +809,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     if run_sdk_completions(c_grouped) != c_expected:
         print("FAIL: the SDK's completions path and chunkwise differ on input (6)")
+        return 1
+    if run_chunkwise_messages(m_grouped) != m_expected:
+        print("FAIL: chunkwise text differs from the generator's on input (8)")
+        return 1
+    if run_sdk_messages(m_grouped) != m_expected:
+        print("FAIL: the anthropic SDK's messages.stream() path and chunkwise differ on input (8)")
         return 1
     start = time.perf_counter()
     sdk_content = run_sdk_accumulate(grouped)
@@ -775,6 +861,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "cw6": (run_chunkwise_completions, c_grouped, c_expected),
         "sdk6": (run_sdk_completions, c_grouped, c_expected),
         "floor6": (run_floor, c_payloads, None),
+        "cw7": (run_chunkwise_messages, m_grouped, m_expected),
+        "sdk7": (run_sdk_messages, m_grouped, m_expected),
+        "floor7": (run_floor, m_payloads, None),
     }
     half_events: list[bytes] = []
     if scaled:
@@ -807,6 +896,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     table.add(label, "chunkwise", t["cw6"], len(c_data), len(c_events), t["cw6"])
     table.add(label, "sdk completions", t["sdk6"], len(c_data), len(c_events), t["cw6"])
     table.add(label, "floor json.loads", t["floor6"], len(c_data), len(c_events), t["cw6"])
+    label = "(8) Anthropic Messages, 64 KiB reads"
+    table.add(label, "chunkwise", t["cw7"], len(m_data), len(m_events), t["cw7"])
+    table.add(label, "anthropic messages.stream()", t["sdk7"], len(m_data), len(m_events), t["cw7"])
+    table.add(label, "floor json.loads", t["floor7"], len(m_data), len(m_events), t["cw7"])
     table.print()
     print()
     print(
@@ -842,6 +935,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ratio = t["sdk6"] / t["cw6"]
     checks.append(("chunkwise >= 20x faster than sdk completions, input (6)", ratio, ratio >= 20))
+    ratio = t["sdk7"] / t["cw7"]
+    checks.append(
+        ("chunkwise >= 20x faster than anthropic messages.stream(), input (8)", ratio, ratio >= 20)
+    )
     print()
     checks += bench_partial_json(repeat, 10_000 if args.quick else 100_000)
     print()

@@ -37,6 +37,7 @@ LIBRARY_FACES = {
     "chunkwise.completions",
     "chunkwise.errors",
     "chunkwise.lowlevel",
+    "chunkwise.messages",
     "chunkwise.responses",
     "chunkwise.testing",
     "chunkwise.types",
@@ -47,7 +48,12 @@ CORE = "chunkwise._core"  # sans-IO: the standard library, attrs and itself
 NET = "chunkwise._net"  # the transport: the core, trio, h11 and ssl
 #: The public namespaces, one per API: the same modules under the same names
 #: (rule 6); each one's trio half is its ``_stream`` module, loaded on first use.
-API_PACKAGES = ("chunkwise.chat", "chunkwise.completions", "chunkwise.responses")
+API_PACKAGES = (
+    "chunkwise.chat",
+    "chunkwise.completions",
+    "chunkwise.messages",
+    "chunkwise.responses",
+)
 API_TRIO = "_stream"
 #: The sans-IO faces: what ``import chunkwise`` runs, besides the namespaces.
 SANS_IO_FACES = frozenset({"chunkwise", "chunkwise.errors", "chunkwise.types"})

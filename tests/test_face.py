@@ -161,7 +161,8 @@ def test_the_trio_half_loads_on_first_use_and_reports_its_namespace() -> None:
 
 
 def test_the_same_concept_has_the_same_name_in_every_namespace() -> None:
-    for namespace in (chunkwise.chat, chunkwise.responses, chunkwise.completions):
+    namespaces = (chunkwise.chat, chunkwise.responses, chunkwise.completions, chunkwise.messages)
+    for namespace in namespaces:
         delta = namespace.TextDelta
         assert delta.__name__ == "TextDelta" and delta.is_content and delta.family == "choice"
         assert namespace.Parser.__module__ == namespace.__name__

@@ -3,11 +3,12 @@
 One namespace per API, each with the same shape (``Parser``, ``Accumulator``,
 ``Result``, its events, ``open_stream``, ``complete``):
 :mod:`chunkwise.chat` (``/chat/completions``), :mod:`chunkwise.responses`
-(``/responses``) and :mod:`chunkwise.completions` (legacy ``/completions``).
-This module holds what they share: the client and its settings, the
-layer-1 SSE decoder, live partial JSON, the values and lifecycle events every
-API has, and the exceptions (all of them in :mod:`chunkwise.errors`; the
-types a program rarely names in :mod:`chunkwise.types`).
+(``/responses``), :mod:`chunkwise.completions` (legacy ``/completions``) and
+:mod:`chunkwise.messages` (Anthropic's ``/v1/messages``).  This module holds
+what they share: the client and its settings, the layer-1 SSE decoder, live
+partial JSON, the values and lifecycle events every API has, and the
+exceptions (all of them in :mod:`chunkwise.errors`; the types a program rarely
+names in :mod:`chunkwise.types`).
 
 The parsers are sans-IO and need no trio: the trio layer (:class:`Client` and
 each namespace's ``open_stream``...) is imported on first use, so
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from . import chat as chat
 from . import completions as completions
+from . import messages as messages
 from . import responses as responses
 from ._core.endpoint import Endpoint, Timeouts
 from ._core.errors import (

@@ -28,6 +28,9 @@ from .chat._stream import Stream as ChatStream
 from .completions import Result as CompletionResult
 from .completions._stream import API as COMPLETIONS
 from .completions._stream import Stream as CompletionStream
+from .messages import Result as MessageResult
+from .messages._stream import API as MESSAGES
+from .messages._stream import Stream as MessageStream
 from .responses import Result as ResponseResult
 from .responses._stream import API as RESPONSES
 from .responses._stream import ClientResponses, open_response_stream
@@ -65,6 +68,9 @@ class Client:
     #: :func:`chunkwise.completions.open_stream` and
     #: :func:`~chunkwise.completions.complete` on this client's connections.
     completions: ClientApi[CompletionStream, CompletionResult]
+    #: :func:`chunkwise.messages.open_stream` and
+    #: :func:`~chunkwise.messages.complete` on this client's connections.
+    messages: ClientApi[MessageStream, MessageResult]
 
     def __init__(
         self,
@@ -86,6 +92,7 @@ class Client:
         self.chat = ClientApi(CHAT, endpoint, self._pool)
         self.responses = ClientResponses(RESPONSES, endpoint, self._pool)
         self.completions = ClientApi(COMPLETIONS, endpoint, self._pool)
+        self.messages = ClientApi(MESSAGES, endpoint, self._pool)
 
     @property
     def idle_connections(self) -> int:

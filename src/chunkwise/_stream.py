@@ -142,7 +142,7 @@ from ._fanout import DEFAULT_BUFFER_SIZE, Broadcaster
 from ._net.http import HTTPResponse, send_http_request
 from ._net.http11 import Connection
 from ._net.pool import ConnectionPool
-from ._net.request import encode_request
+from ._net.request import Auth, encode_request
 from ._net.tasks import exceptions_unwrapped, require_trio
 from ._net.trace import Timed, traced
 from ._resume import Attach, Resumer
@@ -620,6 +620,9 @@ class Api(Generic[S]):
     #: connection is resumed (:mod:`chunkwise._resume`), and the parser is a
     #: :class:`~chunkwise._resume.Resumable`.
     resumable: bool = False
+    #: How the key is sent (:data:`~chunkwise._net.request.Auth`): Anthropic's
+    #: ``x-api-key`` for the Messages API.
+    auth: Auth = "bearer"
 
 
 def open_stream(
@@ -662,6 +665,7 @@ class _Again:
             self.body,
             path=self.api.path,
             pool=self.pool,
+            auth=self.api.auth,
             trace=trace,
             retried=retried,
         )
@@ -727,6 +731,7 @@ class StreamBlock(Generic[S]):
                 pool=pool,
                 trace=timings.hook,
                 method=method,
+                auth=api.auth,
             )
         except BaseException as exc:
             if watch is not None:
@@ -824,7 +829,7 @@ async def complete(
 
 
 class ClientApi(Generic[S, R]):
-    """An API's namespace on a client's connections: ``client.chat``, ``client.completions``."""
+    """An API's namespace on a client's connections: ``client.chat``, ``client.messages``..."""
 
     __slots__ = ("_api", "_endpoint", "_pool")
 

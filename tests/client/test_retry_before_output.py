@@ -1,6 +1,6 @@
 """Retries that never duplicate: an answer that fails before its first output is asked for again.
 
-End to end over loopback sockets (real time, short waits), for the three
+End to end over loopback sockets (real time, short waits), for the four
 APIs: every way an attempt can fail before its output that is sent again,
 every way that is not, the shared retry budget, the server's ``retry_after``,
 what subscribers see (one :class:`~chunkwise.Retrying`, nothing of the failed
@@ -74,6 +74,24 @@ def response_failed(error: dict[str, Any]) -> ScriptedResponse:
     return ScriptedResponse(body=typed(CREATED, ADDED, {"type": "error", "error": error}, failed))
 
 
+MESSAGE_START = {
+    "type": "message_start",
+    "message": {"id": "msg_1", "role": "assistant", "content": [], "usage": {"input_tokens": 3}},
+}
+
+
+def message_answer() -> ScriptedResponse:
+    start = {"type": "content_block_start", "index": 0, "content_block": {"type": "text"}}
+    delta = {
+        "type": "content_block_delta",
+        "index": 0,
+        "delta": {"type": "text_delta", "text": "Hi"},
+    }
+    end = {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {}}
+    stops = ({"type": "content_block_stop", "index": 0}, end, {"type": "message_stop"})
+    return ScriptedResponse(body=typed(MESSAGE_START, start, delta, *stops))
+
+
 #: Each API: its namespace, request, the good answer, a body that fails with ``error`` in-stream.
 APIS: dict[str, tuple[Any, dict[str, Any], ScriptedResponse, Callable[..., ScriptedResponse]]] = {
     "chat": (
@@ -93,6 +111,14 @@ APIS: dict[str, tuple[Any, dict[str, Any], ScriptedResponse, Callable[..., Scrip
         {"model": "m", "input": "hi"},
         response_answer(),
         response_failed,
+    ),
+    "messages": (
+        chunkwise.messages,
+        {"model": "m", "max_tokens": 9, "messages": [{"role": "user", "content": "hi"}]},
+        message_answer(),
+        lambda error: ScriptedResponse(
+            body=typed(MESSAGE_START, {"type": "error", "error": error})
+        ),
     ),
 }
 

@@ -23,6 +23,17 @@ The "resumed" server cuts a background Responses stream in the middle of an
 event; the stream goes on over a second connection (rule 6 of ``_stream.py``),
 which the promises cover too: both connections are closed, and subscribers see
 one sequence.  A chat stream cut the same way is not resumed (it cannot be).
+
+The "retried" servers fail the first attempt before its first output, in each
+way that is sent again (rule 7 of ``_stream.py``): the connection lost, a body
+that ended without its end, a transient in-stream error, the idle timeout.
+The second attempt is the whole answer.  Their connections come from the
+network (a given transport is never sent again), every one is closed, and the
+backoff (0.75 s to 1 s) is long enough that the ways out after 0.05 s leave
+during it.  Beside the five promises: one :class:`~chunkwise.Retrying` reaches
+every subscriber that reads its channel, nothing of the failed attempt
+does (the deltas add up to the final text), and the result is the second
+attempt's.
 """
 
 from __future__ import annotations
@@ -44,6 +55,7 @@ from chunkwise import (
     Event,
     EventsDropped,
     RawEvent,
+    Retrying,
     ServerSentEvent,
     SSEDecoder,
     StreamCompleted,
@@ -51,9 +63,10 @@ from chunkwise import (
     StreamIncomplete,
     chat,
     completions,
+    messages,
     responses,
 )
-from chunkwise.testing import ScriptedResponse, serve_stream
+from chunkwise.testing import RecordedRequest, ResponseWriter, ScriptedResponse, serve_stream
 from helpers.bodies import choice, chunk, numbered, sse, sse_typed
 from helpers.servers import ResettingStream, TrackedStream, close_delimited, serving
 
@@ -138,6 +151,31 @@ def responses_events(
     ]
 
 
+def messages_body(*, done: bool = True, deltas: int = N_DELTAS, finish: bool = True) -> bytes:
+    """The same answer as an Anthropic Messages stream: ``done`` is ``message_stop``."""
+    return sse_typed(*messages_events(done=done, deltas=deltas, finish=finish))
+
+
+def messages_events(*, done: bool = True, deltas: int = N_DELTAS, finish: bool = True) -> list[Any]:
+    message = {"id": "msg_1", "role": "assistant", "content": []}
+    text = {"type": "content_block_start", "index": 0, "content_block": {"type": "text"}}
+    end = {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": USAGE}
+    return [
+        {"type": "message_start", "message": message},
+        text,
+        *[
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": f"ü{i} "},
+            }
+            for i in range(deltas)
+        ],
+        *([{"type": "content_block_stop", "index": 0}, end] if finish else []),
+        *([{"type": "message_stop"}] if done else []),
+    ]
+
+
 #: A background Responses stream cut inside its 8th event, and what a
 #: resumption (``starting_after=6``) is answered with.
 _NUMBERED = numbered(responses_events())
@@ -152,6 +190,7 @@ KEEPALIVES = {
     "chat": b": keep-alive\n\n",
     "responses": sse_typed({"type": "keepalive"}),
     "completions": b": keep-alive\n\n",
+    "messages": sse_typed({"type": "ping"}),
 }
 
 
@@ -169,6 +208,7 @@ TAILS = {
     "chat": (sse(chunk(usage=USAGE), done=False), b"data: [DONE]\n\n"),
     "completions": (sse(chunk(usage=USAGE), done=False), b"data: [DONE]\n\n"),
     "responses": (KEEPALIVES["responses"], sse_typed(responses_events()[-1])),
+    "messages": (KEEPALIVES["messages"], sse_typed(messages_events()[-1])),
 }
 
 
@@ -215,6 +255,33 @@ def slow_tool(body: Any) -> ScriptedResponse:
     return close_delimited(b"".join(parts), write_sizes=tuple(map(len, parts)), delay=2.4)
 
 
+#: Each API's transient in-stream error (Responses: the error event, then response.failed).
+SERVER_ERROR = {"message": "The server had an error", "type": "server_error"}
+ERRORS = {
+    chat_body: sse({"error": SERVER_ERROR}, done=False),
+    completions_body: sse({"error": SERVER_ERROR}, done=False),
+    responses_body: sse_typed(
+        {"type": "error", "error": SERVER_ERROR},
+        {"type": "response.failed", "response": {"status": "failed", "error": SERVER_ERROR}},
+    ),
+    messages_body: sse_typed(
+        {"type": "error", "error": {**SERVER_ERROR, "type": "overloaded_error"}}
+    ),
+}
+
+
+def retried(body: Any) -> dict[str, tuple[ScriptedResponse, bool]]:
+    """A first attempt failing before its first output, each way that is sent again."""
+    before = body(done=False, deltas=0, finish=False)  # chat's role, Responses' item; or nothing
+    cut = ScriptedResponse(body=before + body(), disconnect_after=len(before))
+    return {
+        "retried-cut": (cut, False),
+        "retried-ended": (ScriptedResponse(body=before), False),
+        "retried-error": (ScriptedResponse(body=before + ERRORS[body]), False),
+        "retried-idle": (close_delimited(before), False),  # then silence (then_hang)
+    }
+
+
 def servers(
     body: Any, keepalive: bytes, tail: tuple[bytes, bytes]
 ) -> dict[str, tuple[ScriptedResponse, bool]]:
@@ -238,6 +305,7 @@ def servers(
             ),
             True,
         ),
+        **retried(body),
     }
 
 
@@ -245,18 +313,21 @@ SERVERS = {
     "chat": servers(chat_body, KEEPALIVES["chat"], TAILS["chat"]),
     "responses": servers(responses_body, KEEPALIVES["responses"], TAILS["responses"]),
     "completions": servers(completions_body, KEEPALIVES["completions"], TAILS["completions"]),
+    "messages": servers(messages_body, KEEPALIVES["messages"], TAILS["messages"]),
 }
-AnyStream = chunkwise.chat.Stream | chunkwise.responses.Stream | chunkwise.completions.Stream
-AnyResult = chunkwise.chat.Result | chunkwise.responses.Result | chunkwise.completions.Result
+AnyStream = chat.Stream | responses.Stream | completions.Stream | messages.Stream
+AnyResult = chat.Result | responses.Result | completions.Result | messages.Result
 OPEN: dict[str, Callable[..., AbstractAsyncContextManager[AnyStream]]] = {
     "chat": chunkwise.chat.open_stream,
     "responses": chunkwise.responses.open_stream,
     "completions": chunkwise.completions.open_stream,
+    "messages": chunkwise.messages.open_stream,
 }
 REQUESTS: dict[str, dict[str, Any]] = {
     "chat": REQUEST,
     "responses": {"model": "m", "input": "hi"},
     "completions": {"model": "m", "prompt": "hi"},
+    "messages": {"model": "m", "max_tokens": 99, "messages": [{"role": "user", "content": "hi"}]},
 }
 
 
@@ -370,6 +441,8 @@ def deltas_text(events: list[Event]) -> dict[int, str]:
             text[event.choice_index] = text.get(event.choice_index, "") + event.text
         elif type(event) is responses.TextDelta:
             text[event.output_index] = text.get(event.output_index, "") + event.text
+        elif type(event) is messages.TextDelta:
+            text[event.index] = text.get(event.index, "") + event.text
     return text
 
 
@@ -378,23 +451,48 @@ def result_text(result: AnyResult) -> dict[int, str]:
         return {item.index: item.text for item in result.output if item.text}
     if isinstance(result, chunkwise.completions.Result):
         return {c.index: c.text for c in result.choices if c.text}
+    if isinstance(result, chunkwise.messages.Result):
+        return {b.index: b.text for b in result.content if b.text}
     return {c.index: c.content for c in result.choices if c.content}
 
 
-@asynccontextmanager
-async def resuming_network(
-    monkeypatch: pytest.MonkeyPatch, on: bool
-) -> AsyncIterator[list[TrackedStream]]:
-    """When ``on``: every connection opened is answered with :data:`RESUMED_REST`.
+#: The "retried" cells' endpoint: the backoff outlasts the ways out's 0.05 s, the idle timeout not.
+RETRYING = attrs.evolve(
+    ENDPOINT,
+    retries=chunkwise.Retries(initial_delay=1.0),
+    timeouts=chunkwise.Timeouts(stall=2.0, idle=0.02),
+)
+GOOD = {
+    "chat": chat_body(),
+    "responses": responses_body(),
+    "completions": completions_body(),
+    "messages": messages_body(),
+}
 
-    Yields the client ends, to check that each was closed.
+
+@asynccontextmanager
+async def network(
+    monkeypatch: pytest.MonkeyPatch, on: bool, answers: list[ScriptedResponse]
+) -> AsyncIterator[list[TrackedStream]]:
+    """When ``on``: every connection opened is served in memory, with the next of ``answers``.
+
+    The last answer is repeated; a close-delimited one before it is left
+    hanging (as :func:`then_hang`).  Yields the client ends, to check that each was closed.
     """
     opened: list[TrackedStream] = []
+    pending = list(answers)
     async with trio.open_nursery() as nursery:
+
+        async def handler(request: RecordedRequest, writer: ResponseWriter) -> None:
+            hang = len(pending) > 1 and pending[0].framing == "close"
+            answer = pending.pop(0) if len(pending) > 1 else pending[0]
+            await writer.play(answer)
+            if hang:
+                await trio.sleep_forever()
 
         async def open_tcp_stream(host: str, port: int, **kwargs: Any) -> trio.abc.Stream:
             client, server = trio.testing.memory_stream_pair()
-            nursery.start_soon(serve_stream, server, RESUMED_REST)
+            nursery.start_soon(serve_stream, server, handler)
             opened.append(TrackedStream(client))
             return opened[-1]
 
@@ -421,17 +519,24 @@ async def test_every_promise_holds(
     stream: AnyStream | None = None
     raised: BaseException | None = None
     resumed = server_kind == "resumed"
+    retried = server_kind.startswith("retried")
     request = {**REQUESTS[api], "background": True} if resumed else REQUESTS[api]
+    # A retried cell's connections all come from the network: a transport is never sent again.
+    answers = [script, close_delimited(GOOD[api])] if retried else [RESUMED_REST]
 
     async with (
-        resuming_network(monkeypatch, resumed) as network,
+        network(monkeypatch, resumed or retried, answers) as opened,
         serving(script) as (client, server),
     ):
         transport = ResettingStream(client, reset=resets)
         try:
             with trio.fail_after(DEADLINE):
                 with trio.move_on_after(0.05 if way == "deadline" else math.inf):
-                    async with OPEN[api](ENDPOINT, request, transport=transport) as stream:
+                    async with OPEN[api](
+                        RETRYING if retried else ENDPOINT,
+                        request,
+                        transport=None if retried else transport,
+                    ) as stream:
                         for kind in SETUPS[setup]:
                             sub = subscribe(stream, kind)
                             subs.append(sub)
@@ -439,14 +544,16 @@ async def test_every_promise_holds(
                                 stream.start_soon(slow_consumer, stream, sub)
                         await take_way_out(way, stream)
                     # Rule 2: closed before __aexit__ returned.
-                    assert transport.closed
+                    assert all(connection.closed for connection in opened)
+                    assert retried or transport.closed
         except ValueError as exc:
             raised = exc
         # Rule 2, on the exception paths too; and the server sees EOF.
-        assert transport.closed
-        with trio.fail_after(1):
-            await server.client_closed.wait()
-        assert all(resumption.closed for resumption in network)
+        assert all(connection.closed for connection in opened)
+        if not retried:
+            assert transport.closed
+            with trio.fail_after(1):
+                await server.client_closed.wait()
 
     # Rule 4: the exception alone, its chain and traceback its own.
     if way in ("consumer-raises", "block-raises"):
@@ -460,10 +567,11 @@ async def test_every_promise_holds(
     assert stream is not None and stream.finished
     final = stream.snapshot
     assert final.status != "streaming"
+    attempts = final.timings.attempts if final.timings is not None else 0
     if resumed and way == "result" and "unread" not in SETUPS[setup]:
         # The whole answer over two connections (a chat stream is not resumed).
         assert final.status == ("complete" if api == "responses" else "incomplete")
-        assert len(network) == (1 if api == "responses" else 0)
+        assert len(opened) == (1 if api == "responses" else 0)
     if server_kind == "stalls" and way == "result" and "unread" not in SETUPS[setup]:
         # (An unread lossless subscriber holds the reader instead: backpressure.)
         assert final.reason is chunkwise.IncompleteReason.STALLED
@@ -484,6 +592,13 @@ async def test_every_promise_holds(
         else:
             # The same pause mid-answer, with no tool running: a stall.
             assert final.reason is chunkwise.IncompleteReason.STALLED
+    if retried and way == "result" and "unread" not in SETUPS[setup]:
+        # The second attempt's answer, over a second connection (no pool keeps the first).
+        assert (final.status, attempts) == ("complete", 2)
+        assert len(opened) == 2
+    if retried and way not in ("result", "at-once"):
+        # Left during the backoff: the failed attempt is the outcome, nothing sent again.
+        assert (attempts, len(opened)) == (1, 1)
     torn_down = way in ("consumer-raises", "block-raises", "deadline")
 
     for sub in subs:
@@ -507,7 +622,8 @@ async def test_every_promise_holds(
                 and (api, server_kind) != ("responses", "slow-tail")  # it stalls
                 and (api == "responses" or server_kind != "slow-tool")  # they stall
             )
-            sent = sse_events(script.body)
+            # A retried cell's: the second attempt's, unless left before it was made.
+            sent = sse_events(GOOD[api] if attempts == 2 else script.body)
             if resumed and api == "responses":  # the resumption's body follows the cut one
                 sent = sse_events(script.body, cut=True) + sse_events(RESUMED_REST.body)
             _check_raw(sub, sent, whole=whole)
@@ -515,6 +631,13 @@ async def test_every_promise_holds(
                 assert terminals[0].result == final
             continue
         assert not any(type(e) is RawEvent for e in sub.events)  # rule 5 of _fanout
+        retrying = [e for e in sub.events if type(e) is Retrying]
+        if retried and (sub.consumed or sub.kind == "unread") and way == "result":
+            # Rule 7: one Retrying, after the failed attempt's head, before the next's.
+            assert len(retrying) == 1 and retrying[0].attempt == 2
+            heads = [type(e) for e in sub.events[:3]]
+            assert heads == [chunkwise.HeadReceived, Retrying, chunkwise.HeadReceived]
+        assert len(retrying) <= (1 if retried else 0)
         _check_order(sub, final)
         assert len(terminals) <= 1
         # Rule 5: snapshots never changed after they were handed out.
@@ -534,7 +657,10 @@ async def test_every_promise_holds(
 
 
 #: Servers whose body a stream read to its end reads whole (the others cut it).
-WHOLE_BODIES = ("fast-done", "fast-no-done", "short-no-done", "trickle", "slow-tail", "slow-tool")
+WHOLE_BODIES = (
+    *("fast-done", "fast-no-done", "short-no-done", "trickle", "slow-tail", "slow-tool"),
+    *("retried-cut", "retried-ended", "retried-error", "retried-idle"),  # the second attempt
+)
 
 
 def sse_events(body: bytes, *, cut: bool = False) -> list[ServerSentEvent]:
@@ -562,7 +688,10 @@ def _check_order(sub: Sub, final: AnyResult) -> None:
     got = [
         e.text
         for e in sub.events
-        if isinstance(e, chat.TextDelta | responses.TextDelta | completions.TextDelta) and e.text
+        if isinstance(
+            e, chat.TextDelta | responses.TextDelta | completions.TextDelta | messages.TextDelta
+        )
+        and e.text
     ]
     if sub.kind == "lossy":
         assert all(text in expected for text in got)

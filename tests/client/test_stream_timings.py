@@ -91,6 +91,36 @@ RESPONSES_END = typed(
         },
     }
 )
+
+
+def message_token(i: int) -> bytes:
+    return typed(
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "text_delta", "text": f"t{i} "},
+        }
+    )
+
+
+MESSAGES_REQUEST = {"model": "m", "max_tokens": 9, "messages": [{"role": "user", "content": "hi"}]}
+MESSAGES_START = typed(
+    {"type": "message_start", "message": {"id": "msg_1", "role": "assistant", "content": []}}
+) + typed({"type": "content_block_start", "index": 0, "content_block": {"type": "text"}})
+MESSAGES_END = b"".join(
+    typed(event)
+    for event in (
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn"},
+            "usage": {"output_tokens": TOKENS},
+        },
+        {"type": "message_stop"},
+    )
+)
+MESSAGES_PING = typed({"type": "ping"})
+
 #: API: how to open a stream, the request, the start, a token, the end of the body.
 SHAPES: dict[str, tuple[Any, dict[str, Any], bytes, Callable[[int], bytes], bytes]] = {
     "chat": (chunkwise.chat.open_stream, REQUEST, CHAT_START, chat_token, CHAT_END),
@@ -100,6 +130,13 @@ SHAPES: dict[str, tuple[Any, dict[str, Any], bytes, Callable[[int], bytes], byte
         RESPONSES_START,
         response_token,
         RESPONSES_END,
+    ),
+    "messages": (
+        chunkwise.messages.open_stream,
+        MESSAGES_REQUEST,
+        MESSAGES_START,
+        message_token,
+        MESSAGES_END,
     ),
 }
 
@@ -534,6 +571,7 @@ STALLS: dict[str, tuple[str, Tail]] = {
     # Nothing read: the wait itself runs out.
     "chat silence": ("chat", silence),
     "responses silence": ("responses", silence),
+    "messages silence": ("messages", silence),
     # Bytes read, no event completed.
     "chat keep-alive comments": ("chat", every_second(lambda i: KEEPALIVE)),
     "chat an event trickled, never finished": ("chat", trickled(chat_token(9))),
@@ -542,6 +580,7 @@ STALLS: dict[str, tuple[str, Tail]] = {
     "chat empty deltas": ("chat", every_second(lambda i: EMPTY_DELTA)),
     "responses keepalive events": ("responses", every_second(lambda i: RESPONSES_KEEPALIVE)),
     "responses keep_alive events": ("responses", every_second(lambda i: RESPONSES_KEEP_ALIVE)),
+    "messages pings": ("messages", every_second(lambda i: MESSAGES_PING)),
     # Events parsed and published, none of them output.
     "chat usage-only chunks": ("chat", every_second(usage_chunk)),
     "chat tool calls started": ("chat", every_second(tool_call_started)),
@@ -569,7 +608,10 @@ async def test_a_stall_ends_the_stream_incomplete_keeping_the_output(
     assert result.status == "incomplete"
     assert result.reason is IncompleteReason.STALLED
     assert str(result.reason) == "stalled"
-    text = result.content if isinstance(result, chunkwise.chat.Result) else result.output_text
+    if isinstance(result, chunkwise.chat.Result):
+        text = result.content
+    else:
+        text = result.text if isinstance(result, chunkwise.messages.Result) else result.output_text
     assert text == "t0 t1 "
     (anomaly,) = [a for a in result.anomalies if a.kind == "transport error"]
     assert anomaly.detail == "no output from 127.0.0.1:9 for 5.5 s"
@@ -770,6 +812,8 @@ async def test_a_stream_cut_by_an_enclosing_deadline_ends_at_the_deadline(
 
 
 COMPLETION_TOKEN = data({"object": "text_completion", "choices": [{"index": 0, "text": "t "}]})
+
+
 #: API: how to open a stream, its request, its answer, its finish chunk.
 FINISHED: dict[str, tuple[Any, dict[str, Any], bytes, bytes]] = {
     "chat": (

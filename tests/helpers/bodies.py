@@ -300,3 +300,83 @@ def rotated(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
             event["item_id"] = next(fresh)
         out.append(event)
     return out
+
+
+# --- Anthropic Messages ----------------------------------------------------------------
+#
+# Bodies are ``sse_typed`` of these events, as Anthropic sends them (``event:`` = type).
+
+
+def message_start(
+    message_id: str = "msg_1", usage: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """``message_start`` with an empty assistant message."""
+    return {
+        "type": "message_start",
+        "message": {
+            "id": message_id,
+            "type": "message",
+            "role": "assistant",
+            "content": [],
+            "model": "claude-test",
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": dict(usage or {"input_tokens": 10, "output_tokens": 1}),
+        },
+    }
+
+
+def block_start(index: int, block: Mapping[str, Any]) -> dict[str, Any]:
+    return {"type": "content_block_start", "index": index, "content_block": dict(block)}
+
+
+def block_delta(index: int, delta: Mapping[str, Any]) -> dict[str, Any]:
+    return {"type": "content_block_delta", "index": index, "delta": dict(delta)}
+
+
+def block_stop(index: int) -> dict[str, Any]:
+    return {"type": "content_block_stop", "index": index}
+
+
+def message_delta(
+    stop_reason: str | None = "end_turn", usage: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    return {
+        "type": "message_delta",
+        "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+        "usage": dict(usage or {"output_tokens": 5}),
+    }
+
+
+MESSAGE_STOP: dict[str, Any] = {"type": "message_stop"}
+PING: dict[str, Any] = {"type": "ping"}
+
+
+def text_block(index: int, *fragments: str) -> list[dict[str, Any]]:
+    """A ``text`` block streamed as ``fragments``."""
+    return [
+        block_start(index, {"type": "text", "text": ""}),
+        *(block_delta(index, {"type": "text_delta", "text": f}) for f in fragments),
+        block_stop(index),
+    ]
+
+
+def tool_use_block(
+    index: int, name: str, *fragments: str, block_id: str = "toolu_1"
+) -> list[dict[str, Any]]:
+    """A ``tool_use`` block whose input streams as ``fragments``."""
+    return [
+        block_start(index, {"type": "tool_use", "id": block_id, "name": name, "input": {}}),
+        *(block_delta(index, {"type": "input_json_delta", "partial_json": f}) for f in fragments),
+        block_stop(index),
+    ]
+
+
+def message_events(*blocks: list[dict[str, Any]], stop_reason: str = "end_turn") -> list[Any]:
+    """A whole message: ``message_start``, the blocks, ``message_delta`` and ``message_stop``."""
+    return [
+        message_start(),
+        *(event for block in blocks for event in block),
+        message_delta(stop_reason),
+        MESSAGE_STOP,
+    ]

@@ -140,3 +140,27 @@ def accumulate_response(
         out += accumulator.feed(event)
     out += accumulator.end()
     return out, accumulator.result
+
+
+def parse_message(
+    reads: Iterable[bytes], **kwargs: Any
+) -> tuple[list[chunkwise.Event], chunkwise.messages.Result]:
+    """Feed every read to a fresh :class:`chunkwise.messages.Parser`; its events and result."""
+    parser = chunkwise.messages.Parser(**kwargs)
+    events: list[chunkwise.Event] = []
+    for read in reads:
+        events += parser.feed(read)
+    events += parser.end()
+    return events, parser.result
+
+
+def accumulate_message(
+    events: Iterable[Mapping[str, Any]], **kwargs: Any
+) -> tuple[list[chunkwise.Event], chunkwise.messages.Result]:
+    """Feed decoded events to a fresh :class:`chunkwise.messages.Accumulator`, then end it."""
+    accumulator = chunkwise.messages.Accumulator(**kwargs)
+    out: list[chunkwise.Event] = []
+    for event in events:
+        out += accumulator.feed(event)
+    out += accumulator.end()
+    return out, accumulator.result

@@ -29,6 +29,7 @@ PARSERS: dict[str, Callable[..., Any]] = {
     "chat": chunkwise.chat.Parser,
     "responses": chunkwise.responses.Parser,
     "completions": chunkwise.completions.Parser,
+    "messages": chunkwise.messages.Parser,
 }
 
 
@@ -100,7 +101,12 @@ CHECKS: dict[str, Callable[[Any, Any], object]] = {
     "extra_chunk_fields": lambda r, v: list(r.extra) == v or pytest.fail(f"extra {list(r.extra)}"),
     "extra_choice_fields": _extra_choice_fields,
     "stop_reason": lambda r, v: (
-        r.choice(0).extra["stop_reason"] == v or pytest.fail(repr(r.choice(0).extra))
+        (
+            r.stop_reason == v
+            if isinstance(r, chunkwise.messages.Result)
+            else r.choice(0).extra["stop_reason"] == v
+        )
+        or pytest.fail(f"stop_reason of {r!r}")
     ),
     "citations": lambda r, v: list(r.extra["citations"]) == v or pytest.fail("citations"),
     "function_call": _function_call,
@@ -169,6 +175,49 @@ CHECKS |= {
         or pytest.fail("local shell")
     ),
 }
+
+
+def _blocks(r: Any, kind: str) -> list[Any]:
+    return [block for block in r.content if block.type == kind]
+
+
+def _final_text(r: Any) -> str:
+    # The text after the last block that is not text: what pydantic-ai outputs.
+    tail: list[str] = []
+    for block in r.content:
+        tail = [*tail, block.text] if block.type == "text" else []
+    return "".join(tail)
+
+
+def _tool_calls(r: Any, v: list[dict[str, Any]]) -> None:
+    assert [{"name": c.name, "input": json.loads(c.arguments)} for c in r.tool_calls] == v
+    assert all(c.completed and c.error is None for c in r.tool_calls)
+
+
+#: The Messages surface (issue 35), checked on the result.
+CHECKS |= {
+    "id": lambda r, v: r.id == v or pytest.fail(f"id {r.id!r}"),
+    "block_types": lambda r, v: [b.type for b in r.content] == v or pytest.fail("block types"),
+    "text": lambda r, v: r.text == v or pytest.fail(repr(r.text)),
+    "text_length": lambda r, v: len(r.text) == v or pytest.fail(f"text length {len(r.text)}"),
+    "final_text": lambda r, v: _final_text(r) == v or pytest.fail(repr(_final_text(r))),
+    "thinking": lambda r, v: r.thinking == v or pytest.fail(repr(r.thinking)),
+    "signature_lengths": lambda r, v: (
+        [len(b.signature or "") for b in _blocks(r, "thinking")] == v or pytest.fail("signatures")
+    ),
+    "redacted_data_lengths": lambda r, v: (
+        [len(b.data["data"]) for b in _blocks(r, "redacted_thinking")] == v
+        or pytest.fail("redacted")
+    ),
+    "tool_calls": _tool_calls,
+    "server_tool_inputs": lambda r, v: (
+        [{k: b.data[k] for k in ("name", "input")} for b in _blocks(r, "server_tool_use")] == v
+        or pytest.fail("server tool inputs")
+    ),
+    "citation_count": lambda r, v: (
+        sum(len(b.citations) for b in r.content) == v or pytest.fail("citations")
+    ),
+}
 #: What the sources assert about the events, checked on them.
 EVENT_CHECKS: dict[str, Callable[[list[Any], Any], object]] = {
     "tool_progress": lambda e, v: (
@@ -231,7 +280,7 @@ def test_raw_events_of_every_recorded_body_at_any_split(index: int, cuts: list[i
 
 
 @pytest.mark.parametrize(
-    "entry", [e for e in MANIFEST if e["api"] == "responses"], ids=lambda e: e["file"]
+    "entry", [e for e in MANIFEST if e["api"] in ("responses", "messages")], ids=lambda e: e["file"]
 )
 def test_every_event_type_of_a_recorded_body_is_known(entry: dict[str, Any]) -> None:
     result, _ = parse(entry, [body(entry)])

@@ -32,6 +32,10 @@ from .util import authority, url_host
 __all__ = ["DEFAULT_BASE_URL", "Endpoint", "Timeouts"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+# Anthropic's base URL as its SDK spells it (ANTHROPIC_BASE_URL), without the /v1
+# that chunkwise's base URLs end with.
+_ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+_APIS = ("chat", "responses", "completions", "messages")
 
 _COMPLETIONS_PATH = "/chat/completions"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -277,6 +281,7 @@ class Endpoint:
         headers: Mapping[str, str] | Iterable[tuple[str, str]] = (),
         ssl_context: ssl.SSLContext | None = None,
         timeouts: Timeouts | None = None,
+        api: str = "chat",
     ) -> Endpoint:
         """Build an endpoint from ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY``.
 
@@ -284,11 +289,24 @@ class Endpoint:
         ``OPENAI_BASE_URL`` means :data:`DEFAULT_BASE_URL`.  Whitespace around
         the key (a trailing newline from ``$(cat keyfile)``) is removed; anything
         else unusual in it raises :class:`InvalidEndpoint`.
+
+        With ``api="messages"`` (Anthropic's), ``ANTHROPIC_BASE_URL`` and
+        ``ANTHROPIC_API_KEY`` are read instead, as the ``anthropic`` SDK reads
+        them: the base URL is the host's (default ``https://api.anthropic.com``),
+        to which ``/v1`` is added unless it ends with it already.  ``api`` is
+        one of ``"chat"``, ``"responses"``, ``"completions"``, ``"messages"``.
         """
+        if api not in _APIS:
+            raise InvalidEndpoint(f"api must be one of {', '.join(_APIS)}, not {api!r}")
         env = os.environ if environ is None else environ
-        key = env.get("OPENAI_API_KEY", "").strip() or None
+        prefix = "ANTHROPIC" if api == "messages" else "OPENAI"
+        key = env.get(f"{prefix}_API_KEY", "").strip() or None
+        url = env.get(f"{prefix}_BASE_URL", "").strip()
+        if api == "messages":
+            url = (url or _ANTHROPIC_BASE_URL).rstrip("/")
+            url = url if url.endswith("/v1") else url + "/v1"
         return cls(
-            env.get("OPENAI_BASE_URL", "").strip() or DEFAULT_BASE_URL,
+            url or DEFAULT_BASE_URL,
             api_key=key,
             headers=headers,
             ssl_context=ssl_context,

@@ -89,7 +89,7 @@ from .._core.util import redact
 from .connect import Origin, open_connection
 from .http11 import Connection
 from .pool import ConnectionPool, Slot
-from .request import Request, prepare_request
+from .request import Auth, Request, prepare_request
 from .status import http_status_error, parse_error_body, status_hint
 from .trace import Trace, TraceHook, traced
 
@@ -282,6 +282,7 @@ async def send_http_request(
     method: str = "POST",
     expect: str = "text/event-stream",
     retried: int = 0,
+    auth: Auth = "bearer",
 ) -> HTTPResponse:
     """POST ``body`` and return the response, its body not read yet (retries included).
 
@@ -291,7 +292,7 @@ async def send_http_request(
     retried by ``endpoint.retries``; the error raised after the last attempt
     says how many were made.
 
-    ``path`` is the API's; the headers sent are
+    ``path`` and ``auth`` are the API's; the headers sent are
     :func:`~chunkwise._net.request.prepare_request`'s.  ``transport``, when
     given, is a connected stream used instead of connecting (tests use
     :func:`trio.testing.memory_stream_pair`), and is tried once.  ``pool`` (a
@@ -307,7 +308,9 @@ async def send_http_request(
     """
     origin = Origin.of(endpoint)
     proxy = endpoint.select_proxy() if transport is None else None
-    request = prepare_request(endpoint, body, path=path, proxy=proxy, method=method, accept=expect)
+    request = prepare_request(
+        endpoint, body, path=path, proxy=proxy, method=method, accept=expect, auth=auth
+    )
     del body  # the request holds it, for as long as it may be sent again
     # A given transport cannot be opened again, so it is tried once.
     retries = endpoint.retries if transport is None else _NO_RETRIES

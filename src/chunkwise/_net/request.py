@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
@@ -19,9 +19,15 @@ from .._core.errors import InvalidRequest
 from .._core.proxy import Proxy
 from .._core.version import __version__
 
-__all__ = ["Request", "encode_request", "prepare_request"]
+__all__ = ["ANTHROPIC_VERSION", "Auth", "Request", "encode_request", "prepare_request"]
 
 _USER_AGENT = f"chunkwise/{__version__}"
+
+#: How an API is sent the key: OpenAI's ``Authorization: Bearer <key>``, or
+#: Anthropic's ``x-api-key: <key>`` with an ``anthropic-version`` (the Messages API).
+Auth = Literal["bearer", "anthropic"]
+#: The ``anthropic-version`` sent to the Messages API unless the endpoint sets its own.
+ANTHROPIC_VERSION = "2023-06-01"
 
 
 @attrs.frozen
@@ -42,21 +48,23 @@ def prepare_request(
     proxy: Proxy | None = None,
     method: str = "POST",
     accept: str = "text/event-stream",
+    auth: Auth = "bearer",
 ) -> Request:
     """The ``POST`` of ``body`` to ``endpoint``; through ``proxy`` for an ``http`` endpoint.
 
     Sends ``Host``, ``User-Agent: chunkwise/<version>``, ``Accept: <accept>``,
     ``Accept-Encoding: identity``, ``Content-Type: application/json`` with a
     body, ``Content-Length`` unless a ``GET``, ``Authorization: Bearer <key>``
-    when a key is set, and the endpoint's own headers, which replace the
-    defaults of the same name.
+    when a key is set (with ``auth="anthropic"``: ``x-api-key: <key>`` and
+    ``anthropic-version: 2023-06-01``), and the endpoint's own headers, which
+    replace the defaults of the same name.
 
     An ``http`` request through a proxy goes to the proxy in absolute form with
     the proxy's credentials; an ``https`` one goes through a tunnel
     (:mod:`chunkwise._net.connect`) exactly as without a proxy.
     """
     target = endpoint.target_for(path)
-    headers = _request_headers(endpoint, None if method == "GET" else len(body), accept)
+    headers = _request_headers(endpoint, None if method == "GET" else len(body), accept, auth)
     if proxy is not None and endpoint.scheme == "http":
         target = f"http://{endpoint.host_header}{target}"
         if proxy.authorization is not None:
@@ -65,12 +73,16 @@ def prepare_request(
 
 
 def _request_headers(
-    endpoint: Endpoint, content_length: int | None, accept: str
+    endpoint: Endpoint, content_length: int | None, accept: str, auth: Auth
 ) -> list[tuple[bytes, bytes]]:
     defaults = {"User-Agent": _USER_AGENT, "Accept": accept}
     if content_length:
         defaults["Content-Type"] = "application/json"
-    if endpoint.api_key is not None:
+    if auth == "anthropic":
+        defaults["anthropic-version"] = ANTHROPIC_VERSION
+        if endpoint.api_key is not None:
+            defaults["x-api-key"] = endpoint.api_key
+    elif endpoint.api_key is not None:
         defaults["Authorization"] = f"Bearer {endpoint.api_key}"
     overridden = {name.lower() for name, _ in endpoint.headers}
     fields = [

@@ -22,8 +22,9 @@ import trio.testing
 
 import chunkwise
 from chunkwise_tools.cli import build_parser, main
-from chunkwise_tools.cli._common import COLLECTOR_THRESHOLDS
+from chunkwise_tools.cli._common import COLLECTOR_THRESHOLDS, UsageError
 from chunkwise_tools.cli.serve import RequestLog, options_from_args
+from chunkwise_tools.server import Faults
 from helpers.cli import run_main
 from helpers.processes import child_environment, collect, read_until
 
@@ -174,7 +175,8 @@ def test_serve_help_names_every_path_the_server_answers(
 ) -> None:
     assert main(["serve", "--help"]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    for path in ("/v1/chat/completions", "/v1/responses", "/v1/completions", "/v1/models"):
+    paths = ("/v1/chat/completions", "/v1/responses", "/v1/completions", "/v1/messages")
+    for path in (*paths, "/v1/models"):
         assert path in out.replace(f"{path}/", ""), path  # the path itself, not a longer one
 
 
@@ -200,3 +202,41 @@ def test_a_replay_file_without_events_is_served_with_a_warning(
         f"warning: --replay {page} holds no server-sent event (no data: line); serving it as is\n"
     )
     assert capsys.readouterr().err == (warning if warned else "")
+
+
+def test_the_fail_options_make_the_faults_drawn_with_seed() -> None:
+    args = build_parser().parse_args(
+        [
+            *("serve", "--fail-before-output", "0.25", "--fail-after-output", "0.5"),
+            *("--fail-way", "cut", "--fail-way", "idle", "--seed", "3"),
+        ]
+    )
+    faults = Faults(before_output=0.25, after_output=0.5, ways=("cut", "idle"), seed=3)
+    assert options_from_args(args).faults == faults
+    assert options_from_args(build_parser().parse_args(["serve"])).faults is None
+    every = build_parser().parse_args(["serve", "--fail-before-output", "1"])
+    assert options_from_args(every).faults == Faults(before_output=1.0)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--fail-before-output", "1.5"],
+        ["--fail-after-output", "-0.1"],
+        ["--fail-before-output", "nan"],
+        ["--fail-before-output", "half"],
+        ["--fail-way", "explode"],
+    ],
+)
+def test_a_fail_option_out_of_range_is_a_usage_error(argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(["serve", *argv])
+    assert exited.value.code == 2
+
+
+def test_shares_adding_up_to_more_than_all_answers_are_refused() -> None:
+    args = build_parser().parse_args(
+        ["serve", "--fail-before-output", "0.6", "--fail-after-output", "0.6"]
+    )
+    with pytest.raises(UsageError, match="add up to more than 1"):
+        options_from_args(args)

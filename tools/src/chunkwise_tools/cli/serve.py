@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import math
 import os
 import sys
 import threading
@@ -41,6 +42,7 @@ from chunkwise.testing import LoopbackServer
 
 from ..server._background import DEFAULT_RESUME_WINDOW, DEFAULT_RETENTION
 from ..server._chat_server import open_chat_server
+from ..server._faults import FAULT_WAYS, IDLE_SILENCE, Faults
 from ..server._options import DEFAULT_HOST, DEFAULT_PORT, ServerOptions
 from ..server._pacing import (
     LATE_GAP,
@@ -89,9 +91,10 @@ def add_serve_command(commands: CommandsAction) -> None:
         help=COMMANDS["serve"],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description=(
-            "Run an OpenAI-compatible server (POST /v1/chat/completions, /v1/responses and\n"
-            "/v1/completions; GET /v1/models) with scripted streams, for trying chunkwise or\n"
-            "testing any client.  The request's model names the scenario; other models get\n"
+            "Run an OpenAI-compatible server (POST /v1/chat/completions, /v1/responses,\n"
+            "/v1/completions and Anthropic's /v1/messages; GET /v1/models) with scripted\n"
+            "streams, for trying chunkwise or testing any client.  The request's model\n"
+            "names the scenario; other models get\n"
             "--scenario (chat) and --response-scenario (Responses).  Chat honours\n"
             "stream_options.include_usage, n and stream: false; Responses honours stream,\n"
             "max_output_tokens and function_call_output input.  Both answer a\n"
@@ -220,7 +223,52 @@ def add_serve_command(commands: CommandsAction) -> None:
         "(keeps it out of the process list)",
     )
     add_pacing_options(serve)
+    add_fault_options(serve)
     serve.set_defaults(handler=run_serve)
+
+
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a share from 0 to 1, not {text!r}")
+    return value
+
+
+def add_fault_options(serve: argparse.ArgumentParser) -> None:
+    """``--fail-before-output``, ``--fail-after-output`` and ``--fail-way``."""
+    faults = serve.add_argument_group(
+        "faults",
+        "Fail a share of streamed answers (chat, completions, Responses; not background "
+        "ones) before or after their first output event, drawn with --seed; each failed "
+        "answer's head says how, in x-chunkwise-fault.  A client that retries before "
+        "output (chunkwise's default) completes the first kind and never retries the "
+        "second.",
+    )
+    faults.add_argument(
+        "--fail-before-output",
+        type=_share,
+        default=0.0,
+        metavar="SHARE",
+        help="fail this share (0 to 1) of answers before their first output",
+    )
+    faults.add_argument(
+        "--fail-after-output",
+        type=_share,
+        default=0.0,
+        metavar="SHARE",
+        help="fail this share (0 to 1) of answers just after their first output",
+    )
+    faults.add_argument(
+        "--fail-way",
+        action="append",
+        choices=list(FAULT_WAYS),
+        help="how (repeat for several; each fault draws one; default all): cut the "
+        "connection, end the body, send an in-stream server_error, overloaded_error or "
+        f"rate_limit_exceeded, or go silent ({IDLE_SILENCE:g} s: the client's idle timeout)",
+    )
 
 
 def add_pacing_options(serve: argparse.ArgumentParser) -> None:
@@ -264,7 +312,11 @@ def add_pacing_options(serve: argparse.ArgumentParser) -> None:
         help="move each token's time by up to S seconds either way (seeded by --seed)",
     )
     pacing.add_argument(
-        "--seed", type=int, default=0, metavar="N", help="seed of --jitter (default 0)"
+        "--seed",
+        type=int,
+        default=0,
+        metavar="N",
+        help="seed of --jitter and of the --fail-* draws (default 0)",
     )
 
 
@@ -348,6 +400,16 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
         _, replay = split_http_head(read_input(args.replay))
         _warn_unless_events(args.replay, replay)
     pacing = pacing_from_args(args, replay)
+    faults = None
+    if args.fail_before_output or args.fail_after_output:
+        if args.fail_before_output + args.fail_after_output > 1:
+            raise UsageError("--fail-before-output and --fail-after-output add up to more than 1")
+        faults = Faults(
+            before_output=args.fail_before_output,
+            after_output=args.fail_after_output,
+            ways=args.fail_way or tuple(FAULT_WAYS),
+            seed=args.seed,
+        )
     return ServerOptions(
         scenario=args.scenario,
         response_scenario=args.response_scenario,
@@ -362,6 +424,7 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
         retention=args.retention,
         resume_window=args.resume_window,
         pacing=pacing,
+        faults=faults,
     )
 
 

@@ -9,7 +9,8 @@ writes one response; what a chat request streams comes from a scenario
 (:mod:`chunkwise_tools.server._scenarios`), what a Responses request (``POST
 /v1/responses``) streams from a Responses scenario
 (:mod:`chunkwise_tools.server._response_scenarios`), what a legacy completions
-request (``POST /v1/completions``) streams from :mod:`._completion_wire`,
+request (``POST /v1/completions``) streams from :mod:`._completion_wire`, what
+a Messages request (``POST /v1/messages``) streams from :mod:`._messages_wire`,
 any of them from a replayed recording.  The request's ``model`` names the scenario.
 
 Rules
@@ -46,6 +47,9 @@ Rules
    exception to rule 1: it cannot be scripted up front).  Where a stream is
    cut (``disconnect_after``, ``cut_after_events``, ``cut_seed``) is decided
    in one place for every streamed answer, :class:`~._background.StreamCuts`.
+7. ``faults`` fail a share of the other streamed answers before or after
+   their first output, each in one way (:mod:`._faults`), drawn in request
+   order from one seeded generator.
 
 :class:`ServerOptions` applies to every chat and Responses request: a
 replayed body instead of a scenario, bytes per write, a delay between writes,
@@ -64,6 +68,7 @@ from __future__ import annotations
 import hmac
 import itertools
 import json
+import random
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -71,7 +76,7 @@ from typing import Any
 import attrs
 import trio
 
-from chunkwise import ChunkwiseError, SSEDecoder, StreamError, chat, responses
+from chunkwise import ChunkwiseError, SSEDecoder, StreamError, chat, messages, responses
 from chunkwise.lowlevel import OutputSchema, exceptions_unwrapped, load_json, parse_json
 from chunkwise.testing import (
     LoopbackServer,
@@ -84,6 +89,8 @@ from chunkwise.testing import (
 from .._convert import completion_document
 from ._background import ResponseStore, StreamCuts
 from ._completion_wire import completion_events, text_completion_document
+from ._faults import IDLE_SILENCE
+from ._messages_wire import MESSAGES_SCENARIOS, message_document, messages_events
 from ._options import DEFAULT_HOST, ServerOptions
 from ._pacing import paced_scenario, pacing_line, schedule
 from ._replies import send_error, send_json, send_status_error
@@ -91,6 +98,7 @@ from ._request_checks import (
     RequestProblem,
     check_chat_request,
     check_completions_request,
+    check_messages_request,
     check_responses_request,
 )
 from ._response_scenarios import (
@@ -119,6 +127,7 @@ __all__ = [
 _CHAT_PATH = "/v1/chat/completions"
 _RESPONSES_PATH = "/v1/responses"
 _COMPLETIONS_PATH = "/v1/completions"
+_MESSAGES_PATH = "/v1/messages"
 _MODELS_PATH = "/v1/models"
 
 
@@ -135,6 +144,8 @@ class ChatServer:
         self.options = options = options if options is not None else ServerOptions()
         self._log = log
         self._request_ids = itertools.count(1)
+        faults = options.faults
+        self._faults = random.Random(faults.seed) if faults is not None else None  # rule 7
         # The stored responses; background ones run in ``nursery`` (rule 6).
         self._store = ResponseStore(
             nursery=nursery,
@@ -174,7 +185,7 @@ class ChatServer:
         request_id = f"req_chunkwise_{next(self._request_ids)}"
         path = request.target.partition("?")[0]
         stored = _stored_response_path(path)
-        if path in (_CHAT_PATH, _RESPONSES_PATH, _COMPLETIONS_PATH):
+        if path in (_CHAT_PATH, _RESPONSES_PATH, _COMPLETIONS_PATH, _MESSAGES_PATH):
             allowed = "POST"
         elif stored:
             allowed = "POST" if path.endswith("/cancel") else "GET"
@@ -211,6 +222,8 @@ class ChatServer:
             await self._responses(request, writer, request_id)
         elif path == _COMPLETIONS_PATH:
             await self._completions(request, writer, request_id)
+        elif path == _MESSAGES_PATH:
+            await self._messages(request, writer, request_id)
         else:
             await self._chat(request, writer, request_id)
 
@@ -219,6 +232,8 @@ class ChatServer:
         if key is None:
             return True
         scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
+        if "x-api-key" in request.headers:  # Anthropic's header (Messages clients send it)
+            scheme, credentials = "bearer", request.headers["x-api-key"]
         # Constant-time, as a key check should be even in a test server.
         return scheme.lower() == "bearer" and hmac.compare_digest(
             credentials.strip().encode(), key.encode()
@@ -285,12 +300,12 @@ class ChatServer:
                 model=model if isinstance(model, str) else None,
             )
         if stream:
-            await self._stream(writer, events, request_id)
+            await self._stream(writer, events, request_id, "chat")
         else:
             await self._document(writer, b"".join(events), request_id)
 
     async def _stream(
-        self, writer: ResponseWriter, events: Sequence[bytes], request_id: str
+        self, writer: ResponseWriter, events: Sequence[bytes], request_id: str, api: str
     ) -> None:
         options = self.options
         if options.pacing is not None:
@@ -313,8 +328,14 @@ class ChatServer:
             times=times,
             disconnect_after=self._store.cuts.offset(events),
         )
+        faults = options.faults
+        plan = faults.draw(self._faults) if faults and self._faults else None
+        if plan is not None:
+            response = plan.response(api, events, response)
         try:
             await writer.play(response)
+            if plan is not None and plan.way == "idle":
+                await trio.sleep(IDLE_SILENCE)
         finally:
             # Also when the client hung up after the last token (or before).
             if times is not None and self._log is not None:
@@ -345,13 +366,45 @@ class ChatServer:
         else:
             events = completion_events(body, document=not stream)
         if stream:
-            await self._stream(writer, events, request_id)
+            await self._stream(writer, events, request_id, "completions")
             return
         result, document = text_completion_document(events)
         if result.status == "failed":
             await send_json(writer, 500, _error_body(result.error), request_id)
         else:
             await send_json(writer, 200, document, request_id)
+
+    async def _messages(
+        self, request: RecordedRequest, writer: ResponseWriter, request_id: str
+    ) -> None:
+        # Anthropic Messages: the answer is _messages_wire's (rules 1 and 2).
+        options = self.options
+        body = await _request_body(request, writer, request_id, options, check_messages_request)
+        if body is None:
+            return
+        if options.replay is not None:
+            events = split_events(options.replay)
+        else:
+            scenario = MESSAGES_SCENARIOS.get(body["model"]) or MESSAGES_SCENARIOS.get(
+                options.scenario, MESSAGES_SCENARIOS["text"]
+            )
+            events = messages_events(scenario, model=body["model"])
+        if body.get("stream") is True:
+            await self._stream(writer, events, request_id, "messages")
+            return
+        parser = messages.Parser()
+        parser.feed(b"".join(events))
+        parser.end()
+        result = parser.result
+        if result.status == "complete":
+            await send_json(writer, 200, message_document(result), request_id)
+            return
+        error = result.error
+        kind, text = (error.type, error.message) if isinstance(error, StreamError) else (None, None)
+        # Anthropic's error body; a failed stream is a 529 when overloaded, else a 500.
+        status = 529 if kind == "overloaded_error" else 500
+        detail = {"type": kind or "api_error", "message": text or "The stream did not finish."}
+        await send_json(writer, status, {"type": "error", "error": detail}, request_id)
 
     async def _responses(
         self, request: RecordedRequest, writer: ResponseWriter, request_id: str
@@ -400,7 +453,7 @@ class ChatServer:
                 self._store.keep(payloads)
             events = [response_event_bytes(payload) for payload in payloads]
         if body.get("stream") is True:
-            await self._stream(writer, events, request_id)
+            await self._stream(writer, events, request_id, "responses")
         else:
             await self._response_document(writer, b"".join(events), request_id)
 

@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 from ._background import DEFAULT_RESUME_WINDOW, DEFAULT_RETENTION
+from ._faults import Faults
 from ._pacing import Pacing, check_pacing
 from ._response_scenarios import DEFAULT_RESPONSE_SCENARIO, RESPONSE_SCENARIOS
 from ._scenarios import DEFAULT_SCENARIO, SCENARIOS
@@ -102,6 +103,8 @@ class ServerOptions:
             ``write_size`` and ``delay`` (:mod:`._pacing`): a recording's
             timing (with ``replay``, whose length it must match) or a known
             time to first token and per token.
+        faults: when set, a share of streamed answers fails before or after
+            its first output (:mod:`._faults`).
     """
 
     scenario: str = attrs.field(default=DEFAULT_SCENARIO, validator=_check_scenario)
@@ -119,6 +122,7 @@ class ServerOptions:
         default=DEFAULT_RESUME_WINDOW, validator=_check_seconds
     )
     pacing: Pacing | None = None
+    faults: Faults | None = None
 
     def __attrs_post_init__(self) -> None:
         check_pacing(self.pacing, self.replay)

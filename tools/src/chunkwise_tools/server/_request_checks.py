@@ -63,6 +63,7 @@ __all__ = [
     "RequestProblem",
     "check_chat_request",
     "check_completions_request",
+    "check_messages_request",
     "check_responses_request",
 ]
 
@@ -605,3 +606,27 @@ def check_completions_request(body: Any) -> RequestProblem | None:
         or _common(body)
         or _stream_options(body)
     )
+
+
+def check_messages_request(body: Any) -> RequestProblem | None:
+    """Why Anthropic would refuse this ``POST /v1/messages`` body, or None (its words)."""
+    if not isinstance(body, dict):
+        return RequestProblem(message="The request body must be a JSON object.")
+    for name in ("model", "messages", "max_tokens"):
+        if body.get(name) is None:
+            return RequestProblem(message=f"{name}: Field required", param=name)
+    if not isinstance(body["model"], str):
+        return RequestProblem(message="model: Input should be a valid string", param="model")
+    messages = body["messages"]
+    if not isinstance(messages, list) or not messages:
+        return RequestProblem(
+            message="messages: at least one message is required", param="messages"
+        )
+    tokens = body["max_tokens"]
+    if type(tokens) is not int or tokens < 1:
+        return RequestProblem(
+            message="max_tokens: Input should be a valid integer greater than 0", param="max_tokens"
+        )
+    if body.get("stream") not in (None, True, False):
+        return RequestProblem(message="stream: Input should be a valid boolean", param="stream")
+    return None
