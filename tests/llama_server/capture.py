@@ -1,4 +1,4 @@
-"""Capture llama.cpp's ``/v1/responses`` and ``/v1/completions`` answers for the tests.
+"""Capture llama.cpp's ``/v1/responses``, ``/v1/completions`` and ``/v1/messages`` answers.
 
 Not a test (pytest collects only ``test_*.py``): run it by hand when the peer
 changes, then review the diff::
@@ -63,7 +63,11 @@ LLAMA_CPP_PYTHON = "0.3.36"
 SERVER_ARGS = ["-c", "2048", "-np", "4", "--alias", "tiny", "--context-shift", "--no-cache-prompt"]
 
 #: The API -> its path on the server.
-PATHS = {"responses": "/v1/responses", "completions": "/v1/completions"}
+PATHS = {
+    "responses": "/v1/responses",
+    "completions": "/v1/completions",
+    "messages": "/v1/messages",
+}
 
 
 class Capture(NamedTuple):
@@ -93,6 +97,24 @@ TOOL = {
     "input": "What is the weather in Zürich?",
     "tools": [GET_WEATHER],
     "temperature": 0,
+}
+#: Anthropic Messages: the same question and tool in that API's shapes.
+MESSAGES_TEXT = {
+    "model": "tiny",
+    "max_tokens": 64,
+    "messages": [{"role": "user", "content": "Say hello."}],
+    "temperature": 0,
+}
+MESSAGES_TOOL = {
+    **MESSAGES_TEXT,
+    "messages": [{"role": "user", "content": "What is the weather in Zürich?"}],
+    "tools": [
+        {
+            "name": "get_weather",
+            "description": GET_WEATHER["description"],
+            "input_schema": GET_WEATHER["parameters"],
+        }
+    ],
 }
 #: The model's bigrams run on from the prompt's last token: a prompt ending in
 #: one of the sentence's tokens ("Say hello." ends in ".") gets only its rest.
@@ -130,6 +152,19 @@ CAPTURES: dict[str, Capture] = {
     "responses_error_mid_stream": Capture(
         {"model": "tiny", "input": "Hi " * 246, "n": 2, "stream": True},
         (b'data: {"error":', b"context shift cannot be used for shared prompt"),
+    ),
+    "messages_text": Capture(
+        {**MESSAGES_TEXT, "stream": True}, (b"event: message_stop", b'"stop_reason":"end_turn"')
+    ),
+    "messages_text_nonstream": Capture(
+        {**MESSAGES_TEXT, "stream": False}, (b'"stop_reason":"end_turn"', SENTENCE_END)
+    ),
+    # 18 output tokens stop between the two bytes of "ñ", as for the other APIs.
+    "messages_max_tokens": Capture(
+        {**MESSAGES_TEXT, "max_tokens": 18, "stream": True}, (b'"stop_reason":"max_tokens"',)
+    ),
+    "messages_tool": Capture(
+        {**MESSAGES_TOOL, "stream": True}, (b"input_json_delta", "Zürich".encode())
     ),
     # Each chunk carries the text of one token, llama.cpp holding incomplete
     # UTF-8 back; the last has no text, the finish_reason, usage and timings.
