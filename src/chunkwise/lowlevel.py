@@ -7,7 +7,7 @@ without, so such a tool never imports an underscore module (a rule
 change between minor releases more freely than those of :mod:`chunkwise`; a
 helper only a tool needs belongs to that tool.  Each name, and why:
 
-* ``Api``, ``CHAT``, ``RESPONSES``, ``COMPLETIONS``, ``open_stream``: open
+* ``Api``, ``CHAT``, ``RESPONSES``, ``COMPLETIONS``, ``MESSAGES``, ``open_stream``: open
   whichever API's stream a command's ``--api`` names.
 * ``StreamParser``: the sans-IO parser every API's derives from.
 * ``TimingRecorder``, ``output_tokens_of``, ``Timed``: stamps and figures as
@@ -47,11 +47,13 @@ from ._net.trace import Timed
 from ._stream import Api, open_stream
 from .chat._stream import API as CHAT
 from .completions._stream import API as COMPLETIONS
+from .messages._stream import API as MESSAGES
 from .responses._stream import API as RESPONSES
 
 __all__ = [
     "CHAT",
     "COMPLETIONS",
+    "MESSAGES",
     "NO_JSONSCHEMA",
     "RESPONSES",
     "TERMINAL_STATUSES",

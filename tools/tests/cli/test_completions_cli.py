@@ -53,9 +53,9 @@ async def reference(base_url: str, model: str) -> chunkwise.completions.Result:
 
 
 def test_every_api_is_in_the_table_once() -> None:
-    assert list(COMMAND_APIS) == ["chat", "responses", "completions"]
+    assert list(COMMAND_APIS) == ["chat", "responses", "completions", "messages"]
     paths = [entry.api.path for entry in COMMAND_APIS.values()]
-    assert paths == ["/chat/completions", "/responses", "/completions"]
+    assert paths == ["/chat/completions", "/responses", "/completions", "/messages"]
 
 
 # -- chat ------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ import sys
 import wave
 from typing import Any
 
-from chunkwise import chat, completions, responses
+from chunkwise import chat, completions, messages, responses
 
 from ._common import EXIT_OK, EXIT_STREAM, PROG, UsageError, printable
 
@@ -96,19 +96,23 @@ def ask_for_audio(request: dict[str, Any], args: argparse.Namespace, api: str) -
     """Add what asks ``api`` for audio to ``request`` (rule 1)."""
     if api == "completions":
         raise UsageError("--audio-out is for --api chat or responses: a completion has no audio")
+    if api == "messages":
+        raise UsageError("--audio-out is for --api chat or responses: a message has no audio")
     if api == "chat":
         request["modalities"] = ["text", "audio"]
         request["audio"] = {"voice": args.voice, "format": args.audio_format}
 
 
 def result_audio(
-    result: chat.Result | responses.Result | completions.Result,
+    result: chat.Result | responses.Result | completions.Result | messages.Result,
 ) -> tuple[str, str, str] | None:
     """The answer's audio: (where, base64 data, transcript), or None when it has none.
 
     ``where`` is ``""``, or ``"choice N"`` for a chat choice other than 0;
     chat's first choice that spoke (rule 4).
     """
+    if isinstance(result, messages.Result):
+        return None
     if isinstance(result, responses.Result):
         audio = result.audio
         return None if audio is None else ("", audio.data, audio.transcript)
@@ -138,7 +142,7 @@ def audio_summary(data: str, transcript: str) -> str:
 def save_audio(
     command: str,
     path: str,
-    result: chat.Result | responses.Result | completions.Result | None,
+    result: chat.Result | responses.Result | completions.Result | messages.Result | None,
     audio_format: str,
     *,
     interrupted: bool = False,

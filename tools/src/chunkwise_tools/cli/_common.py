@@ -50,6 +50,7 @@ from chunkwise import (
     ToolCall,
     chat,
     completions,
+    messages,
     responses,
 )
 from chunkwise.errors import UnexpectedContentType
@@ -337,7 +338,9 @@ def anomaly_text(anomaly: Anomaly) -> str:
     return f"{anomaly.kind}{where}{times}: {one_line(anomaly.detail)}"
 
 
-def status_text(result: chat.Result | responses.Result | completions.Result) -> str:
+def status_text(
+    result: chat.Result | responses.Result | completions.Result | messages.Result,
+) -> str:
     """``complete``, ``incomplete (<reason>)`` or ``failed: <error>``, on one line.
 
     A Responses answer the server itself called incomplete also names the

@@ -3,8 +3,8 @@
 Where the endpoint is and which key to use (``--base-url``, ``--api-key-env``,
 else ``$OPENAI_BASE_URL`` and ``$OPENAI_API_KEY``), which model
 (``--model``, else ``$CHUNKWISE_MODEL``, else :data:`DEFAULT_MODEL`), which API
-(``--api``: chat completions, the default, the Responses API or legacy
-completions), and how each API's request body is built from the same
+(``--api``: chat completions, the default, the Responses API, legacy
+completions or Anthropic's Messages), and how each API's request body is built from the same
 command-line options; and :func:`run_probe_command`, what every API's probe
 does with those options.
 
@@ -28,7 +28,7 @@ import attrs
 import trio
 
 from chunkwise import Endpoint, InvalidEndpoint, Retries, Timeouts
-from chunkwise.lowlevel import CHAT, COMPLETIONS, RESPONSES, Api, redact
+from chunkwise.lowlevel import CHAT, COMPLETIONS, MESSAGES, RESPONSES, Api, redact
 from chunkwise.types import DEFAULT_BASE_URL
 
 from ._common import (
@@ -60,21 +60,25 @@ __all__ = [
     "add_request_options",
     "api_of_event",
     "build_completion_request",
+    "build_messages_request",
     "build_request",
     "build_response_request",
     "command_api",
     "endpoint_from_args",
     "flat_tool",
+    "messages_tool",
     "model_from_args",
     "read_json_file",
     "run_probe_command",
 ]
 
 #: The APIs a command can speak, by the names of ``--api``.
-ApiName = Literal["chat", "responses", "completions"]
+ApiName = Literal["chat", "responses", "completions", "messages"]
 
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_KEY_VARIABLE = "OPENAI_API_KEY"
+#: ``max_tokens`` for ``--api messages`` without ``--max-tokens``: the API requires one.
+DEFAULT_MESSAGES_MAX_TOKENS = 1024
 
 
 def add_endpoint_options(parser: argparse.ArgumentParser) -> None:
@@ -84,7 +88,7 @@ def add_endpoint_options(parser: argparse.ArgumentParser) -> None:
         metavar="URL",
         help=(
             "the API base URL; /chat/completions (with --api responses: /responses, "
-            "--api completions: /completions) is appended "
+            "--api completions: /completions, --api messages: /messages) is appended "
             f"(default: $OPENAI_BASE_URL, else {DEFAULT_BASE_URL})"
         ),
     )
@@ -110,14 +114,15 @@ def add_model_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_api_option(parser: argparse.ArgumentParser) -> None:
-    """``--api {chat,responses,completions}`` (default ``chat``)."""
+    """``--api {chat,responses,completions,messages}`` (default ``chat``)."""
     parser.add_argument(
         "--api",
         choices=tuple(COMMAND_APIS),
         default="chat",
         help=(
             "which API to call: chat completions (POST /chat/completions, the default), "
-            "the Responses API (POST /responses) or legacy completions (POST /completions)"
+            "the Responses API (POST /responses), legacy completions (POST /completions) "
+            "or Anthropic's Messages (POST /messages, the key sent as x-api-key)"
         ),
     )
 
@@ -129,15 +134,18 @@ def add_request_options(parser: argparse.ArgumentParser) -> None:
         "--system",
         metavar="TEXT",
         help=(
-            "a system message before the prompt (Responses API: instructions; not for "
-            "--api completions)"
+            "a system message before the prompt (Responses API: instructions, Messages: "
+            "system; not for --api completions)"
         ),
     )
     parser.add_argument(
         "--max-tokens",
         metavar="N",
         type=positive_int,
-        help="max_tokens (Responses API: max_output_tokens)",
+        help=(
+            "max_tokens (Responses API: max_output_tokens; Messages requires it: "
+            f"default {DEFAULT_MESSAGES_MAX_TOKENS})"
+        ),
     )
     parser.add_argument("--temperature", metavar="T", type=float, help="temperature")
     parser.add_argument(
@@ -145,7 +153,8 @@ def add_request_options(parser: argparse.ArgumentParser) -> None:
         metavar="FILE.json",
         help=(
             "a JSON list of tool definitions to send (chat's nested function tools are "
-            "flattened for the Responses API; not for --api completions)"
+            "flattened for the Responses API, given input_schema for Messages; not for "
+            "--api completions)"
         ),
     )
     parser.add_argument(
@@ -153,7 +162,7 @@ def add_request_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help=(
             "ask for a usage chunk (stream_options.include_usage; chat and completions: "
-            "a Responses stream always reports usage)"
+            "a Responses or Messages stream always reports usage)"
         ),
     )
 
@@ -248,6 +257,34 @@ def build_completion_request(
     return request
 
 
+def build_messages_request(
+    args: argparse.Namespace, prompt: str, environ: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The Messages API request body the options describe (without ``stream``).
+
+    ``{"model", "max_tokens", "messages"}``: the API requires ``max_tokens``,
+    so without ``--max-tokens`` it is :data:`DEFAULT_MESSAGES_MAX_TOKENS`.
+    ``--system`` becomes the top-level ``system``, each chat-shaped tool
+    Anthropic's (:func:`messages_tool`); ``--include-usage`` has no
+    counterpart and is refused.
+    """
+    if args.include_usage:
+        raise UsageError("--include-usage is for --api chat: a Messages stream always has usage")
+    max_tokens = DEFAULT_MESSAGES_MAX_TOKENS if args.max_tokens is None else args.max_tokens
+    request: dict[str, Any] = {
+        "model": model_from_args(args, environ),
+        "max_tokens": max_tokens,
+        "messages": [{"role": "user", "content": prompt}],
+    }
+    if args.system is not None:
+        request["system"] = args.system
+    if args.temperature is not None:
+        request["temperature"] = args.temperature
+    if args.tools is not None:
+        request["tools"] = [messages_tool(tool) for tool in _read_tools(args.tools)]
+    return request
+
+
 @attrs.frozen(kw_only=True)
 class CommandApi:
     """One ``--api`` choice: what the commands need to know about that API."""
@@ -294,6 +331,14 @@ COMMAND_APIS: Mapping[str, CommandApi] = {
             prompt_key="prompt",
             usage_on_request=True,
         ),
+        CommandApi(
+            name="messages",
+            title="Messages API",
+            api=MESSAGES,
+            build=build_messages_request,
+            prompt_key="messages",
+            usage_on_request=False,
+        ),
     )
 }
 
@@ -313,6 +358,16 @@ def flat_tool(tool: dict[str, Any]) -> dict[str, Any]:
         return tool
     rest = {key: value for key, value in tool.items() if key not in ("function", "type")}
     return {"type": "function", **function, **rest}
+
+
+def messages_tool(tool: dict[str, Any]) -> dict[str, Any]:
+    """A chat function tool in the Messages API's shape (``name``, ``description``,
+    ``input_schema``); any other tool (already Anthropic's) unchanged."""
+    function = tool.get("function")
+    if tool.get("type", "function") != "function" or not isinstance(function, dict):
+        return tool
+    shaped = {key: value for key, value in function.items() if key not in ("parameters", "strict")}
+    return {**shaped, "input_schema": function.get("parameters", {"type": "object"})}
 
 
 def read_json_file(name: str) -> Any:
@@ -396,13 +451,16 @@ def api_of_event(kind: str, data: str) -> ApiName | None:
     """Which API one server-sent event (its type and data) belongs to, when it tells.
 
     A ``response.*`` type (the ``event:`` field or the data's ``type``) or a
-    ``response`` object is the Responses API; a ``text_completion`` object,
+    ``response`` object is the Responses API; a Messages event type
+    (``message_start``, ``content_block_delta``...) the Messages API; a ``text_completion`` object,
     or choices with ``text`` and no ``delta``, legacy completions; a
     ``chat.completion.chunk`` or other choices, chat.  ``inspect`` tells a
     recording's API by it, and ``chat --api responses`` notices a chat server.
     """
     if kind.startswith("response."):
         return "responses"
+    if kind in _MESSAGES_EVENTS:
+        return "messages"
     try:
         value = json.loads(data)
     except (ValueError, RecursionError):
@@ -414,6 +472,8 @@ def api_of_event(kind: str, data: str) -> ApiName | None:
         return "responses"
     if obj == "response":
         return "responses"
+    if etype in _MESSAGES_EVENTS:
+        return "messages"
     if obj == "text_completion":
         return "completions"
     choices = value.get("choices")
@@ -424,3 +484,11 @@ def api_of_event(kind: str, data: str) -> ApiName | None:
     if obj == "chat.completion.chunk" or "choices" in value:
         return "chat"
     return None
+
+
+#: The event types only the Messages API sends (``ping`` and ``error`` are not telling).
+_MESSAGES_EVENTS = frozenset(
+    f"{what}_{phase}"
+    for what in ("message", "content_block")
+    for phase in ("start", "delta", "stop")
+)

@@ -4,9 +4,13 @@
 responses`` posts the same options, translated, to the Responses API's
 ``/responses`` (:func:`~._options.build_response_request`), and ``--api
 completions`` a ``{"model", "prompt"}`` body to legacy ``/completions``
-(:func:`~._options.build_completion_request`).  Each is read with its own
+(:func:`~._options.build_completion_request`), ``--api messages`` a
+``{"model", "max_tokens", "messages"}`` body to Anthropic's ``/messages``
+(:func:`~._options.build_messages_request`).  Each is read with its own
 parser, chosen from :data:`~._options.COMMAND_APIS`.  Everything below holds
-for all three (a completion has only text: no reasoning, refusals or calls).
+for all four (a completion has only text: no reasoning, refusals or calls; a
+message's thinking blocks are reasoning, its ``tool_use`` blocks tool calls,
+and it has no refusals, audio or ``--schema``).
 
 Output
 ------
@@ -29,7 +33,8 @@ hosted and custom tools do is shown in stream order too:
 
 An audio answer's transcript is its text, shown as text unless the answer
 streams text of its own (the Responses API may send both, saying the same).
-The summary -- finish reasons (Responses: the server's status), tool items
+The summary -- finish reasons (Responses: the server's status, Messages: the
+``stop_reason``), tool items
 and custom tool calls, audio, a structured answer that failed, usage and the
 ``status:`` line -- goes to stderr, so ``chunkwise chat ... > answer.txt``
 keeps only the answer.  ``--audio-out`` writes the audio to a file at the end
@@ -92,6 +97,7 @@ from chunkwise import (
     apply_patches,
     chat,
     completions,
+    messages,
     responses,
 )
 from chunkwise.lowlevel import Api, OutputSchema, open_stream, redact
@@ -137,12 +143,15 @@ __all__ = [
     "TextRenderer",
     "add_chat_command",
     "add_schema",
+    "message_summary_lines",
     "response_summary_lines",
     "run_chat",
     "summary_lines",
 ]
 
-Result = chat.Result | responses.Result | completions.Result
+Result = chat.Result | responses.Result | completions.Result | messages.Result
+
+Stream = chat.Stream | responses.Stream | completions.Stream | messages.Stream
 
 _DIM = "\x1b[2m"
 _RESET = "\x1b[0m"
@@ -156,7 +165,7 @@ def add_chat_command(commands: CommandsAction) -> None:
         description=(
             "Send PROMPT to an OpenAI-compatible /chat/completions endpoint (with --api "
             "responses: /responses, --api completions: /completions, as the prompt to "
-            "complete) and stream the answer as it arrives: text, reasoning "
+            "complete, --api messages: Anthropic's /messages) and stream the answer as it arrives: text, reasoning "
             "(dimmed on a terminal, otherwise prefixed [reasoning]), tool or function "
             "calls once their arguments are complete, a hosted tool's progress (one line "
             "a phase, e.g. [web_search_call 0: searching]), a tool's input as it streams "
@@ -211,7 +220,7 @@ class _Session:
     """What outlives :func:`trio.run`: the stream, for its snapshot after Ctrl-C."""
 
     def __init__(self) -> None:
-        self.stream: chat.Stream | responses.Stream | completions.Stream | None = None
+        self.stream: Stream | None = None
         self.result: Result | None = None
         #: The API the server's events belong to, when it is not the one asked for.
         self.other_api: ApiName | None = None
@@ -223,8 +232,8 @@ def run_chat(args: argparse.Namespace) -> int:
     api = command_api(args)
     request = api.build(args, args.prompt)
     if args.schema is not None:
-        if api.name == "completions":
-            raise UsageError("--schema is for --api chat or responses: a completion is plain text")
+        if api.name in ("completions", "messages"):
+            raise UsageError(f"--schema is for --api chat or responses, not --api {api.name}")
         add_schema(request, args.schema, api.name == "responses")
     if args.audio_out is not None:
         ask_for_audio(request, args, api.name)
@@ -276,7 +285,7 @@ def _answered(result: Result) -> bool:
     """The stream is complete, and a structured answer asked for parsed and matched its schema."""
     if isinstance(result, completions.Result):
         errors = []
-    elif isinstance(result, responses.Result):
+    elif isinstance(result, (responses.Result, messages.Result)):
         errors = [result.parse_error]
     else:
         errors = [choice.parse_error for choice in result.choices]
@@ -321,7 +330,7 @@ async def _chat(
     request: Mapping[str, Any],
     renderer: _Renderer,
     session: _Session,
-    api: Api[chat.Stream | responses.Stream | completions.Stream],
+    api: Api[Stream],
 ) -> None:
     async with open_stream(api, endpoint, request) as stream:
         session.stream = stream
@@ -499,6 +508,12 @@ class TextRenderer(_Renderer):
         elif isinstance(event, chat.ToolCallStarted):
             key = ("tool", event.choice_index, event.tool_index)
             self._titles[key] = f"[tool call {event.tool_index}] {printable(event.name or '')}"
+        elif isinstance(event, messages.ToolCallStarted):
+            key = ("tool", 0, event.index)
+            self._titles[key] = f"[tool call {event.index}] {printable(event.name or '')}"
+        elif isinstance(event, messages.ToolCallArgumentsDelta):
+            key = ("tool", 0, event.index)
+            self._show(key, event.patches, f"[tool call {event.index}]")
         elif isinstance(event, responses.ToolCallStarted):
             key = ("tool", 0, event.output_index)
             self._titles[key] = (
@@ -521,7 +536,7 @@ class TextRenderer(_Renderer):
         if self._live is not None and self._live_event(event):
             return
         # A Responses stream has one answer: its events are choice 0's.
-        if isinstance(event, (chat.TextDelta, responses.TextDelta, completions.TextDelta)):
+        if isinstance(event, _TEXT_DELTAS):
             self._enter("content", getattr(event, "choice_index", 0))
             self._worded.add(self._choice)
             self._write(printable(event.text))
@@ -549,7 +564,13 @@ class TextRenderer(_Renderer):
         elif isinstance(event, responses.OutputItemDone):
             self._item_done(event.item)
         elif isinstance(
-            event, (chat.ReasoningDelta, responses.ReasoningSummaryDelta, responses.ReasoningDelta)
+            event,
+            (
+                chat.ReasoningDelta,
+                responses.ReasoningSummaryDelta,
+                responses.ReasoningDelta,
+                messages.ThinkingDelta,
+            ),
         ):
             self._enter("reasoning", getattr(event, "choice_index", 0))
             self._write(printable(event.text))
@@ -564,6 +585,9 @@ class TextRenderer(_Renderer):
         elif isinstance(event, responses.ToolCallCompleted):
             self._enter("tool", 0)
             self._done(("tool", 0, event.output_index), describe_tool_call(event.call))
+        elif isinstance(event, messages.ToolCallCompleted):
+            self._enter("tool", 0)
+            self._done(("tool", 0, event.index), describe_tool_call(event.call))
         elif isinstance(event, (StreamCompleted, StreamIncomplete, StreamFailed)):
             self._finish(event.result, None)
         elif isinstance(event, (chat.ChoiceFinished, UsageReported)):
@@ -595,6 +619,8 @@ class TextRenderer(_Renderer):
         self._out.flush()
         if isinstance(result, responses.Result):
             lines = response_summary_lines(result)
+        elif isinstance(result, messages.Result):
+            lines = message_summary_lines(result)
         else:
             lines = summary_lines(result)
         for line in lines:
@@ -610,6 +636,8 @@ class TextRenderer(_Renderer):
         status = "status: complete" if snapshot.status == "complete" else None
         self._finish(snapshot, status or "status: incomplete (interrupted)")
 
+
+_TEXT_DELTAS = (chat.TextDelta, responses.TextDelta, completions.TextDelta, messages.TextDelta)
 
 #: The tool inputs that are JSON (MCP arguments): shown like a function call's
 #: arguments, growing in the live region on a terminal, else once complete.
@@ -685,6 +713,18 @@ def response_summary_lines(result: responses.Result) -> list[str]:
     if result.audio is not None:
         lines.append(f"audio: {audio_summary(result.audio.data, result.audio.transcript)}")
     lines.append(f"response_status: {printable(status)}")
+    if result.usage is not None:
+        lines.append(f"usage: {_format_usage(result.usage)}")
+    lines += [f"note: {anomaly_text(anomaly)}" for anomaly in result.anomalies]
+    return lines
+
+
+def message_summary_lines(result: messages.Result) -> list[str]:
+    """The ``stop_reason`` (and sequence), usage and anomalies of a Messages answer."""
+    reason = printable(result.stop_reason or "none")
+    if result.stop_sequence is not None:
+        reason += f" ({printable(json.dumps(result.stop_sequence, ensure_ascii=False))})"
+    lines = [f"stop_reason: {reason}"]
     if result.usage is not None:
         lines.append(f"usage: {_format_usage(result.usage)}")
     lines += [f"note: {anomaly_text(anomaly)}" for anomaly in result.anomalies]

@@ -1,0 +1,201 @@
+"""``--api messages`` on the command line: chat, inspect, record, probe and bench.
+
+Against ``chunkwise serve`` in process (its ``POST /v1/messages`` scenarios, by
+model name), the command's output is held to what the library itself
+reconstructs from the same server (:func:`chunkwise.messages.complete`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import chunkwise
+from chunkwise_tools.cli._options import COMMAND_APIS, api_of_event
+from chunkwise_tools.server import open_chat_server
+from helpers.cli import WEATHER_TOOL, run_main
+from helpers.data import KEY, KEY_VAR
+
+pytestmark = pytest.mark.usefixtures("api_key")
+
+
+def endpoint_args(base_url: str) -> list[str]:
+    return ["--base-url", base_url, "--api-key-env", KEY_VAR, "--api", "messages"]
+
+
+async def reference(base_url: str, model: str, **extra: Any) -> chunkwise.messages.Result:
+    """What the library reconstructs from the server for ``hello``."""
+    endpoint = chunkwise.Endpoint(base_url=base_url, api_key=KEY)
+    request = {
+        "model": model,
+        "max_tokens": 1024,
+        "messages": [{"role": "user", "content": "hello"}],
+        **extra,
+    }
+    return await chunkwise.messages.complete(endpoint, request)
+
+
+def usage_line(result: chunkwise.messages.Result) -> str:
+    usage = (result.usage or {}).items()
+    return "usage: " + " ".join(f"{key}={json.dumps(value)}" for key, value in usage)
+
+
+# -- the shared --api choice -----------------------------------------------------------
+
+
+def test_messages_is_a_choice_posting_to_messages() -> None:
+    entry = COMMAND_APIS["messages"]
+    assert (entry.api.path, entry.prompt_key, entry.usage_on_request) == (
+        "/messages",
+        "messages",
+        False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("kind", "data"),
+    [
+        ("message_start", "{}"),
+        ("", '{"type": "message_start", "message": {}}'),
+        ("", '{"type": "content_block_delta", "index": 0, "delta": {}}'),
+        ("message_stop", '{"type": "message_stop"}'),
+    ],
+)
+def test_messages_events_tell_the_messages_api(kind: str, data: str) -> None:
+    assert api_of_event(kind, data) == "messages"
+
+
+def test_ping_and_error_do_not_tell_the_messages_api() -> None:
+    assert api_of_event("ping", '{"type": "ping"}') is None
+    assert api_of_event("error", '{"type": "error", "error": {}}') is None
+
+
+async def test_the_request_has_max_tokens_system_and_anthropic_tools(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps([WEATHER_TOOL]))
+    async with open_chat_server() as server:
+        argv = [*endpoint_args(server.base_url), "--model", "text"]
+        await run_main(capsys, "chat", *argv, "hello")
+        await run_main(
+            capsys, "chat", *argv, "--system", "be brief", "--max-tokens", "7", "--tools",
+            str(tools), "--temperature", "0.5", "hello",
+        )  # fmt: skip
+    first, second = (request.json() for request in server.requests)
+    assert server.requests[0].target == "/v1/messages"
+    assert server.requests[0].headers["x-api-key"] == KEY
+    assert first == {
+        "model": "text",
+        "max_tokens": 1024,
+        "messages": [{"role": "user", "content": "hello"}],
+        "stream": True,
+    }
+    function = WEATHER_TOOL["function"]
+    assert second == {
+        **first,
+        "max_tokens": 7,
+        "system": "be brief",
+        "temperature": 0.5,
+        "tools": [{"name": function["name"], "input_schema": function["parameters"]}],
+    }
+
+
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [
+        (["--include-usage"], "always has usage"),
+        (["--schema", "x.json"], "not --api messages"),
+        (["--audio-out", "x.wav"], "a message has no audio"),
+    ],
+)
+async def test_options_messages_has_no_counterpart_for_are_refused(
+    capsys: pytest.CaptureFixture[str], option: list[str], said: str
+) -> None:
+    status, _, err = await run_main(
+        capsys, "chat", *endpoint_args("http://127.0.0.1:9/v1"), *option, "hello"
+    )
+    assert status == 2
+    assert said in err
+
+
+# -- chat ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("model", ["text", "length"])
+async def test_chat_streams_the_text_and_summarises_stop_reason_and_usage(
+    capsys: pytest.CaptureFixture[str], model: str
+) -> None:
+    async with open_chat_server() as server:
+        status, out, err = await run_main(
+            capsys, "chat", *endpoint_args(server.base_url), "--model", model, "hello"
+        )
+        expected = await reference(server.base_url, model)
+    assert status == 0
+    assert expected.status == "complete" and expected.text
+    assert out == expected.text + "\n"
+    assert err.splitlines() == [
+        f"stop_reason: {expected.stop_reason}",
+        usage_line(expected),
+        "status: complete",
+    ]
+
+
+async def test_chat_shows_thinking_as_reasoning(capsys: pytest.CaptureFixture[str]) -> None:
+    async with open_chat_server() as server:
+        status, out, _ = await run_main(
+            capsys, "chat", *endpoint_args(server.base_url), "--model", "thinking", "hello"
+        )
+        expected = await reference(server.base_url, "thinking")
+    assert status == 0
+    assert expected.thinking and expected.text
+    assert out == f"[reasoning] {expected.thinking}\n{expected.text}\n"
+
+
+async def test_chat_shows_tool_use_blocks_as_tool_calls(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    async with open_chat_server() as server:
+        status, out, err = await run_main(
+            capsys, "chat", *endpoint_args(server.base_url), "--model", "tools", "hello"
+        )
+        expected = await reference(server.base_url, "tools")
+    assert status == 0
+    calls = expected.tool_calls
+    assert len(calls) == 2
+    for call in calls:
+        arguments = json.dumps(call.parse_arguments(), ensure_ascii=False)
+        assert f"[tool call {call.index}] {call.name} ({call.id}): {arguments}\n" in out
+    assert err.splitlines()[0] == "stop_reason: tool_use"
+
+
+async def test_chat_json_lines_are_the_messages_events(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    async with open_chat_server() as server:
+        argv = [*endpoint_args(server.base_url), "--model", "demo", "--json", "hello"]
+        status, out, _ = await run_main(capsys, "chat", *argv)
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert status == 0
+    types = {line["type"] for line in lines}
+    assert {"TextDelta", "ToolCallArgumentsDelta", "ToolCallCompleted", "BlockStopped"} <= types
+    assert lines[-1]["type"] == "StreamCompleted"
+    assert lines[-1]["result"]["stop_reason"] == "tool_use"
+
+
+@pytest.mark.parametrize(
+    ("model", "said"),
+    [("overloaded", "failed: "), ("cut", "incomplete ("), ("overloaded-before-output", "failed")],
+)
+async def test_chat_reports_a_message_that_did_not_end(
+    capsys: pytest.CaptureFixture[str], model: str, said: str
+) -> None:
+    async with open_chat_server() as server:
+        status, _, err = await run_main(
+            capsys, "chat", *endpoint_args(server.base_url), "--model", model, "hello"
+        )
+    assert status == 1
+    assert said in err
