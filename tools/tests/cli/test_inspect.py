@@ -350,7 +350,7 @@ async def test_help_and_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert status == 0
     assert (
         "usage: chunkwise inspect [-h] [--read-size N]\n"
-        "                         [--api {auto,chat,responses,completions}]\n"
+        "                         [--api {auto,chat,responses,completions,messages}]\n"
         "                         [--sse | --json] [--audio-out PATH]\n"
         "                         [--audio-format FORMAT]\n"
         "                         FILE"

@@ -14,7 +14,10 @@ from typing import Any
 import pytest
 
 import chunkwise
+from chunkwise_tools._convert import to_json
+from chunkwise_tools.cli._common import split_http_head
 from chunkwise_tools.cli._options import COMMAND_APIS, api_of_event
+from chunkwise_tools.cli.inspect import detect_api
 from chunkwise_tools.server import open_chat_server
 from helpers.cli import WEATHER_TOOL, run_main
 from helpers.data import KEY, KEY_VAR
@@ -199,3 +202,90 @@ async def test_chat_reports_a_message_that_did_not_end(
         )
     assert status == 1
     assert said in err
+
+
+# -- record and inspect ----------------------------------------------------------------
+
+
+async def record(capsys: pytest.CaptureFixture[str], base_url: str, model: str, path: Path) -> int:
+    argv = [*endpoint_args(base_url), "--model", model, "-o", str(path), "hello"]
+    status, _, _ = await run_main(capsys, "record", *argv)
+    return status
+
+
+async def test_record_posts_to_messages_with_the_key_as_x_api_key(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    output = tmp_path / "text.http"
+    async with open_chat_server() as server:
+        status = await record(capsys, server.base_url, "text", output)
+    assert status == 0
+    [request] = server.requests
+    assert request.target == "/v1/messages"
+    assert request.headers["x-api-key"] == KEY
+    assert "authorization" not in {name.lower() for name in request.headers}
+    assert request.json()["max_tokens"] == 1024
+    head, body = split_http_head(output.read_bytes())
+    assert head == "HTTP/1.1 200 OK"
+    assert detect_api(body) == "messages"
+    assert KEY.encode() not in output.read_bytes()
+
+
+@pytest.mark.parametrize("model", ["text", "thinking", "tools", "length", "overloaded", "cut"])
+async def test_inspect_reads_a_recorded_message_as_the_library_does(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, model: str
+) -> None:
+    output = tmp_path / f"{model}.http"
+    async with open_chat_server() as server:
+        recorded = await record(capsys, server.base_url, model, output)
+        expected = await reference(server.base_url, model)
+    complete = expected.status == "complete"
+    assert recorded == (0 if complete else 1)
+    status, out, err = await run_main(capsys, "inspect", str(output), "--json")
+    assert (status, err) == (0 if complete else 1, "")
+    document = json.loads(out)
+    assert document["http_status_line"] == "HTTP/1.1 200 OK"
+    assert document["content"] == json.loads(json.dumps(to_json(expected.content)))
+    assert (document["stop_reason"], document["status"]) == (expected.stop_reason, expected.status)
+    status, out, _ = await run_main(capsys, "inspect", str(output))
+    lines = out.splitlines()
+    assert f"stop_reason: {expected.stop_reason or '(none)'}" in lines
+    assert any(line.startswith(f"status: {expected.status}") for line in lines)
+    assert "timeline" in out  # record's FILE.times.json, read back
+    for block in expected.content:
+        assert any(line.startswith(f"block {block.index}: {block.type}") for line in lines)
+        for line in block.text.split("\n") if block.text else ():
+            assert f"    {line}" in lines
+    # Every read size reconstructs the same message (here, one byte at a time).
+    again = await run_main(capsys, "inspect", str(output), "--read-size", "1")
+    assert again[1] == out
+
+
+async def test_inspect_shows_thinking_and_tool_calls_of_a_message(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    async with open_chat_server() as server:
+        for model in ("thinking", "tools"):
+            await record(capsys, server.base_url, model, tmp_path / f"{model}.http")
+        expected = await reference(server.base_url, "tools")
+    _, out, _ = await run_main(capsys, "inspect", str(tmp_path / "thinking.http"))
+    assert "block 0: thinking\n  thinking:\n" in out
+    assert "  signature: yes\n" in out
+    _, out, _ = await run_main(capsys, "inspect", str(tmp_path / "tools.http"))
+    for call in expected.tool_calls:
+        assert f"  [tool call {call.index}] {call.name} ({call.id}): " in out
+
+
+async def test_inspect_with_another_api_on_a_message_says_it_is_messages(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    output = tmp_path / "text.http"
+    async with open_chat_server() as server:
+        await record(capsys, server.base_url, "text", output)
+    status, _, err = await run_main(capsys, "inspect", "--api", "chat", str(output))
+    assert status == 1
+    assert "looks like a Messages API stream" in err
+    assert "try --api messages" in err
+    status, forced, err = await run_main(capsys, "inspect", "--api", "messages", str(output))
+    assert (status, err) == (0, "")
+    assert forced == (await run_main(capsys, "inspect", str(output)))[1]

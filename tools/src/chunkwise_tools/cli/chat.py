@@ -165,7 +165,8 @@ def add_chat_command(commands: CommandsAction) -> None:
         description=(
             "Send PROMPT to an OpenAI-compatible /chat/completions endpoint (with --api "
             "responses: /responses, --api completions: /completions, as the prompt to "
-            "complete, --api messages: Anthropic's /messages) and stream the answer as it arrives: text, reasoning "
+            "complete, --api messages: Anthropic's /messages) and stream the answer as it "
+            "arrives: text, reasoning "
             "(dimmed on a terminal, otherwise prefixed [reasoning]), tool or function "
             "calls once their arguments are complete, a hosted tool's progress (one line "
             "a phase, e.g. [web_search_call 0: searching]), a tool's input as it streams "

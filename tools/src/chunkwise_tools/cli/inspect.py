@@ -3,8 +3,8 @@
 The recording is a raw SSE body, optionally preceded by the HTTP head that
 ``chunkwise record`` writes.  The summary, ``--json`` and ``--sse`` views all
 come from the same parse: :class:`~chunkwise.chat.Parser` (or
-:class:`~chunkwise.responses.Parser`, or
-:class:`~chunkwise.completions.Parser`) fed the body in ``--read-size``
+:class:`~chunkwise.responses.Parser`, :class:`~chunkwise.completions.Parser`
+or :class:`~chunkwise.messages.Parser`) fed the body in ``--read-size``
 pieces (so a recording can be replayed at any split).
 
 Which API recorded the stream is read from the stream itself
@@ -35,7 +35,7 @@ import argparse
 import json
 import re
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -47,6 +47,7 @@ from chunkwise import (
     Timings,
     chat,
     completions,
+    messages,
     responses,
 )
 from chunkwise.errors import EventTooLarge
@@ -82,7 +83,7 @@ from ._options import COMMAND_APIS, ApiName, api_of_event
 __all__ = ["add_inspect_command", "detect_api", "run_inspect"]
 
 Api = ApiName
-Result = chat.Result | responses.Result | completions.Result
+Result = chat.Result | responses.Result | completions.Result | messages.Result
 
 _DEFAULT_READ_SIZE = 65536
 
@@ -100,9 +101,9 @@ def add_inspect_command(commands: CommandsAction) -> None:
         "inspect",
         help=COMMANDS["inspect"],
         description=(
-            "Parse a recorded raw SSE body (chat completions, Responses API or legacy "
-            "completions, told apart by its events) and print the reconstruction: each "
-            "choice's (or output item's) "
+            "Parse a recorded raw SSE body (chat completions, Responses API, legacy "
+            "completions or Anthropic's Messages, told apart by its events) and print the "
+            "reconstruction: each choice's (output item's, content block's) "
             "text, reasoning, refusal and tool or function calls, the usage, anomalies "
             "and the stream's status.  A recording that starts with an HTTP status line "
             "and headers (as 'chunkwise record' writes) is accepted; a non-2xx status "
@@ -140,8 +141,9 @@ def add_inspect_command(commands: CommandsAction) -> None:
         default="auto",
         help=(
             "which API's stream this is (default auto: a Responses stream if an event "
-            "says response.*, legacy completions if a chunk is a text_completion or its "
-            "choices carry text, else chat completions)"
+            "says response.*, Messages if one is message_start, content_block_delta..., "
+            "legacy completions if a chunk is a text_completion or its choices carry "
+            "text, else chat completions)"
         ),
     )
     output = inspect.add_mutually_exclusive_group()
@@ -198,11 +200,12 @@ def run_inspect(args: argparse.Namespace) -> int:
             document["timeline"] = timeline.to_json()
         sys.stdout.write(json_text(document, indent=2) + "\n")
     else:
-        lines = (
-            _describe_response(result, status_line, seen)
-            if isinstance(result, responses.Result)
-            else _describe(result, status_line)
-        )
+        if isinstance(result, responses.Result):
+            lines = _describe_response(result, status_line, seen)
+        elif isinstance(result, messages.Result):
+            lines = _describe_message(result, status_line)
+        else:
+            lines = _describe(result, status_line)
         sys.stdout.write("".join(line + "\n" for line in lines))
         if timeline is not None:
             where = args.file + TIMES_SUFFIX
@@ -250,7 +253,13 @@ def _note_other_api(api: Api, result: Result, body: bytes) -> None:
     seen = _detected_api(body)
     if seen is None or seen == api:
         return
-    items = result.output if isinstance(result, responses.Result) else result.choices
+    items: Sequence[object]
+    if isinstance(result, responses.Result):
+        items = result.output
+    elif isinstance(result, messages.Result):
+        items = result.content
+    else:
+        items = result.choices
     nothing = not items and result.usage is None and result.id is None and result.error is None
     names = {name: entry.title for name, entry in COMMAND_APIS.items()}
     what = f"this file looks like a {names[seen]} stream"
@@ -267,15 +276,17 @@ def _note_other_api(api: Api, result: Result, body: bytes) -> None:
 
 
 def detect_api(body: bytes) -> Api:
-    """Which API a recorded event-stream body comes from: ``"responses"``, ``"completions"``
-    or ``"chat"``.
+    """Which API a recorded event-stream body comes from: ``"responses"``, ``"messages"``,
+    ``"completions"`` or ``"chat"``.
 
     The first event that tells decides: an ``event:`` field or a data
     ``type`` starting with ``response.`` (every Responses stream opens with
     ``response.created``; llama.cpp's too), a data ``object`` naming a
-    response; ``text_completion``, or a choice with ``text`` and no
-    ``delta``, for legacy completions (llama.cpp, vLLM and TGI send the
-    object too); ``chat.completion.chunk`` or other ``choices`` for chat.  Events
+    response; ``message_start`` and the other Messages event types (an
+    ``event:`` field or the data's ``type``) for Messages; ``text_completion``,
+    or a choice with ``text`` and no ``delta``, for legacy completions
+    (llama.cpp, vLLM and TGI send the object too); ``chat.completion.chunk``
+    or other ``choices`` for chat.  Events
     that tell nothing are skipped -- comments, keep-alive events, ``[DONE]``
     (some proxies add it to Responses streams), errors, data that is not
     JSON -- and the SSE decoder already takes a BOM and any line ending.  A
@@ -518,6 +529,41 @@ def _optional(value: str | None) -> str:
     return "(none)" if value is None else printable(value)
 
 
+# -- a Messages answer -----------------------------------------------------------
+
+
+def _describe_message(result: messages.Result, status_line: str | None) -> Iterator[str]:
+    if status_line is not None:
+        yield f"http: {printable(status_line)}"
+        yield ""
+    if not result.content:
+        yield "no content"
+        yield ""
+    for block in result.content:
+        unfinished = "" if block.done else " (unfinished)"
+        yield f"block {block.index}: {_optional(block.type)}{unfinished}"
+        if block.thinking or block.type == "thinking":
+            yield "  thinking:"
+            yield from _block(block.thinking, "    ")
+            yield f"  signature: {'yes' if block.signature else 'none'}"
+        if block.text or block.type == "text":
+            yield "  text:" if block.text else "  text: (empty)"
+            yield from _block(block.text, "    ")
+        for citation in block.citations:
+            yield f"  citation: {printable(json.dumps(citation, ensure_ascii=False))}"
+        if block.call is not None:
+            yield from ("  " + line for line in describe_tool_call(block.call))
+        yield ""
+    yield from _describe_common(result)
+    yield f"role: {_optional(result.role)}"
+    yield f"stop_reason: {_optional(result.stop_reason)}"
+    if result.stop_sequence is not None:
+        yield f"stop_sequence: {printable(json.dumps(result.stop_sequence, ensure_ascii=False))}"
+    if result.error is not None:
+        yield from _describe_error(result.error)
+    yield f"status: {status_text(result)}"
+
+
 # -- a Responses answer -----------------------------------------------------------
 
 
@@ -691,7 +737,10 @@ def _timeline(body: bytes, times: RecordedTimes, api: Api) -> Timeline:
         added = "".join(
             event.text
             for event in events
-            if isinstance(event, (chat.TextDelta, responses.TextDelta, completions.TextDelta))
+            if isinstance(
+                event,
+                (chat.TextDelta, responses.TextDelta, completions.TextDelta, messages.TextDelta),
+            )
         )
         if recorder.last_output == stamp:
             output_reads += 1

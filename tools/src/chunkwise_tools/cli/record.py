@@ -30,7 +30,9 @@ has none.
 ``--api responses`` posts to the Responses API's ``/responses`` instead of
 ``/chat/completions`` (the request built from the same options, see
 :func:`~._options.build_response_request`), ``--api completions`` to legacy
-``/completions`` (:func:`~._options.build_completion_request`); the recording
+``/completions`` (:func:`~._options.build_completion_request`), ``--api
+messages`` to Anthropic's ``/messages`` (the key as ``x-api-key``,
+:func:`~._options.build_messages_request`); the recording
 is made the same way, and only the status line on stderr reads the stream, with
 that API's parser (:data:`~._options.COMMAND_APIS`).
 
@@ -48,14 +50,15 @@ import json
 import os
 import sys
 from collections.abc import Iterator
-from typing import IO
+from typing import IO, Any
 
 import attrs
 import trio
 
-from chunkwise import ChunkwiseError, Endpoint, Retries, chat, completions, responses
+from chunkwise import ChunkwiseError, Endpoint, Retries, chat, completions, messages, responses
 from chunkwise.lowlevel import (
     CHAT,
+    Api,
     HTTPResponse,
     StreamParser,
     TimingRecorder,
@@ -101,7 +104,8 @@ def add_record_command(commands: CommandsAction) -> None:
         help=COMMANDS["record"],
         description=(
             "Send a streaming chat-completions request (with --api responses: a Responses "
-            "API request, --api completions: a legacy completions request) and save the "
+            "API request, --api completions: a legacy completions request, --api messages: "
+            "an Anthropic Messages request) and save the "
             "response as received: "
             "the status line, the headers, a blank line, then the body bytes as they "
             "arrive (after transfer decoding), never changed.  Error responses are saved "
@@ -160,8 +164,8 @@ class Recording:
     error: ChunkwiseError | None = None
     error_body: bytearray = attrs.field(factory=bytearray)
     # Reads the stream only for the status line on stderr: no tools, no schema.
-    parser: StreamParser[chat.Result | responses.Result | completions.Result] = attrs.field(
-        factory=chat.Parser
+    parser: StreamParser[chat.Result | responses.Result | completions.Result | messages.Result] = (
+        attrs.field(factory=chat.Parser)
     )
 
 
@@ -196,12 +200,11 @@ def run_record(args: argparse.Namespace) -> int:
         key_watch=KeyWatch(endpoint.api_key),
         parser=api.make_parser({}, DEFAULT_MAX_EVENT_SIZE),
     )
-    path = api.path
     name = "stdout" if args.output == "-" else repr(args.output)
     interrupted = False
     with _open_output(args.output) as out:
         try:
-            trio.run(record_response, endpoint, body, out, recording, path)
+            trio.run(record_response, endpoint, body, out, recording, api)
         except KeyboardInterrupt:
             interrupted = True
         except ChunkwiseError as exc:
@@ -350,11 +353,12 @@ async def record_response(
     body: bytes,
     out: IO[bytes],
     recording: Recording,
-    path: str = CHAT.path,
+    api: Api[Any] = CHAT,
     *,
     transport: trio.abc.Stream | None = None,
 ) -> None:
-    """POST ``body`` to ``path``; write the response head and body bytes to ``out`` as they arrive.
+    """POST ``body`` to ``api``'s path (the key sent as ``api`` sends it); write the
+    response head and body bytes to ``out`` as they arrive.
 
     ``transport`` (tests) is an already connected stream, as for
     :func:`~chunkwise._net.http.send_http_request`.  Fills in ``recording`` as it
@@ -364,7 +368,13 @@ async def record_response(
     """
     timings = TimingRecorder(trio.current_time)
     response = await send_http_request(
-        endpoint, body, path=path, check=False, trace=timings.trace, transport=transport
+        endpoint,
+        body,
+        path=api.path,
+        check=False,
+        trace=timings.trace,
+        transport=transport,
+        auth=api.auth,
     )
     recording.request_sent = timings.request_sent
     recording.response_head = timings.response_head
