@@ -246,11 +246,13 @@ async def open_http_response(
     transport: trio.abc.Stream | None = None,
     check: bool = True,
     pool: ConnectionPool[Connection] | None = None,
+    auth: Auth = "bearer",
 ) -> AsyncIterator[HTTPResponse]:
     """POST ``body`` (JSON) to ``path`` under ``endpoint``'s base URL; yield the response.
 
     :func:`send_http_request` in an ``async with``: the connection is closed
-    before the block exits, whatever the reason it exits.
+    before the block exits, whatever the reason it exits.  ``auth`` is how the
+    key is sent (the API's: Anthropic's as ``x-api-key``).
 
     Raises:
         HTTPStatusError: any non-2xx status, with the parsed error body.
@@ -261,7 +263,7 @@ async def open_http_response(
         RemoteProtocolError: the response is not valid HTTP/1.1.
     """
     response = await send_http_request(
-        endpoint, body, path=path, transport=transport, check=check, pool=pool
+        endpoint, body, path=path, transport=transport, check=check, pool=pool, auth=auth
     )
     del body  # not sent again: not kept for as long as the body is read
     try:

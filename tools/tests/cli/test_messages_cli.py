@@ -289,3 +289,84 @@ async def test_inspect_with_another_api_on_a_message_says_it_is_messages(
     status, forced, err = await run_main(capsys, "inspect", "--api", "messages", str(output))
     assert (status, err) == (0, "")
     assert forced == (await run_main(capsys, "inspect", str(output)))[1]
+
+
+# -- probe -----------------------------------------------------------------------------
+
+
+async def run_probe(
+    capsys: pytest.CaptureFixture[str], base_url: str, model: str, *more: str
+) -> tuple[int, Any]:
+    status, out, err = await run_main(
+        capsys, "probe", *endpoint_args(base_url), "--model", model, *more
+    )
+    assert err == ""
+    return status, json.loads(out)
+
+
+@pytest.mark.parametrize("model", ["text", "thinking", "tools", "demo", "length"])
+async def test_probe_of_a_working_messages_server(
+    capsys: pytest.CaptureFixture[str], model: str
+) -> None:
+    async with open_chat_server() as server:
+        status, findings = await run_probe(capsys, server.base_url, model, "--json")
+    assert status == 0
+    assert findings["api"] == "messages"
+    assert (findings["streaming_works"], findings["problems"]) == (True, [])
+    assert [request.target for request in server.requests] == ["/v1/messages"] * 3
+    assert all(request.headers["x-api-key"] == KEY for request in server.requests)
+    assert [request.json()["max_tokens"] for request in server.requests] == [256, 16, 256]
+    assert server.requests[2].json()["tool_choice"] == {"type": "any"}
+    assert findings["event_field"] == "names the data type"
+    assert (findings["message_stop"], findings["done_sent"]) == (True, False)
+    assert findings["ping_events"] == 3
+    assert findings["usage_in"] == ["message_start", "message_delta"]
+    assert findings["error_shapes"] == []
+    assert findings["final_status"] == "complete"
+    assert [r["label"] for r in findings["requests"]] == ["text", "max_tokens 16", "tool use"]
+
+
+async def test_probe_reports_the_cut_and_tool_use_and_the_table(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    async with open_chat_server() as server:
+        _, cut = await run_probe(capsys, server.base_url, "length", "--json")
+        _, tools = await run_probe(capsys, server.base_url, "tools", "--json")
+        _, text = await run_probe(capsys, server.base_url, "text", "--json")
+        status, table, _ = await run_main(
+            capsys, "probe", *endpoint_args(server.base_url), "--model", "tools"
+        )
+    assert cut["max_tokens_cut"]["verdict"] == "stop_reason max_tokens"
+    assert text["max_tokens_cut"]["verdict"].endswith("max_tokens was ignored")
+    assert text["tool_use"]["verdict"] == "no tool_use block"
+    finding = tools["tool_use"]
+    assert (finding["verdict"], finding["calls"], finding["stop_reason"]) == (
+        "streamed",
+        2,
+        "tool_use",
+    )
+    assert finding["input_json_deltas"] > 2  # the emulator fragments each call's input
+    assert status == 0
+    assert table.startswith(f"probe of {server.base_url} (model tools, Messages API)\n")
+    assert "tool_use streaming   2 calls; input in " in table
+    assert "message_stop sent    yes\n" in table
+
+
+@pytest.mark.parametrize(
+    ("model", "problem", "shape"),
+    [
+        ("cut", "text: stream incomplete", None),
+        ("overloaded", "text: stream failed", "error event, nested"),
+        ("overloaded-before-output", "text: stream failed", "error event, nested"),
+    ],
+)
+async def test_probe_says_streaming_is_broken(
+    capsys: pytest.CaptureFixture[str], model: str, problem: str, shape: str | None
+) -> None:
+    async with open_chat_server() as server:
+        status, findings = await run_probe(capsys, server.base_url, model, "--json")
+    assert status == 1
+    assert findings["streaming_works"] is False
+    assert findings["problems"][0].startswith(problem)
+    assert findings["message_stop"] is False
+    assert findings["error_shapes"] == ([shape] if shape else [])

@@ -7,9 +7,9 @@ but the console script (``chunkwise = chunkwise_tools.cli:main``, which
 ``python -m chunkwise`` looks up).  Exit statuses and the other shared pieces
 are in :mod:`._common`.  Commands never import each other: where one command
 needs another module's work (``probe --api responses`` runs
-:mod:`._probe_responses`), this root hands it over.  The emulator behind
-``serve`` and ``demo`` is :mod:`chunkwise_tools.server`; the bench runner and
-its report are :mod:`chunkwise_tools.bench`.
+:mod:`._probe_responses`, ``--api messages`` :mod:`._probe_messages`), this
+root hands it over.  The emulator behind ``serve`` and ``demo`` is
+:mod:`chunkwise_tools.server`; the bench runner and its report are :mod:`chunkwise_tools.bench`.
 
 Start-up is lazy: ``main()`` imports only the module of the command named on
 the command line (the others are listed from :mod:`._commands`, which imports
@@ -141,9 +141,10 @@ def _parser(commands: Collection[str]) -> argparse.ArgumentParser:
         module = importlib.import_module(f".{name}", __name__)
         add = getattr(module, f"add_{name}_command")
         if name == "probe":
-            # Commands never import each other: the root hands probe the Responses probe.
+            # Commands never import each other: the root hands probe the other APIs' probes.
             responses = importlib.import_module("._probe_responses", __name__)
-            add(subparsers, responses.run_responses_probe)
+            messages = importlib.import_module("._probe_messages", __name__)
+            add(subparsers, responses.run_responses_probe, messages.run_messages_probe)
         else:
             add(subparsers)
     return parser

@@ -36,7 +36,7 @@ import re
 import sys
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Generic, TypeAlias, TypeVar
+from typing import Any, Generic, Literal, TypeAlias, TypeVar
 
 import attrs
 import trio
@@ -606,11 +606,13 @@ async def probe_exchange(
     path: str,
     parser: StreamParser[R],
     first_token: tuple[type[Any], ...],
+    auth: Literal["bearer", "anthropic"] = "bearer",
 ) -> Exchange[R]:
     """POST ``request`` (streamed) to ``path``; read the answer with ``parser`` until it ends.
 
     ``first_token`` are the event classes whose first arrival is the time to
-    first token.  Never raises for what the server does: the error is kept.
+    first token; ``auth`` how the key is sent (the API's ``auth``).  Never
+    raises for what the server does: the error is kept.
     """
     exchange: Exchange[R] = Exchange(label=label)
     body = encode_request(request)
@@ -621,7 +623,7 @@ async def probe_exchange(
 
     try:
         with trio.fail_after(time_limit + _OVERALL_SLACK):
-            async with open_http_response(endpoint, body, path=path) as response:
+            async with open_http_response(endpoint, body, path=path, auth=auth) as response:
                 exchange.ttfb_ms = elapsed()
                 exchange.status_code = response.status_code
                 exchange.content_type = response.headers.get("content-type")

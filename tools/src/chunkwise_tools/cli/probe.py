@@ -15,7 +15,8 @@ At most three streamed requests are sent, one after the other:
 legacy ``/completions`` endpoint: requests 1 and 2 with a ``prompt``, and for
 the third, since a completion has no tools, a long answer cut by
 ``max_tokens`` = :data:`CUT_AT`, to see how the cut is reported (OpenAI:
-``finish_reason: "length"``).  What differs between the two is one
+``finish_reason: "length"``).  ``--api responses`` and ``--api messages`` are
+probed by :mod:`._probe_responses` and :mod:`._probe_messages`.  What differs between the two is one
 :class:`Plan` (:data:`CHAT_PLAN`, :data:`COMPLETIONS_PLAN`); the requests, the
 wire analysis and the findings are the same code.
 
@@ -106,12 +107,15 @@ _NOT_ABOUT_THE_BODY = {401, 403, 404, 429}
 
 
 def add_probe_command(
-    commands: CommandsAction, responses: Callable[[argparse.Namespace], int]
+    commands: CommandsAction,
+    responses: Callable[[argparse.Namespace], int],
+    messages: Callable[[argparse.Namespace], int],
 ) -> None:
-    """Register ``chunkwise probe``; ``responses`` runs it for ``--api responses``.
+    """Register ``chunkwise probe``; ``responses`` runs it for ``--api responses``,
+    ``messages`` for ``--api messages``.
 
-    The root passes ``responses`` (``_probe_responses.run_responses_probe``)
-    because commands never import each other.
+    The root passes them (``_probe_responses.run_responses_probe``,
+    ``_probe_messages.run_messages_probe``) because commands never import each other.
     """
     probe_parser = commands.add_parser(
         "probe",
@@ -128,7 +132,10 @@ def add_probe_command(
             "shapes and the final status.  With --api completions: the chat checks that "
             "apply to legacy completions (content type, [DONE], include_usage, "
             "keep-alive comments, line endings, data: spacing, finish reasons, latencies) "
-            "and, instead of the tool request, one cut by max_tokens."
+            "and, instead of the tool request, one cut by max_tokens.  With --api messages: "
+            "a text request, one cut by max_tokens and one with a tool, reporting the "
+            "event: field, message_stop, ping events and comments, [DONE], where usage "
+            "comes, the stop_reason of the cut, how tool_use input streams and error shapes."
         ),
         epilog=(
             "exit status: 0 streaming works, 1 streaming is broken, 2 bad usage, 3 the probe "
@@ -153,6 +160,8 @@ def add_probe_command(
     def handler(args: argparse.Namespace) -> int:
         if args.api == "responses":
             return responses(args)
+        if args.api == "messages":
+            return messages(args)
         return run_probe_command(
             args, probe_completions if args.api == "completions" else probe, render_table
         )
