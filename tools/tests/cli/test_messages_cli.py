@@ -370,3 +370,59 @@ async def test_probe_says_streaming_is_broken(
     assert findings["problems"][0].startswith(problem)
     assert findings["message_stop"] is False
     assert findings["error_shapes"] == ([shape] if shape else [])
+
+
+# -- bench -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("model", ["text", "thinking", "tools"])
+async def test_bench_messages(capsys: pytest.CaptureFixture[str], model: str) -> None:
+    async with open_chat_server() as server:
+        argv = [*endpoint_args(server.base_url), "--model", model, "--requests", "3", "--json"]
+        status, out, _ = await run_main(capsys, "bench", *argv)
+    assert status == 0
+    document = json.loads(out)
+    assert document["api"] == "messages"
+    assert document["endpoint"].endswith("/v1/messages")
+    assert document["requests"] == {"total": 3, "ok": 3, "failed": {}}
+    assert document["output_tokens_per_second"] > 0  # message_delta's output_tokens, read
+    assert all(request.headers["x-api-key"] == KEY for request in server.requests)
+    assert all(
+        request.json()
+        == {
+            "model": model,
+            "max_tokens": 1024,
+            "messages": [{"role": "user", "content": "Hello"}],
+            "stream": True,
+        }
+        for request in server.requests
+    )
+
+
+async def test_bench_messages_counts_failed_streams_by_kind(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    async with open_chat_server() as server:
+        argv = [*endpoint_args(server.base_url), "--model", "cut", "--requests", "2", "--json"]
+        status, out, _ = await run_main(capsys, "bench", *argv)
+    assert status == 1
+    failed = json.loads(out)["requests"]["failed"]
+    assert list(failed) == ["incomplete: unfinished"] and sum(failed.values()) == 2
+
+
+async def test_bench_messages_prompt_objects(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    conversation = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello"},
+        {"role": "user", "content": "again"},
+    ]
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text(f'"one"\n{json.dumps({"messages": conversation})}\n')
+    async with open_chat_server() as server:
+        argv = [*endpoint_args(server.base_url), "--prompts", str(prompts), "--model", "text"]
+        status, _, _ = await run_main(capsys, "bench", *argv, "--requests", "2", "--json")
+    assert status == 0
+    sent = sorted((r.json()["messages"] for r in server.requests), key=len)
+    assert sent == [[{"role": "user", "content": "one"}], conversation]

@@ -26,7 +26,8 @@ Rules
    worker's turn, or its Poisson arrival): TTFT to the first read carrying
    output, latency to the end of the stream.  TPOT is vLLM's definition
    (``(last - first) / (tokens - 1)``, tokens from the usage, which a chat
-   request is asked for with ``stream_options.include_usage``).
+   request is asked for with ``stream_options.include_usage``; a Responses
+   or Messages stream always has it).
 2. Inter-token gaps are pooled over every request, kept exactly (8 bytes a
    gap); quantiles are nearest-rank over the exact values, as are those of
    every per-request figure.  A gap is between two reads, so tokens that came
@@ -62,10 +63,19 @@ from typing import Any, TextIO
 import attrs
 import trio
 
-from chunkwise import ChunkwiseError, Endpoint, HTTPStatusError, chat, completions, responses
+from chunkwise import (
+    ChunkwiseError,
+    Endpoint,
+    HTTPStatusError,
+    chat,
+    completions,
+    messages,
+    responses,
+)
 from chunkwise.lowlevel import (
     CHAT,
     COMPLETIONS,
+    MESSAGES,
     RESPONSES,
     Api,
     ConnectionPool,
@@ -92,7 +102,12 @@ __all__ = [
 ]
 
 #: The parser of each ``--api`` name (``chunkwise bench``'s choices).
-_APIS: dict[str, Api[Any]] = {"chat": CHAT, "responses": RESPONSES, "completions": COMPLETIONS}
+_APIS: dict[str, Api[Any]] = {
+    "chat": CHAT,
+    "responses": RESPONSES,
+    "completions": COMPLETIONS,
+    "messages": MESSAGES,
+}
 
 _PROGRESS_INTERVAL = 0.5
 
@@ -107,7 +122,8 @@ class BenchPlan:
     endpoint: Endpoint
     path: str
     bodies: tuple[bytes, ...]
-    #: The API: ``"chat"``, ``"responses"`` or ``"completions"`` (``--api``).
+    #: The API: ``"chat"``, ``"responses"``, ``"completions"`` or ``"messages"``
+    #: (``--api``); its parser, and how the key is sent (Messages: ``x-api-key``).
     api: str
     requests: int | None
     concurrency: int | None
@@ -258,8 +274,9 @@ async def _measure(
     record: RequestRecord,
 ) -> str | None:
     """Send request ``number``; fill in ``record``; return the failure's kind or ``None``."""
-    parser: StreamParser[chat.Result | responses.Result | completions.Result]
-    parser = _APIS[plan.api].make_parser({}, DEFAULT_MAX_EVENT_SIZE)
+    parser: StreamParser[chat.Result | responses.Result | completions.Result | messages.Result]
+    api = _APIS[plan.api]
+    parser = api.make_parser({}, DEFAULT_MAX_EVENT_SIZE)
     timed = Timed(parser, TimingRecorder(trio.current_time))
     recorder = timed.recorder
     body = plan.bodies[number % len(plan.bodies)]
@@ -268,7 +285,7 @@ async def _measure(
     reads = crowded = 0
     try:
         response = await send_http_request(
-            plan.endpoint, body, path=plan.path, pool=pool, trace=recorder.trace
+            plan.endpoint, body, path=plan.path, pool=pool, trace=recorder.trace, auth=api.auth
         )
         try:
             while not parser.finished:

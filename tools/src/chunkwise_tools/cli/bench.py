@@ -72,8 +72,8 @@ def add_bench_command(commands: CommandsAction) -> None:
         help=COMMANDS["bench"],
         description=(
             "Send streaming requests to an OpenAI-compatible endpoint (chat completions, the\n"
-            "Responses API with --api responses, legacy completions with --api completions)\n"
-            "from --concurrency workers or at --rate\n"
+            "Responses API with --api responses, legacy completions with --api completions,\n"
+            "Anthropic's Messages with --api messages) from --concurrency workers or at --rate\n"
             "requests a second (Poisson arrivals), and report the requests ok and failed by\n"
             "kind, time to first token (TTFT), time per output token (TPOT), the gaps between\n"
             "reads carrying output and end-to-end latency (mean, p50, p90, p99, max), output\n"
@@ -142,8 +142,8 @@ def add_bench_command(commands: CommandsAction) -> None:
         "--prompts",
         metavar="FILE.jsonl",
         help="one prompt a line, used in turn: a JSON string, or an object with "
-        '"prompt" (a string; completions: any prompt) or "messages" (chat) / "input" '
-        "(Responses)",
+        '"prompt" (a string; completions: any prompt) or "messages" (chat, Messages) / '
+        '"input" (Responses)',
     )
     add_endpoint_options(bench)
     add_api_option(bench)
