@@ -18,8 +18,8 @@ from chunkwise_tools._convert import to_json
 from chunkwise_tools.cli._common import split_http_head
 from chunkwise_tools.cli._options import COMMAND_APIS, api_of_event
 from chunkwise_tools.cli.inspect import detect_api
-from chunkwise_tools.server import open_chat_server
-from helpers.cli import WEATHER_TOOL, run_main
+from chunkwise_tools.server import ServerOptions, open_chat_server
+from helpers.cli import WEATHER_TOOL, Terminal, run_main
 from helpers.data import KEY, KEY_VAR
 
 pytestmark = pytest.mark.usefixtures("api_key")
@@ -187,6 +187,18 @@ async def test_chat_json_lines_are_the_messages_events(
     assert {"TextDelta", "ToolCallArgumentsDelta", "ToolCallCompleted", "BlockStopped"} <= types
     assert lines[-1]["type"] == "StreamCompleted"
     assert lines[-1]["result"]["stop_reason"] == "tool_use"
+
+
+async def test_chat_live_grows_tool_use_input_in_place_and_ends_as_on_a_pipe(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    async with open_chat_server(ServerOptions(delay=0.001)) as server:
+        argv = [*endpoint_args(server.base_url), "--model", "tools", "hello"]
+        _, piped, _ = await run_main(capsys, "chat", *argv)
+        status, live, _ = await run_main(capsys, "chat", *argv, "--live", "always")
+    assert status == 0
+    assert "\x1b[J" in live  # drawn in place at least once
+    assert Terminal().feed(live).screen == piped.splitlines()
 
 
 @pytest.mark.parametrize(
