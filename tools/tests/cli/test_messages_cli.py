@@ -7,6 +7,7 @@ reconstructs from the same server (:func:`chunkwise.messages.complete`).
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import pytest
 
 import chunkwise
 from chunkwise_tools._convert import to_json
+from chunkwise_tools.cli import _options
 from chunkwise_tools.cli._common import split_http_head
 from chunkwise_tools.cli._options import COMMAND_APIS, api_of_event
 from chunkwise_tools.cli.inspect import detect_api
@@ -438,3 +440,42 @@ async def test_bench_messages_prompt_objects(
     assert status == 0
     sent = sorted((r.json()["messages"] for r in server.requests), key=len)
     assert sent == [[{"role": "user", "content": "one"}], conversation]
+
+
+@pytest.mark.parametrize(
+    ("argv", "environ", "url", "key"),
+    [
+        # Anthropic's variables, as its SDK reads them: /v1 added to the host's URL.
+        (
+            [],
+            {"ANTHROPIC_BASE_URL": "http://h:1", "ANTHROPIC_API_KEY": "sk-a"},
+            "http://h:1/v1",
+            "sk-a",
+        ),
+        (
+            [],
+            {"OPENAI_BASE_URL": "http://o:2/v1", "OPENAI_API_KEY": "sk-o"},
+            "https://api.anthropic.com/v1",
+            None,
+        ),
+        (
+            ["--base-url", "http://h:3/v1", "--api-key-env", "MINE"],
+            {"MINE": "sk-m"},
+            "http://h:3/v1",
+            "sk-m",
+        ),
+    ],
+)
+def test_api_messages_reads_anthropic_s_environment(
+    argv: list[str], environ: dict[str, str], url: str, key: str | None
+) -> None:
+    parser = argparse.ArgumentParser()
+    _options.add_endpoint_options(parser)
+    args = parser.parse_args(argv)
+    args.api = "messages"
+    endpoint = _options.endpoint_from_args(args, environ)
+    assert (endpoint.base_url, endpoint.api_key) == (url, key)
+    args.api = "chat"  # the other APIs keep OpenAI's
+    assert _options.endpoint_from_args(args, {"OPENAI_API_KEY": "sk-o"}).api_key == (
+        "sk-o" if "--api-key-env" not in argv else None
+    )

@@ -98,7 +98,8 @@ def add_endpoint_options(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_KEY_VARIABLE,
         help=(
             "name of the environment variable holding the API key "
-            f"(default: {DEFAULT_KEY_VARIABLE}); unset or empty sends no Authorization"
+            f"(default: {DEFAULT_KEY_VARIABLE}; with --api messages ANTHROPIC_API_KEY, "
+            "and $ANTHROPIC_BASE_URL for the URL); unset or empty sends no key"
         ),
     )
 
@@ -176,11 +177,16 @@ def endpoint_from_args(
         UsageError: the URL or the key cannot be used (the key is never quoted).
     """
     env = os.environ if environ is None else environ
-    base_url = args.base_url if args.base_url is not None else env.get("OPENAI_BASE_URL", "")
+    # --api messages reads Anthropic's variables, as Endpoint.from_env and its SDK do,
+    # unless the options name others.
+    prefix = "ANTHROPIC" if getattr(args, "api", "chat") == "messages" else "OPENAI"
+    key_variable = args.api_key_env
+    if prefix == "ANTHROPIC" and key_variable == DEFAULT_KEY_VARIABLE:
+        key_variable = "ANTHROPIC_API_KEY"
+    base_url = args.base_url if args.base_url is not None else env.get(f"{prefix}_BASE_URL", "")
+    variables = {f"{prefix}_BASE_URL": base_url, f"{prefix}_API_KEY": env.get(key_variable, "")}
     try:
-        return Endpoint.from_env(
-            {"OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": env.get(args.api_key_env, "")}
-        )
+        return Endpoint.from_env(variables, api="messages" if prefix == "ANTHROPIC" else "chat")
     except InvalidEndpoint as exc:
         raise UsageError(str(exc)) from None
 
