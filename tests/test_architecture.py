@@ -535,10 +535,22 @@ def _inherited_underscore_names(name: str, tree: ast.Module) -> set[str]:
                 continue
             module = imported[base.id]
             base_tree = ast.parse(modules()[module].read_text())
-            for found in ast.walk(base_tree):
-                if isinstance(found, ast.ClassDef) and found.name == base.id:
-                    names |= _own_underscore_names(found)
-                    names |= _inherited_underscore_names(module, base_tree)
+            names |= _class_underscore_names(base_tree, base.id)
+            names |= _inherited_underscore_names(module, base_tree)
+    return names
+
+
+def _class_underscore_names(tree: ast.Module, class_name: str) -> set[str]:
+    """What class ``class_name`` of ``tree`` defines, and the bases it has in the same module."""
+    names: set[str] = set()
+    for found in ast.walk(tree):
+        if isinstance(found, ast.ClassDef) and found.name == class_name:
+            names |= _own_underscore_names(found)
+            for base in found.bases:
+                if isinstance(base, ast.Subscript):  # Base[T]
+                    base = base.value
+                if isinstance(base, ast.Name) and base.id != class_name:
+                    names |= _class_underscore_names(tree, base.id)
     return names
 
 
@@ -548,6 +560,9 @@ def test_rule_5_a_subclass_may_use_what_its_base_class_defines() -> None:
     inherited = _inherited_underscore_names("chunkwise.chat.accumulator", tree)
     assert {"_anomaly", "_cache", "_choices", "_finish_reason"} <= inherited
     assert "_identifier" not in inherited  # the base module's, not the base class's
+    # And through a base's own base in its module (TypedEventAccumulator's BaseAccumulator).
+    tree = ast.parse(modules()["chunkwise.messages.accumulator"].read_text())
+    assert "_take_timings" in _inherited_underscore_names("chunkwise.messages.accumulator", tree)
 
 
 def test_rule_5_no_module_uses_another_modules_underscore_attributes() -> None:

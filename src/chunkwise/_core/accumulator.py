@@ -57,7 +57,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Mapping
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from .anomalies import AnomalyLog
 from .errors import ChunkwiseError, InvalidChunk, StreamError
@@ -70,11 +70,11 @@ from .events import (
     UsageReported,
 )
 from .names import RENAMED, warn_renamed
-from .payloads import load_object
+from .payloads import copy_json, load_object
 from .results import Anomaly, IncompleteReason, Status
 from .sse import ServerSentEvent
 
-__all__ = ["DONE", "BaseAccumulator"]
+__all__ = ["DONE", "BaseAccumulator", "TypedEventAccumulator"]
 
 #: The data of the SSE event that ends an OpenAI stream.
 DONE = "[DONE]"
@@ -311,3 +311,31 @@ class BaseAccumulator(Generic[R]):
                 self._error = outside
             events.append(StreamIncomplete(result=self.result, reason=self._reason))
         return events
+
+
+class TypedEventAccumulator(BaseAccumulator[R]):
+    """The skeleton of the APIs whose events name their own type (Responses, Messages).
+
+    What they share of their rule 1: ``data: [DONE]`` (a proxy's) and empty data
+    prove nothing, before the end or after it; an ``error`` event whose data is
+    not a JSON object is the server's error, its text the message; a decoded
+    event is a dict of the accumulator's own (:meth:`_own`).
+    """
+
+    _unit = "an event"
+
+    def _closing(self, data: str) -> bool:
+        return not data or data == DONE
+
+    def _special(self, kind: str, data: str) -> list[Event] | None:
+        return [] if not data or data == DONE else None
+
+    def _not_an_object(self, kind: str, data: str, error: InvalidChunk) -> list[Event]:
+        if kind == "error":
+            return self._server_error(StreamError(data))
+        return self.fail(error)
+
+    def _own(self, unit: Mapping[str, Any], data: str | None) -> dict[str, Any]:
+        """The event as a dict of our own: decoded from ``data`` by load_object, or copied."""
+        self._cache = None
+        return copy_json(dict(unit)) if data is None else cast("dict[str, Any]", unit)

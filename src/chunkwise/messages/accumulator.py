@@ -60,12 +60,11 @@ from collections.abc import Iterable, Mapping
 from contextlib import suppress
 from typing import Any, cast
 
-from .._core.accumulator import DONE, BaseAccumulator
-from .._core.errors import InvalidChunk, StreamError
+from .._core.accumulator import TypedEventAccumulator
 from .._core.events import Event
 from .._core.json_patches import freeze
 from .._core.partial_json import LiveJSON
-from .._core.payloads import copy_json, dump_json, parse_error_payload, parse_json, preview
+from .._core.payloads import dump_json, parse_error_payload, parse_json, preview
 from .._core.results import ToolCall
 from .._core.schemas import OutputSchema, ToolSchemas, complete_tool_call
 from .._core.text import Fragments
@@ -168,7 +167,7 @@ def _tool_schemas(tools: Iterable[Mapping[str, Any]]) -> ToolSchemas:
     )
 
 
-class Accumulator(BaseAccumulator[Result]):
+class Accumulator(TypedEventAccumulator[Result]):
     """Accumulate Anthropic Messages stream events into typed events and a :class:`Result`.
 
     Args:
@@ -180,7 +179,6 @@ class Accumulator(BaseAccumulator[Result]):
     """
 
     _public_name = "chunkwise.messages.Accumulator"
-    _unit = "an event"
 
     def __init__(
         self,
@@ -231,21 +229,8 @@ class Accumulator(BaseAccumulator[Result]):
             message=self._message,
         )
 
-    def _closing(self, data: str) -> bool:
-        return not data or data == DONE  # rule 1, even after the end (a proxy's)
-
-    def _special(self, kind: str, data: str) -> list[Event] | None:
-        return [] if not data or data == DONE else None  # rule 1
-
-    def _not_an_object(self, kind: str, data: str, error: InvalidChunk) -> list[Event]:
-        if kind == "error":  # an error event whose data is not a JSON object: its text
-            return self._server_error(StreamError(data))
-        return self.fail(error)
-
     def _take(self, unit: Mapping[str, Any], kind: str | None, data: str | None) -> list[Event]:
-        # Decoded from ``data`` by load_object, a unit is a dict of our own.
-        event = copy_json(dict(unit)) if data is None else cast("dict[str, Any]", unit)
-        self._cache = None
+        event = self._own(unit, data)
         events: list[Event] = []
         etype = event.get("type")
         if type(etype) is not str:

@@ -71,10 +71,10 @@ Rules
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
-from .._core.accumulator import DONE, BaseAccumulator
-from .._core.errors import InvalidChunk, InvalidJSON, StreamError, StructuredOutputError
+from .._core.accumulator import TypedEventAccumulator
+from .._core.errors import InvalidJSON, StreamError, StructuredOutputError
 from .._core.events import Event
 from .._core.json_patches import freeze
 from .._core.payloads import copy_json, parse_error_event, parse_error_payload, preview
@@ -137,7 +137,7 @@ _ANOMALY_KINDS = {  # a function call's arguments keep their own words
 }
 
 
-class Accumulator(BaseAccumulator[Result]):
+class Accumulator(TypedEventAccumulator[Result]):
     """Accumulate Responses API stream events into typed events and a :class:`Result`.
 
     Args:
@@ -150,7 +150,6 @@ class Accumulator(BaseAccumulator[Result]):
     """
 
     _public_name = "chunkwise.responses.Accumulator"
-    _unit = "an event"
     _error_ends = False  # rule 5: the stream goes on to its terminal event
 
     def __init__(
@@ -241,21 +240,8 @@ class Accumulator(BaseAccumulator[Result]):
             self._audio = Audio(data=data, transcript=transcript)
         return self._audio
 
-    def _closing(self, data: str) -> bool:
-        return not data or data == DONE  # rule 1, even after the terminal event (a proxy's)
-
-    def _special(self, kind: str, data: str) -> list[Event] | None:
-        return [] if not data or data == DONE else None  # rule 1: they prove nothing
-
-    def _not_an_object(self, kind: str, data: str, error: InvalidChunk) -> list[Event]:
-        if kind == "error":  # an error event whose data is not a JSON object: its text
-            return self._server_error(StreamError(data))
-        return self.fail(error)
-
     def _take(self, unit: Mapping[str, Any], kind: str | None, data: str | None) -> list[Event]:
-        # Decoded from ``data`` by load_object, a unit is a dict of our own.
-        event = copy_json(dict(unit)) if data is None else cast("dict[str, Any]", unit)
-        self._cache = None
+        event = self._own(unit, data)
         events: list[Event] = []
         etype = event.get("type")
         if type(etype) is not str:
